@@ -1,0 +1,184 @@
+//! Builds the C++ half of the `chunk` dialect:
+//!
+//! 1. runs `mlir-tblgen` on the ODS files in `include/` (declarations,
+//!    definitions and the Markdown reference) into `$OUT_DIR`;
+//! 2. compiles the dialect, its C API and the Rust-pass/driver shim into a
+//!    static library linked into every Rust binary that uses MLIR;
+//! 3. links the same objects into `libSyncoChunkPlugin.so`, a dialect plugin
+//!    for upstream `mlir-opt --load-dialect-plugin`, copied next to the Rust
+//!    binaries (`target/<profile>/`);
+//! 4. writes `libMLIR-C.so`, a linker script that pulls MLIR's C API out of
+//!    Debian's static archives, since Debian ships no shared MLIR C API and
+//!    `mlir-sys` (with `MLIR_SYS_LINK_SHARED=1`) links `-lMLIR-C`.
+
+use std::{
+    env, fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+/// ODS inputs and the generator flags run on each; outputs land in
+/// `$OUT_DIR/include/synco/Dialect/Chunk/<stem>.<ext>`.
+const TBLGEN_JOBS: &[(&str, &str, &str)] = &[
+    ("ChunkOps.td", "-gen-dialect-decls", "ChunkDialect.h.inc"),
+    ("ChunkOps.td", "-gen-dialect-defs", "ChunkDialect.cpp.inc"),
+    ("ChunkOps.td", "-gen-op-decls", "ChunkOps.h.inc"),
+    ("ChunkOps.td", "-gen-op-defs", "ChunkOps.cpp.inc"),
+    ("ChunkOps.td", "-gen-typedef-decls", "ChunkTypes.h.inc"),
+    ("ChunkOps.td", "-gen-typedef-defs", "ChunkTypes.cpp.inc"),
+    ("ChunkOps.td", "-gen-attrdef-decls", "ChunkAttrs.h.inc"),
+    ("ChunkOps.td", "-gen-attrdef-defs", "ChunkAttrs.cpp.inc"),
+    ("ChunkOps.td", "-gen-enum-decls", "ChunkEnums.h.inc"),
+    ("ChunkOps.td", "-gen-enum-defs", "ChunkEnums.cpp.inc"),
+    ("ChunkOps.td", "-gen-dialect-doc", "ChunkDialect.md"),
+];
+
+/// The dialect proper: linked into the Rust binaries and into the plugin.
+const DIALECT_SOURCES: &[&str] = &["lib/ChunkDialect.cpp", "lib/ChunkOps.cpp", "lib/PlanVerifier.cpp"];
+/// The C API, Rust-pass registration and the opt driver: Rust binaries only.
+const SHIM_SOURCES: &[&str] = &["lib/CAPI.cpp", "lib/RustPass.cpp", "lib/OptMain.cpp", "lib/Diagnostics.cpp"];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?);
+    let out_dir = PathBuf::from(env::var("OUT_DIR")?);
+    let llvm = PathBuf::from(
+        env::var("MLIR_SYS_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into()),
+    );
+    let llvm_include = llvm.join("include");
+    let llvm_lib = llvm.join("lib");
+    let src_include = manifest_dir.join("include");
+    let gen_include = out_dir.join("include");
+    let gen_dir = gen_include.join("synco/Dialect/Chunk");
+    fs::create_dir_all(&gen_dir)?;
+
+    println!("cargo:rerun-if-env-changed=MLIR_SYS_220_PREFIX");
+    for dir in ["include", "lib"] {
+        rerun_if_tree_changed(&manifest_dir.join(dir))?;
+    }
+
+    let tblgen = llvm.join("bin/mlir-tblgen");
+    for (td, flag, output) in TBLGEN_JOBS {
+        let status = Command::new(&tblgen)
+            .arg(flag)
+            .arg("--dialect=chunk")
+            .arg("-I")
+            .arg(&llvm_include)
+            .arg("-I")
+            .arg(&src_include)
+            .arg(src_include.join("synco/Dialect/Chunk").join(td))
+            .arg("-o")
+            .arg(gen_dir.join(output))
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", tblgen.display()))?;
+        if !status.success() {
+            return Err(format!("mlir-tblgen {flag} {td} failed").into());
+        }
+    }
+
+    // The C++ must be compiled by the clang that built Debian's libMLIR.so:
+    // MLIR resolves some TypeIDs (trait checks such as
+    // `hasTrait<OpTrait::SymbolTable>`) by the compiler's spelling of a type
+    // name, and GCC spells them differently, so with GCC a plan inside a
+    // module fails "symbol's parent must have the SymbolTable trait".
+    let clang = llvm.join("bin/clang++");
+    if !clang.exists() {
+        return Err(format!(
+            "{} not found: install clang-22 (tools/setup.sh does)",
+            clang.display()
+        )
+        .into());
+    }
+    let mut build = cc::Build::new();
+    build
+        .compiler(&clang)
+        .cpp(true)
+        .std("c++17")
+        .flag("-fno-exceptions")
+        .flag_if_supported("-Wno-unused-parameter")
+        .flag_if_supported("-Wno-comment")
+        .flag_if_supported("-Wno-deprecated-declarations")
+        .define("_GNU_SOURCE", None)
+        .define("__STDC_CONSTANT_MACROS", None)
+        .define("__STDC_FORMAT_MACROS", None)
+        .define("__STDC_LIMIT_MACROS", None)
+        .include(&src_include)
+        .include(&gen_include)
+        .include(&llvm_include)
+        .pic(true)
+        .cargo_metadata(false);
+    let compile = |sources: &[&str]| {
+        build
+            .clone()
+            .files(sources.iter().map(|source| manifest_dir.join(source)))
+            .compile_intermediates()
+    };
+    let dialect_objects = compile(DIALECT_SOURCES);
+    let shim_objects = compile(SHIM_SOURCES);
+    let plugin_objects = compile(&["lib/Plugin.cpp"]);
+    let objects: Vec<&PathBuf> = dialect_objects.iter().chain(&shim_objects).collect();
+
+    // Static library for the Rust side.
+    let archive = out_dir.join("libsynco_chunk_cxx.a");
+    let _ = fs::remove_file(&archive);
+    run(Command::new("ar").arg("crs").arg(&archive).args(&objects))?;
+    println!("cargo:rustc-link-search=native={}", out_dir.display());
+    println!("cargo:rustc-link-lib=static=synco_chunk_cxx");
+    println!("cargo:rustc-link-lib=dylib=stdc++");
+
+    // MLIR's C API through a linker script (see the module doc).
+    let capi: Vec<String> = fs::read_dir(&llvm_lib)?
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libMLIRCAPI") && n.ends_with(".a"))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    fs::write(out_dir.join("libMLIR-C.so"), format!("GROUP ( {} )\n", capi.join(" ")))?;
+
+    // The mlir-opt dialect plugin, linked against the same shared MLIR that
+    // Debian's mlir-opt uses.
+    let plugin = out_dir.join("libSyncoChunkPlugin.so");
+    let compiler = build.get_compiler();
+    run(Command::new(compiler.path())
+        .arg("-shared")
+        .arg("-o")
+        .arg(&plugin)
+        .args(&dialect_objects)
+        .args(&plugin_objects)
+        .arg(format!("-L{}", llvm_lib.display()))
+        .arg(format!("-Wl,-rpath,{}", llvm_lib.display()))
+        .arg("-lMLIR")
+        .arg("-lLLVM"))?;
+    // $OUT_DIR is target/<profile>/build/<pkg>-<hash>/out.
+    if let Some(profile_dir) = out_dir.ancestors().nth(3) {
+        fs::copy(&plugin, profile_dir.join("libSyncoChunkPlugin.so"))?;
+        fs::copy(
+            gen_dir.join("ChunkDialect.md"),
+            profile_dir.join("ChunkDialect.generated.md"),
+        )?;
+    }
+    Ok(())
+}
+
+fn run(command: &mut Command) -> Result<(), Box<dyn std::error::Error>> {
+    let status = command.status()?;
+    if !status.success() {
+        return Err(format!("command failed ({status}): {command:?}").into());
+    }
+    Ok(())
+}
+
+fn rerun_if_tree_changed(dir: &Path) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rerun_if_tree_changed(&path)?;
+        } else {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//===- ChunkDialect.td - The chunk dialect -----------------*- tablegen -*-===//
+//
+// Part of Synco. The dialect definition shared by the type, attribute and op
+// definitions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SYNCO_CHUNK_DIALECT
+#define SYNCO_CHUNK_DIALECT
+
+include "mlir/IR/OpBase.td"
+
+def Chunk_Dialect : Dialect {
+  let name = "chunk";
+  let cppNamespace = "::synco::chunk";
+  let summary = "Communication chunks fused into GPU kernels";
+  let description = [{
+    The `chunk` dialect describes multi-GPU communication as *chunks*: boxes
+    of a symmetric buffer that move between ranks, each with a transfer
+    backend, a place in the schedule and the chunks or compute tiles it waits
+    for. A Synco compiler fuses such a plan into a local Triton kernel so that
+    every tile waits only for the chunk it reads.
+
+    A plan is SPMD: one description for every rank. Offsets and ranks inside
+    a plan are affine maps of one dimension, the executing rank `r`, so
+
+    ```mlir
+    chunk.plan @ag world_size(2) {
+      chunk.buffer @A : !chunk.buffer<4096x8192xbf16> bind(0)
+      chunk.all_gather @A dim(0) chunks(4) backend(copy_engine)
+    }
+    ```
+
+    describes an all-gather of `A` along its rows on two GPUs, four chunks per
+    rank, moved by the copy engine. `chunk-expand-collectives` turns
+    collectives into explicit `chunk.transfer` ops, which the plan verifier
+    checks for bounds, matching sizes, exact coverage and acyclic
+    dependencies.
+
+    The dialect also has the kernel-level synchronisation ops that lowering
+    inserts into the fused Triton kernel (`chunk.rank`, `chunk.peer_ptr`,
+    `chunk.wait`, `chunk.signal`); `chunk-to-triton` rewrites them into `tt`
+    atomics and inline PTX.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 0;
+}
+
+class Chunk_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Chunk_Dialect, mnemonic, traits>;
+
+#endif // SYNCO_CHUNK_DIALECT

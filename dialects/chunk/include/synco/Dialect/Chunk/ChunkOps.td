@@ -1,0 +1,416 @@
+//===- ChunkOps.td - chunk dialect operations --------------*- tablegen -*-===//
+//
+// Three groups of ops:
+//  * the plan and its contents (buffers, transfers, consumers, producers);
+//  * collectives, which `chunk-expand-collectives` turns into transfers;
+//  * kernel-level synchronisation, inserted into the fused Triton kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SYNCO_CHUNK_OPS
+#define SYNCO_CHUNK_OPS
+
+include "synco/Dialect/Chunk/ChunkDialect.td"
+include "synco/Dialect/Chunk/ChunkAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Plan structure
+//===----------------------------------------------------------------------===//
+
+def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
+    SingleBlock, IsolatedFromAbove, NoRegionArguments]> {
+  let summary = "An SPMD communication plan for one fused kernel";
+  let description = [{
+    Holds the buffers, collectives and transfers of one fused operator. Every
+    op inside is evaluated once per rank `r` in `[0, world_size)`.
+
+    `kernel`, if present, names the local Triton function (`tt.func`) the
+    plan is fused into; buffers bind to its arguments by position.
+
+    The plan's verifier checks the plan as a whole (after each op checked
+    itself):
+
+    * every region lies inside its buffer on every rank, and every rank a
+      transfer names is in `[0, world_size)`;
+    * a transfer's source and destination hold the same number of elements
+      of the same type;
+    * the transfers expanded from one collective cover their buffer exactly
+      once per receiving rank (nothing lost, nothing received twice), or, for
+      reductions, receive exactly one contribution from every rank;
+    * every `after` dependency names a transfer or producer of this plan,
+      and the dependencies have no cycle;
+    * every consumed buffer is written by some transfer or collective.
+
+    ```mlir
+    chunk.plan @ag_gemm world_size(2) kernel(@matmul_kernel) {
+      chunk.buffer @A : !chunk.buffer<4096x4096xbf16> bind(0)
+      chunk.all_gather @A dim(0) chunks(2) backend(copy_engine)
+      chunk.consume @A dim(0) tile(128) index("pid_m")
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$world_size,
+                       OptionalAttr<FlatSymbolRefAttr>:$kernel);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `world_size` `(` $world_size `)`
+    (`kernel` `(` $kernel^ `)`)? attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "int64_t":$worldSize)>
+  ];
+  let extraClassDeclaration = [{
+    /// Looks up a buffer declared in this plan.
+    BufferOp lookupBuffer(::mlir::FlatSymbolRefAttr name);
+  }];
+}
+
+def Chunk_BufferOp : Chunk_Op<"buffer", [Symbol, HasParent<"PlanOp">]> {
+  let summary = "A symmetric buffer, optionally bound to a kernel argument";
+  let description = [{
+    Declares a buffer that exists on every rank with the same shape. With
+    `bind(i)`, the buffer is the fused kernel's `i`-th argument (a pointer to
+    its first element on the executing rank); without, the runtime allocates
+    it (staging buffers, for instance).
+
+    ```mlir
+    chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
+    chunk.buffer @staging : !chunk.buffer<2x4096x4096xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Chunk_BufferType>:$type,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$arg);
+  let assemblyFormat = [{
+    $sym_name `:` $type (`bind` `(` $arg^ `)`)? attr-dict
+  }];
+  let extraClassDeclaration = [{
+    BufferType getBufferType() {
+      return ::llvm::cast<BufferType>(getType());
+    }
+  }];
+}
+
+def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
+  let summary = "One chunk: a box moved from one rank to another";
+  let description = [{
+    On every rank `r`, moves the box `src` of rank `src_rank(r)` into the box
+    `dst` of rank `dst_rank(r)`. Rank maps are affine maps of `r` with one
+    result. `mode` says which side drives the copy, `backend` what moves
+    it, `order` the chunk's place in the driving rank's schedule (lower runs
+    first; chunks consumed first should come first).
+
+    `after` lists what must happen before the transfer may start: other
+    transfers (a ring forwards a chunk only after it arrived) or producers
+    (`chunk.produce`, compute tiles that write the source). `reduce`
+    combines the chunk with the destination instead of overwriting it.
+    `group` names the collective the chunk was expanded from; the plan
+    verifier checks coverage per group.
+
+    ```mlir
+    chunk.transfer @A_from_peer_0 pull copy_engine
+        from #chunk.region<@A[(r) -> (((r + 1) mod 2) * 4096, 0)] [4096, 4096]>
+        on (r) -> ((r + 1) mod 2)
+        to #chunk.region<@A[(r) -> (((r + 1) mod 2) * 4096, 0)] [4096, 4096]>
+        on (r) -> (r)
+        order(1) {group = "all_gather_A"}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Chunk_TransferMode:$mode,
+                       Chunk_Backend:$backend,
+                       Chunk_RegionAttr:$src,
+                       AffineMapAttr:$src_rank,
+                       Chunk_RegionAttr:$dst,
+                       AffineMapAttr:$dst_rank,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$order,
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$after,
+                       OptionalAttr<Chunk_Reduction>:$reduce,
+                       OptionalAttr<StrAttr>:$group);
+  let assemblyFormat = [{
+    $sym_name $mode $backend
+    `from` $src `on` custom<RankMap>($src_rank)
+    `to` $dst `on` custom<RankMap>($dst_rank)
+    `order` `(` $order `)`
+    (`after` $after^)?
+    (`reduce` `(` $reduce^ `)`)?
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Chunk_ConsumeOp : Chunk_Op<"consume", [HasParent<"PlanOp">]> {
+  let summary = "Kernel tiles that read a buffer, one block of a dimension each";
+  let description = [{
+    Says that the kernel's tile with index `t` along `dim` reads the block
+    `[t * tile, (t + 1) * tile)` of that dimension of `buffer`, and so must
+    wait for the chunks that write it. `index`, if given, names the kernel
+    variable (as Triton keeps it in the source location) holding `t`, for
+    kernels whose index arithmetic is ambiguous.
+
+    ```mlir
+    chunk.consume @A dim(0) tile(128) index("pid_m")
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$buffer,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$tile,
+                       OptionalAttr<StrAttr>:$index);
+  let assemblyFormat = [{
+    $buffer `dim` `(` $dim `)` `tile` `(` $tile `)`
+    (`index` `(` $index^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Chunk_ProduceOp : Chunk_Op<"produce", [Symbol, HasParent<"PlanOp">]> {
+  let summary = "Kernel tiles that write a buffer, one block of a dimension each";
+  let description = [{
+    The dual of `chunk.consume`: the kernel's tile `t` along `dim` writes the
+    block `[t * tile, (t + 1) * tile)` of `buffer`. Transfers that list this
+    op in `after` start once the tiles writing their source are done.
+
+    ```mlir
+    chunk.produce @C_tiles @C dim(0) tile(128)
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       FlatSymbolRefAttr:$buffer,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$tile,
+                       OptionalAttr<StrAttr>:$index);
+  let assemblyFormat = [{
+    $sym_name $buffer `dim` `(` $dim `)` `tile` `(` $tile `)`
+    (`index` `(` $index^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+class Chunk_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Chunk_Op<mnemonic, !listconcat(traits, [HasParent<"PlanOp">])> {
+  code commonDescription = [{
+
+    `chunks(n)` splits each rank's share into `n` chunks; `chunks(auto)` (the
+    default) leaves the count to `chunk-select-chunk-size`. `backend`
+    (default `copy_engine`) and `algorithm` choose how chunks move.
+  }];
+  let hasVerifier = 1;
+}
+
+def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
+  let summary = "Gather every rank's block of a buffer onto every rank";
+  let description = [{
+    Rank `r` owns block `r` of `buffer` along `dim` (the dimension split in
+    `world_size` equal blocks); afterwards every rank holds all blocks.
+    Algorithms: `direct` (default), `ring`.
+
+    ```mlir
+    chunk.all_gather @A dim(0) chunks(4) backend(copy_engine)
+    ```
+  }] # commonDescription;
+  let arguments = (ins FlatSymbolRefAttr:$buffer,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$chunks,
+                       DefaultValuedAttr<Chunk_Backend,
+                           "::synco::chunk::Backend::copy_engine">:$backend,
+                       DefaultValuedAttr<Chunk_Algorithm,
+                           "::synco::chunk::Algorithm::direct">:$algorithm);
+  let assemblyFormat = [{
+    $buffer `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
+    (`backend` `(` $backend^ `)`)?
+    (`algorithm` `(` $algorithm^ `)`)? attr-dict
+  }];
+}
+
+def Chunk_ReduceScatterOp : Chunk_CollectiveOp<"reduce_scatter"> {
+  let summary = "Sum every rank's partial buffer, leave each rank its block";
+  let description = [{
+    Every rank holds a partial `src`; afterwards rank `r` holds, in `dst`,
+    block `r` (along `dim`) of the element-wise reduction of all partials.
+    `dst` has `src`'s shape with `dim` divided by `world_size`.
+
+    ```mlir
+    chunk.reduce_scatter @C_partial into @C dim(0) chunks(auto) reduce(sum)
+    ```
+  }] # commonDescription;
+  let arguments = (ins FlatSymbolRefAttr:$src,
+                       FlatSymbolRefAttr:$dst,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$chunks,
+                       DefaultValuedAttr<Chunk_Reduction,
+                           "::synco::chunk::Reduction::sum">:$reduce,
+                       DefaultValuedAttr<Chunk_Backend,
+                           "::synco::chunk::Backend::copy_engine">:$backend,
+                       DefaultValuedAttr<Chunk_Algorithm,
+                           "::synco::chunk::Algorithm::direct">:$algorithm);
+  let assemblyFormat = [{
+    $src `into` $dst `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
+    (`reduce` `(` $reduce^ `)`)?
+    (`backend` `(` $backend^ `)`)?
+    (`algorithm` `(` $algorithm^ `)`)? attr-dict
+  }];
+}
+
+def Chunk_AllReduceOp : Chunk_CollectiveOp<"all_reduce"> {
+  let summary = "Reduce every rank's partial buffer onto every rank";
+  let description = [{
+    Every rank holds a partial `src`; afterwards every rank holds the
+    element-wise reduction in `dst` (same shape). `algorithm` is `one_shot`
+    (every rank reads every partial; best for small buffers) or `two_shot`
+    (reduce-scatter, then all-gather).
+
+    ```mlir
+    chunk.all_reduce @C_partial into @C dim(0) chunks(2) algorithm(one_shot)
+    ```
+  }] # commonDescription;
+  let arguments = (ins FlatSymbolRefAttr:$src,
+                       FlatSymbolRefAttr:$dst,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$chunks,
+                       DefaultValuedAttr<Chunk_Reduction,
+                           "::synco::chunk::Reduction::sum">:$reduce,
+                       DefaultValuedAttr<Chunk_Backend,
+                           "::synco::chunk::Backend::copy_engine">:$backend,
+                       DefaultValuedAttr<Chunk_Algorithm,
+                           "::synco::chunk::Algorithm::two_shot">:$algorithm);
+  let assemblyFormat = [{
+    $src `into` $dst `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
+    (`reduce` `(` $reduce^ `)`)?
+    (`backend` `(` $backend^ `)`)?
+    (`algorithm` `(` $algorithm^ `)`)? attr-dict
+  }];
+}
+
+def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
+  let summary = "Rank r sends block d of src to rank d, which stores it as block r";
+  let description = [{
+    `src` and `dst` have the same shape, split in `world_size` blocks along
+    `dim`. Afterwards block `s` of rank `d`'s `dst` is block `d` of rank
+    `s`'s `src`.
+
+    ```mlir
+    chunk.all_to_all @X into @Y dim(0) chunks(1) backend(ldst)
+    ```
+  }] # commonDescription;
+  let arguments = (ins FlatSymbolRefAttr:$src,
+                       FlatSymbolRefAttr:$dst,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$chunks,
+                       DefaultValuedAttr<Chunk_Backend,
+                           "::synco::chunk::Backend::copy_engine">:$backend,
+                       DefaultValuedAttr<Chunk_Algorithm,
+                           "::synco::chunk::Algorithm::direct">:$algorithm);
+  let assemblyFormat = [{
+    $src `into` $dst `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
+    (`backend` `(` $backend^ `)`)?
+    (`algorithm` `(` $algorithm^ `)`)? attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel-level synchronisation
+//===----------------------------------------------------------------------===//
+
+def Chunk_RankOp : Chunk_Op<"rank", [Pure]> {
+  let summary = "The executing rank, inside a fused kernel";
+  let description = [{
+    ```mlir
+    %r = chunk.rank : i32
+    ```
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Chunk_WorldSizeOp : Chunk_Op<"world_size", [Pure]> {
+  let summary = "The number of ranks, inside a fused kernel";
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Chunk_PeerPtrOp : Chunk_Op<"peer_ptr", [Pure,
+    AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "The address of the same symmetric-buffer element on a peer";
+  let description = [{
+    Given a pointer into the executing rank's copy of a symmetric buffer,
+    returns the pointer to the same element in rank `peer`'s copy (through
+    the peer pointer table of the fused kernel's ABI). The pointer type is
+    Triton's (`!tt.ptr<T>` or a tensor of them).
+
+    ```mlir
+    %p = chunk.peer_ptr %a, %peer : !tt.ptr<bf16>
+    ```
+  }];
+  let arguments = (ins AnyType:$ptr, I32:$peer);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$ptr `,` $peer attr-dict `:` type($ptr)";
+}
+
+def Chunk_WaitOp : Chunk_Op<"wait"> {
+  let summary = "Spin until a chunk's flag reaches the epoch";
+  let description = [{
+    Blocks the calling program until `*flag >= epoch`, reading the flag with
+    `sem` (default `acquire`) at `scope` (default `sys`). The wait is bounded
+    by `timeout_ns`: when it expires, the kernel records `(rank, chunk,
+    epoch)` in its error buffer and the program exits, and the runtime turns
+    that into an error. `chunk` identifies the chunk in such reports.
+
+    ```mlir
+    chunk.wait %flag, %epoch chunk(3) : !tt.ptr<i32>
+    ```
+  }];
+  let arguments = (ins AnyType:$flag, I32:$epoch,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$chunk,
+                       DefaultValuedAttr<Chunk_MemSemantic,
+                           "::synco::chunk::MemSemantic::acquire">:$sem,
+                       DefaultValuedAttr<Chunk_MemScope,
+                           "::synco::chunk::MemScope::sys">:$scope,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>,
+                           "10000000000">:$timeout_ns);
+  let assemblyFormat = [{
+    $flag `,` $epoch `chunk` `(` $chunk `)`
+    (`sem` `(` $sem^ `)`)?
+    (`scope` `(` $scope^ `)`)?
+    attr-dict `:` type($flag)
+  }];
+  let hasVerifier = 1;
+}
+
+def Chunk_SignalOp : Chunk_Op<"signal"> {
+  let summary = "Publish a chunk: set its flag to the epoch";
+  let description = [{
+    Makes every write before it visible at `scope` (default `sys`) and then
+    stores `epoch` into `*flag` with `sem` (default `release`).
+
+    ```mlir
+    chunk.signal %flag, %epoch chunk(3) : !tt.ptr<i32>
+    ```
+  }];
+  let arguments = (ins AnyType:$flag, I32:$epoch,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$chunk,
+                       DefaultValuedAttr<Chunk_MemSemantic,
+                           "::synco::chunk::MemSemantic::release">:$sem,
+                       DefaultValuedAttr<Chunk_MemScope,
+                           "::synco::chunk::MemScope::sys">:$scope);
+  let assemblyFormat = [{
+    $flag `,` $epoch `chunk` `(` $chunk `)`
+    (`sem` `(` $sem^ `)`)?
+    (`scope` `(` $scope^ `)`)?
+    attr-dict `:` type($flag)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // SYNCO_CHUNK_OPS

@@ -1,0 +1,113 @@
+//===- ChunkDialect.cpp - Dialect, types and attributes ----------------===//
+
+#include "synco/Dialect/Chunk/ChunkDialect.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace synco::chunk;
+
+#include "synco/Dialect/Chunk/ChunkDialect.cpp.inc"
+#include "synco/Dialect/Chunk/ChunkEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "synco/Dialect/Chunk/ChunkTypes.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "synco/Dialect/Chunk/ChunkAttrs.cpp.inc"
+
+void ChunkDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "synco/Dialect/Chunk/ChunkTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "synco/Dialect/Chunk/ChunkAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "synco/Dialect/Chunk/ChunkOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// BufferType
+//===----------------------------------------------------------------------===//
+
+Type BufferType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/false,
+                                /*withTrailingX=*/true) ||
+      parser.parseType(elementType) || parser.parseGreater())
+    return {};
+  return BufferType::getChecked(
+      [&] { return parser.emitError(parser.getNameLoc()); },
+      parser.getContext(), shape, elementType);
+}
+
+void BufferType::print(AsmPrinter &printer) const {
+  printer << '<';
+  for (int64_t dim : getShape())
+    printer << dim << 'x';
+  printer << getElementType() << '>';
+}
+
+LogicalResult
+BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
+                   ArrayRef<int64_t> shape, Type elementType) {
+  if (shape.empty())
+    return emitError() << "a symmetric buffer needs at least one dimension";
+  for (int64_t dim : shape)
+    if (dim <= 0)
+      return emitError() << "symmetric buffer dimensions must be positive, got "
+                         << dim;
+  if (!elementType.isIntOrFloat())
+    return emitError() << "symmetric buffer elements must be integers or "
+                          "floats, got "
+                       << elementType;
+  return success();
+}
+
+int64_t BufferType::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t dim : getShape())
+    n *= dim;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// RegionAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult RegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 FlatSymbolRefAttr buffer, AffineMap offsets,
+                                 ArrayRef<int64_t> sizes) {
+  if (offsets.getNumDims() != 1 || offsets.getNumSymbols() != 0)
+    return emitError() << "region offsets must be a map of one dimension (the "
+                          "rank) and no symbols, got "
+                       << AffineMapAttr::get(offsets);
+  if (offsets.getNumResults() != sizes.size())
+    return emitError() << "region has " << offsets.getNumResults()
+                       << " offsets but " << sizes.size() << " sizes";
+  for (int64_t size : sizes)
+    if (size <= 0)
+      return emitError() << "region sizes must be positive, got " << size;
+  return success();
+}
+
+SmallVector<int64_t> RegionAttr::getOffsetsOn(int64_t rank) const {
+  return getOffsets().compose(ArrayRef<int64_t>{rank});
+}
+
+int64_t RegionAttr::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t size : getSizes())
+    n *= size;
+  return n;
+}

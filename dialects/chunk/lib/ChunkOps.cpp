@@ -1,0 +1,336 @@
+//===- ChunkOps.cpp - Per-op verifiers and custom syntax ---------------===//
+//
+// Each op checks what it can see from itself and the plan's symbol table.
+// Checks that span several ops (coverage, dependency cycles) live in
+// PlanVerifier.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "synco/Dialect/Chunk/ChunkDialect.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace synco::chunk;
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// `chunks(auto)` or `chunks(<n>)`: an absent attribute means auto.
+static ParseResult parseChunkCount(OpAsmParser &parser, IntegerAttr &count) {
+  if (succeeded(parser.parseOptionalKeyword("auto")))
+    return success();
+  int64_t value;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseInteger(value))
+    return parser.emitError(loc, "expected a chunk count or 'auto'");
+  count = parser.getBuilder().getI64IntegerAttr(value);
+  return success();
+}
+
+static void printChunkCount(OpAsmPrinter &printer, Operation *,
+                            IntegerAttr count) {
+  if (count)
+    printer << count.getInt();
+  else
+    printer << "auto";
+}
+
+/// A rank map written as a bare affine map: `(r) -> ((r + 1) mod 4)`.
+static ParseResult parseRankMap(OpAsmParser &parser, AffineMapAttr &map) {
+  AffineMap value;
+  if (parser.parseAffineMap(value))
+    return failure();
+  map = AffineMapAttr::get(value);
+  return success();
+}
+
+static void printRankMap(OpAsmPrinter &printer, Operation *,
+                         AffineMapAttr map) {
+  map.getValue().print(printer.getStream());
+}
+
+#define GET_OP_CLASSES
+#include "synco/Dialect/Chunk/ChunkOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Resolves `name` to a buffer of the enclosing plan, or reports `what` on
+/// `op` and returns null.
+static BufferOp lookupBufferOrError(Operation *op, FlatSymbolRefAttr name,
+                                    StringRef what) {
+  auto plan = op->getParentOfType<PlanOp>();
+  if (!plan)
+    return {};
+  BufferOp buffer = plan.lookupBuffer(name);
+  if (!buffer)
+    op->emitOpError() << what << " " << name
+                      << " is not a chunk.buffer of plan @"
+                      << plan.getSymName();
+  return buffer;
+}
+
+static int64_t worldSizeOf(Operation *op) {
+  return op->getParentOfType<PlanOp>().getWorldSize();
+}
+
+/// Checks a rank map: one dimension, one result, values in [0, worldSize).
+static LogicalResult verifyRankMap(Operation *op, AffineMap map,
+                                   StringRef what, int64_t worldSize) {
+  if (map.getNumDims() != 1 || map.getNumSymbols() != 0 ||
+      map.getNumResults() != 1)
+    return op->emitOpError()
+           << what << " must be an affine map (r) -> (rank), got "
+           << AffineMapAttr::get(map);
+  for (int64_t rank = 0; rank < worldSize; ++rank) {
+    int64_t value = map.compose(ArrayRef<int64_t>{rank})[0];
+    if (value < 0 || value >= worldSize)
+      return op->emitOpError()
+             << what << " " << AffineMapAttr::get(map) << " gives rank " << value << " on rank "
+             << rank << ", outside [0, " << worldSize << ")";
+  }
+  return success();
+}
+
+/// Checks that `region` lies inside its buffer on every rank.
+static LogicalResult verifyRegionInBounds(Operation *op, RegionAttr region,
+                                          StringRef what, BufferOp buffer,
+                                          int64_t worldSize) {
+  ArrayRef<int64_t> shape = buffer.getBufferType().getShape();
+  ArrayRef<int64_t> sizes = region.getSizes();
+  if (sizes.size() != shape.size())
+    return op->emitOpError()
+           << what << " region has " << sizes.size()
+           << " dimensions but buffer " << region.getBuffer() << " has "
+           << shape.size();
+  for (int64_t rank = 0; rank < worldSize; ++rank) {
+    SmallVector<int64_t> offsets = region.getOffsetsOn(rank);
+    for (auto [dim, offset] : llvm::enumerate(offsets)) {
+      if (offset < 0 || offset + sizes[dim] > shape[dim])
+        return op->emitOpError()
+               << what << " region is out of bounds on rank " << rank
+               << ": dimension " << dim << " spans [" << offset << ", "
+               << offset + sizes[dim] << ") but " << region.getBuffer()
+               << " has " << shape[dim];
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PlanOp
+//===----------------------------------------------------------------------===//
+
+void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                   int64_t worldSize) {
+  state.addAttribute(getSymNameAttrName(state.name),
+                     builder.getStringAttr(name));
+  state.addAttribute(getWorldSizeAttrName(state.name),
+                     builder.getI64IntegerAttr(worldSize));
+  Region *body = state.addRegion();
+  body->emplaceBlock();
+}
+
+BufferOp PlanOp::lookupBuffer(FlatSymbolRefAttr name) {
+  return dyn_cast_or_null<BufferOp>(
+      ::mlir::SymbolTable::lookupSymbolIn(getOperation(), name.getAttr()));
+}
+
+//===----------------------------------------------------------------------===//
+// TransferOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransferOp::verify() {
+  int64_t worldSize = worldSizeOf(*this);
+  if (failed(verifyRankMap(*this, getSrcRank(), "source rank", worldSize)) ||
+      failed(verifyRankMap(*this, getDstRank(), "destination rank", worldSize)))
+    return failure();
+
+  BufferOp src = lookupBufferOrError(*this, getSrc().getBuffer(), "source");
+  BufferOp dst =
+      lookupBufferOrError(*this, getDst().getBuffer(), "destination");
+  if (!src || !dst)
+    return failure();
+  if (failed(verifyRegionInBounds(*this, getSrc(), "source", src, worldSize)) ||
+      failed(verifyRegionInBounds(*this, getDst(), "destination", dst,
+                                  worldSize)))
+    return failure();
+
+  Type srcElement = src.getBufferType().getElementType();
+  Type dstElement = dst.getBufferType().getElementType();
+  if (srcElement != dstElement)
+    return emitOpError() << "moves " << srcElement << " elements into a "
+                         << dstElement << " buffer";
+  if (getSrc().getNumElements() != getDst().getNumElements())
+    return emitOpError() << "transfer sizes do not match: the source region "
+                            "holds "
+                         << getSrc().getNumElements()
+                         << " elements, the destination region "
+                         << getDst().getNumElements();
+
+  if (getMode() == TransferMode::local) {
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      int64_t from = getSrcRank().compose(ArrayRef<int64_t>{rank})[0];
+      int64_t to = getDstRank().compose(ArrayRef<int64_t>{rank})[0];
+      if (from != to)
+        return emitOpError() << "is 'local' but moves data from rank " << from
+                             << " to rank " << to << " (on rank " << rank
+                             << "); use 'pull' or 'push'";
+    }
+  }
+  if (getReduce() && src == dst && getSrc() == getDst() &&
+      getSrcRank() == getDstRank())
+    return emitOpError() << "reduces a region into itself";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConsumeOp / ProduceOp
+//===----------------------------------------------------------------------===//
+
+template <typename TileOp>
+static LogicalResult verifyTileOp(TileOp op) {
+  BufferOp buffer = lookupBufferOrError(op, op.getBufferAttr(), "buffer");
+  if (!buffer)
+    return failure();
+  ArrayRef<int64_t> shape = buffer.getBufferType().getShape();
+  int64_t dim = op.getDim();
+  if (dim >= static_cast<int64_t>(shape.size()))
+    return op.emitOpError() << "dimension " << op.getDim()
+                            << " is out of range for " << op.getBuffer()
+                            << " of rank " << shape.size();
+  if (static_cast<int64_t>(op.getTile()) > shape[dim])
+    return op.emitOpError() << "tile of " << op.getTile()
+                            << " is larger than dimension " << op.getDim()
+                            << " of " << op.getBuffer() << " ("
+                            << shape[op.getDim()] << ")";
+  return success();
+}
+
+LogicalResult ConsumeOp::verify() { return verifyTileOp(*this); }
+LogicalResult ProduceOp::verify() { return verifyTileOp(*this); }
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Checks what every collective shares: `dim` is a dimension of `shape` that
+/// splits into `worldSize` blocks of `chunks` equal chunks each.
+static LogicalResult verifySplit(Operation *op, FlatSymbolRefAttr name,
+                                 ArrayRef<int64_t> shape, int64_t dim,
+                                 std::optional<int64_t> chunks,
+                                 int64_t worldSize) {
+  if (dim >= static_cast<int64_t>(shape.size()))
+    return op->emitOpError() << "dimension " << dim
+                             << " is out of range for " << name << " of rank "
+                             << shape.size();
+  if (shape[dim] % worldSize != 0)
+    return op->emitOpError()
+           << "cannot split dimension " << dim << " of " << name << " ("
+           << shape[dim] << ") into " << worldSize << " equal blocks";
+  int64_t block = shape[dim] / worldSize;
+  if (chunks && block % *chunks != 0)
+    return op->emitOpError() << "cannot split a block of " << block
+                             << " along dimension " << dim << " into "
+                             << *chunks << " equal chunks";
+  return success();
+}
+
+static LogicalResult verifyAlgorithm(Operation *op, Algorithm algorithm,
+                                     ArrayRef<Algorithm> allowed) {
+  if (llvm::is_contained(allowed, algorithm))
+    return success();
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "does not support algorithm '"
+                            << stringifyAlgorithm(algorithm)
+                            << "'; expected one of:";
+  for (Algorithm a : allowed)
+    diag << " '" << stringifyAlgorithm(a) << "'";
+  return diag;
+}
+
+LogicalResult AllGatherOp::verify() {
+  BufferOp buffer = lookupBufferOrError(*this, getBufferAttr(), "buffer");
+  if (!buffer)
+    return failure();
+  if (failed(verifyAlgorithm(*this, getAlgorithm(),
+                             {Algorithm::direct, Algorithm::ring})))
+    return failure();
+  return verifySplit(*this, getBufferAttr(), buffer.getBufferType().getShape(),
+                     getDim(), getChunks(), worldSizeOf(*this));
+}
+
+/// Shared by the ops with a `src` and a `dst` buffer. `dstDivided` says
+/// whether `dst` is `src` with `dim` divided by the world size.
+template <typename OpT>
+static LogicalResult verifySrcDst(OpT op, bool dstDivided) {
+  BufferOp src = lookupBufferOrError(op, op.getSrcAttr(), "source");
+  BufferOp dst = lookupBufferOrError(op, op.getDstAttr(), "destination");
+  if (!src || !dst)
+    return failure();
+  int64_t worldSize = worldSizeOf(op);
+  BufferType srcType = src.getBufferType(), dstType = dst.getBufferType();
+  if (srcType.getElementType() != dstType.getElementType())
+    return op.emitOpError()
+           << "source holds " << srcType.getElementType()
+           << " but destination holds " << dstType.getElementType();
+  if (failed(verifySplit(op, op.getSrcAttr(), srcType.getShape(), op.getDim(),
+                         op.getChunks(), worldSize)))
+    return failure();
+  SmallVector<int64_t> expected(srcType.getShape());
+  if (dstDivided)
+    expected[op.getDim()] /= worldSize;
+  if (ArrayRef<int64_t>(expected) != dstType.getShape()) {
+    InFlightDiagnostic diag = op.emitOpError() << "destination "
+                                               << op.getDst()
+                                               << " must have shape ";
+    llvm::interleave(expected, diag, "x");
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyAlgorithm(*this, getAlgorithm(),
+                             {Algorithm::direct, Algorithm::ring})))
+    return failure();
+  return verifySrcDst(*this, /*dstDivided=*/true);
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (failed(verifyAlgorithm(*this, getAlgorithm(),
+                             {Algorithm::one_shot, Algorithm::two_shot})))
+    return failure();
+  return verifySrcDst(*this, /*dstDivided=*/false);
+}
+
+LogicalResult AllToAllOp::verify() {
+  if (failed(verifyAlgorithm(*this, getAlgorithm(), {Algorithm::direct})))
+    return failure();
+  if (getSrc() == getDst())
+    return emitOpError() << "needs distinct source and destination buffers";
+  return verifySrcDst(*this, /*dstDivided=*/false);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel-level synchronisation
+//===----------------------------------------------------------------------===//
+
+LogicalResult WaitOp::verify() {
+  if (getSem() == MemSemantic::release)
+    return emitOpError() << "a wait only reads its flag, so 'release' orders "
+                            "nothing; use 'acquire'";
+  return success();
+}
+
+LogicalResult SignalOp::verify() {
+  if (getSem() == MemSemantic::acquire)
+    return emitOpError() << "a signal only writes its flag, so 'acquire' "
+                            "orders nothing; use 'release'";
+  return success();
+}

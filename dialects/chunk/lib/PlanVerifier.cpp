@@ -1,0 +1,353 @@
+//===- PlanVerifier.cpp - Whole-plan checks ----------------------------===//
+//
+// `chunk.plan`'s region verifier. It runs after every op inside the plan
+// verified itself (bounds, sizes, rank maps) and checks what needs several
+// ops at once:
+//
+//  * coverage: the transfers of one collective (`group`) write every element
+//    of their destination buffer exactly once on every receiving rank; for
+//    reductions, every written element receives exactly one contribution
+//    from every rank;
+//  * dependencies: `after` names transfers or producers of this plan, and
+//    the dependency graph has no cycle (a cycle deadlocks the kernel);
+//  * consumers: a buffer that kernel tiles read is written by something.
+//
+// Coverage is computed exactly on a compressed grid: the boundaries of every
+// box along each dimension cut the buffer into cells, and each cell's
+// writers are counted. That is linear in the number of cells the boxes
+// touch, not in the buffer's size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "synco/Dialect/Chunk/ChunkDialect.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace synco::chunk;
+
+namespace {
+
+/// One instance of a transfer: what rank `rank` of the SPMD plan moves.
+struct Placement {
+  mutable TransferOp op;
+  int64_t srcRank, dstRank;
+  SmallVector<int64_t> offsets; // destination box
+  ArrayRef<int64_t> sizes;
+};
+
+/// Describes the box of `p` for diagnostics, e.g. "[0:1024, 0:4096]".
+std::string describeBox(ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
+  std::string text = "[";
+  for (auto [i, offset] : llvm::enumerate(offsets)) {
+    if (i)
+      text += ", ";
+    text += std::to_string(offset) + ":" + std::to_string(offset + sizes[i]);
+  }
+  return text + "]";
+}
+
+/// The cells of the grid that the boundaries of `boxes` cut `shape` into.
+struct CompressedGrid {
+  SmallVector<SmallVector<int64_t>> cuts; // sorted unique, per dimension
+
+  CompressedGrid(ArrayRef<int64_t> shape, ArrayRef<const Placement *> boxes) {
+    cuts.resize(shape.size());
+    for (auto [dim, extent] : llvm::enumerate(shape)) {
+      cuts[dim] = {0, extent};
+      for (const Placement *p : boxes) {
+        cuts[dim].push_back(p->offsets[dim]);
+        cuts[dim].push_back(p->offsets[dim] + p->sizes[dim]);
+      }
+      llvm::sort(cuts[dim]);
+      cuts[dim].erase(llvm::unique(cuts[dim]), cuts[dim].end());
+    }
+  }
+
+  int64_t numCells() const {
+    int64_t n = 1;
+    for (const auto &c : cuts)
+      n *= c.size() - 1;
+    return n;
+  }
+
+  /// Calls `fn(cellIndex, cellVolume)` for every cell inside `p`'s box.
+  template <typename Fn> void forEachCell(const Placement &p, Fn fn) const {
+    size_t rank = cuts.size();
+    SmallVector<size_t> lo(rank), hi(rank), idx(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      lo[d] = llvm::lower_bound(cuts[d], p.offsets[d]) - cuts[d].begin();
+      hi[d] = llvm::lower_bound(cuts[d], p.offsets[d] + p.sizes[d]) -
+              cuts[d].begin();
+      idx[d] = lo[d];
+      if (lo[d] == hi[d])
+        return;
+    }
+    while (true) {
+      int64_t cell = 0, volume = 1;
+      for (size_t d = 0; d < rank; ++d) {
+        cell = cell * (cuts[d].size() - 1) + idx[d];
+        volume *= cuts[d][idx[d] + 1] - cuts[d][idx[d]];
+      }
+      fn(cell, volume);
+      size_t d = rank;
+      while (d > 0) {
+        --d;
+        if (++idx[d] < hi[d])
+          break;
+        idx[d] = lo[d];
+        if (d == 0)
+          return;
+      }
+    }
+  }
+};
+
+class PlanVerifier {
+public:
+  explicit PlanVerifier(PlanOp plan) : plan(plan) {}
+
+  LogicalResult verify() {
+    return success(succeeded(verifyCoverage()) &&
+                   succeeded(verifyDependencies()) &&
+                   succeeded(verifyConsumers()));
+  }
+
+private:
+  LogicalResult verifyCoverage();
+  LogicalResult verifyGroupOnRank(StringRef group, BufferOp buffer,
+                                  int64_t dstRank,
+                                  ArrayRef<const Placement *> boxes,
+                                  bool reduction);
+  LogicalResult verifyDependencies();
+  LogicalResult verifyConsumers();
+
+  PlanOp plan;
+};
+
+} // namespace
+
+LogicalResult PlanVerifier::verifyCoverage() {
+  int64_t worldSize = plan.getWorldSize();
+  // group -> all placements of its transfers, in program order.
+  llvm::MapVector<StringRef, SmallVector<Placement>> groups;
+  for (auto transfer : plan.getBody().getOps<TransferOp>()) {
+    if (!transfer.getGroup())
+      continue;
+    auto &placements = groups[*transfer.getGroup()];
+    for (int64_t rank = 0; rank < worldSize; ++rank)
+      placements.push_back(
+          {transfer, transfer.getSrcRank().compose(ArrayRef<int64_t>{rank})[0],
+           transfer.getDstRank().compose(ArrayRef<int64_t>{rank})[0],
+           transfer.getDst().getOffsetsOn(rank), transfer.getDst().getSizes()});
+  }
+
+  for (auto &[group, placements] : groups) {
+    TransferOp first = placements.front().op;
+    FlatSymbolRefAttr bufferName = first.getDst().getBuffer();
+    bool reduction = first.getReduce().has_value();
+    for (const Placement &p : placements) {
+      if (p.op.getDst().getBuffer() != bufferName)
+        return p.op.emitOpError()
+               << "writes " << p.op.getDst().getBuffer() << " but group \""
+               << group << "\" writes " << bufferName
+               << "; a group's transfers share their destination buffer";
+      if (p.op.getReduce().has_value() != reduction)
+        return p.op.emitOpError()
+               << "mixes reducing and plain transfers in group \"" << group
+               << "\"";
+    }
+    BufferOp buffer = plan.lookupBuffer(bufferName);
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      SmallVector<const Placement *> boxes;
+      for (const Placement &p : placements)
+        if (p.dstRank == rank)
+          boxes.push_back(&p);
+      if (failed(verifyGroupOnRank(group, buffer, rank, boxes, reduction)))
+        return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
+                                              int64_t dstRank,
+                                              ArrayRef<const Placement *> boxes,
+                                              bool reduction) {
+  ArrayRef<int64_t> shape = buffer.getBufferType().getShape();
+  CompressedGrid grid(shape, boxes);
+  int64_t worldSize = plan.getWorldSize();
+  // For each cell, the first writer (to name it in a diagnostic) and, per
+  // source rank, how many boxes cover it.
+  int64_t numCells = grid.numCells();
+  SmallVector<const Placement *> firstWriter(numCells, nullptr);
+  SmallVector<int32_t> perSource(numCells * worldSize, 0);
+  for (const Placement *p : boxes) {
+    const Placement *clash = nullptr;
+    grid.forEachCell(*p, [&](int64_t cell, int64_t) {
+      int32_t &count = perSource[cell * worldSize + p->srcRank];
+      if (++count > 1 && !clash)
+        clash = firstWriter[cell];
+      if (!reduction) {
+        if (firstWriter[cell] && !clash)
+          clash = firstWriter[cell];
+      }
+      if (!firstWriter[cell])
+        firstWriter[cell] = p;
+    });
+    if (clash) {
+      InFlightDiagnostic diag =
+          p->op.emitOpError()
+          << "writes " << describeBox(p->offsets, p->sizes) << " of "
+          << buffer.getSymNameAttr() << " on rank " << dstRank
+          << ", which " << clash->op.getSymNameAttr()
+          << " already writes: group \"" << group
+          << "\" must write each element exactly once"
+          << (reduction ? " per source rank" : "");
+      diag.attachNote(clash->op.getLoc()) << "the other writer is here";
+      return diag;
+    }
+  }
+
+  // Every cell: gathers need exactly one writer everywhere; reductions need
+  // either nothing, or one contribution from every rank.
+  int64_t missing = 0;
+  SmallVector<int64_t> missingSources;
+  for (int64_t cell = 0; cell < numCells; ++cell) {
+    ArrayRef<int32_t> counts(&perSource[cell * worldSize], worldSize);
+    bool any = llvm::any_of(counts, [](int32_t c) { return c > 0; });
+    if (!reduction) {
+      if (!any)
+        ++missing;
+      continue;
+    }
+    if (!any)
+      continue;
+    for (int64_t src = 0; src < worldSize; ++src)
+      if (counts[src] == 0 && !llvm::is_contained(missingSources, src))
+        missingSources.push_back(src);
+  }
+  if (!reduction && missing > 0) {
+    int64_t covered = 0;
+    for (const Placement *p : boxes) {
+      int64_t n = 1;
+      for (int64_t s : p->sizes)
+        n *= s;
+      covered += n;
+    }
+    return plan.emitOpError()
+           << "the transfers of group \"" << group << "\" leave part of "
+           << buffer.getSymNameAttr() << " unwritten on rank " << dstRank
+           << " (they write " << covered << " of "
+           << buffer.getBufferType().getNumElements()
+           << " elements): add the missing chunks, including the rank's "
+              "own block as a 'local' transfer";
+  }
+  if (reduction && !missingSources.empty()) {
+    InFlightDiagnostic diag = plan.emitOpError()
+                              << "the reduction of group \"" << group
+                              << "\" into " << buffer.getSymNameAttr()
+                              << " on rank " << dstRank
+                              << " gets no contribution from rank";
+    for (int64_t src : missingSources)
+      diag << " " << src;
+    diag << " for some elements: every rank must contribute to every "
+            "reduced element exactly once";
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult PlanVerifier::verifyDependencies() {
+  // Resolve every `after` entry, then look for a cycle by depth-first search.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> edges;
+  SmallVector<Operation *> nodes;
+  for (Operation &op : plan.getBody().front()) {
+    auto transfer = dyn_cast<TransferOp>(op);
+    if (isa<ProduceOp>(op))
+      nodes.push_back(&op);
+    if (!transfer)
+      continue;
+    nodes.push_back(&op);
+    if (!transfer.getAfter())
+      continue;
+    for (auto name : transfer.getAfter()->getAsRange<FlatSymbolRefAttr>()) {
+      Operation *dep = SymbolTable::lookupSymbolIn(plan, name.getAttr());
+      if (!dep || !isa<TransferOp, ProduceOp>(dep))
+        return transfer.emitOpError()
+               << "waits for " << name
+               << ", which is not a chunk.transfer or chunk.produce of plan @"
+               << plan.getSymName() << ": nothing would ever signal it";
+      if (dep == &op)
+        return transfer.emitOpError() << "waits for itself";
+      edges[&op].push_back(dep);
+    }
+  }
+
+  enum class Mark { unvisited, active, done };
+  llvm::DenseMap<Operation *, Mark> marks;
+  SmallVector<Operation *> stack;
+  std::function<Operation *(Operation *)> visit =
+      [&](Operation *node) -> Operation * {
+    marks[node] = Mark::active;
+    stack.push_back(node);
+    for (Operation *next : edges.lookup(node)) {
+      Mark m = marks.lookup(next);
+      if (m == Mark::active)
+        return next;
+      if (m == Mark::unvisited)
+        if (Operation *cycle = visit(next))
+          return cycle;
+    }
+    stack.pop_back();
+    marks[node] = Mark::done;
+    return nullptr;
+  };
+  for (Operation *node : nodes) {
+    if (marks.lookup(node) != Mark::unvisited)
+      continue;
+    Operation *start = visit(node);
+    if (!start)
+      continue;
+    auto first = llvm::find(stack, start);
+    std::string path;
+    for (auto it = first; it != stack.end(); ++it)
+      path += "@" +
+              SymbolTable::getSymbolName(*it).getValue().str() + " -> ";
+    path += "@" + SymbolTable::getSymbolName(start).getValue().str();
+    return start->emitOpError()
+           << "is part of a dependency cycle, which would deadlock: " << path;
+  }
+  return success();
+}
+
+LogicalResult PlanVerifier::verifyConsumers() {
+  llvm::SmallDenseSet<Attribute> written;
+  for (Operation &op : plan.getBody().front()) {
+    if (auto t = dyn_cast<TransferOp>(op))
+      written.insert(t.getDst().getBuffer());
+    else if (auto ag = dyn_cast<AllGatherOp>(op))
+      written.insert(ag.getBufferAttr());
+    else if (auto rs = dyn_cast<ReduceScatterOp>(op))
+      written.insert(rs.getDstAttr());
+    else if (auto ar = dyn_cast<AllReduceOp>(op))
+      written.insert(ar.getDstAttr());
+    else if (auto a2a = dyn_cast<AllToAllOp>(op))
+      written.insert(a2a.getDstAttr());
+  }
+  for (auto consume : plan.getBody().getOps<ConsumeOp>())
+    if (!written.contains(consume.getBufferAttr()))
+      return consume.emitOpError()
+             << "reads " << consume.getBufferAttr()
+             << " but no transfer or collective of the plan writes it, so "
+                "its tiles would wait forever";
+  return success();
+}
+
+LogicalResult PlanOp::verifyRegions() { return PlanVerifier(*this).verify(); }
