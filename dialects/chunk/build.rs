@@ -52,6 +52,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     fs::create_dir_all(&gen_dir)?;
 
     println!("cargo:rerun-if-env-changed=MLIR_SYS_220_PREFIX");
+    // For `melior::dialect!` in src/ops.rs, which reads the same ODS.
+    println!("cargo:rustc-env=SYNCO_CHUNK_TD_INCLUDE={}", src_include.display());
     for dir in ["include", "lib"] {
         rerun_if_tree_changed(&manifest_dir.join(dir))?;
     }
