@@ -34,9 +34,18 @@ const TBLGEN_JOBS: &[(&str, &str, &str)] = &[
 ];
 
 /// The dialect proper: linked into the Rust binaries and into the plugin.
-const DIALECT_SOURCES: &[&str] = &["lib/ChunkDialect.cpp", "lib/ChunkOps.cpp", "lib/PlanVerifier.cpp"];
+const DIALECT_SOURCES: &[&str] = &[
+    "lib/ChunkDialect.cpp",
+    "lib/ChunkOps.cpp",
+    "lib/PlanVerifier.cpp",
+];
 /// The C API, Rust-pass registration and the opt driver: Rust binaries only.
-const SHIM_SOURCES: &[&str] = &["lib/CAPI.cpp", "lib/RustPass.cpp", "lib/OptMain.cpp", "lib/Diagnostics.cpp"];
+const SHIM_SOURCES: &[&str] = &[
+    "lib/CAPI.cpp",
+    "lib/RustPass.cpp",
+    "lib/OptMain.cpp",
+    "lib/Diagnostics.cpp",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?);
@@ -53,7 +62,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("cargo:rerun-if-env-changed=MLIR_SYS_220_PREFIX");
     // For `melior::dialect!` in src/ops.rs, which reads the same ODS.
-    println!("cargo:rustc-env=SYNCO_CHUNK_TD_INCLUDE={}", src_include.display());
+    println!(
+        "cargo:rustc-env=SYNCO_CHUNK_TD_INCLUDE={}",
+        src_include.display()
+    );
     for dir in ["include", "lib"] {
         rerun_if_tree_changed(&manifest_dir.join(dir))?;
     }
@@ -138,7 +150,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .map(|path| path.display().to_string())
         .collect();
-    fs::write(out_dir.join("libMLIR-C.so"), format!("GROUP ( {} )\n", capi.join(" ")))?;
+    fs::write(
+        out_dir.join("libMLIR-C.so"),
+        format!("GROUP ( {} )\n", capi.join(" ")),
+    )?;
 
     // The mlir-opt dialect plugin, linked against the same shared MLIR that
     // Debian's mlir-opt uses.

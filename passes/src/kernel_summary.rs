@@ -14,12 +14,10 @@
 //! dialect is not registered in synco-opt).
 //! Postconditions: the IR is unchanged.
 
-use melior::{
-    ir::{
-        attribute::{IntegerAttribute, StringAttribute, TypeAttribute},
-        operation::{OperationLike, OperationRef, WalkOrder, WalkResult},
-        r#type::FunctionType,
-    },
+use melior::ir::{
+    attribute::{IntegerAttribute, StringAttribute, TypeAttribute},
+    operation::{OperationLike, OperationRef, WalkOrder, WalkResult},
+    r#type::FunctionType,
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
 
@@ -115,7 +113,7 @@ fn run(module: OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use melior::ir::{Module, operation::OperationLike as _};
+    use melior::ir::Module;
 
     const GEMM: &str = include_str!("../../lit-tests/Inputs/matmul.generic.mlir");
 
@@ -163,6 +161,9 @@ mod tests {
         let func = first_tt_func(module.as_operation()).expect("a tt.func");
         let summary = summarize(func);
         assert_eq!(summary.name, "nop");
-        assert_eq!(summary.to_string(), "kernel @nop: 0 arguments, program ids on axes [], 0 tt.load, 0 tt.store, 0 tt.dot, 0 loops");
+        assert_eq!(
+            summary.to_string(),
+            "kernel @nop: 0 arguments, program ids on axes [], 0 tt.load, 0 tt.store, 0 tt.dot, 0 loops"
+        );
     }
 }

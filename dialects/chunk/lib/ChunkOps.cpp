@@ -25,8 +25,11 @@ static ParseResult parseChunkCount(OpAsmParser &parser, IntegerAttr &count) {
     return success();
   int64_t value;
   SMLoc loc = parser.getCurrentLocation();
-  if (parser.parseInteger(value))
+  OptionalParseResult parsed = parser.parseOptionalInteger(value);
+  if (!parsed.has_value())
     return parser.emitError(loc, "expected a chunk count or 'auto'");
+  if (failed(*parsed))
+    return failure();
   count = parser.getBuilder().getI64IntegerAttr(value);
   return success();
 }
@@ -202,12 +205,12 @@ static LogicalResult verifyTileOp(TileOp op) {
   int64_t dim = op.getDim();
   if (dim >= static_cast<int64_t>(shape.size()))
     return op.emitOpError() << "dimension " << op.getDim()
-                            << " is out of range for " << op.getBuffer()
+                            << " is out of range for " << op.getBufferAttr()
                             << " of rank " << shape.size();
   if (static_cast<int64_t>(op.getTile()) > shape[dim])
     return op.emitOpError() << "tile of " << op.getTile()
                             << " is larger than dimension " << op.getDim()
-                            << " of " << op.getBuffer() << " ("
+                            << " of " << op.getBufferAttr() << " ("
                             << shape[op.getDim()] << ")";
   return success();
 }
@@ -287,7 +290,7 @@ static LogicalResult verifySrcDst(OpT op, bool dstDivided) {
     expected[op.getDim()] /= worldSize;
   if (ArrayRef<int64_t>(expected) != dstType.getShape()) {
     InFlightDiagnostic diag = op.emitOpError() << "destination "
-                                               << op.getDst()
+                                               << op.getDstAttr()
                                                << " must have shape ";
     llvm::interleave(expected, diag, "x");
     return diag;

@@ -53,6 +53,11 @@ std::string describeBox(ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
   return text + "]";
 }
 
+/// `@name` of a symbol op, for diagnostics.
+FlatSymbolRefAttr symbolRef(Operation *symbol) {
+  return FlatSymbolRefAttr::get(SymbolTable::getSymbolName(symbol));
+}
+
 /// The cells of the grid that the boundaries of `boxes` cut `shape` into.
 struct CompressedGrid {
   SmallVector<SmallVector<int64_t>> cuts; // sorted unique, per dimension
@@ -183,31 +188,30 @@ LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
   ArrayRef<int64_t> shape = buffer.getBufferType().getShape();
   CompressedGrid grid(shape, boxes);
   int64_t worldSize = plan.getWorldSize();
-  // For each cell, the first writer (to name it in a diagnostic) and, per
-  // source rank, how many boxes cover it.
+  // For each cell and source rank, the first box from that source covering
+  // it (null: none yet). A gather clashes with any earlier writer of the
+  // cell, a reduction only with an earlier writer from the same source.
   int64_t numCells = grid.numCells();
-  SmallVector<const Placement *> firstWriter(numCells, nullptr);
-  SmallVector<int32_t> perSource(numCells * worldSize, 0);
+  SmallVector<const Placement *> writers(numCells * worldSize, nullptr);
+  SmallVector<const Placement *> anyWriter(numCells, nullptr);
   for (const Placement *p : boxes) {
     const Placement *clash = nullptr;
     grid.forEachCell(*p, [&](int64_t cell, int64_t) {
-      int32_t &count = perSource[cell * worldSize + p->srcRank];
-      if (++count > 1 && !clash)
-        clash = firstWriter[cell];
-      if (!reduction) {
-        if (firstWriter[cell] && !clash)
-          clash = firstWriter[cell];
-      }
-      if (!firstWriter[cell])
-        firstWriter[cell] = p;
+      const Placement *&sameSource = writers[cell * worldSize + p->srcRank];
+      const Placement *earlier = reduction ? sameSource : anyWriter[cell];
+      if (earlier && !clash)
+        clash = earlier;
+      if (!sameSource)
+        sameSource = p;
+      if (!anyWriter[cell])
+        anyWriter[cell] = p;
     });
     if (clash) {
       InFlightDiagnostic diag =
           p->op.emitOpError()
           << "writes " << describeBox(p->offsets, p->sizes) << " of "
-          << buffer.getSymNameAttr() << " on rank " << dstRank
-          << ", which " << clash->op.getSymNameAttr()
-          << " already writes: group \"" << group
+          << symbolRef(buffer) << " on rank " << dstRank << ", which "
+          << symbolRef(clash->op) << " already writes: group \"" << group
           << "\" must write each element exactly once"
           << (reduction ? " per source rank" : "");
       diag.attachNote(clash->op.getLoc()) << "the other writer is here";
@@ -220,8 +224,8 @@ LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
   int64_t missing = 0;
   SmallVector<int64_t> missingSources;
   for (int64_t cell = 0; cell < numCells; ++cell) {
-    ArrayRef<int32_t> counts(&perSource[cell * worldSize], worldSize);
-    bool any = llvm::any_of(counts, [](int32_t c) { return c > 0; });
+    ArrayRef<const Placement *> sources(&writers[cell * worldSize], worldSize);
+    bool any = anyWriter[cell] != nullptr;
     if (!reduction) {
       if (!any)
         ++missing;
@@ -230,7 +234,7 @@ LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
     if (!any)
       continue;
     for (int64_t src = 0; src < worldSize; ++src)
-      if (counts[src] == 0 && !llvm::is_contained(missingSources, src))
+      if (!sources[src] && !llvm::is_contained(missingSources, src))
         missingSources.push_back(src);
   }
   if (!reduction && missing > 0) {
@@ -243,7 +247,7 @@ LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
     }
     return plan.emitOpError()
            << "the transfers of group \"" << group << "\" leave part of "
-           << buffer.getSymNameAttr() << " unwritten on rank " << dstRank
+           << symbolRef(buffer) << " unwritten on rank " << dstRank
            << " (they write " << covered << " of "
            << buffer.getBufferType().getNumElements()
            << " elements): add the missing chunks, including the rank's "
@@ -252,7 +256,7 @@ LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
   if (reduction && !missingSources.empty()) {
     InFlightDiagnostic diag = plan.emitOpError()
                               << "the reduction of group \"" << group
-                              << "\" into " << buffer.getSymNameAttr()
+                              << "\" into " << symbolRef(buffer)
                               << " on rank " << dstRank
                               << " gets no contribution from rank";
     for (int64_t src : missingSources)

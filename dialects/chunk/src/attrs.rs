@@ -6,11 +6,7 @@
 
 use melior::{
     Context,
-    ir::{
-        Attribute,
-        attribute::IntegerAttribute,
-        r#type::IntegerType,
-    },
+    ir::{Attribute, attribute::IntegerAttribute, r#type::IntegerType},
 };
 
 macro_rules! chunk_enum {

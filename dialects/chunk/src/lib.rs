@@ -268,7 +268,8 @@ impl<'c> Diagnostic<'c> {
     }
 
     pub fn emit(self) {
-        let note_locations: Vec<MlirLocation> = self.notes.iter().map(|(l, _)| l.to_raw()).collect();
+        let note_locations: Vec<MlirLocation> =
+            self.notes.iter().map(|(l, _)| l.to_raw()).collect();
         let note_messages: Vec<MlirStringRef> =
             self.notes.iter().map(|(_, m)| string_ref(m)).collect();
         // SAFETY: every pointer is valid for the call; the shim copies the
@@ -309,7 +310,10 @@ mod tests {
         .expect("module parses");
         assert!(module.as_operation().verify());
         let text = module.as_operation().to_string();
-        assert!(text.contains("chunk.all_gather @A dim(0) chunks(2)"), "{text}");
+        assert!(
+            text.contains("chunk.all_gather @A dim(0) chunks(2)"),
+            "{text}"
+        );
     }
 
     #[test]

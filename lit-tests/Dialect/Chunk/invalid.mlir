@@ -1,0 +1,310 @@
+// Each op's verifier: one rule per split, each with the diagnostic a user
+// sees.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics
+
+// expected-error @below {{symmetric buffer dimensions must be positive, got 0}}
+func.func private @zero_dim(!chunk.buffer<0x4xf32>)
+
+// -----
+
+// expected-error @below {{symmetric buffer elements must be integers or floats, got 'vector<2xf32>'}}
+func.func private @vector_elements(!chunk.buffer<4xvector<2xf32>>)
+
+// -----
+
+// expected-error @below {{region offsets must be a map of one dimension (the rank) and no symbols}}
+func.func private @two_dims() attributes {r = #chunk.region<@A[(r, s) -> (r, s)] [1, 1]>}
+
+// -----
+
+// expected-error @below {{region has 2 offsets but 1 sizes}}
+func.func private @offsets_vs_sizes() attributes {r = #chunk.region<@A[(r) -> (r, 0)] [1]>}
+
+// -----
+
+// expected-error @below {{region sizes must be positive, got 0}}
+func.func private @empty_region() attributes {r = #chunk.region<@A[(r) -> (r)] [0]>}
+
+// -----
+
+// expected-error @below {{'chunk.plan' op attribute 'world_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+chunk.plan @nobody world_size(0) {
+}
+
+// -----
+
+// expected-error @below {{'chunk.buffer' op expects parent op 'chunk.plan'}}
+chunk.buffer @A : !chunk.buffer<4xf32>
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op source rank must be an affine map (r) -> (rank), got affine_map<(d0) -> (d0, d0)>}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r, r)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op destination rank affine_map<(d0) -> (d0 + 1)> gives rank 2 on rank 1, outside [0, 2)}}
+  chunk.transfer @t push copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r + 1)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op source @B is not a chunk.buffer of plan @p}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@B[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op destination region has 1 dimensions but buffer @A has 2}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [1, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0)] [64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op source region is out of bounds on rank 1: dimension 0 spans [768, 1280) but @A has 1024}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (r * 768, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.buffer @B : !chunk.buffer<1024x64xf32>
+  // expected-error @below {{'chunk.transfer' op moves 'f16' elements into a 'f32' buffer}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@B[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op transfer sizes do not match: the source region holds 32768 elements, the destination region 16384}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (512, 0)] [256, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op is 'local' but moves data from rank 1 to rank 0 (on rank 0); use 'pull' or 'push'}}
+  chunk.transfer @t local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (512, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op reduces a region into itself}}
+  chunk.transfer @t local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0) reduce(sum)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.all_gather @A dim(0) chunks(1)
+  // expected-error @below {{'chunk.consume' op dimension 2 is out of range for @A of rank 2}}
+  chunk.consume @A dim(2) tile(64)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.produce' op tile of 128 is larger than dimension 1 of @A (64)}}
+  chunk.produce @tiles @A dim(1) tile(128)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  // expected-error @below {{'chunk.consume' op buffer @A is not a chunk.buffer of plan @p}}
+  chunk.consume @A dim(0) tile(128)
+}
+
+// -----
+
+chunk.plan @p world_size(3) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op cannot split dimension 0 of @A (1024) into 3 equal blocks}}
+  chunk.all_gather @A dim(0) chunks(auto)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op cannot split a block of 512 along dimension 0 into 3 equal chunks}}
+  chunk.all_gather @A dim(0) chunks(3)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op dimension 2 is out of range for @A of rank 2}}
+  chunk.all_gather @A dim(2) chunks(1)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op does not support algorithm 'one_shot'; expected one of: 'direct' 'ring'}}
+  chunk.all_gather @A dim(0) chunks(1) algorithm(one_shot)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{expected a chunk count or 'auto'}}
+  chunk.all_gather @A dim(0) chunks(many)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op attribute 'chunks' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  chunk.all_gather @A dim(0) chunks(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{expected string or keyword containing one of the following enum values for attribute 'backend' [copy_engine, tma, ldst, nvshmem, nccl_device]}}
+  chunk.all_gather @A dim(0) chunks(1) backend(carrier_pigeon)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<1024x64xf32>
+  // expected-error @below {{'chunk.reduce_scatter' op destination @C must have shape 512x64}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xbf16>
+  // expected-error @below {{'chunk.reduce_scatter' op source holds 'f32' but destination holds 'bf16'}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xf32>
+  // expected-error @below {{'chunk.reduce_scatter' op does not support algorithm 'two_shot'}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto) algorithm(two_shot)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<1024x64xf32>
+  // expected-error @below {{'chunk.all_reduce' op does not support algorithm 'ring'; expected one of: 'one_shot' 'two_shot'}}
+  chunk.all_reduce @P into @C dim(0) chunks(auto) algorithm(ring)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  // expected-error @below {{'chunk.all_reduce' op destination @Q is not a chunk.buffer of plan @p}}
+  chunk.all_reduce @P into @Q dim(0) chunks(auto)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @X : !chunk.buffer<1024x64xf32>
+  // expected-error @below {{'chunk.all_to_all' op needs distinct source and destination buffers}}
+  chunk.all_to_all @X into @X dim(0) chunks(1)
+}
+
+// -----
+
+func.func @wait_release(%flag: !tt.ptr<i32>, %epoch: i32) {
+  // expected-error @below {{'chunk.wait' op a wait only reads its flag, so 'release' orders nothing; use 'acquire'}}
+  chunk.wait %flag, %epoch chunk(0) sem(release) : !tt.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @signal_acquire(%flag: !tt.ptr<i32>, %epoch: i32) {
+  // expected-error @below {{'chunk.signal' op a signal only writes its flag, so 'acquire' orders nothing; use 'release'}}
+  chunk.signal %flag, %epoch chunk(0) sem(acquire) : !tt.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @wide_epoch(%flag: !tt.ptr<i32>, %epoch: i64) {
+  // expected-error @below {{'chunk.wait' op operand #1 must be 32-bit signless integer, but got 'i64'}}
+  "chunk.wait"(%flag, %epoch) <{chunk = 0 : i64}> : (!tt.ptr<i32>, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @peer_ptr_type(%p: !tt.ptr<bf16>, %r: i32) {
+  // expected-error @below {{'chunk.peer_ptr' op failed to verify that all of {ptr, result} have same type}}
+  %q = "chunk.peer_ptr"(%p, %r) : (!tt.ptr<bf16>, i32) -> !tt.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @wait_timeout(%flag: !tt.ptr<i32>, %epoch: i32) {
+  // expected-error @below {{'chunk.wait' op attribute 'timeout_ns' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  chunk.wait %flag, %epoch chunk(0) {timeout_ns = 0 : i64} : !tt.ptr<i32>
+  return
+}

@@ -1,0 +1,170 @@
+// The plan-level verifier: coverage per collective group, dependencies
+// and consumers. Each split is a plan that would lose data, receive data
+// twice, or deadlock, and the diagnostic that refuses it.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics
+
+// A gather group that forgets the rank's own block: rows [r*512, r*512+512)
+// of @A are never written on rank r.
+// expected-error @below {{'chunk.plan' op the transfers of group "ag" leave part of @A unwritten on rank 0 (they write 32768 of 65536 elements): add the missing chunks, including the rank's own block as a 'local' transfer}}
+chunk.plan @lost world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.transfer @peer pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> (r)
+      order(1) {group = "ag"}
+}
+
+// -----
+
+// Two chunks overlap by 256 rows: the second writer is refused, and the
+// note points at the first.
+chunk.plan @twice world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-note @below {{the other writer is here}}
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      order(0) {group = "ag"}
+  // expected-error @below {{'chunk.transfer' op writes [256:768, 0:64] of @A on rank 0, which @own already writes: group "ag" must write each element exactly once}}
+  chunk.transfer @peer pull copy_engine
+      from #chunk.region<@A[(r) -> (256, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (256, 0)] [512, 64]> on (r) -> (r)
+      order(1) {group = "ag"}
+}
+
+// -----
+
+// A correct gather on 4 ranks, written chunk by chunk: the rank's own block
+// and three peers in rotated order. Verifies.
+chunk.plan @gather4 world_size(4) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r)
+      order(0) {group = "ag"}
+  chunk.transfer @p1 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 1) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r + 1) mod 4)
+      to #chunk.region<@A[(r) -> (((r + 1) mod 4) * 256, 0)] [256, 64]> on (r) -> (r)
+      order(1) {group = "ag"}
+  chunk.transfer @p2 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 2) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r + 2) mod 4)
+      to #chunk.region<@A[(r) -> (((r + 2) mod 4) * 256, 0)] [256, 64]> on (r) -> (r)
+      order(2) {group = "ag"}
+  chunk.transfer @p3 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 3) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r + 3) mod 4)
+      to #chunk.region<@A[(r) -> (((r + 3) mod 4) * 256, 0)] [256, 64]> on (r) -> (r)
+      order(3) {group = "ag"}
+}
+
+// -----
+
+// A reduction into rank r's rows that forgets rank r's own partial.
+// expected-error @below {{'chunk.plan' op the reduction of group "rs" into @C on rank 0 gets no contribution from rank 0 for some elements: every rank must contribute to every reduced element exactly once}}
+chunk.plan @missing_partial world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xf32>
+  chunk.transfer @from_peer pull copy_engine
+      from #chunk.region<@P[(r) -> (r * 512, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@C[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(1) reduce(sum) {group = "rs"}
+}
+
+// -----
+
+// A reduction that adds the peer's partial twice.
+chunk.plan @double_partial world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xf32>
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@P[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@C[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0) reduce(sum) {group = "rs"}
+  // expected-note @below {{the other writer is here}}
+  chunk.transfer @peer pull copy_engine
+      from #chunk.region<@P[(r) -> (r * 512, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@C[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(1) reduce(sum) {group = "rs"}
+  // expected-error @below {{'chunk.transfer' op writes [0:256, 0:64] of @C on rank 0, which @peer already writes: group "rs" must write each element exactly once per source rank}}
+  chunk.transfer @peer_again pull copy_engine
+      from #chunk.region<@P[(r) -> (r * 512, 0)] [256, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@C[(r) -> (0, 0)] [256, 64]> on (r) -> (r)
+      order(2) reduce(sum) {group = "rs"}
+}
+
+// -----
+
+chunk.plan @mixed world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.buffer @B : !chunk.buffer<1024x64xf16>
+  chunk.transfer @a local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      order(0) {group = "g"}
+  // expected-error @below {{'chunk.transfer' op writes @B but group "g" writes @A; a group's transfers share their destination buffer}}
+  chunk.transfer @b local copy_engine
+      from #chunk.region<@B[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      to #chunk.region<@B[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      order(1) {group = "g"}
+}
+
+// -----
+
+chunk.plan @unknown_dep world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op waits for @nobody, which is not a chunk.transfer or chunk.produce of plan @unknown_dep: nothing would ever signal it}}
+  chunk.transfer @t local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      order(0) after [@nobody]
+}
+
+// -----
+
+chunk.plan @buffer_dep world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op waits for @A, which is not a chunk.transfer or chunk.produce of plan @buffer_dep}}
+  chunk.transfer @t local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      order(0) after [@A]
+}
+
+// -----
+
+chunk.plan @self_dep world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op waits for itself}}
+  chunk.transfer @t local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [1024, 64]> on (r) -> (r)
+      order(0) after [@t]
+}
+
+// -----
+
+// A ring whose first hop waits for its last: a deadlock.
+chunk.plan @cycle world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op is part of a dependency cycle, which would deadlock: @hop0 -> @hop1 -> @hop2 -> @hop0}}
+  chunk.transfer @hop0 local copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [256, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [256, 64]> on (r) -> (r)
+      order(0) after [@hop1]
+  chunk.transfer @hop1 local copy_engine
+      from #chunk.region<@A[(r) -> (256, 0)] [256, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (256, 0)] [256, 64]> on (r) -> (r)
+      order(1) after [@hop2]
+  chunk.transfer @hop2 local copy_engine
+      from #chunk.region<@A[(r) -> (512, 0)] [256, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (512, 0)] [256, 64]> on (r) -> (r)
+      order(2) after [@hop0]
+}
+
+// -----
+
+chunk.plan @unwritten world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.consume' op reads @A but no transfer or collective of the plan writes it, so its tiles would wait forever}}
+  chunk.consume @A dim(0) tile(128)
+}
