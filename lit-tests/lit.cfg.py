@@ -20,7 +20,7 @@ build_dir = os.environ.get("SYNCO_BUILD_DIR", os.path.join(repo_root, "target", 
 llvm_bin = os.environ.get("SYNCO_LLVM_BIN", "/usr/lib/llvm-22/bin")
 venv_bin = os.path.join(repo_root, ".venv", "bin")
 
-for tool in ["synco-opt"]:
+for tool in ["synco-opt", "synco"]:
     if not os.path.exists(os.path.join(build_dir, tool)):
         lit_config.fatal(f"{tool} not found in {build_dir}: run `cargo build` (or tools/dev setup)")
 for tool in ["FileCheck", "not", "split-file", "mlir-opt"]:

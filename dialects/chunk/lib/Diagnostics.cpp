@@ -11,6 +11,8 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -34,4 +36,11 @@ void syncoEmitDiagnostic(MlirLocation location,
   diag << unwrap(message);
   for (intptr_t i = 0; i < numNotes; ++i)
     diag.attachNote(unwrap(noteLocations[i])) << unwrap(noteMessages[i]);
+}
+
+void syncoPrintDiagnosticsLikeMlirOpt(MlirContext context) {
+  // Both are leaked on purpose: a handler must outlive every diagnostic of
+  // the context, and tools keep their context until they exit.
+  auto *sourceMgr = new llvm::SourceMgr();
+  new SourceMgrDiagnosticHandler(*sourceMgr, unwrap(context), llvm::errs());
 }

@@ -72,6 +72,7 @@ mod ffi {
             note_locations: *const MlirLocation,
             note_messages: *const MlirStringRef,
         );
+        pub fn syncoPrintDiagnosticsLikeMlirOpt(context: mlir_sys::MlirContext);
         pub fn syncoOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
     }
 }
@@ -98,6 +99,13 @@ pub fn create_context() -> Context {
     context.set_allow_unregistered_dialects(true);
     dialect_handle().load_dialect(&context);
     context
+}
+
+/// Makes `context` print diagnostics like mlir-opt (`file:line:col: error:`,
+/// the source line, a caret) on stderr. For tools; tests keep the default.
+pub fn print_diagnostics_like_mlir_opt(context: &Context) {
+    // SAFETY: the context is alive; the handler is leaked, so it outlives it.
+    unsafe { ffi::syncoPrintDiagnosticsLikeMlirOpt(context.to_raw()) }
 }
 
 /// One option of a Rust pass, as `--help` shows it.
@@ -283,6 +291,42 @@ impl<'c> Diagnostic<'c> {
                 note_locations.as_ptr(),
                 note_messages.as_ptr(),
             )
+        }
+    }
+}
+
+
+/// Prints `op` the way Triton prints and parses TTIR in generic form: every
+/// op generic, source locations included, Python variable names (name
+/// locations) as SSA names. Byte-identical to Triton's own generic print.
+pub fn print_generic<'c: 'a, 'a>(op: &impl melior::ir::operation::OperationLike<'c, 'a>) -> String {
+    use melior::ir::operation::OperationPrintingFlags;
+    let flags = OperationPrintingFlags::new()
+        .enable_debug_info(true, false)
+        .print_generic_operation_form();
+    // SAFETY: `flags` is alive for the call; the setter only flips a flag.
+    unsafe { mlir_sys::mlirOpPrintingFlagsPrintNameLocAsPrefix(flags.to_raw()) };
+    let mut text = op.to_string_with_flags(flags).unwrap_or_default();
+    // As mlir-opt writes a module: the print, then a newline.
+    text.push('\n');
+    text
+}
+
+/// Parses the MLIR file at `path`, so that locations name the file (melior's
+/// `Module::parse` names every location `-`). Diagnostics go to the
+/// context's handlers (stderr by default); `None` means parsing failed.
+pub fn parse_file<'c>(
+    context: &'c Context,
+    path: &std::path::Path,
+) -> Option<melior::ir::Module<'c>> {
+    let path = path.to_string_lossy();
+    // SAFETY: the context is alive; the C API copies the file name.
+    unsafe {
+        let raw = mlir_sys::mlirModuleCreateParseFromFile(context.to_raw(), string_ref(&path));
+        if raw.ptr.is_null() {
+            None
+        } else {
+            Some(melior::ir::Module::from_raw(raw))
         }
     }
 }

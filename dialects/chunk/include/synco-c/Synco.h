@@ -77,6 +77,11 @@ syncoEmitDiagnostic(MlirLocation location, SyncoDiagnosticSeverity severity,
                     const MlirLocation *noteLocations,
                     const MlirStringRef *noteMessages);
 
+/// Prints the context's diagnostics like mlir-opt does (`file:line:col:
+/// error: ...` with the source line and a caret), reading source files on
+/// demand. The handler lives as long as the process.
+MLIR_CAPI_EXPORTED void syncoPrintDiagnosticsLikeMlirOpt(MlirContext context);
+
 /// Runs the mlir-opt driver with Synco's dialects and every registered pass.
 /// Unregistered dialects (Triton's `tt`, `ttg`) are allowed unless the
 /// command line says otherwise. Returns the process exit code.

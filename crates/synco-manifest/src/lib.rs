@@ -1,0 +1,269 @@
+//! The launch manifest: a JSON file written next to a cubin by
+//! `synco compile`, read by the runtime. It says everything needed to launch
+//! the kernel with no Python and no MLIR at run time.
+//!
+//! ```json
+//! {
+//!   "format": "synco-launch-manifest", "version": 1,
+//!   "kernel": "matmul_kernel", "cubin": "matmul_kernel.cubin",
+//!   "target": {"backend": "cuda", "arch": 90, "warp_size": 32},
+//!   "num_warps": 8, "num_ctas": 1, "shared_mem_bytes": 32768,
+//!   "params": [
+//!     {"name": "a_ptr", "type": "*bf16", "role": "user"}, ...,
+//!     {"name": "global_scratch", "type": "*i8", "role": "global_scratch"},
+//!     {"name": "profile_scratch", "type": "*i8", "role": "profile_scratch"}
+//!   ],
+//!   "global_scratch": {"size": 0, "align": 1},
+//!   "profile_scratch": {"size": 0, "align": 1},
+//!   "triton_version": "3.6.0"
+//! }
+//! ```
+//!
+//! Kernel parameters follow Triton 3.6's ABI: the kernel's own arguments in
+//! order, then two pointers Triton appends (global scratch, profile
+//! scratch). A scratch pointer may be null when its size is 0.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const FORMAT: &str = "synco-launch-manifest";
+pub const VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub backend: String,
+    pub arch: u32,
+    pub warp_size: u32,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Self {
+            backend: "cuda".into(),
+            arch: 90,
+            warp_size: 32,
+        }
+    }
+}
+
+/// What a parameter is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamRole {
+    /// An argument of the user's kernel.
+    User,
+    /// An argument that Synco's passes added to the fused kernel.
+    Synco,
+    /// Triton's trailing global scratch pointer.
+    GlobalScratch,
+    /// Triton's trailing profile scratch pointer.
+    ProfileScratch,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    pub name: String,
+    /// Triton's spelling: `*bf16`, `i32`, `fp32`, ...
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub role: ParamRole,
+}
+
+impl Param {
+    /// Bytes the parameter takes in the launch's argument buffer.
+    pub fn size_bytes(&self) -> Result<usize, ManifestError> {
+        if self.ty.starts_with('*') {
+            return Ok(8);
+        }
+        Ok(match self.ty.as_str() {
+            "i1" | "i8" | "u8" => 1,
+            "i16" | "u16" | "fp16" | "bf16" => 2,
+            "i32" | "u32" | "fp32" => 4,
+            "i64" | "u64" | "fp64" => 8,
+            other => {
+                return Err(ManifestError::UnsupportedType {
+                    param: self.name.clone(),
+                    ty: other.into(),
+                });
+            }
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scratch {
+    pub size: u64,
+    pub align: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchManifest {
+    pub format: String,
+    pub version: u32,
+    pub kernel: String,
+    /// The cubin, relative to the manifest's directory.
+    pub cubin: PathBuf,
+    pub target: Target,
+    pub num_warps: u32,
+    pub num_ctas: u32,
+    pub shared_mem_bytes: u32,
+    pub params: Vec<Param>,
+    pub global_scratch: Scratch,
+    pub profile_scratch: Scratch,
+    pub triton_version: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("cannot read manifest {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a launch manifest: {source}")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{path}: expected format '{FORMAT}' version {VERSION}, found '{format}' version {version}"
+    )]
+    Format {
+        path: PathBuf,
+        format: String,
+        version: u32,
+    },
+    #[error("parameter '{param}' has type '{ty}', which the runtime cannot pass")]
+    UnsupportedType { param: String, ty: String },
+}
+
+impl LaunchManifest {
+    /// Reads and checks a manifest.
+    pub fn load(path: &Path) -> Result<Self, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let manifest: Self =
+            serde_json::from_str(&text).map_err(|source| ManifestError::Parse {
+                path: path.into(),
+                source,
+            })?;
+        if manifest.format != FORMAT || manifest.version != VERSION {
+            return Err(ManifestError::Format {
+                path: path.into(),
+                format: manifest.format,
+                version: manifest.version,
+            });
+        }
+        for param in &manifest.params {
+            param.size_bytes()?;
+        }
+        Ok(manifest)
+    }
+
+    /// The cubin's path, resolved against the manifest's directory.
+    pub fn cubin_path(&self, manifest_path: &Path) -> PathBuf {
+        manifest_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&self.cubin)
+    }
+
+    pub fn to_json(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> LaunchManifest {
+        LaunchManifest {
+            format: FORMAT.into(),
+            version: VERSION,
+            kernel: "k".into(),
+            cubin: "k.cubin".into(),
+            target: Target::default(),
+            num_warps: 4,
+            num_ctas: 1,
+            shared_mem_bytes: 1024,
+            params: vec![
+                Param {
+                    name: "a".into(),
+                    ty: "*bf16".into(),
+                    role: ParamRole::User,
+                },
+                Param {
+                    name: "n".into(),
+                    ty: "i32".into(),
+                    role: ParamRole::User,
+                },
+                Param {
+                    name: "global_scratch".into(),
+                    ty: "*i8".into(),
+                    role: ParamRole::GlobalScratch,
+                },
+            ],
+            global_scratch: Scratch { size: 0, align: 1 },
+            profile_scratch: Scratch { size: 0, align: 1 },
+            triton_version: "3.6.0".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_through_json_and_resolves_the_cubin() {
+        let dir = std::env::temp_dir().join(format!("synco-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.json");
+        std::fs::write(&path, sample().to_json()).unwrap();
+        let loaded = LaunchManifest::load(&path).unwrap();
+        assert_eq!(loaded, sample());
+        assert_eq!(loaded.cubin_path(&path), dir.join("k.cubin"));
+        assert!(sample().to_json().contains(r#""role": "global_scratch""#));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_other_formats_and_unknown_types() {
+        let dir = std::env::temp_dir().join(format!("synco-manifest-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.json");
+        let mut m = sample();
+        m.version = 99;
+        std::fs::write(&path, m.to_json()).unwrap();
+        assert!(matches!(
+            LaunchManifest::load(&path),
+            Err(ManifestError::Format { .. })
+        ));
+        let mut m = sample();
+        m.params[1].ty = "tensor".into();
+        std::fs::write(&path, m.to_json()).unwrap();
+        let err = LaunchManifest::load(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "parameter 'n' has type 'tensor', which the runtime cannot pass"
+        );
+        std::fs::write(&path, "{").unwrap();
+        assert!(matches!(
+            LaunchManifest::load(&path),
+            Err(ManifestError::Parse { .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn parameter_sizes() {
+        let p = |ty: &str| Param {
+            name: "p".into(),
+            ty: ty.into(),
+            role: ParamRole::User,
+        };
+        assert_eq!(p("*fp32").size_bytes().unwrap(), 8);
+        assert_eq!(p("i32").size_bytes().unwrap(), 4);
+        assert_eq!(p("i64").size_bytes().unwrap(), 8);
+        assert_eq!(p("bf16").size_bytes().unwrap(), 2);
+    }
+}

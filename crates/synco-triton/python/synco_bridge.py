@@ -1,0 +1,416 @@
+"""Synco's bridge to Triton 3.6: import kernels, compile fused TTIR.
+
+Driven by the Rust crate `synco-triton`: it writes one JSON request on
+stdin and reads one JSON response on stdout. Everything Triton or MLIR
+prints goes to stderr (captured per stage, so errors name their stage).
+
+Requests:
+  {"op": "import", "path": "k.py" | "k.ttir", "kernel": "name"?,
+   "signature": ["*bf16", "i32", ...]?, "constexprs": {"BLOCK_M": 128}?,
+   "target": {"backend": "cuda", "arch": 90, "warp_size": 32},
+   "options": {"num_warps": 4, ...}}
+  -> {"ok": true, "generic": "<generic MLIR>", "triton_print": "<pretty>",
+      "kernel": "name"}
+
+  {"op": "verify", "generic": "...", "triton_print": "...", "target": {...}}
+  -> {"ok": true} if Triton parses `generic` to the module it printed as
+     `triton_print` (a "round-trip" error with a diff otherwise)
+
+  {"op": "compile", "path": "fused.ttir" (generic TTIR), "out_dir": "...",
+   "target": {...}, "options": {...}}
+  -> {"ok": true, "kernel": "name", "files": {"ttir": path, "ttgir": ...,
+      "llir": ..., "ptx": ..., "cubin": ...}, "signature": ["*bf16", ...],
+      "param_names": ["a_ptr", ...],
+      "metadata": {"shared": ..., "num_warps": ..., ...}}
+
+Errors: {"ok": false, "kind": "missing-triton" | "stage" | "round-trip" |
+"input", "stage": "ttgir"?, "message": "..."}.
+"""
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import traceback
+
+
+class BridgeError(Exception):
+    def __init__(self, kind, message, stage=None):
+        super().__init__(message)
+        self.kind = kind
+        self.stage = stage
+
+
+@contextlib.contextmanager
+def captured_stderr():
+    """Redirects fd 2 (where MLIR's C++ diagnostics go) into a buffer."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        box = {"text": ""}
+        try:
+            yield box
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            box["text"] = sink.read().decode("utf-8", "replace")
+
+
+def load_triton():
+    try:
+        import triton  # noqa: F401
+        from triton._C.libtriton import ir, passes  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken install
+        raise BridgeError("missing-triton", f"cannot import triton: {exc}")
+    import triton
+
+    if triton.__version__ != "3.6.0":
+        raise BridgeError(
+            "missing-triton", f"Synco needs triton 3.6.0, found {triton.__version__} at {triton.__file__}"
+        )
+
+
+def make_target(spec):
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget(spec.get("backend", "cuda"), spec.get("arch", 90), spec.get("warp_size", 32))
+
+
+def run_stage(name, fn, *args):
+    """Runs one compiler stage; a failure names the stage and carries MLIR's
+    diagnostics (which hold the source location)."""
+    with captured_stderr() as err:
+        try:
+            result = fn(*args)
+            failed = None
+        except Exception as exc:  # Triton raises plain exceptions
+            failed = exc
+    if failed is not None:
+        detail = err["text"].strip()
+        message = str(failed).strip()
+        text = "\n".join(part for part in (detail, message) if part)
+        raise BridgeError("stage", text or repr(failed), stage=name)
+    if err["text"].strip():
+        sys.stderr.write(err["text"])
+    return result
+
+
+# --------------------------------------------------------------------------
+# Generic printing
+# --------------------------------------------------------------------------
+
+POISON = "__synco_generic_print"
+
+
+def print_generic(module, context):
+    """Triton's own generic-form print of `module`, locations included.
+
+    Triton has no option for generic printing, but MLIR prints the whole
+    module generically when verification fails after a pass. A public
+    declaration (invalid) makes `symbol-dce` fail verification; the dump
+    (MLIR_ENABLE_DUMP=1) then holds the generic module, minus the poison.
+    Triton's Python API cannot erase an op, so `module` keeps the poison:
+    print anything else from it first.
+    """
+    from triton._C.libtriton import ir, passes
+
+    builder = ir.builder(context)
+    poison = builder.get_or_insert_function(module, POISON, builder.get_function_ty([], []), "public", False)
+    module.push_back(poison)
+    pm = ir.pass_manager(context)
+    old = os.environ.get("MLIR_ENABLE_DUMP")
+    os.environ["MLIR_ENABLE_DUMP"] = "1"
+    try:
+        pm.enable_debug()
+        passes.common.add_symbol_dce(pm)
+        with captured_stderr() as err:
+            try:
+                pm.run(module, "synco-generic-print")
+            except Exception:
+                pass
+    finally:
+        if old is None:
+            del os.environ["MLIR_ENABLE_DUMP"]
+        else:
+            os.environ["MLIR_ENABLE_DUMP"] = old
+    marker = "IR Dump After SymbolDCE Failed"
+    text = err["text"]
+    at = text.find(marker)
+    if at < 0:
+        raise BridgeError("stage", "Triton did not print the module in generic form:\n" + text, stage="import")
+    dump = text[text.index("\n", at) + 1:]
+    lines = dump.split("\n")
+    out, skip = [], 0
+    for i, line in enumerate(lines):
+        if skip:
+            skip -= 1
+            continue
+        if f'sym_name = "{POISON}"' in line:
+            # `"tt.func"() <{...}> ({` then `}) ... loc(...)`: two lines.
+            skip = 1
+            continue
+        out.append(line)
+    # End the text the way mlir-opt writes a module: the op's own print
+    # (whose deferred location aliases end in a newline), then a newline.
+    text = "\n".join(out).rstrip("\n") + "\n"
+    return text + "\n" if text.split("\n")[-2].startswith("#") else text
+
+
+def parse_text(text, context, suffix=".ttir"):
+    from triton._C.libtriton import ir
+
+    with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as f:
+        f.write(text)
+        path = f.name
+    try:
+        return run_stage("parse", ir.parse_mlir_module, path, context)
+    finally:
+        os.unlink(path)
+
+
+def check_round_trip(before, generic, context):
+    """The generic text parsed back by Triton must print the same module as
+    `before` (Triton's own print of it, locations included)."""
+    reparsed = parse_text(generic, context)
+    after = reparsed.str()
+    if before != after:
+        import difflib
+
+        diff = "".join(
+            difflib.unified_diff(
+                before.splitlines(True), after.splitlines(True), "triton", "generic re-parsed", n=2
+            )
+        )
+        raise BridgeError("round-trip", "the generic print does not parse back to the same module:\n" + diff)
+
+
+# --------------------------------------------------------------------------
+# Import
+# --------------------------------------------------------------------------
+
+
+def load_jit_function(path, name):
+    spec = importlib.util.spec_from_file_location("synco_user_kernel", path)
+    if spec is None or spec.loader is None:
+        raise BridgeError("input", f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    with captured_stderr():
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise BridgeError("input", f"{path}: {type(exc).__name__}: {exc}")
+    from triton.runtime.jit import JITFunction
+
+    kernels = {k: v for k, v in vars(module).items() if isinstance(v, JITFunction)}
+    if name is None:
+        if len(kernels) != 1:
+            raise BridgeError(
+                "input", f"{path} defines {len(kernels)} @triton.jit kernels ({', '.join(sorted(kernels))}); name one"
+            )
+        name = next(iter(kernels))
+    if name not in kernels:
+        raise BridgeError(
+            "input", f"{path} has no @triton.jit kernel named '{name}' (it has: {', '.join(sorted(kernels)) or 'none'})"
+        )
+    return kernels[name]
+
+
+def build_signature(fn, signature, constexprs):
+    """Maps the positional signature list onto the kernel's non-constexpr
+    parameters, as `triton.compile(ASTSource(...))` expects."""
+    names = list(fn.arg_names)
+    constexprs = dict(constexprs or {})
+    unknown = [k for k in constexprs if k not in names]
+    if unknown:
+        raise BridgeError("input", f"unknown constexpr {', '.join(unknown)}; parameters are {', '.join(names)}")
+    declared = {p.name for p in fn.params if p.is_constexpr}
+    missing = sorted(declared - set(constexprs))
+    if missing:
+        raise BridgeError("input", f"constexpr parameter(s) without a value: {', '.join(missing)}")
+    runtime = [n for n in names if n not in constexprs]
+    if len(signature) != len(runtime):
+        raise BridgeError(
+            "input",
+            f"the signature has {len(signature)} types but the kernel has {len(runtime)} runtime parameters "
+            f"({', '.join(runtime)})",
+        )
+    full = {}
+    types = iter(signature)
+    for n in names:
+        full[n] = "constexpr" if n in constexprs else next(types)
+    return full, constexprs
+
+
+def import_kernel(request):
+    import triton
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import ASTSource, IRSource, make_backend
+
+    path = request["path"]
+    if not os.path.exists(path):
+        raise BridgeError("input", f"{path}: no such file")
+    target = make_target(request.get("target", {}))
+    backend = make_backend(target)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+
+    if path.endswith(".ttir"):
+        src = run_stage("parse", IRSource, path, context, backend)
+        module = src.module
+        name = src.name.lstrip("@")
+    elif path.endswith(".py"):
+        fn = load_jit_function(path, request.get("kernel"))
+        signature, constexprs = build_signature(fn, request.get("signature") or [], request.get("constexprs"))
+        src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+        options = backend.parse_options(dict(request.get("options") or {}))
+        codegen_fns = backend.get_codegen_implementation(options)
+        module_map = backend.get_module_map()
+        module = run_stage("ast", src.make_ir, target, options, codegen_fns, module_map, context)
+        stages = {}
+        backend.add_stages(stages, options, src.language)
+        metadata = {"hash": src.hash(), "target": target, **options.__dict__}
+        module = run_stage("ttir", stages["ttir"], module, metadata)
+        name = fn.__name__
+    else:
+        raise BridgeError("input", f"{path}: expected a .py file with a @triton.jit kernel or a .ttir file")
+
+    before = module.str()
+    generic = print_generic(module, context)
+    check_round_trip(before, generic, context)
+    return {
+        "ok": True,
+        "generic": generic,
+        "triton_print": before,
+        "kernel": name,
+        "triton_version": triton.__version__,
+    }
+
+
+def verify_generic(request):
+    """Checks that `generic` (e.g. MLIR 22's print of an import) is, to
+    Triton, the module it printed as `triton_print`."""
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import make_backend
+
+    context = ir.context()
+    ir.load_dialects(context)
+    make_backend(make_target(request.get("target", {}))).load_dialects(context)
+    check_round_trip(request["triton_print"], request["generic"], context)
+    return {"ok": True}
+
+
+# --------------------------------------------------------------------------
+# Compile
+# --------------------------------------------------------------------------
+
+STAGE_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin"}
+
+
+def compile_kernel(request):
+    import triton
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import IRSource, make_backend
+
+    path = request["path"]
+    out_dir = request["out_dir"]
+    os.makedirs(out_dir, exist_ok=True)
+    target = make_target(request.get("target", {}))
+    backend = make_backend(target)
+    context = ir.context()
+    src = run_stage("parse", IRSource, path, context, backend)
+    user_options = dict(request.get("options") or {})
+    options = backend.parse_options(dict(user_options, **src.parse_options()))
+    stages = {}
+    backend.add_stages(stages, options, src.language)
+    metadata = {"hash": src.hash(), "target": target, **options.__dict__, "triton_version": triton.__version__}
+    codegen_fns = backend.get_codegen_implementation(options)
+    module = src.make_ir(target, options, codegen_fns, module_map=backend.get_module_map(), context=context)
+    name = src.name.lstrip("@")
+    files = {}
+    # A .ttir input skips its own stage's passes, as triton.compile does;
+    # `synco compile` runs canonicalize/cse before handing TTIR over.
+    names = list(stages)
+    files["ttir"] = write_artifact(out_dir, name, "ttir", module)
+    for ext in names[names.index("ttir") + 1:]:
+        module = run_stage(ext, stages[ext], module, metadata)
+        files[ext] = write_artifact(out_dir, name, ext, module)
+    keep = {
+        k: v
+        for k, v in metadata.items()
+        if isinstance(v, (int, float, str, bool)) or v is None
+    }
+    signature = [src.signature[i] for i in sorted(src.signature)]
+    return {
+        "ok": True,
+        "kernel": metadata.get("name", name),
+        "files": files,
+        "signature": signature,
+        "param_names": param_names(src.src, name, len(signature)),
+        "metadata": keep,
+        "triton_version": triton.__version__,
+    }
+
+
+def param_names(text, kernel, count):
+    """The kernel's parameter names, from the entry block of its `tt.func` in
+    the generic text (Triton keeps Python names as name locations, which
+    print as the SSA names); `argN` where a name is missing."""
+    import re
+
+    at = text.find(f'sym_name = "{kernel}"')
+    header = re.search(r"\^bb0\((.*)\):", text[at:]) if at >= 0 else None
+    names = re.findall(r"%([A-Za-z_][\w$.]*)\s*:", header.group(1)) if header else []
+    if len(names) != count:
+        names = [f"arg{i}" for i in range(count)]
+    return names
+
+
+def write_artifact(out_dir, name, ext, module):
+    path = os.path.join(out_dir, f"{name}.{STAGE_SUFFIX.get(ext, ext)}")
+    if isinstance(module, bytes):
+        with open(path, "wb") as f:
+            f.write(module)
+    else:
+        with open(path, "w") as f:
+            f.write(str(module))
+    return path
+
+
+def main():
+    try:
+        request = json.load(sys.stdin)
+    except Exception as exc:
+        json.dump({"ok": False, "kind": "protocol", "message": f"bad request: {exc}"}, sys.stdout)
+        return 2
+    try:
+        load_triton()
+        if request.get("op") == "import":
+            response = import_kernel(request)
+        elif request.get("op") == "compile":
+            response = compile_kernel(request)
+        elif request.get("op") == "verify":
+            response = verify_generic(request)
+        else:
+            raise BridgeError("protocol", f"unknown op {request.get('op')!r}")
+    except BridgeError as exc:
+        response = {"ok": False, "kind": exc.kind, "stage": exc.stage, "message": str(exc)}
+    except Exception as exc:
+        response = {
+            "ok": False,
+            "kind": "internal",
+            "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
+        }
+    sys.stdout.write(json.dumps(response))
+    sys.stdout.flush()
+    return 0 if response.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

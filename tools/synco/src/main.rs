@@ -1,0 +1,280 @@
+//! `synco`: import a Triton kernel, compile a (fused) kernel to PTX/cubin.
+//!
+//! ```text
+//! synco import examples/ag_gemm/matmul.py --kernel matmul_kernel \
+//!     --signature '*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32,i32,i32,i32' \
+//!     --constexpr BLOCK_M=128 --constexpr BLOCK_N=128 --constexpr BLOCK_K=64 -o gemm.mlir
+//! synco compile gemm.mlir --emit=ptx -o gemm.ptx
+//! synco compile gemm.mlir --emit=cubin --out-dir build/gemm   # every stage + manifest
+//! ```
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use melior::{ir::Module, pass::PassManager, utility::parse_pass_pipeline};
+use serde_json::{Map, Value};
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+};
+use synco_triton::{Bridge, ImportRequest, Options, parse_target};
+
+#[derive(Parser)]
+#[command(
+    name = "synco",
+    version,
+    about = "Fuse multi-GPU communication into Triton kernels"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import a @triton.jit kernel (.py) or Triton IR (.ttir) as generic MLIR.
+    Import(ImportArgs),
+    /// Compile generic TTIR (optionally through Synco's passes) to a stage.
+    Compile(CompileArgs),
+}
+
+#[derive(Args)]
+struct TritonArgs {
+    /// CUDA target: sm_90a (default), sm_80, ...
+    #[arg(long, default_value = "sm_90a")]
+    target: String,
+    /// Triton's num_warps.
+    #[arg(long)]
+    num_warps: Option<u32>,
+    /// Triton's num_stages (software pipelining depth).
+    #[arg(long)]
+    num_stages: Option<u32>,
+    /// Any other Triton option, as NAME=VALUE (VALUE is JSON, or a string).
+    #[arg(long = "triton-option", value_name = "NAME=VALUE")]
+    triton_options: Vec<String>,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The kernel: a .py file with @triton.jit kernels, or a .ttir file.
+    input: PathBuf,
+    /// Which @triton.jit function (optional if the file has one).
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Types of the runtime parameters, in order: '*bf16,*bf16,i32,...'.
+    #[arg(long, value_delimiter = ',')]
+    signature: Vec<String>,
+    /// Value of a tl.constexpr parameter, as NAME=VALUE (repeatable).
+    #[arg(long = "constexpr", value_name = "NAME=VALUE")]
+    constexprs: Vec<String>,
+    /// Output file (default: stdout).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    triton: TritonArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// Generic MLIR after the pass pipeline (no Triton).
+    Mlir,
+    Ttir,
+    Ttgir,
+    Llir,
+    Ptx,
+    Cubin,
+}
+
+#[derive(Args)]
+struct CompileArgs {
+    /// Generic-form MLIR: a Triton kernel, possibly with chunk ops.
+    input: PathBuf,
+    /// Passes to run first, e.g. 'builtin.module(canonicalize,cse)'.
+    /// canonicalize and cse always run last, since Triton skips the cleanup
+    /// of the stage it starts from.
+    #[arg(long)]
+    pass_pipeline: Option<String>,
+    /// What to write to -o.
+    #[arg(long, value_enum, default_value = "ptx")]
+    emit: Emit,
+    /// Where to write the emitted stage (default: stdout; required for cubin).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Keep every stage and the launch manifest (<kernel>.json) here.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    #[command(flatten)]
+    triton: TritonArgs,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Import(args) => import(args),
+        Command::Compile(args) => compile(args),
+    };
+    if let Err(error) = result {
+        eprintln!("synco: error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+/// `NAME=VALUE` pairs into a JSON map; VALUE is JSON if it parses, else a
+/// string.
+fn parse_assignments(pairs: &[String], what: &str) -> Result<Map<String, Value>> {
+    let mut map = Map::new();
+    for pair in pairs {
+        let Some((name, value)) = pair.split_once('=') else {
+            bail!("{what} '{pair}' is not NAME=VALUE");
+        };
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
+        map.insert(name.trim().into(), value);
+    }
+    Ok(map)
+}
+
+fn triton_options(args: &TritonArgs) -> Result<Options> {
+    Ok(Options {
+        num_warps: args.num_warps,
+        num_stages: args.num_stages,
+        extra: parse_assignments(&args.triton_options, "--triton-option")?,
+    })
+}
+
+fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
+    match path {
+        Some(path) if path != Path::new("-") => {
+            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        }
+        _ => std::io::stdout()
+            .write_all(bytes)
+            .context("cannot write to stdout"),
+    }
+}
+
+fn import(args: ImportArgs) -> Result<()> {
+    let bridge = Bridge::locate()?;
+    let imported = bridge.import(&ImportRequest {
+        path: args.input.clone(),
+        kernel: args.kernel.clone(),
+        signature: args.signature.clone(),
+        constexprs: parse_assignments(&args.constexprs, "--constexpr")?,
+        target: parse_target(&args.triton.target)?,
+        options: triton_options(&args.triton)?,
+    })?;
+    // Write the kernel as MLIR 22 prints it (so synco-opt round-trips the
+    // file byte for byte). Where that differs from Triton's text (location
+    // alias numbering, say), Triton must still read it as the same module.
+    let context = synco_chunk::create_context();
+    let module = Module::parse(&context, &imported.generic_mlir).with_context(|| {
+        format!(
+            "MLIR 22 cannot parse the generic form of '{}' (diagnostics above)",
+            imported.kernel
+        )
+    })?;
+    let printed = synco_chunk::print_generic(&module.as_operation());
+    if printed != imported.generic_mlir {
+        bridge
+            .verify_same_module(&imported, &printed)
+            .with_context(|| {
+                format!(
+                    "MLIR 22's print of '{}' is not the module Triton imported",
+                    imported.kernel
+                )
+            })?;
+    }
+    write_output(args.output.as_deref(), printed.as_bytes())
+}
+
+fn compile(args: CompileArgs) -> Result<()> {
+    if args.emit == Emit::Cubin
+        && args.output.as_deref().is_none_or(|p| p == Path::new("-"))
+        && args.out_dir.is_none()
+    {
+        bail!("--emit=cubin writes a binary: give -o FILE or --out-dir DIR");
+    }
+    synco_passes::register_all();
+    let context = synco_chunk::create_context();
+    synco_chunk::print_diagnostics_like_mlir_opt(&context);
+    let parsed = if args.input == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read stdin")?;
+        Module::parse(&context, &text)
+    } else {
+        if !args.input.exists() {
+            bail!("{}: no such file", args.input.display());
+        }
+        synco_chunk::parse_file(&context, &args.input)
+    };
+    let mut module = parsed
+        .with_context(|| format!("cannot parse {} (diagnostics above)", args.input.display()))?;
+
+    let pass_manager = PassManager::new(&context);
+    let mut pipeline = args.pass_pipeline.clone().unwrap_or_default();
+    pipeline = match pipeline.trim() {
+        "" => "builtin.module(canonicalize,cse)".into(),
+        user => {
+            let inner = user
+                .strip_prefix("builtin.module(")
+                .and_then(|rest| rest.strip_suffix(')'))
+                .with_context(|| {
+                    format!("--pass-pipeline must look like 'builtin.module(...)', got '{user}'")
+                })?;
+            format!("builtin.module({inner},canonicalize,cse)")
+        }
+    };
+    parse_pass_pipeline(pass_manager.as_operation_pass_manager(), &pipeline)
+        .with_context(|| format!("bad pass pipeline '{pipeline}'"))?;
+    pass_manager
+        .run(&mut module)
+        .with_context(|| format!("pass pipeline '{pipeline}' failed (diagnostics above)"))?;
+    let generic = synco_chunk::print_generic(&module.as_operation());
+
+    if args.emit == Emit::Mlir {
+        return write_output(args.output.as_deref(), generic.as_bytes());
+    }
+    if generic.contains("\"chunk.") {
+        bail!(
+            "chunk ops remain after '{pipeline}': lower them before compiling for Triton \
+             (or use --emit=mlir to see the IR)"
+        );
+    }
+
+    let bridge = Bridge::locate()?;
+    let scratch;
+    let out_dir = match &args.out_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            scratch = tempfile::tempdir().context("cannot create a temporary directory")?;
+            scratch.path().to_path_buf()
+        }
+    };
+    let compiled = bridge.compile(
+        &generic,
+        &out_dir,
+        &parse_target(&args.triton.target)?,
+        &triton_options(&args.triton)?,
+    )?;
+    let artifact = match args.emit {
+        Emit::Ttir => &compiled.ttir,
+        Emit::Ttgir => &compiled.ttgir,
+        Emit::Llir => &compiled.llir,
+        Emit::Ptx => &compiled.ptx,
+        Emit::Cubin | Emit::Mlir => &compiled.cubin,
+    };
+    if args.output.is_some() || args.emit != Emit::Cubin {
+        let bytes = std::fs::read(artifact)
+            .with_context(|| format!("cannot read {}", artifact.display()))?;
+        write_output(args.output.as_deref(), &bytes)?;
+    }
+    if let Some(dir) = &args.out_dir {
+        eprintln!(
+            "synco: compiled '{}' into {} (manifest {}.json)",
+            compiled.kernel,
+            dir.display(),
+            compiled.kernel
+        );
+    }
+    Ok(())
+}
