@@ -218,7 +218,7 @@ fn rust_enums_match_the_ods_enums() {
         for scope in MemScope::ALL {
             let m = parse(format!(
                 "func.func @f(%f: !tt.ptr<i32>, %e: i32) {{
-                   chunk.wait %f, %e chunk(0) sem({sem}) scope({scope}) : !tt.ptr<i32>
+                   chunk.wait %f[%e], %e sem({sem}) scope({scope}) : !tt.ptr<i32>
                    return }}"
             ));
             assert_eq!(MemSemantic::from_value(stored(&m, "sem")), Some(sem));
@@ -227,7 +227,7 @@ fn rust_enums_match_the_ods_enums() {
     }
     let m = parse(
         "func.func @f(%f: !tt.ptr<i32>, %e: i32) {
-           chunk.signal %f, %e chunk(0) sem(release) : !tt.ptr<i32>
+           chunk.signal %f[%e], %e sem(release) : !tt.ptr<i32>
            return }"
             .into(),
     );

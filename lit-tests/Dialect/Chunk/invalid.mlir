@@ -273,7 +273,7 @@ chunk.plan @p world_size(2) {
 
 func.func @wait_release(%flag: !tt.ptr<i32>, %epoch: i32) {
   // expected-error @below {{'chunk.wait' op a wait only reads its flag, so 'release' orders nothing; use 'acquire'}}
-  chunk.wait %flag, %epoch chunk(0) sem(release) : !tt.ptr<i32>
+  chunk.wait %flag[%epoch], %epoch sem(release) : !tt.ptr<i32>
   return
 }
 
@@ -281,15 +281,15 @@ func.func @wait_release(%flag: !tt.ptr<i32>, %epoch: i32) {
 
 func.func @signal_acquire(%flag: !tt.ptr<i32>, %epoch: i32) {
   // expected-error @below {{'chunk.signal' op a signal only writes its flag, so 'acquire' orders nothing; use 'release'}}
-  chunk.signal %flag, %epoch chunk(0) sem(acquire) : !tt.ptr<i32>
+  chunk.signal %flag[%epoch], %epoch sem(acquire) : !tt.ptr<i32>
   return
 }
 
 // -----
 
-func.func @wide_epoch(%flag: !tt.ptr<i32>, %epoch: i64) {
-  // expected-error @below {{'chunk.wait' op operand #1 must be 32-bit signless integer, but got 'i64'}}
-  "chunk.wait"(%flag, %epoch) <{chunk = 0 : i64}> : (!tt.ptr<i32>, i64) -> ()
+func.func @wide_epoch(%flag: !tt.ptr<i32>, %c: i32, %epoch: i64) {
+  // expected-error @below {{'chunk.wait' op operand #2 must be 32-bit signless integer, but got 'i64'}}
+  "chunk.wait"(%flag, %c, %epoch) : (!tt.ptr<i32>, i32, i64) -> ()
   return
 }
 
@@ -305,6 +305,6 @@ func.func @peer_ptr_type(%p: !tt.ptr<bf16>, %r: i32) {
 
 func.func @wait_timeout(%flag: !tt.ptr<i32>, %epoch: i32) {
   // expected-error @below {{'chunk.wait' op attribute 'timeout_ns' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
-  chunk.wait %flag, %epoch chunk(0) {timeout_ns = 0 : i64} : !tt.ptr<i32>
+  chunk.wait %flag[%epoch], %epoch {timeout_ns = 0 : i64} : !tt.ptr<i32>
   return
 }

@@ -86,20 +86,20 @@ chunk.plan @explicit world_size(2) {
 // CHECK-NEXT:    %[[W:.*]] = chunk.world_size : i32
 // CHECK-NEXT:    %{{.*}} = chunk.peer_ptr %arg2, %[[R]] : !tt.ptr<bf16>
 // CHECK-NEXT:    %{{.*}} = chunk.peer_ptr %arg3, %[[W]] : tensor<128x!tt.ptr<bf16>>
-// CHECK-NEXT:    chunk.wait %arg0, %arg1 chunk(3) : !tt.ptr<i32>
-// CHECK-NEXT:    chunk.wait %arg0, %arg1 chunk(4) sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
-// CHECK-NEXT:    chunk.signal %arg0, %arg1 chunk(3) : !tt.ptr<i32>
-// CHECK-NEXT:    chunk.signal %arg0, %arg1 chunk(3) sem(acq_rel) scope(cta) : !tt.ptr<i32>
-// GENERIC:       "chunk.wait"(%arg0, %arg1) <{chunk = 3 : i64, scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32) -> ()
-// GENERIC:       "chunk.signal"(%arg0, %arg1) <{chunk = 3 : i64, scope = 3 : i32, sem = 3 : i32}> : (!tt.ptr<i32>, i32) -> ()
-func.func @sync(%flag: !tt.ptr<i32>, %epoch: i32, %a: !tt.ptr<bf16>, %as: tensor<128x!tt.ptr<bf16>>) {
+// CHECK-NEXT:    chunk.wait %arg0[%[[R]]], %arg1 : !tt.ptr<i32>
+// CHECK-NEXT:    chunk.wait %arg0[%[[W]]], %arg1 sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
+// CHECK-NEXT:    chunk.signal %arg0[%[[R]]], %arg1 : !tt.ptr<i32>
+// CHECK-NEXT:    chunk.signal %arg0[%[[R]]], %arg1 sem(acq_rel) scope(cta) : !tt.ptr<i32>
+// GENERIC:       "chunk.wait"(%arg0, %0, %arg1) <{scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32, i32) -> ()
+// GENERIC:       "chunk.signal"(%arg0, %0, %arg1) <{scope = 3 : i32, sem = 3 : i32}> : (!tt.ptr<i32>, i32, i32) -> ()
+func.func @sync(%flags: !tt.ptr<i32>, %epoch: i32, %a: !tt.ptr<bf16>, %as: tensor<128x!tt.ptr<bf16>>) {
   %r = chunk.rank : i32
   %w = chunk.world_size : i32
   %p = chunk.peer_ptr %a, %r : !tt.ptr<bf16>
   %ps = chunk.peer_ptr %as, %w : tensor<128x!tt.ptr<bf16>>
-  chunk.wait %flag, %epoch chunk(3) sem(acquire) scope(sys) : !tt.ptr<i32>
-  chunk.wait %flag, %epoch chunk(4) sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
-  chunk.signal %flag, %epoch chunk(3) sem(release) scope(sys) : !tt.ptr<i32>
-  chunk.signal %flag, %epoch chunk(3) sem(acq_rel) scope(cta) : !tt.ptr<i32>
+  chunk.wait %flags[%r], %epoch sem(acquire) scope(sys) : !tt.ptr<i32>
+  chunk.wait %flags[%w], %epoch sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
+  chunk.signal %flags[%r], %epoch sem(release) scope(sys) : !tt.ptr<i32>
+  chunk.signal %flags[%r], %epoch sem(acq_rel) scope(cta) : !tt.ptr<i32>
   return
 }

@@ -17,7 +17,7 @@
 // CHECK-NEXT:    chunk.consume @A dim(0) tile(128)
 // CHECK:       func.func @sync
 // CHECK-NEXT:    %[[R:.*]] = chunk.rank : i32
-// CHECK-NEXT:    chunk.signal %arg0, %[[R]] chunk(1) : memref<i32>
+// CHECK-NEXT:    chunk.signal %arg0[%[[R]]], %[[R]] : memref<i32>
 chunk.plan @ag world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x512xbf16> bind(0)
   chunk.all_gather @A dim(0) chunks(2) backend(tma)
@@ -25,6 +25,6 @@ chunk.plan @ag world_size(2) {
 }
 func.func @sync(%flag: memref<i32>) {
   %r = chunk.rank : i32
-  chunk.signal %flag, %r chunk(1) : memref<i32>
+  chunk.signal %flag[%r], %r : memref<i32>
   return
 }

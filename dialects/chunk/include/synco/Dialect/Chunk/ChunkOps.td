@@ -361,18 +361,20 @@ def Chunk_PeerPtrOp : Chunk_Op<"peer_ptr", [Pure,
 def Chunk_WaitOp : Chunk_Op<"wait"> {
   let summary = "Spin until a chunk's flag reaches the epoch";
   let description = [{
-    Blocks the calling program until `*flag >= epoch`, reading the flag with
-    `sem` (default `acquire`) at `scope` (default `sys`). The wait is bounded
-    by `timeout_ns`: when it expires, the kernel records `(rank, chunk,
-    epoch)` in its error buffer and the program exits, and the runtime turns
-    that into an error. `chunk` identifies the chunk in such reports.
+    Blocks the calling program until `flags[chunk] >= epoch`, reading the
+    flag with `sem` (default `acquire`) at `scope` (default `sys`, needed for
+    flags written by a copy engine or another GPU). The wait is bounded by
+    `timeout_ns`: when it expires, the kernel records `(rank, chunk, epoch)`
+    in its error buffer, and every later wait of the launch returns at once,
+    so the kernel finishes and the runtime reports the error instead of
+    hanging.
 
     ```mlir
-    chunk.wait %flag, %epoch chunk(3) : !tt.ptr<i32>
+    chunk.wait %flags[%c], %epoch : !tt.ptr<i32>
+    chunk.wait %flags[%c], %epoch sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
     ```
   }];
-  let arguments = (ins AnyType:$flag, I32:$epoch,
-                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$chunk,
+  let arguments = (ins AnyType:$flags, I32:$chunk, I32:$epoch,
                        DefaultValuedAttr<Chunk_MemSemantic,
                            "::synco::chunk::MemSemantic::acquire">:$sem,
                        DefaultValuedAttr<Chunk_MemScope,
@@ -380,10 +382,10 @@ def Chunk_WaitOp : Chunk_Op<"wait"> {
                        DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>,
                            "10000000000">:$timeout_ns);
   let assemblyFormat = [{
-    $flag `,` $epoch `chunk` `(` $chunk `)`
+    $flags `[` $chunk `]` `,` $epoch
     (`sem` `(` $sem^ `)`)?
     (`scope` `(` $scope^ `)`)?
-    attr-dict `:` type($flag)
+    attr-dict `:` type($flags)
   }];
   let hasVerifier = 1;
 }
@@ -391,24 +393,25 @@ def Chunk_WaitOp : Chunk_Op<"wait"> {
 def Chunk_SignalOp : Chunk_Op<"signal"> {
   let summary = "Publish a chunk: set its flag to the epoch";
   let description = [{
-    Makes every write before it visible at `scope` (default `sys`) and then
-    stores `epoch` into `*flag` with `sem` (default `release`).
+    Waits for every thread of the program to finish its writes, makes them
+    visible at `scope` (default `sys`), then stores `epoch` into
+    `flags[chunk]` with `sem` (default `release`). `flags` may point into a
+    peer's flag buffer (see `chunk.peer_ptr`).
 
     ```mlir
-    chunk.signal %flag, %epoch chunk(3) : !tt.ptr<i32>
+    chunk.signal %flags[%c], %epoch : !tt.ptr<i32>
     ```
   }];
-  let arguments = (ins AnyType:$flag, I32:$epoch,
-                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$chunk,
+  let arguments = (ins AnyType:$flags, I32:$chunk, I32:$epoch,
                        DefaultValuedAttr<Chunk_MemSemantic,
                            "::synco::chunk::MemSemantic::release">:$sem,
                        DefaultValuedAttr<Chunk_MemScope,
                            "::synco::chunk::MemScope::sys">:$scope);
   let assemblyFormat = [{
-    $flag `,` $epoch `chunk` `(` $chunk `)`
+    $flags `[` $chunk `]` `,` $epoch
     (`sem` `(` $sem^ `)`)?
     (`scope` `(` $scope^ `)`)?
-    attr-dict `:` type($flag)
+    attr-dict `:` type($flags)
   }];
   let hasVerifier = 1;
 }
