@@ -1,11 +1,28 @@
-//! Synco's MLIR passes, written in Rust on melior.
+//! Synco's MLIR passes, written in Rust.
 //!
 //! One pass per file; each file's doc comment says what the pass does, its
 //! options, and its pre- and post-conditions. [`registry`] lists them all and
 //! registers them (and Synco's named pipelines) with MLIR, so that
 //! `synco-opt --pass-pipeline='builtin.module(<name>)'` can use them.
+//!
+//! The all-gather + GEMM pipeline, in order (`synco-ag-gemm`):
+//! `chunk-select-chunk-size`, `chunk-expand-collectives`,
+//! `chunk-verify-plan`, `chunk-bind-kernel`, `chunk-reorder-tiles`,
+//! `chunk-insert-waits`, `chunk-lower-transfers`, `chunk-to-triton`, then
+//! `canonicalize` and `cse`.
 
+pub mod abi;
+pub mod bind_kernel;
+pub mod chunk_to_triton;
+pub mod expand_collectives;
+pub mod insert_waits;
 pub mod kernel_summary;
+pub mod lower_transfers;
+pub mod plan;
 pub mod registry;
+pub mod reorder_tiles;
+pub mod select_chunk_size;
+pub mod tiles;
+pub mod verify_plan;
 
-pub use registry::{PASSES, register_all};
+pub use registry::{PASSES, PIPELINES, register_all};

@@ -1,17 +1,42 @@
-//! Every Synco pass, and the call that registers them with MLIR.
+//! Every Synco pass and named pipeline, and the call that registers them.
 
 use synco_chunk::PassDescriptor;
 
-use crate::kernel_summary;
+use crate::{
+    bind_kernel, chunk_to_triton, expand_collectives, insert_waits, kernel_summary, lower_transfers, reorder_tiles,
+    select_chunk_size, verify_plan,
+};
 
-/// All of Synco's passes, in the order `--help` lists them.
-pub static PASSES: &[&PassDescriptor] = &[&kernel_summary::PASS];
+/// All of Synco's passes, in pipeline order.
+pub static PASSES: &[&PassDescriptor] = &[
+    &select_chunk_size::PASS,
+    &expand_collectives::PASS,
+    &verify_plan::PASS,
+    &bind_kernel::PASS,
+    &reorder_tiles::PASS,
+    &insert_waits::PASS,
+    &lower_transfers::PASS,
+    &chunk_to_triton::PASS,
+    &kernel_summary::PASS,
+];
 
-/// Registers every upstream MLIR pass and every pass in [`PASSES`] in MLIR's
-/// global pass registry, so textual pipelines can name them. Idempotent.
+/// Named pipelines: (name, description, pass list).
+pub static PIPELINES: &[(&str, &str, &str)] = &[(
+    "synco-ag-gemm",
+    "Fuse an all-gather plan into its GEMM kernel, down to plain TTIR",
+    "chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
+     chunk-reorder-tiles,chunk-insert-waits,chunk-lower-transfers,chunk-to-triton,canonicalize,cse",
+)];
+
+/// Registers every upstream MLIR pass, every pass in [`PASSES`] and every
+/// pipeline in [`PIPELINES`] in MLIR's global registry, so textual
+/// pipelines can name them. Idempotent.
 pub fn register_all() {
     melior::utility::register_all_passes();
     for pass in PASSES {
         synco_chunk::register_pass(pass);
+    }
+    for (name, description, passes) in PIPELINES {
+        synco_chunk::register_pipeline(name, description, passes);
     }
 }

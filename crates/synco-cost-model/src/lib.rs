@@ -1,0 +1,176 @@
+//! The chunk-size cost model.
+//!
+//! A fused all-gather + GEMM with `n` chunks per rank on `W` ranks runs the
+//! rank's own rows first, while the first peer chunk is in flight, then each
+//! peer chunk as it arrives. With `T_chunk` the time to move one chunk and
+//! `T_rows` the compute time of one chunk's rows:
+//!
+//! ```text
+//!   arrival(i)  = i * (T_chunk + sync)                  i = 1 .. (W-1)*n
+//!   start(i)    = max(arrival(i), finish(i-1))          finish(0) = n * T_rows (local rows)
+//!   finish(i)   = start(i) + T_rows
+//!   T_fused(n)  = finish((W-1)*n) + launch
+//! ```
+//!
+//! Larger `n` shortens the exposed first chunk and the tail; each chunk
+//! costs a synchronisation (`sync`) and, below a size, loses link bandwidth
+//! (`T_chunk = latency + bytes / bandwidth`). Every constant lives in
+//! [`Machine`]; [`Machine::H200_NVLINK`] holds values measured on the GPU
+//! machines, and a JSON file of the same fields recalibrates it
+//! ([`Machine::from_json`]).
+
+use serde::{Deserialize, Serialize};
+
+/// What the model knows about the machine. Times in microseconds, rates
+/// in GB/s (10^9 bytes/s) and TFLOP/s.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Peer copy bandwidth of one link direction.
+    pub link_gbps: f64,
+    /// Fixed cost of one copy (issue + completion), in us.
+    pub copy_latency_us: f64,
+    /// Cost of one flag write and the waits on it, in us.
+    pub sync_us: f64,
+    /// Sustained dense bf16 GEMM rate of the local kernel.
+    pub gemm_tflops: f64,
+    /// Kernel launch overhead, in us.
+    pub launch_us: f64,
+}
+
+impl Machine {
+    /// H200 SXM pair over NVLink, from ../shared/DESIGN.md's measurements:
+    /// 394 GB/s peer copies, ~780 TFLOP/s bf16 GEMM (cuBLAS; the local
+    /// Triton kernel is assumed at 90% of that). Latency and sync costs are
+    /// typical `cudaMemcpyAsync` + `cuStreamWriteValue32` costs; recalibrate
+    /// them from a chunk-count sweep.
+    pub const H200_NVLINK: Machine = Machine {
+        link_gbps: 394.0,
+        copy_latency_us: 4.0,
+        sync_us: 2.0,
+        gemm_tflops: 700.0,
+        launch_us: 5.0,
+    };
+
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+/// An all-gather + GEMM problem, seen from one rank.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AllGatherGemm {
+    pub world_size: u64,
+    /// Rows of the gathered operand owned by each rank (M / W).
+    pub rows_per_rank: u64,
+    /// Bytes of one row of the gathered operand.
+    pub row_bytes: u64,
+    /// Floating-point operations per gathered row (2 * K * N for a GEMM).
+    pub flops_per_row: f64,
+}
+
+/// The prediction for one chunk count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    pub chunks_per_rank: u64,
+    pub fused_us: f64,
+    pub compute_us: f64,
+    pub comm_us: f64,
+}
+
+impl Prediction {
+    /// `max(compute, comm) / fused`: 1.0 is perfect overlap.
+    pub fn overlap_efficiency(&self) -> f64 {
+        self.compute_us.max(self.comm_us) / self.fused_us
+    }
+}
+
+pub fn predict(machine: &Machine, problem: &AllGatherGemm, chunks_per_rank: u64) -> Prediction {
+    let n = chunks_per_rank.max(1) as f64;
+    let rows_per_chunk = problem.rows_per_rank as f64 / n;
+    let chunk_bytes = rows_per_chunk * problem.row_bytes as f64;
+    let t_chunk = machine.copy_latency_us + chunk_bytes / (machine.link_gbps * 1e3) + machine.sync_us;
+    let t_rows = rows_per_chunk * problem.flops_per_row / (machine.gemm_tflops * 1e6);
+    let peer_chunks = (problem.world_size.saturating_sub(1) as f64 * n) as u64;
+    let mut finish = n * t_rows; // the rank's own rows
+    for i in 1..=peer_chunks {
+        let arrival = i as f64 * t_chunk;
+        finish = arrival.max(finish) + t_rows;
+    }
+    let compute = problem.world_size as f64 * n * t_rows;
+    let comm = peer_chunks as f64 * t_chunk;
+    Prediction {
+        chunks_per_rank,
+        fused_us: finish + machine.launch_us,
+        compute_us: compute + machine.launch_us,
+        comm_us: comm,
+    }
+}
+
+/// The candidate with the lowest predicted time (the smallest count on a
+/// tie), with every prediction for the record.
+pub fn choose(machine: &Machine, problem: &AllGatherGemm, candidates: &[u64]) -> Option<(u64, Vec<Prediction>)> {
+    let predictions: Vec<Prediction> = candidates.iter().map(|&n| predict(machine, problem, n)).collect();
+    let best = predictions
+        .iter()
+        .min_by(|a, b| {
+            a.fused_us
+                .partial_cmp(&b.fused_us)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.chunks_per_rank.cmp(&b.chunks_per_rank))
+        })?
+        .chunks_per_rank;
+    Some((best, predictions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(m: u64, k: u64, n: u64) -> AllGatherGemm {
+        AllGatherGemm {
+            world_size: 2,
+            rows_per_rank: m / 2,
+            row_bytes: k * 2,
+            flops_per_row: 2.0 * k as f64 * n as f64,
+        }
+    }
+
+    #[test]
+    fn more_chunks_hide_more_of_the_first_transfer() {
+        let m = Machine::H200_NVLINK;
+        let p = problem(8192, 8192, 14336);
+        assert!(predict(&m, &p, 4).fused_us < predict(&m, &p, 1).fused_us);
+    }
+
+    #[test]
+    fn sync_cost_bounds_the_chunk_count() {
+        // A tiny problem: every extra chunk costs more than it hides.
+        let m = Machine::H200_NVLINK;
+        let p = problem(1024, 1024, 1024);
+        let (best, predictions) = choose(&m, &p, &[1, 2, 4, 8, 16]).unwrap();
+        assert_eq!(predictions.len(), 5);
+        assert!(best <= 2, "best {best}");
+    }
+
+    #[test]
+    fn the_fused_time_is_never_below_the_floor() {
+        let m = Machine::H200_NVLINK;
+        for (mm, k, n) in [(1024, 4096, 7168), (8192, 8192, 14336), (4096, 8192, 1024)] {
+            for c in [1, 2, 4, 8, 16] {
+                let pr = predict(&m, &problem(mm, k, n), c);
+                assert!(pr.fused_us >= pr.compute_us.max(pr.comm_us) - 1e-9);
+                assert!(pr.overlap_efficiency() <= 1.0 + 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn calibration_from_json() {
+        let m = Machine::from_json(
+            r#"{"link_gbps": 300, "copy_latency_us": 3, "sync_us": 1, "gemm_tflops": 600, "launch_us": 4}"#,
+        )
+        .unwrap();
+        assert_eq!(m.link_gbps, 300.0);
+        assert!(Machine::from_json("{}").is_err());
+    }
+}

@@ -1,0 +1,336 @@
+//! Building generic `arith`, `scf`, `gpu` and `tt` ops at an insertion point.
+//!
+//! Attribute names and encodings are Triton 3.6's (Triton drops misspelled
+//! attributes silently, so every op built here is compiled through Triton in
+//! a lit test that checks the PTX).
+
+use crate::*;
+
+/// Triton's `MemSemantic` encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sem {
+    Relaxed = 1,
+    Acquire = 2,
+    Release = 3,
+    AcqRel = 4,
+}
+
+/// Triton's `MemSyncScope` encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Gpu = 1,
+    Cta = 2,
+    Sys = 3,
+}
+
+/// Triton's `RMWOp` encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmwOp {
+    And = 1,
+    Or = 2,
+    Xor = 3,
+    Add = 4,
+    FAdd = 5,
+    Max = 6,
+    Min = 7,
+    UMax = 8,
+    UMin = 9,
+    Xchg = 10,
+}
+
+/// `arith.cmpi` predicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq = 0,
+    Ne = 1,
+    Slt = 2,
+    Sle = 3,
+    Sgt = 4,
+    Sge = 5,
+    Ult = 6,
+}
+
+#[derive(Clone, Copy)]
+enum Point {
+    Before(Op),
+    End(Block),
+}
+
+/// Inserts ops before an op or at the end of a block, all at one location.
+#[derive(Clone, Copy)]
+pub struct Builder {
+    pub ctx: Ctx,
+    pub loc: Loc,
+    point: Point,
+}
+
+impl Builder {
+    pub fn before(op: Op) -> Self {
+        Self {
+            ctx: context_of(op),
+            loc: location_of(op),
+            point: Point::Before(op),
+        }
+    }
+
+    pub fn at_end(ctx: Ctx, block: Block, loc: Loc) -> Self {
+        Self {
+            ctx,
+            loc,
+            point: Point::End(block),
+        }
+    }
+
+    pub fn with_loc(mut self, loc: Loc) -> Self {
+        self.loc = loc;
+        self
+    }
+
+    /// Builds and inserts a generic op.
+    pub fn op(&self, name: &str, operands: &[Value], results: &[Type], attrs: &[(&str, Attr)]) -> Op {
+        self.op_with_regions(name, operands, results, attrs, Vec::new())
+    }
+
+    pub fn op_with_regions(
+        &self,
+        name: &str,
+        operands: &[Value],
+        results: &[Type],
+        attrs: &[(&str, Attr)],
+        regions: Vec<Region>,
+    ) -> Op {
+        unsafe {
+            let mut state = mlirOperationStateGet(sref(name), self.loc);
+            mlirOperationStateAddOperands(&mut state, operands.len() as isize, operands.as_ptr());
+            mlirOperationStateAddResults(&mut state, results.len() as isize, results.as_ptr());
+            let named: Vec<MlirNamedAttribute> = attrs
+                .iter()
+                .map(|(n, a)| mlirNamedAttributeGet(mlirIdentifierGet(self.ctx, sref(n)), *a))
+                .collect();
+            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
+            mlirOperationStateAddOwnedRegions(&mut state, regions.len() as isize, regions.as_ptr());
+            let op = mlirOperationCreate(&mut state);
+            match self.point {
+                Point::Before(anchor) => insert_before(anchor, op),
+                Point::End(block) => append(block, op),
+            }
+            op
+        }
+    }
+
+    fn i32(&self) -> Type {
+        i32_type(self.ctx)
+    }
+
+    fn i32_attr(&self, v: i64) -> Attr {
+        int_attr_of(self.i32(), v)
+    }
+
+    // -- arith --------------------------------------------------------------
+
+    pub fn constant(&self, ty: Type, value: i64) -> Value {
+        result(self.op("arith.constant", &[], &[ty], &[("value", int_attr_of(ty, value))]), 0)
+    }
+
+    pub fn const_i32(&self, value: i64) -> Value {
+        self.constant(self.i32(), value)
+    }
+
+    pub fn const_i64(&self, value: i64) -> Value {
+        self.constant(i64_type(self.ctx), value)
+    }
+
+    pub fn const_bool(&self, value: bool) -> Value {
+        result(self.op("arith.constant", &[], &[i1_type(self.ctx)], &[("value", bool_attr(self.ctx, value))]), 0)
+    }
+
+    fn binary(&self, name: &str, a: Value, b: Value) -> Value {
+        let overflow = parse_attr(self.ctx, "#arith.overflow<none>");
+        let attrs: Vec<(&str, Attr)> = match (name, overflow) {
+            ("arith.addi" | "arith.subi" | "arith.muli", Some(o)) => vec![("overflowFlags", o)],
+            _ => vec![],
+        };
+        result(self.op(name, &[a, b], &[type_of(a)], &attrs), 0)
+    }
+
+    pub fn addi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.addi", a, b)
+    }
+    pub fn subi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.subi", a, b)
+    }
+    pub fn muli(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.muli", a, b)
+    }
+    pub fn divsi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.divsi", a, b)
+    }
+    pub fn remsi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.remsi", a, b)
+    }
+    pub fn andi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.andi", a, b)
+    }
+    pub fn ori(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.ori", a, b)
+    }
+
+    pub fn cmpi(&self, pred: Cmp, a: Value, b: Value) -> Value {
+        let p = int_attr_of(i64_type(self.ctx), pred as i64);
+        result(self.op("arith.cmpi", &[a, b], &[i1_type(self.ctx)], &[("predicate", p)]), 0)
+    }
+
+    pub fn extsi_i64(&self, a: Value) -> Value {
+        result(self.op("arith.extsi", &[a], &[i64_type(self.ctx)], &[]), 0)
+    }
+
+    // -- tt -------------------------------------------------------------------
+
+    pub fn addptr(&self, ptr: Value, offset: Value) -> Value {
+        result(self.op("tt.addptr", &[ptr, offset], &[type_of(ptr)], &[]), 0)
+    }
+
+    /// A scalar `tt.load` (no mask, no other).
+    pub fn load(&self, ptr: Value, element: Type) -> Value {
+        let segments = parse_attr(self.ctx, "array<i32: 1, 0, 0>").expect("valid attribute");
+        let boundary = parse_attr(self.ctx, "array<i32>").expect("valid attribute");
+        result(
+            self.op(
+                "tt.load",
+                &[ptr],
+                &[element],
+                &[
+                    ("boundaryCheck", boundary),
+                    ("cache", self.i32_attr(1)),
+                    ("evict", self.i32_attr(1)),
+                    ("isVolatile", bool_attr(self.ctx, false)),
+                    ("operandSegmentSizes", segments),
+                ],
+            ),
+            0,
+        )
+    }
+
+    pub fn store(&self, ptr: Value, value: Value) -> Op {
+        let boundary = parse_attr(self.ctx, "array<i32>").expect("valid attribute");
+        self.op(
+            "tt.store",
+            &[ptr, value],
+            &[],
+            &[("boundaryCheck", boundary), ("cache", self.i32_attr(1)), ("evict", self.i32_attr(1))],
+        )
+    }
+
+    pub fn ptr_to_int(&self, ptr: Value) -> Value {
+        result(self.op("tt.ptr_to_int", &[ptr], &[i64_type(self.ctx)], &[]), 0)
+    }
+
+    pub fn int_to_ptr(&self, int: Value, ptr_type: Type) -> Value {
+        result(self.op("tt.int_to_ptr", &[int], &[ptr_type], &[]), 0)
+    }
+
+    pub fn atomic_cas(&self, ptr: Value, cmp: Value, val: Value, sem: Sem, scope: Scope) -> Value {
+        result(
+            self.op(
+                "tt.atomic_cas",
+                &[ptr, cmp, val],
+                &[type_of(val)],
+                &[("scope", self.i32_attr(scope as i64)), ("sem", self.i32_attr(sem as i64))],
+            ),
+            0,
+        )
+    }
+
+    pub fn atomic_rmw(&self, op: RmwOp, ptr: Value, val: Value, sem: Sem, scope: Scope) -> Value {
+        let mask = self.const_bool(true);
+        result(
+            self.op(
+                "tt.atomic_rmw",
+                &[ptr, val, mask],
+                &[type_of(val)],
+                &[
+                    ("atomic_rmw_op", self.i32_attr(op as i64)),
+                    ("scope", self.i32_attr(scope as i64)),
+                    ("sem", self.i32_attr(sem as i64)),
+                ],
+            ),
+            0,
+        )
+    }
+
+    /// Inline PTX run by every thread, one result (`tt.elementwise_inline_asm`).
+    pub fn inline_asm(&self, asm: &str, constraints: &str, args: &[Value], result_type: Type) -> Value {
+        result(
+            self.op(
+                "tt.elementwise_inline_asm",
+                args,
+                &[result_type],
+                &[
+                    ("asm_string", string_attr(self.ctx, asm)),
+                    ("constraints", string_attr(self.ctx, constraints)),
+                    ("packed_element", self.i32_attr(1)),
+                    ("pure", bool_attr(self.ctx, false)),
+                ],
+            ),
+            0,
+        )
+    }
+
+    /// The nanosecond clock (`%globaltimer`).
+    pub fn global_timer(&self) -> Value {
+        self.inline_asm("mov.u64 $0, %globaltimer;", "=l", &[], i64_type(self.ctx))
+    }
+
+    pub fn barrier(&self) -> Op {
+        self.op("gpu.barrier", &[], &[], &[])
+    }
+
+    // -- scf ------------------------------------------------------------------
+
+    /// `scf.if %cond { then(builder) }` with no results and an empty else.
+    pub fn if_then(&self, cond: Value, then: impl FnOnce(Builder)) -> Op {
+        unsafe {
+            let then_region = mlirRegionCreate();
+            let then_block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
+            mlirRegionAppendOwnedBlock(then_region, then_block);
+            let else_region = mlirRegionCreate();
+            let op = self.op_with_regions("scf.if", &[cond], &[], &[], vec![then_region, else_region]);
+            let inner = Builder::at_end(self.ctx, then_block, self.loc);
+            then(inner);
+            inner.op("scf.yield", &[], &[], &[]);
+            op
+        }
+    }
+
+    /// `scf.while` over `init` values: `before(builder, args) -> (cond,
+    /// forwarded)` and `after(builder, args) -> yielded`.
+    pub fn while_loop(
+        &self,
+        init: &[Value],
+        before: impl FnOnce(Builder, &[Value]) -> (Value, Vec<Value>),
+        after: impl FnOnce(Builder, &[Value]) -> Vec<Value>,
+    ) -> Op {
+        unsafe {
+            let types: Vec<Type> = init.iter().map(|v| type_of(*v)).collect();
+            let locs: Vec<Loc> = init.iter().map(|_| self.loc).collect();
+            let make = |types: &[Type]| {
+                let region = mlirRegionCreate();
+                let block = mlirBlockCreate(types.len() as isize, types.as_ptr(), locs.as_ptr());
+                mlirRegionAppendOwnedBlock(region, block);
+                (region, block)
+            };
+            let (before_region, before_block) = make(&types);
+            let (after_region, after_block) = make(&types);
+            let op = self.op_with_regions("scf.while", init, &types, &[], vec![before_region, after_region]);
+            let b = Builder::at_end(self.ctx, before_block, self.loc);
+            let (cond, forwarded) = before(b, &block_args(before_block));
+            let mut operands = vec![cond];
+            operands.extend(forwarded);
+            b.op("scf.condition", &operands, &[], &[]);
+            let a = Builder::at_end(self.ctx, after_block, self.loc);
+            let yielded = after(a, &block_args(after_block));
+            a.op("scf.yield", &yielded, &[], &[]);
+            op
+        }
+    }
+}

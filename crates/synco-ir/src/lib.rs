@@ -1,0 +1,478 @@
+//! Helpers over MLIR's C API for passes that rewrite generic-form IR.
+//!
+//! Triton's `tt` dialect is not registered in Synco's MLIR, so its ops can
+//! only be read and built generically: by name, operands, result types and
+//! attributes. These helpers work on the C API's plain handles ([`Op`],
+//! [`Value`], [`Block`]), which are `Copy`, so a pass can hold several at
+//! once while it edits the IR. They are `unsafe`-free to call as long as
+//! the handles come from live IR, which is the contract of a pass body.
+//!
+//! [`Builder`] inserts ops at a point, with builders for the `arith`, `scf`
+//! and `tt` ops Synco emits; attribute encodings follow Triton 3.6 (see the
+//! `Sem`, `Scope`, `RmwOp` enums).
+
+#![allow(clippy::missing_safety_doc)]
+
+pub mod builder;
+pub mod loc;
+
+pub use builder::{Builder, RmwOp, Scope, Sem};
+use mlir_sys::*;
+use std::ffi::c_void;
+
+pub type Op = MlirOperation;
+pub type Value = MlirValue;
+pub type Block = MlirBlock;
+pub type Region = MlirRegion;
+pub type Type = MlirType;
+pub type Attr = MlirAttribute;
+pub type Loc = MlirLocation;
+pub type Ctx = MlirContext;
+
+/// A string ref borrowing `text` (valid while `text` is).
+pub fn sref(text: &str) -> MlirStringRef {
+    MlirStringRef {
+        data: text.as_ptr().cast(),
+        length: text.len(),
+    }
+}
+
+/// Copies an MLIR string ref into a `String`.
+pub fn string(text: MlirStringRef) -> String {
+    if text.data.is_null() {
+        return String::new();
+    }
+    // SAFETY: MLIR string refs point to `length` valid bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+unsafe extern "C" fn append_to_string(text: MlirStringRef, data: *mut c_void) {
+    // SAFETY: `data` is the `String` passed by `print_with` below.
+    let out = unsafe { &mut *(data as *mut String) };
+    out.push_str(&string(text));
+}
+
+fn print_with(f: impl FnOnce(MlirStringCallback, *mut c_void)) -> String {
+    let mut out = String::new();
+    f(Some(append_to_string), &mut out as *mut String as *mut c_void);
+    out
+}
+
+// ----------------------------------------------------------------------------
+// Operations
+// ----------------------------------------------------------------------------
+
+pub fn is_null_op(op: Op) -> bool {
+    op.ptr.is_null()
+}
+
+pub fn op_name(op: Op) -> String {
+    // SAFETY: `op` is live.
+    unsafe { string(mlirIdentifierStr(mlirOperationGetName(op))) }
+}
+
+pub fn context_of(op: Op) -> Ctx {
+    unsafe { mlirOperationGetContext(op) }
+}
+
+pub fn location_of(op: Op) -> Loc {
+    unsafe { mlirOperationGetLocation(op) }
+}
+
+pub fn attr(op: Op, name: &str) -> Option<Attr> {
+    let a = unsafe { mlirOperationGetAttributeByName(op, sref(name)) };
+    (!a.ptr.is_null()).then_some(a)
+}
+
+pub fn set_attr(op: Op, name: &str, value: Attr) {
+    unsafe { mlirOperationSetAttributeByName(op, sref(name), value) }
+}
+
+pub fn remove_attr(op: Op, name: &str) -> bool {
+    unsafe { mlirOperationRemoveAttributeByName(op, sref(name)) }
+}
+
+pub fn int_attr(op: Op, name: &str) -> Option<i64> {
+    attr(op, name).and_then(int_value)
+}
+
+pub fn str_attr(op: Op, name: &str) -> Option<String> {
+    attr(op, name).and_then(str_value)
+}
+
+pub fn int_value(a: Attr) -> Option<i64> {
+    unsafe { mlirAttributeIsAInteger(a).then(|| mlirIntegerAttrGetValueInt(a)) }
+}
+
+pub fn str_value(a: Attr) -> Option<String> {
+    unsafe { mlirAttributeIsAString(a).then(|| string(mlirStringAttrGetValue(a))) }
+}
+
+/// The symbol a `FlatSymbolRefAttr` names (without `@`).
+pub fn symbol_value(a: Attr) -> Option<String> {
+    unsafe { mlirAttributeIsAFlatSymbolRef(a).then(|| string(mlirFlatSymbolRefAttrGetValue(a))) }
+}
+
+/// The elements of an `ArrayAttr`.
+pub fn array_value(a: Attr) -> Option<Vec<Attr>> {
+    unsafe {
+        mlirAttributeIsAArray(a).then(|| {
+            (0..mlirArrayAttrGetNumElements(a))
+                .map(|i| mlirArrayAttrGetElement(a, i))
+                .collect()
+        })
+    }
+}
+
+pub fn operands(op: Op) -> Vec<Value> {
+    unsafe { (0..mlirOperationGetNumOperands(op)).map(|i| mlirOperationGetOperand(op, i)).collect() }
+}
+
+pub fn set_operand(op: Op, index: usize, value: Value) {
+    unsafe { mlirOperationSetOperand(op, index as isize, value) }
+}
+
+pub fn results(op: Op) -> Vec<Value> {
+    unsafe { (0..mlirOperationGetNumResults(op)).map(|i| mlirOperationGetResult(op, i)).collect() }
+}
+
+pub fn result(op: Op, index: usize) -> Value {
+    unsafe { mlirOperationGetResult(op, index as isize) }
+}
+
+pub fn regions(op: Op) -> Vec<Region> {
+    unsafe { (0..mlirOperationGetNumRegions(op)).map(|i| mlirOperationGetRegion(op, i)).collect() }
+}
+
+pub fn blocks(region: Region) -> Vec<Block> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut block = mlirRegionGetFirstBlock(region);
+        while !block.ptr.is_null() {
+            out.push(block);
+            block = mlirBlockGetNextInRegion(block);
+        }
+    }
+    out
+}
+
+pub fn ops_in(block: Block) -> Vec<Op> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut op = mlirBlockGetFirstOperation(block);
+        while !op.ptr.is_null() {
+            out.push(op);
+            op = mlirOperationGetNextInBlock(op);
+        }
+    }
+    out
+}
+
+pub fn block_args(block: Block) -> Vec<Value> {
+    unsafe { (0..mlirBlockGetNumArguments(block)).map(|i| mlirBlockGetArgument(block, i)).collect() }
+}
+
+pub fn add_block_arg(block: Block, ty: Type, loc: Loc) -> Value {
+    unsafe { mlirBlockAddArgument(block, ty, loc) }
+}
+
+/// `op` and every op nested in it, in pre-order (program order).
+pub fn walk(op: Op) -> Vec<Op> {
+    fn visit(op: Op, out: &mut Vec<Op>) {
+        out.push(op);
+        for region in regions(op) {
+            for block in blocks(region) {
+                for nested in ops_in(block) {
+                    visit(nested, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    visit(op, &mut out);
+    out
+}
+
+/// Every op named `name` nested in `op` (program order within blocks).
+pub fn find_all(op: Op, name: &str) -> Vec<Op> {
+    walk(op).into_iter().filter(|o| op_name(*o) == name).collect()
+}
+
+pub fn parent_op(op: Op) -> Option<Op> {
+    let p = unsafe { mlirOperationGetParentOperation(op) };
+    (!p.ptr.is_null()).then_some(p)
+}
+
+pub fn block_of(op: Op) -> Option<Block> {
+    let b = unsafe { mlirOperationGetBlock(op) };
+    (!b.ptr.is_null()).then_some(b)
+}
+
+/// Whether `ancestor` is `op` or contains it.
+pub fn is_ancestor(ancestor: Op, op: Op) -> bool {
+    let mut current = Some(op);
+    while let Some(o) = current {
+        if unsafe { mlirOperationEqual(o, ancestor) } {
+            return true;
+        }
+        current = parent_op(o);
+    }
+    false
+}
+
+/// The ancestor of `op` (or `op` itself) that sits directly in `block`.
+pub fn ancestor_in_block(op: Op, block: Block) -> Option<Op> {
+    let mut current = Some(op);
+    while let Some(o) = current {
+        if block_of(o).is_some_and(|b| unsafe { mlirBlockEqual(b, block) }) {
+            return Some(o);
+        }
+        current = parent_op(o);
+    }
+    None
+}
+
+pub fn same_op(a: Op, b: Op) -> bool {
+    unsafe { mlirOperationEqual(a, b) }
+}
+
+pub fn same_value(a: Value, b: Value) -> bool {
+    unsafe { mlirValueEqual(a, b) }
+}
+
+pub fn same_block(a: Block, b: Block) -> bool {
+    unsafe { mlirBlockEqual(a, b) }
+}
+
+/// Whether `a` comes before `b` in their (shared) block.
+pub fn is_before_in_block(a: Op, b: Op) -> bool {
+    unsafe { mlirOperationIsBeforeInBlock(a, b) }
+}
+
+pub fn insert_before(anchor: Op, op: Op) {
+    unsafe {
+        let block = mlirOperationGetBlock(anchor);
+        mlirBlockInsertOwnedOperationBefore(block, anchor, op)
+    }
+}
+
+pub fn insert_after(anchor: Op, op: Op) {
+    unsafe {
+        let block = mlirOperationGetBlock(anchor);
+        mlirBlockInsertOwnedOperationAfter(block, anchor, op)
+    }
+}
+
+pub fn append(block: Block, op: Op) {
+    unsafe { mlirBlockAppendOwnedOperation(block, op) }
+}
+
+pub fn erase(op: Op) {
+    unsafe { mlirOperationDestroy(op) }
+}
+
+pub fn print_op(op: Op) -> String {
+    print_with(|cb, data| unsafe { mlirOperationPrint(op, cb, data) })
+}
+
+// ----------------------------------------------------------------------------
+// Values and types
+// ----------------------------------------------------------------------------
+
+pub fn type_of(value: Value) -> Type {
+    unsafe { mlirValueGetType(value) }
+}
+
+pub fn defining_op(value: Value) -> Option<Op> {
+    unsafe { mlirValueIsAOpResult(value).then(|| mlirOpResultGetOwner(value)) }
+}
+
+pub fn is_block_arg(value: Value) -> bool {
+    unsafe { mlirValueIsABlockArgument(value) }
+}
+
+pub fn block_arg_number(value: Value) -> Option<usize> {
+    unsafe { mlirValueIsABlockArgument(value).then(|| mlirBlockArgumentGetArgNumber(value) as usize) }
+}
+
+/// The block that owns a block argument.
+pub fn block_arg_owner(value: Value) -> Option<Block> {
+    unsafe { mlirValueIsABlockArgument(value).then(|| mlirBlockArgumentGetOwner(value)) }
+}
+
+/// Every (user op, operand index) of `value`.
+pub fn uses(value: Value) -> Vec<(Op, usize)> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut operand = mlirValueGetFirstUse(value);
+        while !mlirOpOperandIsNull(operand) {
+            out.push((mlirOpOperandGetOwner(operand), mlirOpOperandGetOperandNumber(operand) as usize));
+            operand = mlirOpOperandGetNextUse(operand);
+        }
+    }
+    out
+}
+
+/// Replaces every use of `of` with `with`, except in the ops of `except`.
+pub fn replace_uses_except(of: Value, with: Value, except: &[Op]) {
+    unsafe { mlirValueReplaceAllUsesExcept(of, with, except.len() as isize, except.as_ptr() as *mut Op) }
+}
+
+pub fn replace_all_uses(of: Value, with: Value) {
+    unsafe { mlirValueReplaceAllUsesOfWith(of, with) }
+}
+
+pub fn parse_type(ctx: Ctx, text: &str) -> Option<Type> {
+    let t = unsafe { mlirTypeParseGet(ctx, sref(text)) };
+    (!t.ptr.is_null()).then_some(t)
+}
+
+pub fn parse_attr(ctx: Ctx, text: &str) -> Option<Attr> {
+    let a = unsafe { mlirAttributeParseGet(ctx, sref(text)) };
+    (!a.ptr.is_null()).then_some(a)
+}
+
+pub fn print_type(ty: Type) -> String {
+    print_with(|cb, data| unsafe { mlirTypePrint(ty, cb, data) })
+}
+
+pub fn print_attr(a: Attr) -> String {
+    print_with(|cb, data| unsafe { mlirAttributePrint(a, cb, data) })
+}
+
+pub fn i32_type(ctx: Ctx) -> Type {
+    unsafe { mlirIntegerTypeGet(ctx, 32) }
+}
+
+pub fn i64_type(ctx: Ctx) -> Type {
+    unsafe { mlirIntegerTypeGet(ctx, 64) }
+}
+
+pub fn i1_type(ctx: Ctx) -> Type {
+    unsafe { mlirIntegerTypeGet(ctx, 1) }
+}
+
+pub fn int_attr_of(ty: Type, value: i64) -> Attr {
+    unsafe { mlirIntegerAttrGet(ty, value) }
+}
+
+pub fn string_attr(ctx: Ctx, text: &str) -> Attr {
+    unsafe { mlirStringAttrGet(ctx, sref(text)) }
+}
+
+pub fn bool_attr(ctx: Ctx, value: bool) -> Attr {
+    unsafe { mlirBoolAttrGet(ctx, value as i32) }
+}
+
+pub fn type_attr(ty: Type) -> Attr {
+    unsafe { mlirTypeAttrGet(ty) }
+}
+
+pub fn type_attr_value(a: Attr) -> Option<Type> {
+    unsafe { mlirAttributeIsAType(a).then(|| mlirTypeAttrGetValue(a)) }
+}
+
+/// Inputs of a `FunctionType`.
+pub fn function_inputs(ty: Type) -> Vec<Type> {
+    unsafe { (0..mlirFunctionTypeGetNumInputs(ty)).map(|i| mlirFunctionTypeGetInput(ty, i)).collect() }
+}
+
+pub fn function_results(ty: Type) -> Vec<Type> {
+    unsafe { (0..mlirFunctionTypeGetNumResults(ty)).map(|i| mlirFunctionTypeGetResult(ty, i)).collect() }
+}
+
+pub fn function_type(ctx: Ctx, inputs: &[Type], results: &[Type]) -> Type {
+    unsafe {
+        mlirFunctionTypeGet(
+            ctx,
+            inputs.len() as isize,
+            inputs.as_ptr(),
+            results.len() as isize,
+            results.as_ptr(),
+        )
+    }
+}
+
+pub fn is_integer_type(ty: Type, width: u32) -> bool {
+    unsafe { mlirTypeIsAInteger(ty) && mlirIntegerTypeGetWidth(ty) == width }
+}
+
+pub fn is_ranked_tensor(ty: Type) -> bool {
+    unsafe { mlirTypeIsARankedTensor(ty) }
+}
+
+/// Shape of a ranked tensor type.
+pub fn tensor_shape(ty: Type) -> Option<Vec<i64>> {
+    unsafe {
+        mlirTypeIsARankedTensor(ty)
+            .then(|| (0..mlirShapedTypeGetRank(ty)).map(|i| mlirShapedTypeGetDimSize(ty, i as isize)).collect())
+    }
+}
+
+pub fn tensor_element(ty: Type) -> Option<Type> {
+    unsafe { mlirTypeIsARankedTensor(ty).then(|| mlirShapedTypeGetElementType(ty)) }
+}
+
+pub fn ranked_tensor(shape: &[i64], element: Type) -> Type {
+    unsafe { mlirRankedTensorTypeGet(shape.len() as isize, shape.as_ptr(), element, mlirAttributeGetNull()) }
+}
+
+// ----------------------------------------------------------------------------
+// Locations
+// ----------------------------------------------------------------------------
+
+pub fn unknown_loc(ctx: Ctx) -> Loc {
+    unsafe { mlirLocationUnknownGet(ctx) }
+}
+
+/// `loc("name"(child))`: how Triton names values after Python variables.
+pub fn name_loc(ctx: Ctx, name: &str, child: Loc) -> Loc {
+    unsafe { mlirLocationNameGet(ctx, sref(name), child) }
+}
+
+pub fn value_loc(value: Value) -> Loc {
+    unsafe { mlirValueGetLocation(value) }
+}
+
+pub fn print_loc(loc: Loc) -> String {
+    print_with(|cb, data| unsafe { mlirLocationPrint(loc, cb, data) })
+}
+
+/// The op after `op` in its block.
+pub fn next_op(op: Op) -> Option<Op> {
+    let n = unsafe { mlirOperationGetNextInBlock(op) };
+    (!n.ptr.is_null()).then_some(n)
+}
+
+/// The constant integer value of `value`, if an `arith.constant` defines it.
+pub fn constant_int(value: Value) -> Option<i64> {
+    let op = defining_op(value)?;
+    (op_name(op) == "arith.constant").then(|| int_attr(op, "value")).flatten()
+}
+
+/// Every value `value` depends on through operands, `value` included.
+/// Block arguments of `scf.for` bodies stand for their initial values too
+/// (iteration arguments start from the loop's operands).
+pub fn backward_slice(value: Value) -> Vec<Value> {
+    let mut seen: Vec<Value> = Vec::new();
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        if seen.iter().any(|s| same_value(*s, v)) {
+            continue;
+        }
+        seen.push(v);
+        if let Some(op) = defining_op(v) {
+            stack.extend(operands(op));
+        } else if let (Some(block), Some(index)) = (block_arg_owner(v), block_arg_number(v)) {
+            let owner = unsafe { mlirBlockGetParentOperation(block) };
+            if !owner.ptr.is_null() && op_name(owner) == "scf.for" && index >= 1 {
+                // scf.for operands: lower, upper, step, then the initial values.
+                if let Some(init) = operands(owner).get(2 + index) {
+                    stack.push(*init);
+                }
+            }
+        }
+    }
+    seen
+}

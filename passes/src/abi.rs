@@ -1,0 +1,70 @@
+//! The fused kernel's ABI: the arguments `chunk-bind-kernel` appends to the
+//! user's kernel, in this order, after the user's own arguments (and before
+//! the two scratch pointers Triton appends itself):
+//!
+//! | name               | type            | what                                              |
+//! |--------------------|-----------------|---------------------------------------------------|
+//! | `synco_rank`       | `i32`           | this launch's rank                                |
+//! | `synco_world_size` | `i32`           | number of ranks                                   |
+//! | `synco_heap_bases` | `!tt.ptr<i64>`  | base address of every rank's symmetric heap (`W`) |
+//! | `synco_flags`      | `!tt.ptr<i32>`  | this rank's chunk flags, one per chunk            |
+//! | `synco_epoch`      | `i32`           | this launch's epoch (flags are ready at `>=`)     |
+//! | `synco_errors`     | `!tt.ptr<i32>`  | `[status, rank, chunk, epoch]`, status 0 = fine   |
+//!
+//! Symmetric buffers live at the same offset in every rank's heap, so a
+//! peer's copy of address `p` is `p - heap_bases[rank] + heap_bases[peer]`.
+//! The runtime (`synco-runtime`) fills these from the launch manifest, where
+//! they appear with role `synco`.
+
+use synco_ir::{self as ir, Op, Value};
+
+pub const ARGS: [(&str, &str); 6] = [
+    ("synco_rank", "i32"),
+    ("synco_world_size", "i32"),
+    ("synco_heap_bases", "!tt.ptr<i64>"),
+    ("synco_flags", "!tt.ptr<i32>"),
+    ("synco_epoch", "i32"),
+    ("synco_errors", "!tt.ptr<i32>"),
+];
+
+/// Discardable attribute on the `tt.func`: index of its first ABI argument.
+pub const FIRST_ARG_ATTR: &str = "synco.abi_first_arg";
+
+/// The ABI arguments of a bound kernel.
+#[derive(Clone, Copy)]
+pub struct AbiArgs {
+    pub rank: Value,
+    pub world_size: Value,
+    pub heap_bases: Value,
+    pub flags: Value,
+    pub epoch: Value,
+    pub errors: Value,
+}
+
+/// The ABI arguments of `func`, if `chunk-bind-kernel` bound it.
+pub fn abi_args(func: Op) -> Option<AbiArgs> {
+    let first = ir::int_attr(func, FIRST_ARG_ATTR)? as usize;
+    let entry = ir::blocks(*ir::regions(func).first()?).first().copied()?;
+    let args = ir::block_args(entry);
+    let a = |i: usize| args.get(first + i).copied();
+    Some(AbiArgs {
+        rank: a(0)?,
+        world_size: a(1)?,
+        heap_bases: a(2)?,
+        flags: a(3)?,
+        epoch: a(4)?,
+        errors: a(5)?,
+    })
+}
+
+/// The `tt.func` enclosing `op`.
+pub fn enclosing_kernel(op: Op) -> Option<Op> {
+    let mut current = ir::parent_op(op);
+    while let Some(p) = current {
+        if ir::op_name(p) == "tt.func" {
+            return Some(p);
+        }
+        current = ir::parent_op(p);
+    }
+    None
+}

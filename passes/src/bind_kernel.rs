@@ -1,0 +1,69 @@
+//! `chunk-bind-kernel`: give the plan's kernel the fused kernel's ABI.
+//!
+//! Appends the arguments listed in [`crate::abi`] to the `tt.func` named by
+//! each plan's `kernel(@...)` (function type, entry block arguments named
+//! after them, `arg_attrs` extended), and records where they start in the
+//! discardable attribute `synco.abi_first_arg`. Kernel-level chunk ops
+//! (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
+//!
+//! Options: none.
+//! Preconditions: each plan names a `tt.func` of the module, not yet bound.
+//! Postconditions: the kernel takes the ABI arguments; the rest of the IR is
+//! unchanged.
+
+use crate::{
+    abi::{ARGS, FIRST_ARG_ATTR},
+    plan::{fail, plans},
+};
+use synco_chunk::{PassDescriptor, PassFailed};
+use synco_ir::{self as ir, Op};
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-bind-kernel",
+    description: "Append the fused-kernel ABI arguments (rank, heap bases, flags, epoch, errors) to the plan's kernel",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    for plan in plans(module.to_raw()) {
+        let kernel = plan.kernel_in(module.to_raw()).map_err(|()| PassFailed)?;
+        if ir::attr(kernel, FIRST_ARG_ATTR).is_some() {
+            continue; // Already bound (two plans, one kernel).
+        }
+        bind(kernel)?;
+    }
+    Ok(())
+}
+
+pub fn bind(kernel: Op) -> Result<(), PassFailed> {
+    let ctx = ir::context_of(kernel);
+    let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
+        return Err(fail(kernel, "chunk-bind-kernel: the tt.func has no function_type"));
+    };
+    let mut inputs = ir::function_inputs(fty);
+    let first = inputs.len();
+    let Some(entry) = ir::regions(kernel).first().and_then(|r| ir::blocks(*r).first().copied()) else {
+        return Err(fail(kernel, "chunk-bind-kernel: the kernel has no body"));
+    };
+    let func_loc = ir::location_of(kernel);
+    for (name, ty_text) in ARGS {
+        let Some(ty) = ir::parse_type(ctx, ty_text) else {
+            return Err(fail(kernel, format!("chunk-bind-kernel: cannot build type {ty_text}")));
+        };
+        inputs.push(ty);
+        ir::add_block_arg(entry, ty, ir::name_loc(ctx, name, func_loc));
+    }
+    let results = ir::function_results(fty);
+    ir::set_attr(kernel, "function_type", ir::type_attr(ir::function_type(ctx, &inputs, &results)));
+    if let Some(arg_attrs) = ir::attr(kernel, "arg_attrs").and_then(ir::array_value) {
+        let mut text: Vec<String> = arg_attrs.into_iter().map(ir::print_attr).collect();
+        text.extend(ARGS.iter().map(|_| "{}".to_string()));
+        if let Some(a) = ir::parse_attr(ctx, &format!("[{}]", text.join(", "))) {
+            ir::set_attr(kernel, "arg_attrs", a);
+        }
+    }
+    ir::set_attr(kernel, FIRST_ARG_ATTR, ir::int_attr_of(ir::i32_type(ctx), first as i64));
+    Ok(())
+}

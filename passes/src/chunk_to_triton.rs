@@ -1,0 +1,182 @@
+//! `chunk-to-triton`: lower the remaining chunk ops to ops Triton compiles.
+//!
+//! Kernel-level ops are rewritten against the kernel's ABI arguments (see
+//! [`crate::abi`]):
+//!
+//! * `chunk.rank`, `chunk.world_size` -> `synco_rank`, `synco_world_size`;
+//! * `chunk.peer_ptr %p, %peer` -> `int_to_ptr(ptr_to_int(p) -
+//!   heap_bases[rank] + heap_bases[peer])`;
+//! * `chunk.wait %flags[%c], %epoch` -> a bounded spin: while the flag is
+//!   below the epoch, no error is recorded yet and `timeout_ns` has not
+//!   passed (`%globaltimer`), read the flag with `ld.<sem>.<scope>`; on
+//!   timeout, claim the error buffer with an acq_rel/sys compare-and-swap
+//!   and record `[1, rank, c, epoch]`. Once an error is recorded, later
+//!   waits fall through, so the kernel ends and the host reports it;
+//! * `chunk.signal %flags[%c], %epoch` -> CTA barrier, `fence.acq_rel.sys`,
+//!   then an atomic exchange of the epoch into the flag with the op's
+//!   semantic and scope.
+//!
+//! Plans are erased (their schedule was recorded by
+//! `chunk-lower-transfers`), as are Synco's marker attributes.
+//!
+//! Options: none.
+//! Preconditions: the kernel was bound (`chunk-bind-kernel`); no
+//! `chunk.transfer` or collective remains.
+//! Postconditions: no chunk op remains; the module is plain TTIR.
+
+use crate::{
+    abi::{FIRST_ARG_ATTR, abi_args, enclosing_kernel},
+    plan::fail,
+    tiles::TILE_INDEX_ATTR,
+};
+use synco_chunk::{PassDescriptor, PassFailed, attrs};
+use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, builder::Cmp};
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-to-triton",
+    description: "Lower chunk.rank/world_size/peer_ptr/wait/signal to tt/arith/scf ops and drop plans",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    for op in ir::walk(module) {
+        let name = ir::op_name(op);
+        match name.as_str() {
+            "chunk.plan" => {
+                let leftover = ir::walk(op)
+                    .into_iter()
+                    .find(|o| matches!(ir::op_name(*o).as_str(), "chunk.transfer" | "chunk.all_gather" | "chunk.reduce_scatter" | "chunk.all_reduce" | "chunk.all_to_all"));
+                if let Some(left) = leftover {
+                    return Err(fail(
+                        left,
+                        "chunk-to-triton: transfers and collectives must be lowered first (chunk-expand-collectives, chunk-lower-transfers)",
+                    ));
+                }
+            }
+            "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait" | "chunk.signal" => {
+                lower_kernel_op(op, &name)?;
+            }
+            _ => {
+                ir::remove_attr(op, TILE_INDEX_ATTR);
+            }
+        }
+    }
+    for op in ir::walk(module) {
+        if ir::op_name(op) == "chunk.plan" {
+            ir::erase(op);
+        } else if ir::op_name(op) == "tt.func" {
+            ir::remove_attr(op, FIRST_ARG_ATTR);
+        }
+    }
+    Ok(())
+}
+
+fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
+    let Some(abi) = enclosing_kernel(op).and_then(abi_args) else {
+        return Err(fail(
+            op,
+            format!("chunk-to-triton: {name} must be inside a tt.func bound by chunk-bind-kernel"),
+        ));
+    };
+    let b = Builder::before(op);
+    let operands = ir::operands(op);
+    match name {
+        "chunk.rank" => ir::replace_all_uses(ir::result(op, 0), abi.rank),
+        "chunk.world_size" => ir::replace_all_uses(ir::result(op, 0), abi.world_size),
+        "chunk.peer_ptr" => {
+            let (ptr, peer) = (operands[0], operands[1]);
+            let ty = ir::type_of(ptr);
+            if ir::is_ranked_tensor(ty) {
+                return Err(fail(op, "chunk-to-triton: chunk.peer_ptr on a tensor of pointers is not supported yet"));
+            }
+            let i64t = ir::i64_type(b.ctx);
+            let my_base = b.load(b.addptr(abi.heap_bases, abi.rank), i64t);
+            let peer_base = b.load(b.addptr(abi.heap_bases, peer), i64t);
+            let offset = b.subi(b.ptr_to_int(ptr), my_base);
+            let peer_ptr = b.int_to_ptr(b.addi(offset, peer_base), ty);
+            ir::replace_all_uses(ir::result(op, 0), peer_ptr);
+        }
+        "chunk.wait" => lower_wait(op, &b, abi, operands[0], operands[1], operands[2]),
+        "chunk.signal" => {
+            let (flags, chunk, epoch) = (operands[0], operands[1], operands[2]);
+            let sem = sem_of(op, Sem::Release);
+            let scope = scope_of(op);
+            b.barrier();
+            b.inline_asm("fence.acq_rel.sys;\n\tmov.u32 $0, 0;", "=r", &[], ir::i32_type(b.ctx));
+            b.atomic_rmw(RmwOp::Xchg, b.addptr(flags, chunk), epoch, sem, scope);
+        }
+        _ => unreachable!("matched above"),
+    }
+    ir::erase(op);
+    Ok(())
+}
+
+fn sem_of(op: Op, default: Sem) -> Sem {
+    match ir::int_attr(op, "sem").and_then(attrs::MemSemantic::from_value) {
+        Some(attrs::MemSemantic::Relaxed) => Sem::Relaxed,
+        Some(attrs::MemSemantic::Acquire) => Sem::Acquire,
+        Some(attrs::MemSemantic::Release) => Sem::Release,
+        Some(attrs::MemSemantic::AcqRel) => Sem::AcqRel,
+        None => default,
+    }
+}
+
+fn scope_of(op: Op) -> Scope {
+    match ir::int_attr(op, "scope").and_then(attrs::MemScope::from_value) {
+        Some(attrs::MemScope::Gpu) => Scope::Gpu,
+        Some(attrs::MemScope::Cta) => Scope::Cta,
+        _ => Scope::Sys,
+    }
+}
+
+fn lower_wait(op: Op, b: &Builder, abi: crate::abi::AbiArgs, flags: ir::Value, chunk: ir::Value, epoch: ir::Value) {
+    let timeout_ns = ir::int_attr(op, "timeout_ns").unwrap_or(10_000_000_000);
+    let sem = match sem_of(op, Sem::Acquire) {
+        Sem::Relaxed => "relaxed",
+        _ => "acquire",
+    };
+    let scope = match scope_of(op) {
+        Scope::Gpu => "gpu",
+        Scope::Cta => "cta",
+        Scope::Sys => "sys",
+    };
+    let i32t = ir::i32_type(b.ctx);
+    let flag = b.addptr(flags, chunk);
+    let zero = b.const_i32(0);
+    let timeout = b.const_i64(timeout_ns);
+    let start = b.global_timer();
+    let load_flag = format!("ld.{sem}.{scope}.global.u32 $0, [$1];");
+    let loop_op = b.while_loop(
+        &[zero, start],
+        |before, args| {
+            let (seen, now) = (args[0], args[1]);
+            let waiting = before.cmpi(Cmp::Slt, seen, epoch);
+            let in_time = before.cmpi(Cmp::Slt, before.subi(now, start), timeout);
+            // Once any wait of the launch failed, later waits fall through.
+            let status = before.inline_asm("ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l", &[abi.errors], i32t);
+            let healthy = before.cmpi(Cmp::Eq, status, before.const_i32(0));
+            let spin = before.andi(before.andi(waiting, in_time), healthy);
+            (spin, vec![seen, now])
+        },
+        |after, _| {
+            let value = after.inline_asm(&load_flag, "=r,l", &[flag], i32t);
+            vec![value, after.global_timer()]
+        },
+    );
+    let seen = ir::result(loop_op, 0);
+    let timed_out = b.cmpi(Cmp::Slt, seen, epoch);
+    let rank = abi.rank;
+    let errors = abi.errors;
+    b.if_then(timed_out, |then| {
+        let old = then.atomic_cas(errors, then.const_i32(0), then.const_i32(1), Sem::AcqRel, Scope::Sys);
+        let first = then.cmpi(Cmp::Eq, old, then.const_i32(0));
+        then.if_then(first, |record| {
+            record.store(record.addptr(errors, record.const_i32(1)), rank);
+            record.store(record.addptr(errors, record.const_i32(2)), chunk);
+            record.store(record.addptr(errors, record.const_i32(3)), epoch);
+        });
+    });
+}

@@ -1,0 +1,219 @@
+//! `chunk-lower-transfers`: turn transfers into what moves the data.
+//!
+//! Backend `copy_engine`: the copies run on the host's side stream, so the
+//! pass records, for every rank, the ordered list of copies it drives (the
+//! host transfer schedule) in the module attribute `synco.host_schedule`
+//! (JSON; `synco compile` moves it into the launch manifest) and erases the
+//! transfers. Each copy names its source and destination rank and buffer,
+//! element offsets, a 2D shape (`rows` x `row_elems`, with row pitches in
+//! elements) and the flag the side stream sets to the epoch once the copy is
+//! done. Local transfers whose source is their destination move nothing and
+//! are dropped (their rows are in place before the launch).
+//!
+//! ```json
+//! {"plan": "ag_gemm", "world_size": 2, "num_flags": 8,
+//!  "buffers": [{"name": "A", "arg": 0, "shape": [8192, 4096], "element": "bf16", "element_bytes": 2}],
+//!  "copies": [[{"order": 4, "src_rank": 1, "dst_rank": 0, "buffer": "A",
+//!               "src_offset": 16777216, "dst_offset": 16777216, "rows": 1024,
+//!               "row_elems": 4096, "src_pitch": 4096, "dst_pitch": 4096, "flag": 4}, ...], ...]}
+//! ```
+//!
+//! `copies[r]` is rank `r`'s list, in schedule order.
+//!
+//! Backends `tma` and `ldst` (copies by SM programs of the fused kernel)
+//! are not implemented yet and are refused with an error.
+//!
+//! Options: none.
+//! Preconditions: collectives expanded; plans verify.
+//! Postconditions: the module carries the schedule; plans keep only their
+//! buffers (no transfers, consumers or producers).
+
+use crate::plan::{Plan, dst_buffer, fail, flag_layout, plans, region_offsets, region_parts};
+use serde_json::{Value as Json, json};
+use synco_chunk::{PassDescriptor, PassFailed, attrs};
+use synco_ir as ir;
+
+pub const SCHEDULE_ATTR: &str = "synco.host_schedule";
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-lower-transfers",
+    description: "Lower chunk.transfer ops: copy-engine transfers become the host transfer schedule",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    let all = plans(module);
+    if all.len() > 1 {
+        return Err(fail(all[1].op, "chunk-lower-transfers: one plan per module is supported"));
+    }
+    for plan in all {
+        let schedule = schedule(&plan)?;
+        let ctx = ir::context_of(module);
+        ir::set_attr(module, SCHEDULE_ATTR, ir::string_attr(ctx, &schedule.to_string()));
+        // The schedule now carries everything the transfers and tile maps
+        // said; the plan keeps its buffers only.
+        for name in ["chunk.transfer", "chunk.consume", "chunk.produce"] {
+            for op in plan.ops_named(name) {
+                ir::erase(op);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
+    let layout = flag_layout(plan)?;
+    let ctx = ir::context_of(plan.op);
+    let w = plan.world_size;
+    let mut per_rank: Vec<Vec<(i64, Json)>> = vec![Vec::new(); w as usize];
+    for t in plan.ops_named("chunk.transfer") {
+        let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
+        let mode = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value);
+        let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
+            return Err(PassFailed);
+        };
+        let same_place = ir::print_attr(src_attr) == ir::print_attr(dst_attr);
+        if mode == Some(attrs::TransferMode::Local) && same_place {
+            continue;
+        }
+        if backend != Some(attrs::Backend::CopyEngine) {
+            return Err(fail(
+                t,
+                format!(
+                    "chunk-lower-transfers: backend '{}' is not implemented yet; use copy_engine",
+                    backend.map_or("?", |b| b.keyword())
+                ),
+            ));
+        }
+        let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), dst_buffer(t)) else {
+            return Err(PassFailed);
+        };
+        let (Some(src_buf), Some(dst_buf)) = (plan.buffer(&src_name), plan.buffer(&dst_name)) else {
+            return Err(PassFailed);
+        };
+        let range = layout.iter().find(|r| r.buffer == dst_name);
+        let order = ir::int_attr(t, "order").unwrap_or(0);
+        for r in 0..w {
+            let rank_of = |key: &str| {
+                ir::attr(t, key)
+                    .map(ir::print_attr)
+                    .and_then(|m| crate::plan::eval_map(ctx, m.trim_start_matches("affine_map<").trim_end_matches('>'), r))
+                    .and_then(|v| v.first().copied())
+            };
+            let (Some(src_rank), Some(dst_rank)) = (rank_of("src_rank"), rank_of("dst_rank")) else {
+                return Err(fail(t, "chunk-lower-transfers: cannot evaluate the rank maps"));
+            };
+            let (Some(src_off), Some(dst_off)) = (region_offsets(ctx, src_attr, r), region_offsets(ctx, dst_attr, r)) else {
+                return Err(fail(t, "chunk-lower-transfers: cannot evaluate the region offsets"));
+            };
+            let (src_offset, src_rows, row_elems, src_pitch) = as_2d(&src_buf.shape, &src_off, &sizes)
+                .ok_or_else(|| fail(t, "chunk-lower-transfers: the source region is not a 2D strided box"))?;
+            let dst_sizes = crate::plan::region_sizes(t).unwrap_or_default();
+            let (dst_offset, _, dst_row_elems, dst_pitch) = as_2d(&dst_buf.shape, &dst_off, &dst_sizes)
+                .ok_or_else(|| fail(t, "chunk-lower-transfers: the destination region is not a 2D strided box"))?;
+            if dst_row_elems != row_elems {
+                return Err(fail(t, "chunk-lower-transfers: source and destination rows differ in length"));
+            }
+            let flag = range.map(|range| range.base + dst_off[range.dim] / range.rows_per_chunk);
+            // The destination's rank drives a pull, the source's a push.
+            let driver = if mode == Some(attrs::TransferMode::Push) { src_rank } else { dst_rank };
+            per_rank[driver as usize].push((
+                order,
+                json!({
+                    "name": ir::str_attr(t, "sym_name"),
+                    "order": order,
+                    "src_rank": src_rank,
+                    "dst_rank": dst_rank,
+                    "src_buffer": src_name,
+                    "dst_buffer": dst_name,
+                    "src_offset": src_offset,
+                    "dst_offset": dst_offset,
+                    "rows": src_rows,
+                    "row_elems": row_elems,
+                    "src_pitch": src_pitch,
+                    "dst_pitch": dst_pitch,
+                    "flag": flag,
+                }),
+            ));
+        }
+    }
+    let copies: Vec<Vec<Json>> = per_rank
+        .into_iter()
+        .map(|mut list| {
+            list.sort_by_key(|(order, _)| *order);
+            list.into_iter().map(|(_, c)| c).collect()
+        })
+        .collect();
+    let buffers: Vec<Json> = plan
+        .buffers
+        .iter()
+        .map(|b| {
+            json!({"name": b.name, "arg": b.arg, "shape": b.shape, "element": b.element,
+                   "element_bytes": b.element_bytes()})
+        })
+        .collect();
+    let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum();
+    let consumers: Vec<Json> = layout
+        .iter()
+        .map(|r| json!({"buffer": r.buffer, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
+                         "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base}))
+        .collect();
+    Ok(json!({
+        "plan": plan.name,
+        "world_size": w,
+        "num_flags": num_flags,
+        "buffers": buffers,
+        "chunks": consumers,
+        "copies": copies,
+    }))
+}
+
+/// A box as (element offset, rows, elements per row, row pitch): every
+/// dimension after the first one the box does not span fully must be full.
+fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i64, i64, i64, i64)> {
+    let n = shape.len();
+    if n == 0 || offsets.len() != n || sizes.len() != n {
+        return None;
+    }
+    let mut strides = vec![1i64; n];
+    for d in (0..n - 1).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let offset: i64 = offsets.iter().zip(&strides).map(|(o, s)| o * s).sum();
+    // Innermost dimensions spanned fully form one contiguous row.
+    let mut inner = n;
+    while inner > 1 && sizes[inner - 1] == shape[inner - 1] {
+        inner -= 1;
+    }
+    // Dimensions [inner, n) are full; dimension inner-1 may be partial: the
+    // row is sizes[inner-1] * stride; rows are the product of the outer
+    // sizes, which must be at most one partial dimension deep.
+    let row_elems = sizes[inner - 1] * strides[inner - 1];
+    let outer: Vec<usize> = (0..inner - 1).collect();
+    let partial_outer: Vec<&usize> = outer.iter().filter(|d| sizes[**d] != 1).collect();
+    match partial_outer.as_slice() {
+        [] => Some((offset, 1, row_elems, row_elems)),
+        [d] if (**d + 1..inner - 1).all(|e| sizes[e] == 1) => Some((offset, sizes[**d], row_elems, strides[**d])),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_2d;
+
+    #[test]
+    fn boxes_as_2d_copies() {
+        // Whole rows: one contiguous block.
+        assert_eq!(as_2d(&[8, 4], &[2, 0], &[3, 4]), Some((8, 1, 12, 12)));
+        // A column block: 3 rows of 2, pitch 4.
+        assert_eq!(as_2d(&[8, 4], &[2, 1], &[3, 2]), Some((9, 3, 2, 4)));
+        // 3D, full inner dims.
+        assert_eq!(as_2d(&[2, 4, 4], &[1, 0, 0], &[1, 4, 4]), Some((16, 1, 16, 16)));
+        // Not expressible as one strided 2D copy.
+        assert_eq!(as_2d(&[4, 4, 4], &[0, 0, 0], &[2, 2, 2]), None);
+    }
+}

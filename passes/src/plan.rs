@@ -1,0 +1,290 @@
+//! Reading `chunk.plan` ops, and what the passes share about them.
+
+use synco_chunk::Diagnostic;
+use synco_ir::{self as ir, Op};
+
+/// A `chunk.buffer`.
+#[derive(Clone, Debug)]
+pub struct BufferDecl {
+    pub op: Op,
+    pub name: String,
+    pub shape: Vec<i64>,
+    /// The element type as MLIR prints it (`bf16`).
+    pub element: String,
+    /// The kernel argument it is bound to.
+    pub arg: Option<usize>,
+}
+
+impl BufferDecl {
+    pub fn element_bytes(&self) -> Option<i64> {
+        Some(match self.element.as_str() {
+            "i8" => 1,
+            "bf16" | "f16" | "i16" => 2,
+            "f32" | "i32" => 4,
+            "f64" | "i64" => 8,
+            _ => return None,
+        })
+    }
+}
+
+/// A `chunk.plan`, with its buffers.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub op: Op,
+    pub name: String,
+    pub world_size: i64,
+    pub kernel: Option<String>,
+    pub buffers: Vec<BufferDecl>,
+}
+
+impl Plan {
+    pub fn read(op: Op) -> Option<Plan> {
+        let body = ir::regions(op).first().copied().and_then(|r| ir::blocks(r).first().copied())?;
+        let buffers = ir::ops_in(body)
+            .into_iter()
+            .filter(|o| ir::op_name(*o) == "chunk.buffer")
+            .filter_map(read_buffer)
+            .collect();
+        Some(Plan {
+            op,
+            name: ir::str_attr(op, "sym_name")?,
+            world_size: ir::int_attr(op, "world_size")?,
+            kernel: ir::attr(op, "kernel").and_then(ir::symbol_value),
+            buffers,
+        })
+    }
+
+    pub fn body_ops(&self) -> Vec<Op> {
+        ir::regions(self.op)
+            .first()
+            .and_then(|r| ir::blocks(*r).first().copied())
+            .map(ir::ops_in)
+            .unwrap_or_default()
+    }
+
+    pub fn ops_named(&self, name: &str) -> Vec<Op> {
+        self.body_ops().into_iter().filter(|o| ir::op_name(*o) == name).collect()
+    }
+
+    pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
+        self.buffers.iter().find(|b| b.name == name)
+    }
+
+    /// The plan's kernel (`tt.func`) in `module`, or an error at the plan.
+    pub fn kernel_in(&self, module: Op) -> Result<Op, ()> {
+        let Some(kernel) = &self.kernel else {
+            Diagnostic::error(
+                loc(self.op),
+                format!("plan @{} names no kernel: add kernel(@name) to fuse it", self.name),
+            )
+            .emit();
+            return Err(());
+        };
+        find_kernel(module, kernel).ok_or_else(|| {
+            Diagnostic::error(
+                loc(self.op),
+                format!("plan @{} fuses into @{kernel}, but the module has no tt.func of that name", self.name),
+            )
+            .emit();
+        })
+    }
+}
+
+fn read_buffer(op: Op) -> Option<BufferDecl> {
+    let ty = ir::attr(op, "type").and_then(ir::type_attr_value)?;
+    let text = ir::print_type(ty);
+    let inner = text.strip_prefix("!chunk.buffer<")?.strip_suffix('>')?;
+    let mut parts: Vec<&str> = inner.split('x').collect();
+    let element = parts.pop()?.to_string();
+    let shape = parts.iter().map(|d| d.parse().ok()).collect::<Option<Vec<i64>>>()?;
+    Some(BufferDecl {
+        op,
+        name: ir::str_attr(op, "sym_name")?,
+        shape,
+        element,
+        arg: ir::int_attr(op, "arg").map(|a| a as usize),
+    })
+}
+
+/// Every `chunk.plan` directly in `module`.
+pub fn plans(module: Op) -> Vec<Plan> {
+    ir::regions(module)
+        .into_iter()
+        .flat_map(ir::blocks)
+        .flat_map(ir::ops_in)
+        .filter(|o| ir::op_name(*o) == "chunk.plan")
+        .filter_map(Plan::read)
+        .collect()
+}
+
+pub fn find_kernel(module: Op, name: &str) -> Option<Op> {
+    ir::find_all(module, "tt.func")
+        .into_iter()
+        .find(|f| ir::str_attr(*f, "sym_name").as_deref() == Some(name))
+}
+
+/// A melior location for diagnostics at `op`.
+pub fn loc<'c>(op: Op) -> melior::ir::Location<'c> {
+    // SAFETY: the op is live for the pass; locations are owned by the
+    // context, which outlives the diagnostic.
+    unsafe { melior::ir::Location::from_raw(ir::location_of(op)) }
+}
+
+/// Emits an error at `op` and returns the pass failure.
+pub fn fail(op: Op, message: impl Into<String>) -> synco_chunk::PassFailed {
+    Diagnostic::error(loc(op), message).emit();
+    synco_chunk::PassFailed
+}
+
+/// Parses an integer pass option; reports a bad value at `op`.
+pub fn int_option(op: Op, pass: &str, name: &str, value: &str) -> Result<Option<i64>, synco_chunk::PassFailed> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    value
+        .parse()
+        .map(Some)
+        .map_err(|_| fail(op, format!("{pass}: option {name}={value} is not an integer")))
+}
+
+/// Where a consumed buffer's chunk flags live in the kernel's flag array.
+#[derive(Clone, Debug)]
+pub struct FlagRange {
+    pub buffer: String,
+    /// The dimension chunks split.
+    pub dim: usize,
+    pub rows_per_chunk: i64,
+    pub chunks_per_rank: i64,
+    /// Index of the buffer's first chunk flag.
+    pub base: i64,
+}
+
+impl FlagRange {
+    pub fn count(&self, world_size: i64) -> i64 {
+        self.chunks_per_rank * world_size
+    }
+}
+
+/// The flag layout of a plan whose collectives were expanded: one flag per
+/// chunk of every consumed buffer, buffers in the order of their
+/// `chunk.consume` ops, chunks in row order.
+pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
+    let mut out: Vec<FlagRange> = Vec::new();
+    let mut base = 0;
+    for consume in plan.ops_named("chunk.consume") {
+        let name = ir::attr(consume, "buffer").and_then(ir::symbol_value).unwrap_or_default();
+        if out.iter().any(|r| r.buffer == name) {
+            continue;
+        }
+        let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
+        let transfers: Vec<Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| dst_buffer(*t).as_deref() == Some(&name))
+            .collect();
+        let Some(first) = transfers.first() else {
+            return Err(fail(
+                consume,
+                format!("@{name} is consumed but no chunk.transfer writes it; run chunk-expand-collectives first"),
+            ));
+        };
+        let Some(buffer) = plan.buffer(&name) else {
+            return Err(fail(consume, format!("no buffer @{name}")));
+        };
+        let rows_per_chunk = region_sizes(*first).and_then(|s| s.get(dim).copied()).unwrap_or(0);
+        let block = buffer.shape[dim] / plan.world_size;
+        if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
+            return Err(fail(*first, format!("chunks of @{name} do not split its per-rank blocks evenly")));
+        }
+        let range = FlagRange {
+            buffer: name,
+            dim,
+            rows_per_chunk,
+            chunks_per_rank: block / rows_per_chunk,
+            base,
+        };
+        base += range.count(plan.world_size);
+        out.push(range);
+    }
+    Ok(out)
+}
+
+use synco_chunk::PassFailed;
+
+/// The destination buffer of a `chunk.transfer`.
+pub fn dst_buffer(transfer: Op) -> Option<String> {
+    region_parts(ir::attr(transfer, "dst")?).map(|(b, _, _)| b)
+}
+
+/// The sizes of a transfer's destination region.
+pub fn region_sizes(transfer: Op) -> Option<Vec<i64>> {
+    region_parts(ir::attr(transfer, "dst")?).map(|(_, _, s)| s)
+}
+
+/// `(buffer, offsets map text, sizes)` of a `#chunk.region` attribute.
+pub fn region_parts(attr: ir::Attr) -> Option<(String, String, Vec<i64>)> {
+    let text = ir::print_attr(attr);
+    let inner = text.strip_prefix("#chunk.region<@")?.strip_suffix('>')?;
+    let (buffer, rest) = inner.split_once('[')?;
+    let close = rest.rfind("] [")?;
+    let map = rest[..close].to_string();
+    let sizes = rest[close + 3..]
+        .trim_end_matches(']')
+        .split(',')
+        .map(|s| s.trim().parse().ok())
+        .collect::<Option<Vec<i64>>>()?;
+    Some((buffer.to_string(), map, sizes))
+}
+
+/// Evaluates a `#chunk.region`'s offsets on `rank`, with MLIR's affine
+/// arithmetic (through `affine_map` composition in the attribute parser).
+pub fn region_offsets(ctx: ir::Ctx, attr: ir::Attr, rank: i64) -> Option<Vec<i64>> {
+    let (_, map, _) = region_parts(attr)?;
+    eval_map(ctx, &map, rank)
+}
+
+/// Evaluates a one-dimensional affine map (as text, `(d0) -> (...)`) at `r`.
+pub fn eval_map(ctx: ir::Ctx, map: &str, r: i64) -> Option<Vec<i64>> {
+    let a = ir::parse_attr(ctx, &format!("affine_map<{map}>"))?;
+    // SAFETY: `a` is a live affine map attribute.
+    unsafe {
+        let m = mlir_sys::mlirAffineMapAttrGetValue(a);
+        let n = mlir_sys::mlirAffineMapGetNumResults(m);
+        let mut out = Vec::new();
+        for i in 0..n {
+            let expr = mlir_sys::mlirAffineMapGetResult(m, i);
+            out.push(eval_expr(expr, r)?);
+        }
+        Some(out)
+    }
+}
+
+unsafe fn eval_expr(e: mlir_sys::MlirAffineExpr, r: i64) -> Option<i64> {
+    use mlir_sys::*;
+    unsafe {
+        if mlirAffineExprIsAConstant(e) {
+            return Some(mlirAffineConstantExprGetValue(e));
+        }
+        if mlirAffineExprIsADim(e) {
+            return Some(r);
+        }
+        if mlirAffineExprIsABinary(e) {
+            let lhs = eval_expr(mlirAffineBinaryOpExprGetLHS(e), r)?;
+            let rhs = eval_expr(mlirAffineBinaryOpExprGetRHS(e), r)?;
+            return Some(if mlirAffineExprIsAAdd(e) {
+                lhs + rhs
+            } else if mlirAffineExprIsAMul(e) {
+                lhs * rhs
+            } else if mlirAffineExprIsAMod(e) {
+                lhs.rem_euclid(rhs)
+            } else if mlirAffineExprIsAFloorDiv(e) {
+                lhs.div_euclid(rhs)
+            } else if mlirAffineExprIsACeilDiv(e) {
+                (lhs + rhs - 1).div_euclid(rhs)
+            } else {
+                return None;
+            });
+        }
+    }
+    None
+}

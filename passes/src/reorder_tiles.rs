@@ -1,0 +1,149 @@
+//! `chunk-reorder-tiles`: run tiles in the order their chunks arrive.
+//!
+//! For each `chunk.consume @A dim(d) tile(T)` of a plan, finds the kernel's
+//! tile index `t` along `d` (the value its loads of `@A` multiply by `T`, or
+//! the value named by `index("...")`) and remaps it so that, in dispatch
+//! order, tiles consume chunks in arrival order: the rank's own block first,
+//! then the block of rank `r+1`, `r+2`, ... (see `chunk-expand-collectives`).
+//!
+//! * 2D grid, `t = tt.get_program_id 0` and the other tile index is
+//!   `tt.get_program_id 1`: CUDA dispatches `x` fastest, so the grid would
+//!   sweep every row block before finishing one. The pass linearises the
+//!   program id and makes `t` the slow index
+//!   (`L = pid0 + pid1 * num_programs(0)`, `t' = L / num_programs(1)`,
+//!   `other' = L % num_programs(1)`), then rotates `t'`.
+//! * Otherwise (a 1D grid with GROUP_M swizzle, a persistent tile loop, or
+//!   a 2D grid whose row index is already the slow axis) the tile order is
+//!   already row-block-major; the pass only rotates `t`:
+//!   `t' = (t + rank * T_r) mod T_all`, with `T_r = block / T` row tiles per
+//!   rank and `T_all = A.shape[d] / T`.
+//!
+//! The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
+//! `chunk-insert-waits`. A remark reports what was done.
+//!
+//! Options: none.
+//! Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
+//! `A.shape[d]` and the block are multiples of `T`.
+//! Postconditions: every consumed buffer has a marked tile index.
+
+use crate::{
+    abi::abi_args,
+    plan::{fail, loc, plans},
+    tiles::{TILE_INDEX_ATTR, find_tile_index},
+};
+use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
+use synco_ir::{self as ir, Builder, Op, Value};
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-reorder-tiles",
+    description: "Remap the kernel's tile index so tiles consume chunks in arrival order",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    for plan in plans(module) {
+        let kernel = plan.kernel_in(module).map_err(|()| PassFailed)?;
+        let Some(abi) = abi_args(kernel) else {
+            return Err(fail(plan.op, "chunk-reorder-tiles: the kernel has no ABI arguments; run chunk-bind-kernel first"));
+        };
+        for consume in plan.ops_named("chunk.consume") {
+            let name = ir::attr(consume, "buffer").and_then(ir::symbol_value).unwrap_or_default();
+            let Some(buffer) = plan.buffer(&name) else { continue };
+            let Some(arg) = buffer.arg else {
+                return Err(fail(consume, format!("@{name} is not bound to a kernel argument")));
+            };
+            let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
+            let tile = ir::int_attr(consume, "tile").unwrap_or(1);
+            let rows = buffer.shape[dim];
+            let block = rows / plan.world_size;
+            if rows % tile != 0 || block % tile != 0 {
+                return Err(fail(
+                    consume,
+                    format!("tiles of {tile} do not divide @{name}'s {rows} rows into whole per-rank blocks of {block}"),
+                ));
+            }
+            let index_name = ir::str_attr(consume, "index");
+            let t = find_tile_index(kernel, arg, tile, index_name.as_deref(), consume)?;
+            let (marked, how) = remap(t, abi.rank, block / tile, rows / tile)?;
+            let ctx = ir::context_of(consume);
+            ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
+            Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();
+        }
+    }
+    Ok(())
+}
+
+fn program_id(value: Value) -> Option<(Op, i64)> {
+    let op = ir::defining_op(value)?;
+    (ir::op_name(op) == "tt.get_program_id").then(|| (op, ir::int_attr(op, "axis").unwrap_or(-1)))
+}
+
+/// Remaps tile index `t`; returns the op computing the new index.
+fn remap(t: Value, rank: Value, tiles_per_rank: i64, tiles: i64) -> Result<(Op, String), PassFailed> {
+    let Some(def) = ir::defining_op(t) else {
+        return Err(PassFailed);
+    };
+    let kernel = crate::abi::enclosing_kernel(def).ok_or(PassFailed)?;
+    // A 2D grid whose row index is the fast axis: make it the slow one.
+    if let Some((pid0, 0)) = program_id(t) {
+        let pid1 = ir::find_all(kernel, "tt.get_program_id")
+            .into_iter()
+            .find(|op| ir::int_attr(*op, "axis") == Some(1));
+        if let Some(pid1) = pid1 {
+            let anchor = if ir::is_before_in_block(pid0, pid1) { pid1 } else { pid0 };
+            let Some(after) = ir::next_op(anchor) else { return Err(PassFailed) };
+            let b = Builder::before(after);
+            let i32t = ir::i32_type(b.ctx);
+            let axis = |a: i64| ir::int_attr_of(i32t, a);
+            let n0 = ir::result(b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(0))]), 0);
+            let n1 = ir::result(b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(1))]), 0);
+            let p0 = ir::result(pid0, 0);
+            let p1 = ir::result(pid1, 0);
+            let linear = b.addi(p0, b.muli(p1, n0));
+            let slow = b.divsi(linear, n1);
+            let fast = b.remsi(linear, n1);
+            let (rotated, marked) = rotate(&b, slow, rank, tiles_per_rank, tiles);
+            ir::replace_uses_except(p0, rotated, &all_new_ops(after, anchor));
+            ir::replace_uses_except(p1, fast, &all_new_ops(after, anchor));
+            return Ok((
+                marked,
+                format!(
+                    "the row tile index (program_id 0) is now the slow axis of the grid and starts at this rank's block ({tiles_per_rank} row tiles per rank)"
+                ),
+            ));
+        }
+    }
+    let Some(after) = ir::next_op(def) else { return Err(PassFailed) };
+    let b = Builder::before(after);
+    let (rotated, marked) = rotate(&b, t, rank, tiles_per_rank, tiles);
+    ir::replace_uses_except(t, rotated, &all_new_ops(after, def));
+    Ok((
+        marked,
+        format!("the row tile index is rotated to start at this rank's block ({tiles_per_rank} row tiles per rank, {tiles} in all)"),
+    ))
+}
+
+/// `(t + rank * per_rank) mod all`; returns the value and its op.
+fn rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> (Value, Op) {
+    let shift = b.muli(rank, b.const_i32(per_rank));
+    let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
+    (rotated, ir::defining_op(rotated).expect("an op result"))
+}
+
+/// The ops inserted between `anchor` and `after` (exclusive), i.e. the ones
+/// the builder just created.
+fn all_new_ops(after: Op, anchor: Op) -> Vec<Op> {
+    let mut out = Vec::new();
+    let mut current = ir::next_op(anchor);
+    while let Some(op) = current {
+        if ir::same_op(op, after) {
+            break;
+        }
+        out.push(op);
+        current = ir::next_op(op);
+    }
+    out
+}

@@ -1,0 +1,142 @@
+//! `chunk-select-chunk-size`: give every `chunks(auto)` collective a count.
+//!
+//! For an all-gather (or all-to-all) of `@A` along `d` on `W` ranks, the
+//! candidates are the counts `n` in {1, 2, 4, 8, 16} that split a rank's
+//! block evenly into chunks whose rows are a multiple of the consuming
+//! tile (`chunk.consume @A ... tile(T)`, so no tile waits for two chunks).
+//! The cost model (`synco-cost-model`) predicts the fused time of each from
+//! the bytes per chunk, link bandwidth, per-chunk sync cost and the compute
+//! time of a chunk's rows; the fastest wins. Each choice is reported as a
+//! remark listing every prediction.
+//!
+//! The compute per row is `2 * K * N`: `K` is the product of `@A`'s other
+//! dimensions, `N` the last dimension of the plan's output buffer (a buffer
+//! other than `@A` with as many rows as `@A`), or `K` if there is none.
+//!
+//! Options:
+//! * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
+//!   against the same rules), skipping the model;
+//! * `calibration=PATH`: a JSON file with the model's machine constants
+//!   (fields of `synco_cost_model::Machine`), e.g. fitted from a benchmark's
+//!   chunk-count sweep. Default: `Machine::H200_NVLINK`.
+//!
+//! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
+//! on all_gather / all_to_all (other collectives are left alone).
+
+use crate::plan::{Plan, fail, int_option, loc, plans};
+use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
+use synco_cost_model::{AllGatherGemm, Machine, choose};
+use synco_ir::{self as ir, Op};
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-select-chunk-size",
+    description: "Pick chunks(auto) counts from the cost model (or an explicit count)",
+    anchor: "builtin.module",
+    options: &[
+        PassOption {
+            name: "chunks-per-rank",
+            description: "Use this count for every chunks(auto) collective instead of the cost model",
+            default: "",
+        },
+        PassOption {
+            name: "calibration",
+            description: "JSON file with the cost model's machine constants",
+            default: "",
+        },
+    ],
+    run,
+};
+
+const CANDIDATES: [i64; 5] = [1, 2, 4, 8, 16];
+
+fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    let forced = int_option(module, PASS.argument, "chunks-per-rank", options[0])?;
+    let machine = match options[1] {
+        "" => Machine::H200_NVLINK,
+        path => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| fail(module, format!("chunk-select-chunk-size: cannot read calibration {path}: {e}")))?;
+            Machine::from_json(&text)
+                .map_err(|e| fail(module, format!("chunk-select-chunk-size: bad calibration {path}: {e}")))?
+        }
+    };
+    for plan in plans(module) {
+        for op in plan.body_ops() {
+            let name = ir::op_name(op);
+            if !matches!(name.as_str(), "chunk.all_gather" | "chunk.all_to_all") || ir::attr(op, "chunks").is_some() {
+                continue;
+            }
+            select(&plan, op, forced, &machine)?;
+        }
+    }
+    Ok(())
+}
+
+fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result<(), PassFailed> {
+    let key = if ir::attr(op, "buffer").is_some() { "buffer" } else { "dst" };
+    let Some(buffer) = ir::attr(op, key).and_then(ir::symbol_value).and_then(|n| plan.buffer(&n).cloned()) else {
+        return Err(fail(op, "chunk-select-chunk-size: the collective's buffer is not in the plan"));
+    };
+    let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
+    let block = buffer.shape[dim] / plan.world_size;
+    let tile = plan
+        .ops_named("chunk.consume")
+        .into_iter()
+        .filter(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&buffer.name))
+        .filter_map(|c| ir::int_attr(c, "tile"))
+        .max()
+        .unwrap_or(1);
+    let valid = |n: i64| block % n == 0 && (block / n) % tile == 0;
+    let candidates: Vec<i64> = CANDIDATES.into_iter().filter(|&n| valid(n)).collect();
+    let chosen = if let Some(n) = forced {
+        if n < 1 || !valid(n) {
+            return Err(fail(
+                op,
+                format!(
+                    "chunk-select-chunk-size: chunks-per-rank={n} does not split a block of {block} rows into chunks of whole {tile}-row tiles"
+                ),
+            ));
+        }
+        n
+    } else {
+        if candidates.is_empty() {
+            return Err(fail(
+                op,
+                format!("chunk-select-chunk-size: no chunk count in {CANDIDATES:?} splits a block of {block} rows into whole {tile}-row tiles"),
+            ));
+        }
+        let elem = buffer.element_bytes().unwrap_or(2);
+        let k: i64 = buffer.shape.iter().enumerate().filter(|(d, _)| *d != dim).map(|(_, s)| *s).product();
+        let n_out = plan
+            .buffers
+            .iter()
+            .find(|b| b.name != buffer.name && b.shape.first() == buffer.shape.get(dim))
+            .and_then(|b| b.shape.last().copied())
+            .unwrap_or(k);
+        let problem = AllGatherGemm {
+            world_size: plan.world_size as u64,
+            rows_per_rank: block as u64,
+            row_bytes: (k * elem) as u64,
+            flops_per_row: 2.0 * k as f64 * n_out as f64,
+        };
+        let counts: Vec<u64> = candidates.iter().map(|&n| n as u64).collect();
+        let Some((best, predictions)) = choose(machine, &problem, &counts) else {
+            return Err(fail(op, "chunk-select-chunk-size: no prediction"));
+        };
+        let table = predictions
+            .iter()
+            .map(|p| format!("{}: {:.1} us", p.chunks_per_rank, p.fused_us))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Diagnostic::remark(
+            loc(op),
+            format!("chunks(auto) -> chunks({best}) for @{}; predicted fused time per count: {table}", buffer.name),
+        )
+        .emit();
+        best as i64
+    };
+    let ctx = ir::context_of(op);
+    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! What the tile passes share: finding a kernel's loads of a buffer and the
+//! tile index those loads are computed from.
+
+use crate::plan::fail;
+use synco_chunk::PassFailed;
+use synco_ir::{self as ir, Op, Value, loc::op_variable_name};
+
+/// Discardable attribute marking the op that computes the (reordered) tile
+/// index of a buffer; its value is the buffer's name.
+pub const TILE_INDEX_ATTR: &str = "synco.tile_index";
+
+/// The kernel's argument `index` (entry block argument).
+pub fn kernel_arg(kernel: Op, index: usize) -> Option<Value> {
+    let entry = ir::blocks(*ir::regions(kernel).first()?).first().copied()?;
+    ir::block_args(entry).get(index).copied()
+}
+
+/// Loads in `kernel` whose address depends on kernel argument `arg`.
+pub fn loads_of(kernel: Op, arg: usize) -> Vec<Op> {
+    let Some(arg_value) = kernel_arg(kernel, arg) else {
+        return Vec::new();
+    };
+    ir::walk(kernel)
+        .into_iter()
+        .filter(|op| matches!(ir::op_name(*op).as_str(), "tt.load" | "tt.descriptor_load"))
+        .filter(|op| {
+            ir::operands(*op)
+                .into_iter()
+                .take(1)
+                .any(|v| ir::backward_slice(v).iter().any(|s| ir::same_value(*s, arg_value)))
+        })
+        .collect()
+}
+
+fn depends_on_program_id(value: Value) -> bool {
+    ir::backward_slice(value)
+        .iter()
+        .filter_map(|v| ir::defining_op(*v))
+        .any(|op| ir::op_name(op) == "tt.get_program_id")
+}
+
+/// The scalar tile index `t` that the loads of argument `arg` compute their
+/// rows from (`t * tile`), or, with `name`, the value Triton named so.
+pub fn find_tile_index(
+    kernel: Op,
+    arg: usize,
+    tile: i64,
+    name: Option<&str>,
+    consume: Op,
+) -> Result<Value, PassFailed> {
+    let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
+    if let Some(name) = name {
+        let named: Vec<Op> = ir::walk(kernel)
+            .into_iter()
+            .filter(|op| op_variable_name(*op).as_deref() == Some(name))
+            .filter(|op| ir::results(*op).len() == 1 && ir::is_integer_type(ir::type_of(ir::result(*op, 0)), 32))
+            .collect();
+        // An assignment's expression carries the name on every op; the
+        // value is the one no other op of the same name consumes.
+        let last = named.iter().copied().find(|op| {
+            ir::uses(ir::result(*op, 0))
+                .iter()
+                .all(|(user, _)| !named.iter().any(|n| ir::same_op(*n, *user)))
+        });
+        return last.map(|op| ir::result(op, 0)).ok_or_else(|| {
+            fail(
+                consume,
+                format!("kernel @{kernel_name} has no scalar i32 value named '{name}' (Triton keeps Python names in locations)"),
+            )
+        });
+    }
+    let loads = loads_of(kernel, arg);
+    if loads.is_empty() {
+        return Err(fail(consume, format!("kernel @{kernel_name} never loads from argument {arg}")));
+    }
+    let mut candidates: Vec<Value> = Vec::new();
+    for load in &loads {
+        for v in ir::backward_slice(ir::operands(*load)[0]) {
+            let Some(op) = ir::defining_op(v) else { continue };
+            if ir::op_name(op) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(v)) {
+                continue;
+            }
+            let ops = ir::operands(op);
+            for (x, c) in [(ops[0], ops[1]), (ops[1], ops[0])] {
+                if ir::constant_int(c) == Some(tile)
+                    && depends_on_program_id(x)
+                    && !candidates.iter().any(|s| ir::same_value(*s, x))
+                {
+                    candidates.push(x);
+                }
+            }
+        }
+    }
+    match candidates.len() {
+        1 => Ok(candidates[0]),
+        0 => Err(fail(
+            consume,
+            format!(
+                "cannot find the tile index of kernel @{kernel_name}: no program-id-derived value is multiplied by the tile size {tile} in the addresses of argument {arg}; name it with index(\"...\")"
+            ),
+        )),
+        n => Err(fail(
+            consume,
+            format!(
+                "the tile index of kernel @{kernel_name} is ambiguous: {n} program-id-derived values are multiplied by {tile} in the addresses of argument {arg}; name it with index(\"...\")"
+            ),
+        )),
+    }
+}

@@ -1,0 +1,79 @@
+//! `chunk-verify-plan`: check each plan against the kernel it fuses into.
+//!
+//! The plan's own rules (bounds, sizes, coverage, dependencies) are checked
+//! by `chunk.plan`'s verifier whenever the IR is verified; this pass checks
+//! what needs the kernel too:
+//!
+//! * the plan names a `tt.func` of the module;
+//! * every `bind(i)` is an argument of that kernel, a `!tt.ptr<T>` whose `T`
+//!   is the buffer's element type;
+//! * no two buffers bind the same argument;
+//! * every consumed buffer is bound (the kernel must read it).
+//!
+//! Options: none. Pre/postconditions: none; the IR is not changed.
+
+use crate::plan::{fail, plans};
+use synco_chunk::{PassDescriptor, PassFailed};
+use synco_ir as ir;
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-verify-plan",
+    description: "Check each chunk.plan against its kernel (bound arguments, element types)",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    for plan in plans(module) {
+        let kernel = plan.kernel_in(module).map_err(|()| PassFailed)?;
+        let kernel_name = plan.kernel.clone().unwrap_or_default();
+        let inputs = ir::attr(kernel, "function_type")
+            .and_then(ir::type_attr_value)
+            .map(ir::function_inputs)
+            .unwrap_or_default();
+        let mut bound: Vec<(usize, &str)> = Vec::new();
+        for buffer in &plan.buffers {
+            let Some(arg) = buffer.arg else { continue };
+            let Some(ty) = inputs.get(arg) else {
+                return Err(fail(
+                    buffer.op,
+                    format!(
+                        "buffer @{} binds argument {arg} of @{kernel_name}, which has {} arguments",
+                        buffer.name,
+                        inputs.len()
+                    ),
+                ));
+            };
+            let expected = format!("!tt.ptr<{}>", buffer.element);
+            let actual = ir::print_type(*ty);
+            if actual != expected {
+                return Err(fail(
+                    buffer.op,
+                    format!(
+                        "buffer @{} of {} binds argument {arg} of @{kernel_name}, which is {actual}, not {expected}",
+                        buffer.name, buffer.element
+                    ),
+                ));
+            }
+            if let Some((_, other)) = bound.iter().find(|(a, _)| *a == arg) {
+                return Err(fail(
+                    buffer.op,
+                    format!("buffers @{other} and @{} both bind argument {arg} of @{kernel_name}", buffer.name),
+                ));
+            }
+            bound.push((arg, &buffer.name));
+        }
+        for consume in plan.ops_named("chunk.consume") {
+            let name = ir::attr(consume, "buffer").and_then(ir::symbol_value).unwrap_or_default();
+            if plan.buffer(&name).is_some_and(|b| b.arg.is_none()) {
+                return Err(fail(
+                    consume,
+                    format!("@{name} is consumed by kernel tiles but not bound to an argument of @{kernel_name}: add bind(i)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
