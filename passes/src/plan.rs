@@ -71,11 +71,20 @@ impl Plan {
     }
 
     /// The plan's kernel (`tt.func`) in `module`, or an error at the plan.
+    /// A plan without `kernel(@...)` fuses into the module's only `tt.func`.
     pub fn kernel_in(&self, module: Op) -> Result<Op, ()> {
         let Some(kernel) = &self.kernel else {
+            let funcs = ir::find_all(module, "tt.func");
+            if let [only] = funcs.as_slice() {
+                return Ok(*only);
+            }
             Diagnostic::error(
                 loc(self.op),
-                format!("plan @{} names no kernel: add kernel(@name) to fuse it", self.name),
+                format!(
+                    "plan @{} names no kernel and the module has {} tt.func ops: add kernel(@name)",
+                    self.name,
+                    funcs.len()
+                ),
             )
             .emit();
             return Err(());

@@ -28,7 +28,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     let module = module.to_raw();
     for plan in plans(module) {
         let kernel = plan.kernel_in(module).map_err(|()| PassFailed)?;
-        let kernel_name = plan.kernel.clone().unwrap_or_default();
+        let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
         let inputs = ir::attr(kernel, "function_type")
             .and_then(ir::type_attr_value)
             .map(ir::function_inputs)

@@ -111,6 +111,69 @@ pub struct LaunchManifest {
     pub global_scratch: Scratch,
     pub profile_scratch: Scratch,
     pub triton_version: String,
+    /// For fused kernels: the plan's buffers, chunk flags and host transfer
+    /// schedule (written by `chunk-lower-transfers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fused: Option<FusedPlan>,
+}
+
+/// A buffer of the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanBuffer {
+    pub name: String,
+    /// The kernel argument it binds, if any.
+    pub arg: Option<usize>,
+    pub shape: Vec<i64>,
+    pub element: String,
+    pub element_bytes: Option<i64>,
+}
+
+impl PlanBuffer {
+    pub fn bytes(&self) -> i64 {
+        self.shape.iter().product::<i64>() * self.element_bytes.unwrap_or(0)
+    }
+}
+
+/// How a consumed buffer is chunked, and where its flags are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkLayout {
+    pub buffer: String,
+    pub dim: usize,
+    pub rows_per_chunk: i64,
+    pub chunks_per_rank: i64,
+    pub flag_base: i64,
+}
+
+/// One copy the host drives on its side stream: `rows` rows of `row_elems`
+/// elements, from `src_buffer` on `src_rank` to `dst_buffer` on
+/// `dst_rank` (offsets and pitches in elements), then `flag` (if any) of
+/// `dst_rank` is set to the epoch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Copy {
+    pub name: Option<String>,
+    pub order: i64,
+    pub src_rank: i64,
+    pub dst_rank: i64,
+    pub src_buffer: String,
+    pub dst_buffer: String,
+    pub src_offset: i64,
+    pub dst_offset: i64,
+    pub rows: i64,
+    pub row_elems: i64,
+    pub src_pitch: i64,
+    pub dst_pitch: i64,
+    pub flag: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FusedPlan {
+    pub plan: String,
+    pub world_size: i64,
+    pub num_flags: i64,
+    pub buffers: Vec<PlanBuffer>,
+    pub chunks: Vec<ChunkLayout>,
+    /// `copies[r]`: what rank `r` drives, in schedule order.
+    pub copies: Vec<Vec<Copy>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -210,6 +273,7 @@ mod tests {
             global_scratch: Scratch { size: 0, align: 1 },
             profile_scratch: Scratch { size: 0, align: 1 },
             triton_version: "3.6.0".into(),
+            fused: None,
         }
     }
 

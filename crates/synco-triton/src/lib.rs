@@ -292,13 +292,15 @@ impl Bridge {
     }
 
     /// Compiles generic TTIR (one `tt.func`, no chunk ops left) into every
-    /// stage under `out_dir`, and writes `<kernel>.json`, the manifest.
+    /// stage under `out_dir`, and writes `<kernel>.json`, the manifest, with
+    /// `fused` (the plan's schedule) in it if given.
     pub fn compile(
         &self,
         generic_ttir: &str,
         out_dir: &Path,
         target: &Target,
         options: &Options,
+        fused: Option<synco_manifest::FusedPlan>,
     ) -> Result<CompiledKernel, BridgeError> {
         std::fs::create_dir_all(out_dir)
             .map_err(io_error(format!("cannot create {}", out_dir.display())))?;
@@ -335,8 +337,9 @@ impl Bridge {
         let names: Vec<String> =
             serde_json::from_value(answer.get("param_names").cloned().unwrap_or_default())
                 .map_err(|e| BridgeError::Internal(format!("bad 'param_names' in answer: {e}")))?;
-        let manifest =
+        let mut manifest =
             build_manifest(&kernel, &files.cubin, target, &metadata, &signature, &names)?;
+        manifest.fused = fused;
         let manifest_path = out_dir.join(format!("{kernel}.json"));
         std::fs::write(&manifest_path, manifest.to_json()).map_err(io_error(format!(
             "cannot write {}",
@@ -479,6 +482,7 @@ fn build_manifest(
             .and_then(Value::as_str)
             .unwrap_or("unknown")
             .into(),
+        fused: None,
     })
 }
 

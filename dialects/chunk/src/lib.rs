@@ -331,6 +331,27 @@ pub fn parse_file<'c>(
     }
 }
 
+/// Moves every op of `from`'s body to the end of `into`'s body (to put a
+/// chunk plan next to the kernel it fuses into).
+pub fn move_module_body(from: &melior::ir::Module, into: &melior::ir::Module) {
+    use melior::ir::{BlockLike, operation::OperationLike};
+    let mut ops = Vec::new();
+    let mut current = from.body().first_operation();
+    while let Some(op) = current {
+        ops.push(op.to_raw());
+        current = op.next_in_block();
+    }
+    let target = into.body().to_raw();
+    for op in ops {
+        // SAFETY: both modules are alive; the op is unlinked from its block
+        // before it is appended to the other one.
+        unsafe {
+            mlir_sys::mlirOperationRemoveFromParent(op);
+            mlir_sys::mlirBlockAppendOwnedOperation(target, op);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

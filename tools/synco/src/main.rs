@@ -88,7 +88,11 @@ enum Emit {
 struct CompileArgs {
     /// Generic-form MLIR: a Triton kernel, possibly with chunk ops.
     input: PathBuf,
-    /// Passes to run first, e.g. 'builtin.module(canonicalize,cse)'.
+    /// A chunk plan (.mlir) to fuse into the kernel: its ops are added to the
+    /// kernel's module before the passes run.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Passes to run first, e.g. 'builtin.module(synco-ag-gemm)'.
     /// canonicalize and cse always run last, since Triton skips the cleanup
     /// of the stage it starts from.
     #[arg(long)]
@@ -209,6 +213,11 @@ fn compile(args: CompileArgs) -> Result<()> {
     };
     let mut module = parsed
         .with_context(|| format!("cannot parse {} (diagnostics above)", args.input.display()))?;
+    if let Some(plan_path) = &args.plan {
+        let plan = synco_chunk::parse_file(&context, plan_path)
+            .with_context(|| format!("cannot parse {} (diagnostics above)", plan_path.display()))?;
+        synco_chunk::move_module_body(&plan, &module);
+    }
 
     let pass_manager = PassManager::new(&context);
     let mut pipeline = args.pass_pipeline.clone().unwrap_or_default();
@@ -229,6 +238,7 @@ fn compile(args: CompileArgs) -> Result<()> {
     pass_manager
         .run(&mut module)
         .with_context(|| format!("pass pipeline '{pipeline}' failed (diagnostics above)"))?;
+    let fused = take_host_schedule(&module)?;
     let generic = synco_chunk::print_generic(&module.as_operation());
 
     if args.emit == Emit::Mlir {
@@ -255,6 +265,7 @@ fn compile(args: CompileArgs) -> Result<()> {
         &out_dir,
         &parse_target(&args.triton.target)?,
         &triton_options(&args.triton)?,
+        fused,
     )?;
     let artifact = match args.emit {
         Emit::Ttir => &compiled.ttir,
@@ -277,4 +288,22 @@ fn compile(args: CompileArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Moves the host transfer schedule that `chunk-lower-transfers` left on the
+/// module (for the launch manifest) off it, so Triton never sees it.
+fn take_host_schedule(module: &Module) -> Result<Option<synco_manifest::FusedPlan>> {
+    use melior::ir::operation::{OperationLike, OperationMutLike};
+    let op = module.as_operation();
+    let Ok(attr) = op.attribute(synco_passes::lower_transfers::SCHEDULE_ATTR) else {
+        return Ok(None);
+    };
+    let text = melior::ir::attribute::StringAttribute::try_from(attr)
+        .map(|s| s.value().to_string())
+        .context("the host schedule is not a string attribute")?;
+    let plan = serde_json::from_str(&text).context("malformed host schedule")?;
+    // SAFETY: the module is alive; removing a discardable attribute.
+    let mut op = unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) };
+    let _ = op.remove_attribute(synco_passes::lower_transfers::SCHEDULE_ATTR);
+    Ok(Some(plan))
 }
