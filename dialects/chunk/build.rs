@@ -7,9 +7,8 @@
 //! 3. links the same objects into `libSyncoChunkPlugin.so`, a dialect plugin
 //!    for upstream `mlir-opt --load-dialect-plugin`, copied next to the Rust
 //!    binaries (`target/<profile>/`);
-//! 4. writes `libMLIR-C.so`, a linker script that pulls MLIR's C API out of
-//!    Debian's static archives, since Debian ships no shared MLIR C API and
-//!    `mlir-sys` (with `MLIR_SYS_LINK_SHARED=1`) links `-lMLIR-C`.
+//!
+//! (Linking MLIR's C API is `synco-mlir-sys`'s job.)
 
 use std::{
     env, fs,
@@ -138,22 +137,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rustc-link-search=native={}", out_dir.display());
     println!("cargo:rustc-link-lib=static=synco_chunk_cxx");
     println!("cargo:rustc-link-lib=dylib=stdc++");
-
-    // MLIR's C API through a linker script (see the module doc).
-    let capi: Vec<String> = fs::read_dir(&llvm_lib)?
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libMLIRCAPI") && n.ends_with(".a"))
-        })
-        .map(|path| path.display().to_string())
-        .collect();
-    fs::write(
-        out_dir.join("libMLIR-C.so"),
-        format!("GROUP ( {} )\n", capi.join(" ")),
-    )?;
 
     // The mlir-opt dialect plugin, linked against the same shared MLIR that
     // Debian's mlir-opt uses.

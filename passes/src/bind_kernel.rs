@@ -28,7 +28,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
 
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
-        let kernel = plan.kernel_in(module.to_raw()).map_err(|()| PassFailed)?;
+        let kernel = plan.kernel_in(module.to_raw())?;
         if ir::attr(kernel, FIRST_ARG_ATTR).is_some() {
             continue; // Already bound (two plans, one kernel).
         }
@@ -40,23 +40,36 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
 pub fn bind(kernel: Op) -> Result<(), PassFailed> {
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
-        return Err(fail(kernel, "chunk-bind-kernel: the tt.func has no function_type"));
+        return Err(fail(
+            kernel,
+            "chunk-bind-kernel: the tt.func has no function_type",
+        ));
     };
     let mut inputs = ir::function_inputs(fty);
     let first = inputs.len();
-    let Some(entry) = ir::regions(kernel).first().and_then(|r| ir::blocks(*r).first().copied()) else {
+    let Some(entry) = ir::regions(kernel)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+    else {
         return Err(fail(kernel, "chunk-bind-kernel: the kernel has no body"));
     };
     let func_loc = ir::location_of(kernel);
     for (name, ty_text) in ARGS {
         let Some(ty) = ir::parse_type(ctx, ty_text) else {
-            return Err(fail(kernel, format!("chunk-bind-kernel: cannot build type {ty_text}")));
+            return Err(fail(
+                kernel,
+                format!("chunk-bind-kernel: cannot build type {ty_text}"),
+            ));
         };
         inputs.push(ty);
         ir::add_block_arg(entry, ty, ir::name_loc(ctx, name, func_loc));
     }
     let results = ir::function_results(fty);
-    ir::set_attr(kernel, "function_type", ir::type_attr(ir::function_type(ctx, &inputs, &results)));
+    ir::set_attr(
+        kernel,
+        "function_type",
+        ir::type_attr(ir::function_type(ctx, &inputs, &results)),
+    );
     if let Some(arg_attrs) = ir::attr(kernel, "arg_attrs").and_then(ir::array_value) {
         let mut text: Vec<String> = arg_attrs.into_iter().map(ir::print_attr).collect();
         text.extend(ARGS.iter().map(|_| "{}".to_string()));
@@ -64,6 +77,10 @@ pub fn bind(kernel: Op) -> Result<(), PassFailed> {
             ir::set_attr(kernel, "arg_attrs", a);
         }
     }
-    ir::set_attr(kernel, FIRST_ARG_ATTR, ir::int_attr_of(ir::i32_type(ctx), first as i64));
+    ir::set_attr(
+        kernel,
+        FIRST_ARG_ATTR,
+        ir::int_attr_of(ir::i32_type(ctx), first as i64),
+    );
     Ok(())
 }

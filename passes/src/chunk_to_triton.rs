@@ -46,9 +46,16 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         let name = ir::op_name(op);
         match name.as_str() {
             "chunk.plan" => {
-                let leftover = ir::walk(op)
-                    .into_iter()
-                    .find(|o| matches!(ir::op_name(*o).as_str(), "chunk.transfer" | "chunk.all_gather" | "chunk.reduce_scatter" | "chunk.all_reduce" | "chunk.all_to_all"));
+                let leftover = ir::walk(op).into_iter().find(|o| {
+                    matches!(
+                        ir::op_name(*o).as_str(),
+                        "chunk.transfer"
+                            | "chunk.all_gather"
+                            | "chunk.reduce_scatter"
+                            | "chunk.all_reduce"
+                            | "chunk.all_to_all"
+                    )
+                });
                 if let Some(left) = leftover {
                     return Err(fail(
                         left,
@@ -56,7 +63,8 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                     ));
                 }
             }
-            "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait" | "chunk.signal" => {
+            "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait"
+            | "chunk.signal" => {
                 lower_kernel_op(op, &name)?;
             }
             _ => {
@@ -90,7 +98,10 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
             let (ptr, peer) = (operands[0], operands[1]);
             let ty = ir::type_of(ptr);
             if ir::is_ranked_tensor(ty) {
-                return Err(fail(op, "chunk-to-triton: chunk.peer_ptr on a tensor of pointers is not supported yet"));
+                return Err(fail(
+                    op,
+                    "chunk-to-triton: chunk.peer_ptr on a tensor of pointers is not supported yet",
+                ));
             }
             let i64t = ir::i64_type(b.ctx);
             let my_base = b.load(b.addptr(abi.heap_bases, abi.rank), i64t);
@@ -105,7 +116,12 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
             let sem = sem_of(op, Sem::Release);
             let scope = scope_of(op);
             b.barrier();
-            b.inline_asm("fence.acq_rel.sys;\n\tmov.u32 $0, 0;", "=r", &[], ir::i32_type(b.ctx));
+            b.inline_asm(
+                "fence.acq_rel.sys;\n\tmov.u32 $0, 0;",
+                "=r",
+                &[],
+                ir::i32_type(b.ctx),
+            );
             b.atomic_rmw(RmwOp::Xchg, b.addptr(flags, chunk), epoch, sem, scope);
         }
         _ => unreachable!("matched above"),
@@ -132,7 +148,14 @@ fn scope_of(op: Op) -> Scope {
     }
 }
 
-fn lower_wait(op: Op, b: &Builder, abi: crate::abi::AbiArgs, flags: ir::Value, chunk: ir::Value, epoch: ir::Value) {
+fn lower_wait(
+    op: Op,
+    b: &Builder,
+    abi: crate::abi::AbiArgs,
+    flags: ir::Value,
+    chunk: ir::Value,
+    epoch: ir::Value,
+) {
     let timeout_ns = ir::int_attr(op, "timeout_ns").unwrap_or(10_000_000_000);
     let sem = match sem_of(op, Sem::Acquire) {
         Sem::Relaxed => "relaxed",
@@ -156,7 +179,12 @@ fn lower_wait(op: Op, b: &Builder, abi: crate::abi::AbiArgs, flags: ir::Value, c
             let waiting = before.cmpi(Cmp::Slt, seen, epoch);
             let in_time = before.cmpi(Cmp::Slt, before.subi(now, start), timeout);
             // Once any wait of the launch failed, later waits fall through.
-            let status = before.inline_asm("ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l", &[abi.errors], i32t);
+            let status = before.inline_asm(
+                "ld.relaxed.gpu.global.u32 $0, [$1];",
+                "=r,l",
+                &[abi.errors],
+                i32t,
+            );
             let healthy = before.cmpi(Cmp::Eq, status, before.const_i32(0));
             let spin = before.andi(before.andi(waiting, in_time), healthy);
             (spin, vec![seen, now])
@@ -171,7 +199,13 @@ fn lower_wait(op: Op, b: &Builder, abi: crate::abi::AbiArgs, flags: ir::Value, c
     let rank = abi.rank;
     let errors = abi.errors;
     b.if_then(timed_out, |then| {
-        let old = then.atomic_cas(errors, then.const_i32(0), then.const_i32(1), Sem::AcqRel, Scope::Sys);
+        let old = then.atomic_cas(
+            errors,
+            then.const_i32(0),
+            then.const_i32(1),
+            Sem::AcqRel,
+            Scope::Sys,
+        );
         let first = then.cmpi(Cmp::Eq, old, then.const_i32(0));
         then.if_then(first, |record| {
             record.store(record.addptr(errors, record.const_i32(1)), rank);

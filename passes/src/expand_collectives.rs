@@ -47,7 +47,9 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 name @ ("chunk.reduce_scatter" | "chunk.all_reduce") => {
                     return Err(fail(
                         op,
-                        format!("chunk-expand-collectives: {name} is not supported yet; write its transfers explicitly"),
+                        format!(
+                            "chunk-expand-collectives: {name} is not supported yet; write its transfers explicitly"
+                        ),
                     ));
                 }
                 _ => {}
@@ -87,13 +89,18 @@ fn expand_gather(plan: &Plan, op: Op, all_to_all: bool) -> Result<(), PassFailed
         return Err(fail(op, "chunk-expand-collectives: malformed collective"));
     };
     let Some(buffer) = plan.buffer(&dst_name) else {
-        return Err(fail(op, format!("chunk-expand-collectives: no buffer @{dst_name}")));
+        return Err(fail(
+            op,
+            format!("chunk-expand-collectives: no buffer @{dst_name}"),
+        ));
     };
     let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
     let w = plan.world_size;
     let block = buffer.shape[dim] / w;
     let rows = block / chunks;
-    let backend = ir::int_attr(op, "backend").and_then(attrs::Backend::from_value).unwrap_or(attrs::Backend::CopyEngine);
+    let backend = ir::int_attr(op, "backend")
+        .and_then(attrs::Backend::from_value)
+        .unwrap_or(attrs::Backend::CopyEngine);
     let group = if all_to_all {
         format!("all_to_all_{dst_name}")
     } else {
@@ -104,40 +111,86 @@ fn expand_gather(plan: &Plan, op: Op, all_to_all: bool) -> Result<(), PassFailed
     // Offsets along `dim` for chunk `c` of block `owner`; 0 elsewhere.
     let offsets = |owner: &str, c: i64| -> Vec<String> {
         (0..buffer.shape.len())
-            .map(|d| if d == dim { format!("({owner}) * {block} + {}", c * rows) } else { "0".into() })
+            .map(|d| {
+                if d == dim {
+                    format!("({owner}) * {block} + {}", c * rows)
+                } else {
+                    "0".into()
+                }
+            })
             .collect()
     };
     let mut sizes = buffer.shape.clone();
     sizes[dim] = rows;
-    let sizes_text = sizes.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    let sizes_text = sizes
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
     let region = |buf: &str, offsets: Vec<String>| {
-        ir::parse_attr(ctx, &format!("#chunk.region<@{buf}[(r) -> ({})] [{sizes_text}]>", offsets.join(", ")))
+        ir::parse_attr(
+            ctx,
+            &format!(
+                "#chunk.region<@{buf}[(r) -> ({})] [{sizes_text}]>",
+                offsets.join(", ")
+            ),
+        )
     };
     let rank_map = |expr: &str| ir::parse_attr(ctx, &format!("affine_map<(r) -> ({expr})>"));
     let i32t = ir::i32_type(ctx);
     let i64t = ir::i64_type(ctx);
     for k in 0..w {
-        let peer = if k == 0 { "r".to_string() } else { format!("(r + {k}) mod {w}") };
+        let peer = if k == 0 {
+            "r".to_string()
+        } else {
+            format!("(r + {k}) mod {w}")
+        };
         for c in 0..chunks {
             // all_gather: the peer's block `peer` of A into the same place.
             // all_to_all: block `r` of the peer's X into block `peer` of Y.
             let (src, dst) = if all_to_all {
-                (region(&src_name, offsets("r", c)), region(&dst_name, offsets(&peer, c)))
+                (
+                    region(&src_name, offsets("r", c)),
+                    region(&dst_name, offsets(&peer, c)),
+                )
             } else {
-                (region(&src_name, offsets(&peer, c)), region(&dst_name, offsets(&peer, c)))
+                (
+                    region(&src_name, offsets(&peer, c)),
+                    region(&dst_name, offsets(&peer, c)),
+                )
             };
-            let (Some(src), Some(dst), Some(src_rank), Some(dst_rank)) = (src, dst, rank_map(&peer), rank_map("r")) else {
-                return Err(fail(op, "chunk-expand-collectives: internal error building a region"));
+            let (Some(src), Some(dst), Some(src_rank), Some(dst_rank)) =
+                (src, dst, rank_map(&peer), rank_map("r"))
+            else {
+                return Err(fail(
+                    op,
+                    "chunk-expand-collectives: internal error building a region",
+                ));
             };
-            let mode = if k == 0 && !all_to_all { attrs::TransferMode::Local } else { attrs::TransferMode::Pull };
-            let mode = if k == 0 && all_to_all { attrs::TransferMode::Local } else { mode };
-            let backend = if mode == attrs::TransferMode::Local { attrs::Backend::CopyEngine } else { backend };
+            let mode = if k == 0 && !all_to_all {
+                attrs::TransferMode::Local
+            } else {
+                attrs::TransferMode::Pull
+            };
+            let mode = if k == 0 && all_to_all {
+                attrs::TransferMode::Local
+            } else {
+                mode
+            };
+            let backend = if mode == attrs::TransferMode::Local {
+                attrs::Backend::CopyEngine
+            } else {
+                backend
+            };
             b.op(
                 "chunk.transfer",
                 &[],
                 &[],
                 &[
-                    ("sym_name", ir::string_attr(ctx, &format!("{dst_name}_p{k}_c{c}"))),
+                    (
+                        "sym_name",
+                        ir::string_attr(ctx, &format!("{dst_name}_p{k}_c{c}")),
+                    ),
                     ("mode", ir::int_attr_of(i32t, mode as i64)),
                     ("backend", ir::int_attr_of(i32t, backend as i64)),
                     ("src", src),

@@ -40,16 +40,24 @@ pub static PASS: PassDescriptor = PassDescriptor {
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let kernel = plan.kernel_in(module).map_err(|()| PassFailed)?;
+        let kernel = plan.kernel_in(module)?;
         let Some(abi) = abi_args(kernel) else {
-            return Err(fail(plan.op, "chunk-insert-waits: run chunk-bind-kernel first"));
+            return Err(fail(
+                plan.op,
+                "chunk-insert-waits: run chunk-bind-kernel first",
+            ));
         };
         for range in flag_layout(&plan)? {
-            let Some(buffer) = plan.buffer(&range.buffer) else { continue };
+            let Some(buffer) = plan.buffer(&range.buffer) else {
+                continue;
+            };
             let consume = plan
                 .ops_named("chunk.consume")
                 .into_iter()
-                .find(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&range.buffer))
+                .find(|c| {
+                    ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref()
+                        == Some(&range.buffer)
+                })
                 .ok_or(PassFailed)?;
             let tile = ir::int_attr(consume, "tile").unwrap_or(1);
             if range.rows_per_chunk % tile != 0 {
@@ -65,10 +73,15 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 .into_iter()
                 .find(|op| ir::str_attr(*op, TILE_INDEX_ATTR).as_deref() == Some(&range.buffer));
             let Some(marked) = marked else {
-                return Err(fail(consume, "chunk-insert-waits: no tile index for this buffer; run chunk-reorder-tiles first"));
+                return Err(fail(
+                    consume,
+                    "chunk-insert-waits: no tile index for this buffer; run chunk-reorder-tiles first",
+                ));
             };
             let t = ir::result(marked, 0);
-            let Some(block) = ir::block_of(marked) else { return Err(PassFailed) };
+            let Some(block) = ir::block_of(marked) else {
+                return Err(PassFailed);
+            };
             let loads = loads_of(kernel, buffer.arg.unwrap_or(usize::MAX));
             let mut anchors: Vec<ir::Op> = Vec::new();
             for load in &loads {
@@ -77,12 +90,19 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                     _ => {
                         return Err(fail(
                             *load,
-                            format!("this load of @{} is not inside the tile whose index was found; cannot place its wait", range.buffer),
+                            format!(
+                                "this load of @{} is not inside the tile whose index was found; cannot place its wait",
+                                range.buffer
+                            ),
                         ));
                     }
                 }
             }
-            let Some(first) = anchors.iter().copied().reduce(|a, b| if ir::is_before_in_block(b, a) { b } else { a }) else {
+            let Some(first) = anchors
+                .iter()
+                .copied()
+                .reduce(|a, b| if ir::is_before_in_block(b, a) { b } else { a })
+            else {
                 continue;
             };
             let b = Builder::before(first).with_loc(ir::location_of(consume));

@@ -47,12 +47,19 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     let module = module.to_raw();
     let all = plans(module);
     if all.len() > 1 {
-        return Err(fail(all[1].op, "chunk-lower-transfers: one plan per module is supported"));
+        return Err(fail(
+            all[1].op,
+            "chunk-lower-transfers: one plan per module is supported",
+        ));
     }
     for plan in all {
         let schedule = schedule(&plan)?;
         let ctx = ir::context_of(module);
-        ir::set_attr(module, SCHEDULE_ATTR, ir::string_attr(ctx, &schedule.to_string()));
+        ir::set_attr(
+            module,
+            SCHEDULE_ATTR,
+            ir::string_attr(ctx, &schedule.to_string()),
+        );
         // The schedule now carries everything the transfers and tile maps
         // said; the plan keeps its buffers only.
         for name in ["chunk.transfer", "chunk.consume", "chunk.produce"] {
@@ -88,10 +95,12 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
                 ),
             ));
         }
-        let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), dst_buffer(t)) else {
+        let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), dst_buffer(t))
+        else {
             return Err(PassFailed);
         };
-        let (Some(src_buf), Some(dst_buf)) = (plan.buffer(&src_name), plan.buffer(&dst_name)) else {
+        let (Some(src_buf), Some(dst_buf)) = (plan.buffer(&src_name), plan.buffer(&dst_name))
+        else {
             return Err(PassFailed);
         };
         let range = layout.iter().find(|r| r.buffer == dst_name);
@@ -100,26 +109,59 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
             let rank_of = |key: &str| {
                 ir::attr(t, key)
                     .map(ir::print_attr)
-                    .and_then(|m| crate::plan::eval_map(ctx, m.trim_start_matches("affine_map<").trim_end_matches('>'), r))
+                    .and_then(|m| {
+                        crate::plan::eval_map(
+                            ctx,
+                            m.trim_start_matches("affine_map<").trim_end_matches('>'),
+                            r,
+                        )
+                    })
                     .and_then(|v| v.first().copied())
             };
-            let (Some(src_rank), Some(dst_rank)) = (rank_of("src_rank"), rank_of("dst_rank")) else {
-                return Err(fail(t, "chunk-lower-transfers: cannot evaluate the rank maps"));
+            let (Some(src_rank), Some(dst_rank)) = (rank_of("src_rank"), rank_of("dst_rank"))
+            else {
+                return Err(fail(
+                    t,
+                    "chunk-lower-transfers: cannot evaluate the rank maps",
+                ));
             };
-            let (Some(src_off), Some(dst_off)) = (region_offsets(ctx, src_attr, r), region_offsets(ctx, dst_attr, r)) else {
-                return Err(fail(t, "chunk-lower-transfers: cannot evaluate the region offsets"));
+            let (Some(src_off), Some(dst_off)) = (
+                region_offsets(ctx, src_attr, r),
+                region_offsets(ctx, dst_attr, r),
+            ) else {
+                return Err(fail(
+                    t,
+                    "chunk-lower-transfers: cannot evaluate the region offsets",
+                ));
             };
-            let (src_offset, src_rows, row_elems, src_pitch) = as_2d(&src_buf.shape, &src_off, &sizes)
-                .ok_or_else(|| fail(t, "chunk-lower-transfers: the source region is not a 2D strided box"))?;
+            let (src_offset, src_rows, row_elems, src_pitch) =
+                as_2d(&src_buf.shape, &src_off, &sizes).ok_or_else(|| {
+                    fail(
+                        t,
+                        "chunk-lower-transfers: the source region is not a 2D strided box",
+                    )
+                })?;
             let dst_sizes = crate::plan::region_sizes(t).unwrap_or_default();
-            let (dst_offset, _, dst_row_elems, dst_pitch) = as_2d(&dst_buf.shape, &dst_off, &dst_sizes)
-                .ok_or_else(|| fail(t, "chunk-lower-transfers: the destination region is not a 2D strided box"))?;
+            let (dst_offset, _, dst_row_elems, dst_pitch) =
+                as_2d(&dst_buf.shape, &dst_off, &dst_sizes).ok_or_else(|| {
+                    fail(
+                        t,
+                        "chunk-lower-transfers: the destination region is not a 2D strided box",
+                    )
+                })?;
             if dst_row_elems != row_elems {
-                return Err(fail(t, "chunk-lower-transfers: source and destination rows differ in length"));
+                return Err(fail(
+                    t,
+                    "chunk-lower-transfers: source and destination rows differ in length",
+                ));
             }
             let flag = range.map(|range| range.base + dst_off[range.dim] / range.rows_per_chunk);
             // The destination's rank drives a pull, the source's a push.
-            let driver = if mode == Some(attrs::TransferMode::Push) { src_rank } else { dst_rank };
+            let driver = if mode == Some(attrs::TransferMode::Push) {
+                src_rank
+            } else {
+                dst_rank
+            };
             per_rank[driver as usize].push((
                 order,
                 json!({
@@ -158,8 +200,10 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
     let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum();
     let consumers: Vec<Json> = layout
         .iter()
-        .map(|r| json!({"buffer": r.buffer, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
-                         "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base}))
+        .map(|r| {
+            json!({"buffer": r.buffer, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
+                         "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base})
+        })
         .collect();
     Ok(json!({
         "plan": plan.name,
@@ -196,7 +240,9 @@ fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i64, i64, i64
     let partial_outer: Vec<&usize> = outer.iter().filter(|d| sizes[**d] != 1).collect();
     match partial_outer.as_slice() {
         [] => Some((offset, 1, row_elems, row_elems)),
-        [d] if (**d + 1..inner - 1).all(|e| sizes[e] == 1) => Some((offset, sizes[**d], row_elems, strides[**d])),
+        [d] if (**d + 1..inner - 1).all(|e| sizes[e] == 1) => {
+            Some((offset, sizes[**d], row_elems, strides[**d]))
+        }
         _ => None,
     }
 }
@@ -212,7 +258,10 @@ mod tests {
         // A column block: 3 rows of 2, pitch 4.
         assert_eq!(as_2d(&[8, 4], &[2, 1], &[3, 2]), Some((9, 3, 2, 4)));
         // 3D, full inner dims.
-        assert_eq!(as_2d(&[2, 4, 4], &[1, 0, 0], &[1, 4, 4]), Some((16, 1, 16, 16)));
+        assert_eq!(
+            as_2d(&[2, 4, 4], &[1, 0, 0], &[1, 4, 4]),
+            Some((16, 1, 16, 16))
+        );
         // Not expressible as one strided 2D copy.
         assert_eq!(as_2d(&[4, 4, 4], &[0, 0, 0], &[2, 2, 2]), None);
     }

@@ -1,6 +1,6 @@
 //! Reading `chunk.plan` ops, and what the passes share about them.
 
-use synco_chunk::Diagnostic;
+use synco_chunk::{Diagnostic, PassFailed};
 use synco_ir::{self as ir, Op};
 
 /// A `chunk.buffer`.
@@ -39,7 +39,10 @@ pub struct Plan {
 
 impl Plan {
     pub fn read(op: Op) -> Option<Plan> {
-        let body = ir::regions(op).first().copied().and_then(|r| ir::blocks(r).first().copied())?;
+        let body = ir::regions(op)
+            .first()
+            .copied()
+            .and_then(|r| ir::blocks(r).first().copied())?;
         let buffers = ir::ops_in(body)
             .into_iter()
             .filter(|o| ir::op_name(*o) == "chunk.buffer")
@@ -63,7 +66,10 @@ impl Plan {
     }
 
     pub fn ops_named(&self, name: &str) -> Vec<Op> {
-        self.body_ops().into_iter().filter(|o| ir::op_name(*o) == name).collect()
+        self.body_ops()
+            .into_iter()
+            .filter(|o| ir::op_name(*o) == name)
+            .collect()
     }
 
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
@@ -72,7 +78,7 @@ impl Plan {
 
     /// The plan's kernel (`tt.func`) in `module`, or an error at the plan.
     /// A plan without `kernel(@...)` fuses into the module's only `tt.func`.
-    pub fn kernel_in(&self, module: Op) -> Result<Op, ()> {
+    pub fn kernel_in(&self, module: Op) -> Result<Op, PassFailed> {
         let Some(kernel) = &self.kernel else {
             let funcs = ir::find_all(module, "tt.func");
             if let [only] = funcs.as_slice() {
@@ -87,14 +93,16 @@ impl Plan {
                 ),
             )
             .emit();
-            return Err(());
+            return Err(PassFailed);
         };
         find_kernel(module, kernel).ok_or_else(|| {
-            Diagnostic::error(
-                loc(self.op),
-                format!("plan @{} fuses into @{kernel}, but the module has no tt.func of that name", self.name),
+            fail(
+                self.op,
+                format!(
+                    "plan @{} fuses into @{kernel}, but the module has no tt.func of that name",
+                    self.name
+                ),
             )
-            .emit();
         })
     }
 }
@@ -105,7 +113,10 @@ fn read_buffer(op: Op) -> Option<BufferDecl> {
     let inner = text.strip_prefix("!chunk.buffer<")?.strip_suffix('>')?;
     let mut parts: Vec<&str> = inner.split('x').collect();
     let element = parts.pop()?.to_string();
-    let shape = parts.iter().map(|d| d.parse().ok()).collect::<Option<Vec<i64>>>()?;
+    let shape = parts
+        .iter()
+        .map(|d| d.parse().ok())
+        .collect::<Option<Vec<i64>>>()?;
     Some(BufferDecl {
         op,
         name: ir::str_attr(op, "sym_name")?,
@@ -146,14 +157,21 @@ pub fn fail(op: Op, message: impl Into<String>) -> synco_chunk::PassFailed {
 }
 
 /// Parses an integer pass option; reports a bad value at `op`.
-pub fn int_option(op: Op, pass: &str, name: &str, value: &str) -> Result<Option<i64>, synco_chunk::PassFailed> {
+pub fn int_option(
+    op: Op,
+    pass: &str,
+    name: &str,
+    value: &str,
+) -> Result<Option<i64>, synco_chunk::PassFailed> {
     if value.is_empty() {
         return Ok(None);
     }
-    value
-        .parse()
-        .map(Some)
-        .map_err(|_| fail(op, format!("{pass}: option {name}={value} is not an integer")))
+    value.parse().map(Some).map_err(|_| {
+        fail(
+            op,
+            format!("{pass}: option {name}={value} is not an integer"),
+        )
+    })
 }
 
 /// Where a consumed buffer's chunk flags live in the kernel's flag array.
@@ -181,7 +199,9 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     let mut out: Vec<FlagRange> = Vec::new();
     let mut base = 0;
     for consume in plan.ops_named("chunk.consume") {
-        let name = ir::attr(consume, "buffer").and_then(ir::symbol_value).unwrap_or_default();
+        let name = ir::attr(consume, "buffer")
+            .and_then(ir::symbol_value)
+            .unwrap_or_default();
         if out.iter().any(|r| r.buffer == name) {
             continue;
         }
@@ -194,16 +214,23 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         let Some(first) = transfers.first() else {
             return Err(fail(
                 consume,
-                format!("@{name} is consumed but no chunk.transfer writes it; run chunk-expand-collectives first"),
+                format!(
+                    "@{name} is consumed but no chunk.transfer writes it; run chunk-expand-collectives first"
+                ),
             ));
         };
         let Some(buffer) = plan.buffer(&name) else {
             return Err(fail(consume, format!("no buffer @{name}")));
         };
-        let rows_per_chunk = region_sizes(*first).and_then(|s| s.get(dim).copied()).unwrap_or(0);
+        let rows_per_chunk = region_sizes(*first)
+            .and_then(|s| s.get(dim).copied())
+            .unwrap_or(0);
         let block = buffer.shape[dim] / plan.world_size;
         if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
-            return Err(fail(*first, format!("chunks of @{name} do not split its per-rank blocks evenly")));
+            return Err(fail(
+                *first,
+                format!("chunks of @{name} do not split its per-rank blocks evenly"),
+            ));
         }
         let range = FlagRange {
             buffer: name,
@@ -217,8 +244,6 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     }
     Ok(out)
 }
-
-use synco_chunk::PassFailed;
 
 /// The destination buffer of a `chunk.transfer`.
 pub fn dst_buffer(transfer: Op) -> Option<String> {
@@ -296,4 +321,30 @@ unsafe fn eval_expr(e: mlir_sys::MlirAffineExpr, r: i64) -> Option<i64> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluates_region_offsets_and_rank_maps() {
+        let context = synco_chunk::create_context();
+        let ctx = context.to_raw();
+        assert_eq!(
+            eval_map(ctx, "(d0) -> (((d0 + 1) mod 4) * 256 + 64, 0)", 3),
+            Some(vec![64, 0])
+        );
+        assert_eq!(
+            eval_map(ctx, "(d0) -> (d0 floordiv 2, d0 ceildiv 2)", 3),
+            Some(vec![1, 2])
+        );
+        let region =
+            ir::parse_attr(ctx, "#chunk.region<@A[(r) -> (r * 512, 8)] [512, 56]>").unwrap();
+        assert_eq!(
+            region_parts(region),
+            Some(("A".into(), "(d0) -> (d0 * 512, 8)".into(), vec![512, 56]))
+        );
+        assert_eq!(region_offsets(ctx, region, 1), Some(vec![512, 8]));
+    }
 }

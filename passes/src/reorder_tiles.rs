@@ -45,15 +45,25 @@ pub static PASS: PassDescriptor = PassDescriptor {
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let kernel = plan.kernel_in(module).map_err(|()| PassFailed)?;
+        let kernel = plan.kernel_in(module)?;
         let Some(abi) = abi_args(kernel) else {
-            return Err(fail(plan.op, "chunk-reorder-tiles: the kernel has no ABI arguments; run chunk-bind-kernel first"));
+            return Err(fail(
+                plan.op,
+                "chunk-reorder-tiles: the kernel has no ABI arguments; run chunk-bind-kernel first",
+            ));
         };
         for consume in plan.ops_named("chunk.consume") {
-            let name = ir::attr(consume, "buffer").and_then(ir::symbol_value).unwrap_or_default();
-            let Some(buffer) = plan.buffer(&name) else { continue };
+            let name = ir::attr(consume, "buffer")
+                .and_then(ir::symbol_value)
+                .unwrap_or_default();
+            let Some(buffer) = plan.buffer(&name) else {
+                continue;
+            };
             let Some(arg) = buffer.arg else {
-                return Err(fail(consume, format!("@{name} is not bound to a kernel argument")));
+                return Err(fail(
+                    consume,
+                    format!("@{name} is not bound to a kernel argument"),
+                ));
             };
             let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
             let tile = ir::int_attr(consume, "tile").unwrap_or(1);
@@ -62,7 +72,9 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             if rows % tile != 0 || block % tile != 0 {
                 return Err(fail(
                     consume,
-                    format!("tiles of {tile} do not divide @{name}'s {rows} rows into whole per-rank blocks of {block}"),
+                    format!(
+                        "tiles of {tile} do not divide @{name}'s {rows} rows into whole per-rank blocks of {block}"
+                    ),
                 ));
             }
             let index_name = ir::str_attr(consume, "index");
@@ -82,7 +94,12 @@ fn program_id(value: Value) -> Option<(Op, i64)> {
 }
 
 /// Remaps tile index `t`; returns the op computing the new index.
-fn remap(t: Value, rank: Value, tiles_per_rank: i64, tiles: i64) -> Result<(Op, String), PassFailed> {
+fn remap(
+    t: Value,
+    rank: Value,
+    tiles_per_rank: i64,
+    tiles: i64,
+) -> Result<(Op, String), PassFailed> {
     let Some(def) = ir::defining_op(t) else {
         return Err(PassFailed);
     };
@@ -93,13 +110,25 @@ fn remap(t: Value, rank: Value, tiles_per_rank: i64, tiles: i64) -> Result<(Op, 
             .into_iter()
             .find(|op| ir::int_attr(*op, "axis") == Some(1));
         if let Some(pid1) = pid1 {
-            let anchor = if ir::is_before_in_block(pid0, pid1) { pid1 } else { pid0 };
-            let Some(after) = ir::next_op(anchor) else { return Err(PassFailed) };
+            let anchor = if ir::is_before_in_block(pid0, pid1) {
+                pid1
+            } else {
+                pid0
+            };
+            let Some(after) = ir::next_op(anchor) else {
+                return Err(PassFailed);
+            };
             let b = Builder::before(after);
             let i32t = ir::i32_type(b.ctx);
             let axis = |a: i64| ir::int_attr_of(i32t, a);
-            let n0 = ir::result(b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(0))]), 0);
-            let n1 = ir::result(b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(1))]), 0);
+            let n0 = ir::result(
+                b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(0))]),
+                0,
+            );
+            let n1 = ir::result(
+                b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(1))]),
+                0,
+            );
             let p0 = ir::result(pid0, 0);
             let p1 = ir::result(pid1, 0);
             let linear = b.addi(p0, b.muli(p1, n0));
@@ -116,13 +145,17 @@ fn remap(t: Value, rank: Value, tiles_per_rank: i64, tiles: i64) -> Result<(Op, 
             ));
         }
     }
-    let Some(after) = ir::next_op(def) else { return Err(PassFailed) };
+    let Some(after) = ir::next_op(def) else {
+        return Err(PassFailed);
+    };
     let b = Builder::before(after);
     let (rotated, marked) = rotate(&b, t, rank, tiles_per_rank, tiles);
     ir::replace_uses_except(t, rotated, &all_new_ops(after, def));
     Ok((
         marked,
-        format!("the row tile index is rotated to start at this rank's block ({tiles_per_rank} row tiles per rank, {tiles} in all)"),
+        format!(
+            "the row tile index is rotated to start at this rank's block ({tiles_per_rank} row tiles per rank, {tiles} in all)"
+        ),
     ))
 }
 

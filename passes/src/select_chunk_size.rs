@@ -55,16 +55,26 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     let machine = match options[1] {
         "" => Machine::H200_NVLINK,
         path => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| fail(module, format!("chunk-select-chunk-size: cannot read calibration {path}: {e}")))?;
-            Machine::from_json(&text)
-                .map_err(|e| fail(module, format!("chunk-select-chunk-size: bad calibration {path}: {e}")))?
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                fail(
+                    module,
+                    format!("chunk-select-chunk-size: cannot read calibration {path}: {e}"),
+                )
+            })?;
+            Machine::from_json(&text).map_err(|e| {
+                fail(
+                    module,
+                    format!("chunk-select-chunk-size: bad calibration {path}: {e}"),
+                )
+            })?
         }
     };
     for plan in plans(module) {
         for op in plan.body_ops() {
             let name = ir::op_name(op);
-            if !matches!(name.as_str(), "chunk.all_gather" | "chunk.all_to_all") || ir::attr(op, "chunks").is_some() {
+            if !matches!(name.as_str(), "chunk.all_gather" | "chunk.all_to_all")
+                || ir::attr(op, "chunks").is_some()
+            {
                 continue;
             }
             select(&plan, op, forced, &machine)?;
@@ -74,16 +84,28 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 }
 
 fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result<(), PassFailed> {
-    let key = if ir::attr(op, "buffer").is_some() { "buffer" } else { "dst" };
-    let Some(buffer) = ir::attr(op, key).and_then(ir::symbol_value).and_then(|n| plan.buffer(&n).cloned()) else {
-        return Err(fail(op, "chunk-select-chunk-size: the collective's buffer is not in the plan"));
+    let key = if ir::attr(op, "buffer").is_some() {
+        "buffer"
+    } else {
+        "dst"
+    };
+    let Some(buffer) = ir::attr(op, key)
+        .and_then(ir::symbol_value)
+        .and_then(|n| plan.buffer(&n).cloned())
+    else {
+        return Err(fail(
+            op,
+            "chunk-select-chunk-size: the collective's buffer is not in the plan",
+        ));
     };
     let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
     let block = buffer.shape[dim] / plan.world_size;
     let tile = plan
         .ops_named("chunk.consume")
         .into_iter()
-        .filter(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&buffer.name))
+        .filter(|c| {
+            ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&buffer.name)
+        })
         .filter_map(|c| ir::int_attr(c, "tile"))
         .max()
         .unwrap_or(1);
@@ -103,11 +125,19 @@ fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result
         if candidates.is_empty() {
             return Err(fail(
                 op,
-                format!("chunk-select-chunk-size: no chunk count in {CANDIDATES:?} splits a block of {block} rows into whole {tile}-row tiles"),
+                format!(
+                    "chunk-select-chunk-size: no chunk count in {CANDIDATES:?} splits a block of {block} rows into whole {tile}-row tiles"
+                ),
             ));
         }
         let elem = buffer.element_bytes().unwrap_or(2);
-        let k: i64 = buffer.shape.iter().enumerate().filter(|(d, _)| *d != dim).map(|(_, s)| *s).product();
+        let k: i64 = buffer
+            .shape
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| *d != dim)
+            .map(|(_, s)| *s)
+            .product();
         let n_out = plan
             .buffers
             .iter()
@@ -131,7 +161,10 @@ fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result
             .join(", ");
         Diagnostic::remark(
             loc(op),
-            format!("chunks(auto) -> chunks({best}) for @{}; predicted fused time per count: {table}", buffer.name),
+            format!(
+                "chunks(auto) -> chunks({best}) for @{}; predicted fused time per count: {table}",
+                buffer.name
+            ),
         )
         .emit();
         best as i64

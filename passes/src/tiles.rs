@@ -24,10 +24,11 @@ pub fn loads_of(kernel: Op, arg: usize) -> Vec<Op> {
         .into_iter()
         .filter(|op| matches!(ir::op_name(*op).as_str(), "tt.load" | "tt.descriptor_load"))
         .filter(|op| {
-            ir::operands(*op)
-                .into_iter()
-                .take(1)
-                .any(|v| ir::backward_slice(v).iter().any(|s| ir::same_value(*s, arg_value)))
+            ir::operands(*op).into_iter().take(1).any(|v| {
+                ir::backward_slice(v)
+                    .iter()
+                    .any(|s| ir::same_value(*s, arg_value))
+            })
         })
         .collect()
 }
@@ -53,7 +54,10 @@ pub fn find_tile_index(
         let named: Vec<Op> = ir::walk(kernel)
             .into_iter()
             .filter(|op| op_variable_name(*op).as_deref() == Some(name))
-            .filter(|op| ir::results(*op).len() == 1 && ir::is_integer_type(ir::type_of(ir::result(*op, 0)), 32))
+            .filter(|op| {
+                ir::results(*op).len() == 1
+                    && ir::is_integer_type(ir::type_of(ir::result(*op, 0)), 32)
+            })
             .collect();
         // An assignment's expression carries the name on every op; the
         // value is the one no other op of the same name consumes.
@@ -71,12 +75,17 @@ pub fn find_tile_index(
     }
     let loads = loads_of(kernel, arg);
     if loads.is_empty() {
-        return Err(fail(consume, format!("kernel @{kernel_name} never loads from argument {arg}")));
+        return Err(fail(
+            consume,
+            format!("kernel @{kernel_name} never loads from argument {arg}"),
+        ));
     }
     let mut candidates: Vec<Value> = Vec::new();
     for load in &loads {
         for v in ir::backward_slice(ir::operands(*load)[0]) {
-            let Some(op) = ir::defining_op(v) else { continue };
+            let Some(op) = ir::defining_op(v) else {
+                continue;
+            };
             if ir::op_name(op) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(v)) {
                 continue;
             }

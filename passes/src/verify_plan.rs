@@ -27,7 +27,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let kernel = plan.kernel_in(module).map_err(|()| PassFailed)?;
+        let kernel = plan.kernel_in(module)?;
         let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
         let inputs = ir::attr(kernel, "function_type")
             .and_then(ir::type_attr_value)
@@ -60,17 +60,24 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             if let Some((_, other)) = bound.iter().find(|(a, _)| *a == arg) {
                 return Err(fail(
                     buffer.op,
-                    format!("buffers @{other} and @{} both bind argument {arg} of @{kernel_name}", buffer.name),
+                    format!(
+                        "buffers @{other} and @{} both bind argument {arg} of @{kernel_name}",
+                        buffer.name
+                    ),
                 ));
             }
             bound.push((arg, &buffer.name));
         }
         for consume in plan.ops_named("chunk.consume") {
-            let name = ir::attr(consume, "buffer").and_then(ir::symbol_value).unwrap_or_default();
+            let name = ir::attr(consume, "buffer")
+                .and_then(ir::symbol_value)
+                .unwrap_or_default();
             if plan.buffer(&name).is_some_and(|b| b.arg.is_none()) {
                 return Err(fail(
                     consume,
-                    format!("@{name} is consumed by kernel tiles but not bound to an argument of @{kernel_name}: add bind(i)"),
+                    format!(
+                        "@{name} is consumed by kernel tiles but not bound to an argument of @{kernel_name}: add bind(i)"
+                    ),
                 ));
             }
         }

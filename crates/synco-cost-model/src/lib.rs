@@ -88,7 +88,8 @@ pub fn predict(machine: &Machine, problem: &AllGatherGemm, chunks_per_rank: u64)
     let n = chunks_per_rank.max(1) as f64;
     let rows_per_chunk = problem.rows_per_rank as f64 / n;
     let chunk_bytes = rows_per_chunk * problem.row_bytes as f64;
-    let t_chunk = machine.copy_latency_us + chunk_bytes / (machine.link_gbps * 1e3) + machine.sync_us;
+    let t_chunk =
+        machine.copy_latency_us + chunk_bytes / (machine.link_gbps * 1e3) + machine.sync_us;
     let t_rows = rows_per_chunk * problem.flops_per_row / (machine.gemm_tflops * 1e6);
     let peer_chunks = (problem.world_size.saturating_sub(1) as f64 * n) as u64;
     let mut finish = n * t_rows; // the rank's own rows
@@ -106,19 +107,30 @@ pub fn predict(machine: &Machine, problem: &AllGatherGemm, chunks_per_rank: u64)
     }
 }
 
-/// The candidate with the lowest predicted time (the smallest count on a
-/// tie), with every prediction for the record.
-pub fn choose(machine: &Machine, problem: &AllGatherGemm, candidates: &[u64]) -> Option<(u64, Vec<Prediction>)> {
-    let predictions: Vec<Prediction> = candidates.iter().map(|&n| predict(machine, problem, n)).collect();
+/// Predictions within this fraction of the best count as ties.
+pub const TIE_TOLERANCE: f64 = 0.005;
+
+/// The smallest candidate whose predicted time is within
+/// [`TIE_TOLERANCE`] of the lowest (fewer chunks cost fewer
+/// synchronisations the model may underestimate), with every prediction.
+pub fn choose(
+    machine: &Machine,
+    problem: &AllGatherGemm,
+    candidates: &[u64],
+) -> Option<(u64, Vec<Prediction>)> {
+    let predictions: Vec<Prediction> = candidates
+        .iter()
+        .map(|&n| predict(machine, problem, n))
+        .collect();
+    let best_time = predictions
+        .iter()
+        .map(|p| p.fused_us)
+        .fold(f64::INFINITY, f64::min);
     let best = predictions
         .iter()
-        .min_by(|a, b| {
-            a.fused_us
-                .partial_cmp(&b.fused_us)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.chunks_per_rank.cmp(&b.chunks_per_rank))
-        })?
-        .chunks_per_rank;
+        .filter(|p| p.fused_us <= best_time * (1.0 + TIE_TOLERANCE))
+        .map(|p| p.chunks_per_rank)
+        .min()?;
     Some((best, predictions))
 }
 

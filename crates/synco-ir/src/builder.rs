@@ -87,7 +87,13 @@ impl Builder {
     }
 
     /// Builds and inserts a generic op.
-    pub fn op(&self, name: &str, operands: &[Value], results: &[Type], attrs: &[(&str, Attr)]) -> Op {
+    pub fn op(
+        &self,
+        name: &str,
+        operands: &[Value],
+        results: &[Type],
+        attrs: &[(&str, Attr)],
+    ) -> Op {
         self.op_with_regions(name, operands, results, attrs, Vec::new())
     }
 
@@ -129,7 +135,15 @@ impl Builder {
     // -- arith --------------------------------------------------------------
 
     pub fn constant(&self, ty: Type, value: i64) -> Value {
-        result(self.op("arith.constant", &[], &[ty], &[("value", int_attr_of(ty, value))]), 0)
+        result(
+            self.op(
+                "arith.constant",
+                &[],
+                &[ty],
+                &[("value", int_attr_of(ty, value))],
+            ),
+            0,
+        )
     }
 
     pub fn const_i32(&self, value: i64) -> Value {
@@ -141,7 +155,15 @@ impl Builder {
     }
 
     pub fn const_bool(&self, value: bool) -> Value {
-        result(self.op("arith.constant", &[], &[i1_type(self.ctx)], &[("value", bool_attr(self.ctx, value))]), 0)
+        result(
+            self.op(
+                "arith.constant",
+                &[],
+                &[i1_type(self.ctx)],
+                &[("value", bool_attr(self.ctx, value))],
+            ),
+            0,
+        )
     }
 
     fn binary(&self, name: &str, a: Value, b: Value) -> Value {
@@ -177,7 +199,15 @@ impl Builder {
 
     pub fn cmpi(&self, pred: Cmp, a: Value, b: Value) -> Value {
         let p = int_attr_of(i64_type(self.ctx), pred as i64);
-        result(self.op("arith.cmpi", &[a, b], &[i1_type(self.ctx)], &[("predicate", p)]), 0)
+        result(
+            self.op(
+                "arith.cmpi",
+                &[a, b],
+                &[i1_type(self.ctx)],
+                &[("predicate", p)],
+            ),
+            0,
+        )
     }
 
     pub fn extsi_i64(&self, a: Value) -> Value {
@@ -187,7 +217,10 @@ impl Builder {
     // -- tt -------------------------------------------------------------------
 
     pub fn addptr(&self, ptr: Value, offset: Value) -> Value {
-        result(self.op("tt.addptr", &[ptr, offset], &[type_of(ptr)], &[]), 0)
+        result(
+            self.op("tt.addptr", &[ptr, offset], &[type_of(ptr)], &[]),
+            0,
+        )
     }
 
     /// A scalar `tt.load` (no mask, no other).
@@ -217,12 +250,19 @@ impl Builder {
             "tt.store",
             &[ptr, value],
             &[],
-            &[("boundaryCheck", boundary), ("cache", self.i32_attr(1)), ("evict", self.i32_attr(1))],
+            &[
+                ("boundaryCheck", boundary),
+                ("cache", self.i32_attr(1)),
+                ("evict", self.i32_attr(1)),
+            ],
         )
     }
 
     pub fn ptr_to_int(&self, ptr: Value) -> Value {
-        result(self.op("tt.ptr_to_int", &[ptr], &[i64_type(self.ctx)], &[]), 0)
+        result(
+            self.op("tt.ptr_to_int", &[ptr], &[i64_type(self.ctx)], &[]),
+            0,
+        )
     }
 
     pub fn int_to_ptr(&self, int: Value, ptr_type: Type) -> Value {
@@ -235,7 +275,10 @@ impl Builder {
                 "tt.atomic_cas",
                 &[ptr, cmp, val],
                 &[type_of(val)],
-                &[("scope", self.i32_attr(scope as i64)), ("sem", self.i32_attr(sem as i64))],
+                &[
+                    ("scope", self.i32_attr(scope as i64)),
+                    ("sem", self.i32_attr(sem as i64)),
+                ],
             ),
             0,
         )
@@ -259,7 +302,13 @@ impl Builder {
     }
 
     /// Inline PTX run by every thread, one result (`tt.elementwise_inline_asm`).
-    pub fn inline_asm(&self, asm: &str, constraints: &str, args: &[Value], result_type: Type) -> Value {
+    pub fn inline_asm(
+        &self,
+        asm: &str,
+        constraints: &str,
+        args: &[Value],
+        result_type: Type,
+    ) -> Value {
         result(
             self.op(
                 "tt.elementwise_inline_asm",
@@ -294,7 +343,8 @@ impl Builder {
             let then_block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
             mlirRegionAppendOwnedBlock(then_region, then_block);
             let else_region = mlirRegionCreate();
-            let op = self.op_with_regions("scf.if", &[cond], &[], &[], vec![then_region, else_region]);
+            let op =
+                self.op_with_regions("scf.if", &[cond], &[], &[], vec![then_region, else_region]);
             let inner = Builder::at_end(self.ctx, then_block, self.loc);
             then(inner);
             inner.op("scf.yield", &[], &[], &[]);
@@ -321,7 +371,13 @@ impl Builder {
             };
             let (before_region, before_block) = make(&types);
             let (after_region, after_block) = make(&types);
-            let op = self.op_with_regions("scf.while", init, &types, &[], vec![before_region, after_region]);
+            let op = self.op_with_regions(
+                "scf.while",
+                init,
+                &types,
+                &[],
+                vec![before_region, after_region],
+            );
             let b = Builder::at_end(self.ctx, before_block, self.loc);
             let (cond, forwarded) = before(b, &block_args(before_block));
             let mut operands = vec![cond];

@@ -18,7 +18,9 @@ pub mod loc;
 
 pub use builder::{Builder, RmwOp, Scope, Sem};
 use mlir_sys::*;
+// Links MLIR (libMLIR.so and the C API) into every binary using this crate.
 use std::ffi::c_void;
+use synco_mlir_sys as _;
 
 pub type Op = MlirOperation;
 pub type Value = MlirValue;
@@ -55,7 +57,10 @@ unsafe extern "C" fn append_to_string(text: MlirStringRef, data: *mut c_void) {
 
 fn print_with(f: impl FnOnce(MlirStringCallback, *mut c_void)) -> String {
     let mut out = String::new();
-    f(Some(append_to_string), &mut out as *mut String as *mut c_void);
+    f(
+        Some(append_to_string),
+        &mut out as *mut String as *mut c_void,
+    );
     out
 }
 
@@ -126,7 +131,11 @@ pub fn array_value(a: Attr) -> Option<Vec<Attr>> {
 }
 
 pub fn operands(op: Op) -> Vec<Value> {
-    unsafe { (0..mlirOperationGetNumOperands(op)).map(|i| mlirOperationGetOperand(op, i)).collect() }
+    unsafe {
+        (0..mlirOperationGetNumOperands(op))
+            .map(|i| mlirOperationGetOperand(op, i))
+            .collect()
+    }
 }
 
 pub fn set_operand(op: Op, index: usize, value: Value) {
@@ -134,7 +143,11 @@ pub fn set_operand(op: Op, index: usize, value: Value) {
 }
 
 pub fn results(op: Op) -> Vec<Value> {
-    unsafe { (0..mlirOperationGetNumResults(op)).map(|i| mlirOperationGetResult(op, i)).collect() }
+    unsafe {
+        (0..mlirOperationGetNumResults(op))
+            .map(|i| mlirOperationGetResult(op, i))
+            .collect()
+    }
 }
 
 pub fn result(op: Op, index: usize) -> Value {
@@ -142,7 +155,11 @@ pub fn result(op: Op, index: usize) -> Value {
 }
 
 pub fn regions(op: Op) -> Vec<Region> {
-    unsafe { (0..mlirOperationGetNumRegions(op)).map(|i| mlirOperationGetRegion(op, i)).collect() }
+    unsafe {
+        (0..mlirOperationGetNumRegions(op))
+            .map(|i| mlirOperationGetRegion(op, i))
+            .collect()
+    }
 }
 
 pub fn blocks(region: Region) -> Vec<Block> {
@@ -170,7 +187,11 @@ pub fn ops_in(block: Block) -> Vec<Op> {
 }
 
 pub fn block_args(block: Block) -> Vec<Value> {
-    unsafe { (0..mlirBlockGetNumArguments(block)).map(|i| mlirBlockGetArgument(block, i)).collect() }
+    unsafe {
+        (0..mlirBlockGetNumArguments(block))
+            .map(|i| mlirBlockGetArgument(block, i))
+            .collect()
+    }
 }
 
 pub fn add_block_arg(block: Block, ty: Type, loc: Loc) -> Value {
@@ -196,7 +217,10 @@ pub fn walk(op: Op) -> Vec<Op> {
 
 /// Every op named `name` nested in `op` (program order within blocks).
 pub fn find_all(op: Op, name: &str) -> Vec<Op> {
-    walk(op).into_iter().filter(|o| op_name(*o) == name).collect()
+    walk(op)
+        .into_iter()
+        .filter(|o| op_name(*o) == name)
+        .collect()
 }
 
 pub fn parent_op(op: Op) -> Option<Op> {
@@ -293,7 +317,9 @@ pub fn is_block_arg(value: Value) -> bool {
 }
 
 pub fn block_arg_number(value: Value) -> Option<usize> {
-    unsafe { mlirValueIsABlockArgument(value).then(|| mlirBlockArgumentGetArgNumber(value) as usize) }
+    unsafe {
+        mlirValueIsABlockArgument(value).then(|| mlirBlockArgumentGetArgNumber(value) as usize)
+    }
 }
 
 /// The block that owns a block argument.
@@ -307,7 +333,10 @@ pub fn uses(value: Value) -> Vec<(Op, usize)> {
     unsafe {
         let mut operand = mlirValueGetFirstUse(value);
         while !mlirOpOperandIsNull(operand) {
-            out.push((mlirOpOperandGetOwner(operand), mlirOpOperandGetOperandNumber(operand) as usize));
+            out.push((
+                mlirOpOperandGetOwner(operand),
+                mlirOpOperandGetOperandNumber(operand) as usize,
+            ));
             operand = mlirOpOperandGetNextUse(operand);
         }
     }
@@ -316,7 +345,9 @@ pub fn uses(value: Value) -> Vec<(Op, usize)> {
 
 /// Replaces every use of `of` with `with`, except in the ops of `except`.
 pub fn replace_uses_except(of: Value, with: Value, except: &[Op]) {
-    unsafe { mlirValueReplaceAllUsesExcept(of, with, except.len() as isize, except.as_ptr() as *mut Op) }
+    unsafe {
+        mlirValueReplaceAllUsesExcept(of, with, except.len() as isize, except.as_ptr() as *mut Op)
+    }
 }
 
 pub fn replace_all_uses(of: Value, with: Value) {
@@ -375,11 +406,19 @@ pub fn type_attr_value(a: Attr) -> Option<Type> {
 
 /// Inputs of a `FunctionType`.
 pub fn function_inputs(ty: Type) -> Vec<Type> {
-    unsafe { (0..mlirFunctionTypeGetNumInputs(ty)).map(|i| mlirFunctionTypeGetInput(ty, i)).collect() }
+    unsafe {
+        (0..mlirFunctionTypeGetNumInputs(ty))
+            .map(|i| mlirFunctionTypeGetInput(ty, i))
+            .collect()
+    }
 }
 
 pub fn function_results(ty: Type) -> Vec<Type> {
-    unsafe { (0..mlirFunctionTypeGetNumResults(ty)).map(|i| mlirFunctionTypeGetResult(ty, i)).collect() }
+    unsafe {
+        (0..mlirFunctionTypeGetNumResults(ty))
+            .map(|i| mlirFunctionTypeGetResult(ty, i))
+            .collect()
+    }
 }
 
 pub fn function_type(ctx: Ctx, inputs: &[Type], results: &[Type]) -> Type {
@@ -405,8 +444,11 @@ pub fn is_ranked_tensor(ty: Type) -> bool {
 /// Shape of a ranked tensor type.
 pub fn tensor_shape(ty: Type) -> Option<Vec<i64>> {
     unsafe {
-        mlirTypeIsARankedTensor(ty)
-            .then(|| (0..mlirShapedTypeGetRank(ty)).map(|i| mlirShapedTypeGetDimSize(ty, i as isize)).collect())
+        mlirTypeIsARankedTensor(ty).then(|| {
+            (0..mlirShapedTypeGetRank(ty))
+                .map(|i| mlirShapedTypeGetDimSize(ty, i as isize))
+                .collect()
+        })
     }
 }
 
@@ -415,7 +457,14 @@ pub fn tensor_element(ty: Type) -> Option<Type> {
 }
 
 pub fn ranked_tensor(shape: &[i64], element: Type) -> Type {
-    unsafe { mlirRankedTensorTypeGet(shape.len() as isize, shape.as_ptr(), element, mlirAttributeGetNull()) }
+    unsafe {
+        mlirRankedTensorTypeGet(
+            shape.len() as isize,
+            shape.as_ptr(),
+            element,
+            mlirAttributeGetNull(),
+        )
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -448,7 +497,9 @@ pub fn next_op(op: Op) -> Option<Op> {
 /// The constant integer value of `value`, if an `arith.constant` defines it.
 pub fn constant_int(value: Value) -> Option<i64> {
     let op = defining_op(value)?;
-    (op_name(op) == "arith.constant").then(|| int_attr(op, "value")).flatten()
+    (op_name(op) == "arith.constant")
+        .then(|| int_attr(op, "value"))
+        .flatten()
 }
 
 /// Every value `value` depends on through operands, `value` included.
@@ -475,4 +526,117 @@ pub fn backward_slice(value: Value) -> Vec<Value> {
         }
     }
     seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Ctx(MlirContext);
+    impl Drop for Ctx {
+        fn drop(&mut self) {
+            unsafe { mlirContextDestroy(self.0) }
+        }
+    }
+
+    fn context() -> Ctx {
+        unsafe {
+            let ctx = mlirContextCreate();
+            mlirContextSetAllowUnregisteredDialects(ctx, true);
+            let registry = mlirDialectRegistryCreate();
+            mlirRegisterAllDialects(registry);
+            mlirContextAppendDialectRegistry(ctx, registry);
+            mlirDialectRegistryDestroy(registry);
+            mlirContextLoadAllAvailableDialects(ctx);
+            Ctx(ctx)
+        }
+    }
+
+    fn parse(ctx: &Ctx, text: &str) -> Op {
+        unsafe {
+            let module = mlirModuleCreateParse(ctx.0, sref(text));
+            assert!(!module.ptr.is_null(), "parses");
+            mlirModuleGetOperation(module)
+        }
+    }
+
+    const KERNEL: &str = r#"
+      "tt.func"() <{function_type = (!tt.ptr<f32>, i32) -> (), sym_name = "k"}> ({
+      ^bb0(%p: !tt.ptr<f32>, %n: i32):
+        %c0 = arith.constant 0 : i32
+        %c1 = arith.constant 1 : i32
+        %c4 = arith.constant 4 : i32
+        %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32 loc("pid_m"("k.py":3:0))
+        %off = arith.muli %pid, %c4 : i32
+        %q = "tt.addptr"(%p, %off) : (!tt.ptr<f32>, i32) -> !tt.ptr<f32>
+        %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %q) -> (!tt.ptr<f32>) : i32 {
+          %x = "tt.load"(%acc) : (!tt.ptr<f32>) -> f32
+          %next = "tt.addptr"(%acc, %c1) : (!tt.ptr<f32>, i32) -> !tt.ptr<f32>
+          scf.yield %next : !tt.ptr<f32>
+        }
+        "tt.return"() : () -> ()
+      }) : () -> ()
+    "#;
+
+    #[test]
+    fn walks_and_reads_generic_ops() {
+        let ctx = context();
+        let module = parse(&ctx, KERNEL);
+        let names: Vec<String> = walk(module).into_iter().map(op_name).collect();
+        assert_eq!(names.first().map(String::as_str), Some("builtin.module"));
+        assert!(
+            names.iter().position(|n| n == "scf.for") < names.iter().position(|n| n == "tt.load")
+        );
+        let pid = find_all(module, "tt.get_program_id")[0];
+        assert_eq!(int_attr(pid, "axis"), Some(0));
+        assert_eq!(loc::op_variable_name(pid).as_deref(), Some("pid_m"));
+        let func = find_all(module, "tt.func")[0];
+        assert_eq!(str_attr(func, "sym_name").as_deref(), Some("k"));
+        let inputs =
+            function_inputs(type_attr_value(attr(func, "function_type").unwrap()).unwrap());
+        assert_eq!(
+            inputs.iter().map(|t| print_type(*t)).collect::<Vec<_>>(),
+            ["!tt.ptr<f32>", "i32"]
+        );
+    }
+
+    #[test]
+    fn backward_slices_see_through_loop_arguments() {
+        let ctx = context();
+        let module = parse(&ctx, KERNEL);
+        let load = find_all(module, "tt.load")[0];
+        let slice = backward_slice(operands(load)[0]);
+        let pid = result(find_all(module, "tt.get_program_id")[0], 0);
+        assert!(
+            slice.iter().any(|v| same_value(*v, pid)),
+            "the load's address depends on the program id"
+        );
+        let off = find_all(module, "arith.muli")[0];
+        assert_eq!(constant_int(operands(off)[1]), Some(4));
+        assert_eq!(constant_int(operands(off)[0]), None);
+    }
+
+    #[test]
+    fn builds_ops_before_an_anchor() {
+        let ctx = context();
+        let module = parse(&ctx, KERNEL);
+        let ret = find_all(module, "tt.return")[0];
+        let b = Builder::before(ret);
+        let x = b.const_i32(7);
+        let y = b.addi(x, b.const_i32(1));
+        b.if_then(b.cmpi(builder::Cmp::Slt, y, x), |inner| {
+            inner.barrier();
+        });
+        assert!(unsafe { mlirOperationVerify(module) });
+        let text = print_op(module);
+        assert!(text.contains("arith.addi"), "{text}");
+        assert!(text.contains("gpu.barrier"), "{text}");
+        // The new ops sit before the return.
+        let ops: Vec<String> = ops_in(block_of(ret).unwrap())
+            .into_iter()
+            .map(op_name)
+            .collect();
+        assert_eq!(ops.last().map(String::as_str), Some("tt.return"));
+        assert!(ops.iter().any(|n| n == "scf.if"));
+    }
 }

@@ -11,6 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "synco-c/Synco.h"
+#include "synco/Dialect/Chunk/ChunkDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
@@ -59,6 +64,14 @@ public:
   StringRef getName() const override { return desc.argument; }
   StringRef getArgument() const override { return desc.argument; }
   StringRef getDescription() const override { return desc.description; }
+
+  /// Every Rust pass may build arith, scf and gpu ops (Triton parses them)
+  /// and chunk ops; they must be loaded before the pass runs, or the ops
+  /// would be created unregistered.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, scf::SCFDialect, gpu::GPUDialect,
+                    synco::chunk::ChunkDialect>();
+  }
 
   bool canScheduleOn(RegisteredOperationName opName) const override {
     return opName.getStringRef() == desc.opName;

@@ -24,6 +24,9 @@ use mlir_sys::{
 };
 use std::ffi::{CString, c_char, c_int, c_void};
 
+// Links MLIR (libMLIR.so and the C API) into every binary using this crate.
+use synco_mlir_sys as _;
+
 pub mod attrs;
 pub mod ops;
 
@@ -294,7 +297,6 @@ impl<'c> Diagnostic<'c> {
         }
     }
 }
-
 
 /// Prints `op` the way Triton prints and parses TTIR in generic form: every
 /// op generic, source locations included, Python variable names (name

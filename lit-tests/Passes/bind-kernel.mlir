@@ -1,0 +1,29 @@
+// chunk-bind-kernel: the kernel gets the fused ABI's arguments after its
+// own (function type, entry block, arg_attrs), named after them.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics --mlir-print-debuginfo \
+// RUN:   --pass-pipeline='builtin.module(chunk-bind-kernel)' | FileCheck %s
+
+// CHECK:       "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}, {}],
+// CHECK-SAME:  function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> ()
+// CHECK-NEXT:  ^bb0(%arg0: !tt.ptr<bf16> {{.*}}, %arg1: i32 {{.*}}, %arg2: i32 loc("synco_rank"({{.*}})), %arg3: i32 loc("synco_world_size"({{.*}})), %arg4: !tt.ptr<i64> loc("synco_heap_bases"({{.*}})), %arg5: !tt.ptr<i32> loc("synco_flags"({{.*}})), %arg6: i32 loc("synco_epoch"({{.*}})), %arg7: !tt.ptr<i32> loc("synco_errors"({{.*}}))):
+// CHECK-NEXT:    "tt.return"()
+// CHECK-NEXT:  }) {synco.abi_first_arg = 2 : i32}
+module {
+  chunk.plan @p world_size(2) kernel(@k) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}], function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %n: i32):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  // expected-error @below {{plan @p fuses into @k, but the module has no tt.func of that name}}
+  chunk.plan @p world_size(2) kernel(@k) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+  }
+}

@@ -1,0 +1,72 @@
+// chunk-insert-waits: before the first op of a tile that loads A (here the
+// K loop), the tile waits for the flag of the chunk holding its rows,
+// unless the rows are the rank's own.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits)' \
+// RUN:   | FileCheck %s
+
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>):
+// CHECK:      %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK:      %[[ROWS:.*]] = arith.muli %[[T]], %{{.*}} : i32
+// CHECK:      %[[C128:.*]] = arith.constant 128 : i32
+// CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[T]], %[[C128]]
+// CHECK-NEXT: %[[C256:.*]] = arith.constant 256 : i32
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.divsi %[[ROW]], %[[C256]]
+// CHECK-NEXT: %[[C2:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[OWNER:.*]] = arith.divsi %[[CHUNK]], %[[C2]]
+// CHECK-NEXT: %[[REMOTE:.*]] = arith.cmpi ne, %[[OWNER]], %[[RANK]]
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[FLAG:.*]] = arith.addi %[[CHUNK]], %[[C0]]
+// CHECK-NEXT: scf.if %[[REMOTE]] {
+// CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[FLAG]]], %[[EPOCH]] : !tt.ptr<i32>
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.for
+// CHECK:        "tt.load"
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated to start at this rank's block (4 row tiles per rank, 8 in all)}}
+    // expected-remark @below {{tiles of @A wait for their chunk (256 rows, flags 0..4) before 'scf.for'}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %k: i32):
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    scf.for %i = %c0 to %k step %c1 : i32 {
+      %q = "tt.addptr"(%p, %i) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+      %x = "tt.load"(%q) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+      "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    }
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Chunks of 64 rows would split 128-row tiles between two flags.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(8)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated}}
+    // expected-error @below {{chunks of 64 rows of @A would split 128-row tiles: pick a chunk count whose chunks hold whole tiles}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

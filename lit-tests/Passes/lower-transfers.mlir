@@ -1,0 +1,51 @@
+// chunk-lower-transfers: copy-engine transfers become the host schedule,
+// a JSON module attribute (synco compile moves it into the launch
+// manifest): rank r's copies in order, with element offsets, 2D shapes and
+// the flag each sets. Local chunks already in place are dropped; so are the
+// transfers and tile maps (the plan keeps its buffers).
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-lower-transfers)' | FileCheck %s
+
+// Rank 0 pulls rows [512, 768) and [768, 1024) of A from rank 1 (element
+// offsets 512*64 and 768*64), setting flags 2 and 3; rank 1 pulls rows
+// [0, 512) from rank 0, setting flags 0 and 1.
+// CHECK:      module attributes {synco.host_schedule = "{
+// CHECK-SAME: \22buffers\22:[{\22arg\22:0,\22element\22:\22bf16\22,\22element_bytes\22:2,\22name\22:\22A\22,\22shape\22:[1024,64]}]
+// CHECK-SAME: \22chunks\22:[{\22buffer\22:\22A\22,\22chunks_per_rank\22:2,\22dim\22:0,\22flag_base\22:0,\22rows_per_chunk\22:256}]
+// CHECK-SAME: \22copies\22:[
+// CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:32768,\22dst_pitch\22:16384,\22dst_rank\22:0,\22flag\22:2,\22name\22:\22A_p1_c0\22,\22order\22:2,\22row_elems\22:16384,\22rows\22:1,\22src_buffer\22:\22A\22,\22src_offset\22:32768,\22src_pitch\22:16384,\22src_rank\22:1}
+// CHECK-SAME: {{.*}}\22flag\22:3,\22name\22:\22A_p1_c1\22,\22order\22:3
+// CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:0,{{.*}}\22dst_rank\22:1,\22flag\22:0,
+// CHECK-SAME: \22num_flags\22:4,\22plan\22:\22p\22,\22world_size\22:2}"}
+// CHECK:      chunk.plan @p world_size(2) {
+// CHECK-NEXT:   chunk.buffer @A
+// CHECK-NEXT: }
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    chunk.consume @A dim(0) tile(128)
+  }
+}
+
+// -----
+
+// Columns: 2D copies with a row pitch.
+// CHECK: \22dst_offset\22:32,\22dst_pitch\22:64,\22dst_rank\22:0,\22flag\22:null,{{.*}}\22row_elems\22:32,\22rows\22:64,{{.*}}\22src_pitch\22:64,\22src_rank\22:1
+module {
+  chunk.plan @cols world_size(2) {
+    chunk.buffer @B : !chunk.buffer<64x64xf32>
+    chunk.all_gather @B dim(1) chunks(1)
+  }
+}
+
+// -----
+
+module {
+  chunk.plan @sm world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+  }
+}
+// expected-error@-3 {{chunk-lower-transfers: backend 'ldst' is not implemented yet; use copy_engine}}

@@ -1,0 +1,156 @@
+// chunk-reorder-tiles: tiles consume chunks in arrival order. The row tile
+// index is found from the kernel's own address arithmetic (the value the
+// loads of A multiply by the tile size), or by its Python name.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-bind-kernel,chunk-reorder-tiles)' | FileCheck %s
+
+// A 2D grid: program_id(0) is the row tile, the fast axis. The pass makes
+// it the slow axis (linear id over num_programs) and rotates it by
+// rank * 4 row tiles per rank, 8 in all.
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "grid2d"
+// CHECK:      ^bb0(%[[A:.*]]: !tt.ptr<bf16>, %[[O:.*]]: !tt.ptr<bf16>, %[[RANK:arg2]]: i32,
+// CHECK:      %[[P0:.*]] = "tt.get_program_id"() <{axis = 0 : i32}>
+// CHECK:      %[[P1:.*]] = "tt.get_program_id"() <{axis = 1 : i32}>
+// CHECK-NEXT: %[[N0:.*]] = "tt.get_num_programs"() {axis = 0 : i32}
+// CHECK-NEXT: %[[N1:.*]] = "tt.get_num_programs"() {axis = 1 : i32}
+// CHECK-NEXT: %[[T:.*]] = arith.muli %[[P1]], %[[N0]]
+// CHECK-NEXT: %[[LIN:.*]] = arith.addi %[[P0]], %[[T]]
+// CHECK-NEXT: %[[SLOW:.*]] = arith.divsi %[[LIN]], %[[N1]]
+// CHECK-NEXT: %[[FAST:.*]] = arith.remsi %[[LIN]], %[[N1]]
+// CHECK-NEXT: %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: %[[SHIFT:.*]] = arith.muli %[[RANK]], %[[C4]]
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[SLOW]], %[[SHIFT]]
+// CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "A"}
+// CHECK:      arith.muli %[[ROW]], %{{.*}} : i32
+// CHECK:      "tt.addptr"(%[[O]], %[[FAST]])
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index (program_id 0) is now the slow axis of the grid and starts at this rank's block (4 row tiles per rank)}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<bf16>) -> (), sym_name = "grid2d", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    %q = "tt.addptr"(%o, %pid_n) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// A 1D grid with a swizzle (the row tile is computed): rotation only. The
+// tile index is named by its Python variable.
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "swizzled"
+// CHECK:      %[[PID:.*]] = "tt.get_program_id"() <{axis = 0 : i32}>
+// CHECK:      %[[M:.*]] = arith.remsi %[[PID]], %{{.*}} : i32
+// CHECK-NEXT: %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: %[[SHIFT:.*]] = arith.muli %arg2, %[[C4]]
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[M]], %[[SHIFT]]
+// CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "A"}
+// CHECK-NEXT: arith.muli %[[ROW]]
+// CHECK-NOT:  tt.get_num_programs
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated to start at this rank's block (4 row tiles per rank, 8 in all)}}
+    chunk.consume @A dim(0) tile(128) index("pid_m")
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<bf16>) -> (), sym_name = "swizzled", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<bf16>):
+    %c8 = arith.constant 8 : i32
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32 loc("pid"("k.py":1:0))
+    %pid_m = arith.remsi %pid, %c8 : i32 loc("pid_m"("k.py":2:0))
+    %row = arith.muli %pid_m, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.store"(%o, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// The loads of A do not depend on the program id: no tile index.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-error @below {{cannot find the tile index of kernel @flat: no program-id-derived value is multiplied by the tile size 128 in the addresses of argument 0; name it with index("...")}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "flat", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %i: i32):
+    %c128 = arith.constant 128 : i32
+    %row = arith.muli %i, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Two program-id-derived values times 128 reach the loads of A: ambiguous.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-error @below {{the tile index of kernel @two is ambiguous: 2 program-id-derived values are multiplied by 128 in the addresses of argument 0; name it with index("...")}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "two", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %p0 = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %p1 = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %r0 = arith.muli %p0, %c128 : i32
+    %r1 = arith.muli %p1, %c128 : i32
+    %r = arith.addi %r0, %r1 : i32
+    %p = "tt.addptr"(%a, %r) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-error @below {{kernel @named has no scalar i32 value named 'row_tile' (Triton keeps Python names in locations)}}
+    chunk.consume @A dim(0) tile(128) index("row_tile")
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "named", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-error @below {{tiles of 96 do not divide @A's 1024 rows into whole per-rank blocks of 512}}
+    chunk.consume @A dim(0) tile(96)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

@@ -1,0 +1,53 @@
+// chunk-select-chunk-size: chunks(auto) gets a count from the cost model,
+// among the counts whose chunks hold whole consumer tiles, and a remark
+// shows every prediction. (select-chunk-size-forced.mlir: the option.)
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-select-chunk-size)' | FileCheck %s
+
+// A small decode-size gather: every extra chunk costs more sync than it
+// hides, so one chunk per rank.
+// CHECK-LABEL: chunk.plan @small
+// CHECK:       chunk.all_gather @A dim(0) chunks(1)
+chunk.plan @small world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x1024xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<1024x1024xbf16> bind(2)
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @A; predicted fused time per count: 1: 15.2 us, 2: 20.4 us, 4: 32.0 us}}
+  chunk.all_gather @A dim(0) chunks(auto)
+  chunk.consume @A dim(0) tile(128)
+}
+
+// -----
+
+// Explicit counts are left alone.
+// CHECK-LABEL: chunk.plan @explicit
+// CHECK:       chunk.all_gather @A dim(0) chunks(8)
+chunk.plan @explicit world_size(2) {
+  chunk.buffer @A : !chunk.buffer<8192x1024xbf16> bind(0)
+  chunk.all_gather @A dim(0) chunks(8)
+}
+
+// -----
+
+// A block of 128 rows of 128-row tiles can only be one chunk.
+// CHECK-LABEL: chunk.plan @one_tile
+// CHECK:       chunk.all_gather @A dim(0) chunks(1)
+chunk.plan @one_tile world_size(2) {
+  chunk.buffer @A : !chunk.buffer<256x64xbf16> bind(0)
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @A}}
+  chunk.all_gather @A dim(0) chunks(auto)
+  chunk.consume @A dim(0) tile(128)
+}
+
+// -----
+
+// Compute-bound: every count hides the transfer; the fewest chunks win the tie.
+// CHECK-LABEL: chunk.plan @big
+// CHECK:       chunk.all_gather @A dim(0) chunks(1)
+chunk.plan @big world_size(2) {
+  chunk.buffer @A : !chunk.buffer<8192x8192xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<8192x14336xbf16> bind(2)
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @A; predicted fused time per count: 1: 2753.8 us, 2: 2753.8 us, 4: 2753.8 us, 8: 2753.8 us, 16: 2753.8 us}}
+  chunk.all_gather @A dim(0) chunks(auto)
+  chunk.consume @A dim(0) tile(128)
+}

@@ -1,0 +1,92 @@
+// chunk-verify-plan: the plan against its kernel. A plan that fits its
+// kernel passes unchanged; each mismatch is refused at the plan op that
+// causes it.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-verify-plan)' | FileCheck %s
+
+// CHECK-LABEL: chunk.plan @fits
+// CHECK:       chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+module {
+  chunk.plan @fits world_size(2) kernel(@k) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @O : !chunk.buffer<1024x64xf32> bind(1)
+    chunk.all_gather @A dim(0) chunks(2)
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @out_of_range world_size(2) kernel(@k) {
+    // expected-error @below {{buffer @A binds argument 3 of @k, which has 2 arguments}}
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(3)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @wrong_type world_size(2) kernel(@k) {
+    // expected-error @below {{buffer @A of f16 binds argument 0 of @k, which is !tt.ptr<bf16>, not !tt.ptr<f16>}}
+    chunk.buffer @A : !chunk.buffer<1024x64xf16> bind(0)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @twice world_size(2) kernel(@k) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    // expected-error @below {{buffers @A and @B both bind argument 0 of @k}}
+    chunk.buffer @B : !chunk.buffer<64x64xbf16> bind(0)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @unbound world_size(2) kernel(@k) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16>
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-error @below {{@A is consumed by kernel tiles but not bound to an argument of @k: add bind(i)}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  // expected-error @below {{plan @missing fuses into @nope, but the module has no tt.func of that name}}
+  chunk.plan @missing world_size(2) kernel(@nope) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+  }
+}
+
+// -----
+
+// expected-error @below {{plan @two names no kernel and the module has 0 tt.func ops: add kernel(@name)}}
+chunk.plan @two world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+}
