@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Compiles the all-gather + GEMM benchmark variants on this (CPU) machine,
+# into $OUT (default build/bench/ag_gemm), for the GPU machine to run:
+#
+#   <OUT>/<M>x<K>x<N>_w<W>/<style>_c<chunks>/   fused kernel, fixed chunk count
+#   <OUT>/<M>x<K>x<N>_w<W>/<style>_auto/        fused kernel, chunks(auto)
+#   <OUT>/<M>x<K>x<N>_w<W>/<style>_local/       the local GEMM alone (no plan)
+#
+# each with the cubin, its launch manifest and variant.json.
+#
+# Usage: build.sh [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
+#                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BIN="$ROOT/target/release"
+OUT="${OUT:-$ROOT/build/bench/ag_gemm}"
+SHAPES="1024,4096,7168 1024,8192,14336 1024,8192,1024 4096,4096,7168 4096,8192,14336 4096,8192,1024 8192,4096,7168 8192,8192,14336 8192,8192,1024"
+STYLES="grouped"
+CHUNKS="1 2 4 8 16"
+WORLD=2
+AUTO=1
+LOCAL=1
+BM=128 BN=256 BK=64 WARPS=8 STAGES=3 GROUP_M=8 NUM_SMS=132
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --shapes) SHAPES="$2"; shift 2 ;;
+    --styles) STYLES="$2"; shift 2 ;;
+    --chunks) CHUNKS="$2"; shift 2 ;;
+    --world) WORLD="$2"; shift 2 ;;
+    --no-auto) AUTO=0; shift ;;
+    --no-local) LOCAL=0; shift ;;
+    --block) IFS=, read -r BM BN BK <<<"$2"; shift 2 ;;
+    --warps) WARPS="$2"; shift 2 ;;
+    --stages) STAGES="$2"; shift 2 ;;
+    *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32,i32,i32,i32'
+declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persistent]=matmul_kernel_persistent)
+for style in $STYLES; do
+  extra=()
+  case $style in
+    grouped) extra=(--constexpr GROUP_M=$GROUP_M) ;;
+    persistent) extra=(--constexpr GROUP_M=$GROUP_M --constexpr NUM_SMS=$NUM_SMS) ;;
+  esac
+  "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "${KERNEL[$style]}" --signature "$SIG" \
+    --constexpr BLOCK_M=$BM --constexpr BLOCK_N=$BN --constexpr BLOCK_K=$BK "${extra[@]}" \
+    -o "$OUT/$style.mlir"
+done
+
+variant() { # dir style chunks auto fused m k n
+  cat >"$1/variant.json" <<JSON
+{"style": "$2", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
+ "num_sms": $NUM_SMS, "m": $6, "k": $7, "n": $8, "world": $WORLD}
+JSON
+}
+
+for shape in $SHAPES; do
+  IFS=, read -r M K N <<<"$shape"
+  dir="$OUT/${M}x${K}x${N}_w${WORLD}"
+  mkdir -p "$dir"
+  counts=""
+  for c in $CHUNKS; do counts="$counts $c"; done
+  [ "$AUTO" = 1 ] && counts="$counts auto"
+  for style in $STYLES; do
+    for c in $counts; do
+      block=$((M / WORLD))
+      if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
+        continue # chunks must hold whole tiles
+      fi
+      cat >"$dir/plan_$c.mlir" <<PLAN
+chunk.plan @ag_gemm world_size($WORLD) {
+  chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)
+  chunk.all_gather @A dim(0) chunks($c) backend(copy_engine)
+  chunk.consume @A dim(0) tile($BM) index("pid_m")
+}
+PLAN
+      vdir="$dir/${style}_c$c"
+      [ "$c" = auto ] && vdir="$dir/${style}_auto"
+      mkdir -p "$vdir"
+      log=$("$BIN/synco" compile "$OUT/$style.mlir" --plan "$dir/plan_$c.mlir" \
+        --pass-pipeline='builtin.module(synco-ag-gemm)' --emit=cubin --out-dir "$vdir" \
+        --num-warps $WARPS --num-stages $STAGES 2>&1)
+      chosen=$c
+      if [ "$c" = auto ]; then
+        chosen=$(sed -n 's/.*chunks(auto) -> chunks(\([0-9]*\)).*/\1/p' <<<"$log" | head -1)
+        echo "$log" | grep 'chunks(auto)' >"$vdir/auto-choice.txt" || true
+      fi
+      variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N"
+    done
+    if [ "$LOCAL" = 1 ]; then
+      vdir="$dir/${style}_local"
+      mkdir -p "$vdir"
+      "$BIN/synco" compile "$OUT/$style.mlir" --emit=cubin --out-dir "$vdir" \
+        --num-warps $WARPS --num-stages $STAGES 2>/dev/null
+      variant "$vdir" "$style" null false false "$M" "$K" "$N"
+    fi
+  done
+  echo "built $dir: $(ls "$dir" | grep -c _)" >&2
+done

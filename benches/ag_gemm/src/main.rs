@@ -1,0 +1,429 @@
+//! `ag-gemm-bench`: correctness and timing of fused all-gather + GEMM.
+//!
+//! Reads variants compiled by `benches/ag_gemm/build.sh` (one directory per
+//! shape, one subdirectory per kernel style and chunk count, each with a
+//! cubin, its manifest and `variant.json`), and for each:
+//!
+//! * **check**: fresh random bf16 A shards and B on every rank, C poisoned
+//!   with NaN, one fused launch, then C compared in fp32 with cuBLAS on the
+//!   gathered A: relative error ||C - ref|| / ||ref||, and no NaN;
+//! * **time**: warm-up launches, then the median over launches of the
+//!   slowest rank's event time.
+//!
+//! Per shape it also times, in the same run, cuBLAS and the local Triton GEMM
+//! on pre-gathered A and the copy-engine all-gather alone. Results are JSON.
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use cudarc::{cublas::sys as cublas, driver::sys as cu};
+use half::bf16;
+use serde::{Deserialize, Serialize};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+use synco_runtime::{Arg, Buffer, FusedKernel, Node};
+
+#[derive(Parser)]
+#[command(about = "Check and time fused all-gather + GEMM variants")]
+struct Cli {
+    /// Directory of compiled variants (see build.sh).
+    #[arg(long)]
+    variants: PathBuf,
+    /// Where to write the JSON results.
+    #[arg(long)]
+    out: PathBuf,
+    /// Only check correctness (no timing).
+    #[arg(long)]
+    check_only: bool,
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    #[arg(long, default_value_t = 30)]
+    iters: usize,
+    /// Only shapes whose directory name contains this.
+    #[arg(long)]
+    filter: Option<String>,
+}
+
+#[derive(Deserialize, Clone)]
+struct Variant {
+    style: String,
+    chunks: Option<u32>,
+    auto: bool,
+    block_m: u32,
+    block_n: u32,
+    num_sms: Option<u32>,
+    m: usize,
+    k: usize,
+    n: usize,
+    world: usize,
+    fused: bool,
+}
+
+#[derive(Serialize)]
+struct VariantResult {
+    name: String,
+    style: String,
+    chunks: Option<u32>,
+    auto: bool,
+    fused: bool,
+    rel_error: Option<f64>,
+    nan: bool,
+    ok: bool,
+    median_ms: Option<f64>,
+    all_ms: Vec<f64>,
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ShapeResult {
+    shape: String,
+    m: usize,
+    k: usize,
+    n: usize,
+    world: usize,
+    cublas_gemm_ms: f64,
+    copy_allgather_ms: Option<f64>,
+    bytes_received_per_rank: usize,
+    variants: Vec<VariantResult>,
+}
+
+struct Cublas(cublas::cublasHandle_t);
+
+impl Cublas {
+    fn new(stream: cu::CUstream) -> Result<Self> {
+        let mut h = std::ptr::null_mut();
+        unsafe {
+            if cublas::cublasCreate_v2(&mut h) != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+                bail!("cublasCreate failed");
+            }
+            cublas::cublasSetStream_v2(h, stream as _);
+        }
+        Ok(Cublas(h))
+    }
+
+    /// Row-major C[M,N] (fp32 or bf16) = A[M,K] @ B[K,N] (bf16), fp32 math.
+    fn gemm(&self, a: u64, b: u64, c: u64, m: usize, n: usize, k: usize, c_bf16: bool) -> Result<()> {
+        let alpha = 1.0f32;
+        let beta = 0.0f32;
+        let c_type = if c_bf16 { cublas::cudaDataType_t::CUDA_R_16BF } else { cublas::cudaDataType_t::CUDA_R_32F };
+        // Column-major view: C^T[N,M] = B^T[N,K] @ A^T[K,M].
+        let status = unsafe {
+            cublas::cublasGemmEx(
+                self.0,
+                cublas::cublasOperation_t::CUBLAS_OP_N,
+                cublas::cublasOperation_t::CUBLAS_OP_N,
+                n as i32,
+                m as i32,
+                k as i32,
+                (&alpha as *const f32).cast(),
+                b as *const _,
+                cublas::cudaDataType_t::CUDA_R_16BF,
+                n as i32,
+                a as *const _,
+                cublas::cudaDataType_t::CUDA_R_16BF,
+                k as i32,
+                (&beta as *const f32).cast(),
+                c as *mut _,
+                c_type,
+                n as i32,
+                cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            bail!("cublasGemmEx failed: {status:?}");
+        }
+        Ok(())
+    }
+}
+
+/// xorshift64*: fast, seedable random bf16 in [-1, 1).
+fn random_bf16(count: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(count * 2);
+    for _ in 0..count {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let r = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let x = ((r >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+        out.extend_from_slice(&bf16::from_f32(x).to_bits().to_le_bytes());
+    }
+    out
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+}
+
+fn event_time(node: &Node, rank: usize, f: impl Fn() -> Result<()>, warmup: usize, iters: usize) -> Result<f64> {
+    let stream = node.compute_stream(rank);
+    node.context(rank).bind_to_thread()?;
+    let mut times = Vec::new();
+    unsafe {
+        let (mut start, mut end) = (std::ptr::null_mut(), std::ptr::null_mut());
+        cu::cuEventCreate(&mut start, 0);
+        cu::cuEventCreate(&mut end, 0);
+        for i in 0..warmup + iters {
+            cu::cuEventRecord(start, stream);
+            f()?;
+            cu::cuEventRecord(end, stream);
+            cu::cuEventSynchronize(end);
+            let mut ms = 0.0f32;
+            cu::cuEventElapsedTime_v2(&mut ms, start, end);
+            if i >= warmup {
+                times.push(ms as f64);
+            }
+        }
+    }
+    Ok(median(&times))
+}
+
+struct Problem {
+    a: Buffer,
+    /// The gathered A, written from the host: what the reference reads.
+    a_ref: Buffer,
+    b: Buffer,
+    c: Buffer,
+    reference: Buffer,
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+fn grid(v: &Variant) -> (u32, u32, u32) {
+    let tm = (v.m as u32).div_ceil(v.block_m);
+    let tn = (v.n as u32).div_ceil(v.block_n);
+    match v.style.as_str() {
+        "grid2d" => (tm, tn, 1),
+        "grouped" => (tm * tn, 1, 1),
+        _ => ((tm * tn).min(v.num_sms.unwrap_or(132)), 1, 1),
+    }
+}
+
+fn user_args(node: &Node, p: &Problem, rank: usize) -> Vec<Arg> {
+    let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+    vec![
+        Arg::Ptr(node.ptr(rank, &p.a)),
+        Arg::Ptr(node.ptr(rank, &p.b)),
+        Arg::Ptr(node.ptr(rank, &p.c)),
+        Arg::I32(m),
+        Arg::I32(n),
+        Arg::I32(k),
+        Arg::I32(k),
+        Arg::I32(1),
+        Arg::I32(n),
+        Arg::I32(1),
+        Arg::I32(n),
+        Arg::I32(1),
+    ]
+}
+
+fn fill_inputs(node: &Node, p: &Problem, seed: u64, gathered: bool) -> Result<()> {
+    let world = node.world_size();
+    let block = p.m / world;
+    for rank in 0..world {
+        // Rank r's own block of A (and, for local runs, every block).
+        for owner in 0..world {
+            let shard = random_bf16(block * p.k, seed + owner as u64);
+            node.write(rank, &p.a_ref, owner * block * p.k * 2, &shard)?;
+            if owner == rank || gathered {
+                node.write(rank, &p.a, owner * block * p.k * 2, &shard)?;
+            } else {
+                // Rows the gather must bring: poison, so a missing chunk shows.
+                let poison = vec![0xFFu8; block * p.k * 2];
+                node.write(rank, &p.a, owner * block * p.k * 2, &poison)?;
+            }
+        }
+        node.write(rank, &p.b, 0, &random_bf16(p.k * p.n, seed + 1000 + rank as u64))?;
+        node.fill(rank, &p.c, 0xFF)?;
+    }
+    Ok(())
+}
+
+/// Relative error of bf16 `c` against fp32 `reference`, and whether any
+/// element of `c` is NaN.
+fn compare(c: &[u8], reference: &[u8]) -> (f64, bool) {
+    let mut diff = 0.0f64;
+    let mut norm = 0.0f64;
+    let mut nan = false;
+    for (cb, rb) in c.chunks_exact(2).zip(reference.chunks_exact(4)) {
+        let x = bf16::from_bits(u16::from_le_bytes([cb[0], cb[1]])).to_f32() as f64;
+        let r = f32::from_le_bytes([rb[0], rb[1], rb[2], rb[3]]) as f64;
+        if x.is_nan() {
+            nan = true;
+        }
+        diff += (x - r) * (x - r);
+        norm += r * r;
+    }
+    ((diff / norm.max(1e-30)).sqrt(), nan)
+}
+
+fn run_variant(
+    node: &mut Node,
+    cublas: &[Cublas],
+    p: &Problem,
+    dir: &Path,
+    v: &Variant,
+    cli: &Cli,
+    seed: u64,
+) -> Result<VariantResult> {
+    let manifest = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().is_some_and(|n| n != "variant.json"))
+        .context("no manifest")?;
+    let kernel = FusedKernel::load(node, &manifest)?;
+    let world = node.world_size();
+    let bindings = [("A", p.a), ("C", p.c), ("B", p.b)];
+    let g = grid(v);
+    // Correctness, on fresh data.
+    fill_inputs(node, p, seed, !v.fused)?;
+    node.synchronize_all()?;
+    let args: Vec<Vec<Arg>> = (0..world).map(|rank| user_args(node, p, rank)).collect();
+    node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
+    node.wait(Duration::from_secs(60))?;
+    let mut worst = 0.0f64;
+    let mut nan = false;
+    for rank in 0..world {
+        node.context(rank).bind_to_thread()?;
+        cublas[rank].gemm(node.ptr(rank, &p.a_ref), node.ptr(rank, &p.b), node.ptr(rank, &p.reference), p.m, p.n, p.k, false)?;
+        let c = node.read(rank, &p.c)?;
+        let r = node.read(rank, &p.reference)?;
+        let (err, has_nan) = compare(&c, &r);
+        worst = if err.is_nan() { f64::NAN } else { worst.max(err) };
+        nan |= has_nan;
+    }
+    // bf16 operands with fp32 accumulation land between 1e-3 and 1e-2.
+    let ok = !nan && worst.is_finite() && worst < 2e-2;
+    let mut all = Vec::new();
+    if !cli.check_only && ok {
+        for i in 0..cli.warmup + cli.iters {
+            node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
+            node.wait(Duration::from_secs(60))?;
+            let ms = node.elapsed_ms()?.into_iter().fold(0.0f32, f32::max) as f64;
+            if i >= cli.warmup {
+                all.push(ms);
+            }
+        }
+    }
+    Ok(VariantResult {
+        name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        style: v.style.clone(),
+        chunks: v.chunks,
+        auto: v.auto,
+        fused: v.fused,
+        rel_error: Some(worst),
+        nan,
+        ok,
+        median_ms: (!all.is_empty()).then(|| median(&all)),
+        all_ms: all,
+        error: None,
+    })
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let mut shapes: Vec<PathBuf> = std::fs::read_dir(&cli.variants)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .filter(|p| cli.filter.as_ref().is_none_or(|f| p.to_string_lossy().contains(f.as_str())))
+        .collect();
+    shapes.sort();
+    let mut results = Vec::new();
+    let mut node: Option<Node> = None;
+    let mut handles: Vec<Cublas> = Vec::new();
+    for shape_dir in shapes {
+        let mut variant_dirs: Vec<PathBuf> = std::fs::read_dir(&shape_dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("variant.json").exists())
+            .collect();
+        variant_dirs.sort();
+        let Some(first) = variant_dirs.first() else { continue };
+        let v0: Variant = serde_json::from_str(&std::fs::read_to_string(first.join("variant.json"))?)?;
+        let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
+        if node.as_ref().is_none_or(|nd| nd.world_size() != world) {
+            let heap = 4 << 30;
+            let nd = Node::open(world, heap)?;
+            handles = (0..world).map(|r| {
+                nd.context(r).bind_to_thread().ok();
+                Cublas::new(nd.compute_stream(r))
+            }).collect::<Result<_>>()?;
+            node = Some(nd);
+        }
+        let nd = node.as_mut().context("node")?;
+        nd.reset_heap();
+        let p = Problem {
+            a: nd.alloc(m * k * 2)?,
+            a_ref: nd.alloc(m * k * 2)?,
+            b: nd.alloc(k * n * 2)?,
+            c: nd.alloc(m * n * 2)?,
+            reference: nd.alloc(m * n * 4)?,
+            m,
+            k,
+            n,
+        };
+        // Baselines of this run: cuBLAS on gathered A, and the gather alone.
+        fill_inputs(nd, &p, 7, true)?;
+        nd.synchronize_all()?;
+        let cublas_ms = event_time(nd, 0, || handles[0].gemm(nd.ptr(0, &p.a), nd.ptr(0, &p.b), nd.ptr(0, &p.c), m, n, k, true), cli.warmup, cli.iters)?;
+        let block_bytes = m / world * k * 2;
+        let copy_ms = event_time(nd, 0, || {
+            for peer in 1..world {
+                let src = nd.ptr(peer, &p.a) + (peer * block_bytes) as u64;
+                let dst = nd.ptr(0, &p.a) + (peer * block_bytes) as u64;
+                unsafe { cu::cuMemcpyAsync(dst, src, block_bytes, nd.compute_stream(0)) };
+            }
+            Ok(())
+        }, cli.warmup, cli.iters)?;
+        let mut variants = Vec::new();
+        for (i, dir) in variant_dirs.iter().enumerate() {
+            let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
+            let result = run_variant(nd, &handles, &p, dir, &v, &cli, 100 + i as u64).unwrap_or_else(|e| VariantResult {
+                name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                style: v.style.clone(),
+                chunks: v.chunks,
+                auto: v.auto,
+                fused: v.fused,
+                rel_error: None,
+                nan: false,
+                ok: false,
+                median_ms: None,
+                all_ms: vec![],
+                error: Some(format!("{e:#}")),
+            });
+            eprintln!(
+                "{:<28} {:<22} ok={} err={:.2e} median={:.3} ms {}",
+                shape_dir.file_name().unwrap_or_default().to_string_lossy(),
+                result.name,
+                result.ok,
+                result.rel_error.unwrap_or(f64::NAN),
+                result.median_ms.unwrap_or(f64::NAN),
+                result.error.as_deref().unwrap_or("")
+            );
+            let _ = nd.clear_errors();
+            variants.push(result);
+        }
+        results.push(ShapeResult {
+            shape: shape_dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+            m,
+            k,
+            n,
+            world,
+            cublas_gemm_ms: cublas_ms,
+            copy_allgather_ms: Some(copy_ms),
+            bytes_received_per_rank: (world - 1) * block_bytes,
+            variants,
+        });
+        std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;
+    }
+    let failed = results.iter().flat_map(|s| &s.variants).filter(|v| !v.ok).count();
+    let total: usize = results.iter().map(|s| s.variants.len()).sum();
+    println!("ag-gemm-bench: {} passed, {} failed", total - failed, failed);
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+"""PyTorch baselines for all-gather + GEMM, one process per GPU (NCCL):
+
+* `torch_b2b`: NCCL all_gather_into_tensor, then torch.matmul (cuBLAS), back
+  to back;
+* `torch_async_tp`: torch.ops.symm_mem.fused_all_gather_matmul (async-TP);
+* `torch_gemm`: torch.matmul on the already gathered A;
+* `torch_allgather`: the NCCL all-gather alone.
+
+Each is timed per rank with CUDA events around the op, after a barrier, on
+random bf16 data: warm-up, then the median over iterations; the reported time
+is the slowest rank's median. Writes JSON.
+
+Run on the GPU machine:  python3 torch_baselines.py --world 2 --out torch.json
+"""
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+SHAPES = [(1024, 4096, 7168), (1024, 8192, 14336), (1024, 8192, 1024),
+          (4096, 4096, 7168), (4096, 8192, 14336), (4096, 8192, 1024),
+          (8192, 4096, 7168), (8192, 8192, 14336), (8192, 8192, 1024)]
+
+
+def timed(fn, warmup, iters):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def worker(rank, world, shapes, warmup, iters, port, out):
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", rank))
+    group = dist.group.WORLD
+    async_tp = None
+    try:
+        from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+
+        enable_symm_mem_for_group(group.group_name)
+        async_tp = torch.ops.symm_mem.fused_all_gather_matmul
+    except Exception as exc:  # report, keep the other baselines
+        if rank == 0:
+            print(f"async-TP unavailable: {exc}", flush=True)
+    results = []
+    for m, k, n in shapes:
+        torch.manual_seed(1234 + rank)
+        a_local = torch.randn(m // world, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        a_full = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
+        dist.all_gather_into_tensor(a_full, a_local)
+        row = {"m": m, "k": k, "n": n, "world": world}
+        row["torch_gemm_ms"] = timed(lambda: torch.matmul(a_full, b), warmup, iters)
+        row["torch_allgather_ms"] = timed(lambda: dist.all_gather_into_tensor(a_full, a_local), warmup, iters)
+
+        def b2b():
+            dist.all_gather_into_tensor(a_full, a_local)
+            return torch.matmul(a_full, b)
+
+        row["torch_b2b_ms"] = timed(b2b, warmup, iters)
+        if async_tp is not None:
+            try:
+                row["torch_async_tp_ms"] = timed(
+                    lambda: async_tp(a_local, [b], gather_dim=0, group_name=group.group_name), warmup, iters)
+            except Exception as exc:
+                row["torch_async_tp_error"] = str(exc)[:300]
+        # The slowest rank's median.
+        gathered = [None] * world
+        dist.all_gather_object(gathered, row)
+        if rank == 0:
+            merged = dict(row)
+            for key in [k for k in row if k.endswith("_ms")]:
+                merged[key] = max(r[key] for r in gathered if key in r)
+            results.append(merged)
+            print(json.dumps(merged), flush=True)
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump({"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                       "device": torch.cuda.get_device_name(0), "results": results}, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world", type=int, default=torch.cuda.device_count())
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shapes", default=None, help="M,K,N;M,K,N (N per rank)")
+    args = parser.parse_args()
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.split(",")) for s in args.shapes.split(";")]
+    mp.spawn(worker, args=(args.world, shapes, args.warmup, args.iters, 29511, args.out), nprocs=args.world)
+
+
+if __name__ == "__main__":
+    main()

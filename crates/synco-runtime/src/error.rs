@@ -1,0 +1,53 @@
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("CUDA call {call} failed on GPU {gpu}: {code:?}")]
+    Cuda {
+        call: &'static str,
+        gpu: usize,
+        code: cudarc::driver::sys::CUresult,
+    },
+    #[error("cannot open GPU {gpu}: {message}")]
+    Open { gpu: usize, message: String },
+    #[error("this node has {found} GPUs, {wanted} were asked for")]
+    NotEnoughGpus { wanted: usize, found: usize },
+    #[error("GPU {a} cannot access GPU {b}'s memory (no peer access)")]
+    NoPeerAccess { a: usize, b: usize },
+    #[error(transparent)]
+    Manifest(#[from] synco_manifest::ManifestError),
+    #[error("cannot read cubin {path}: {source}")]
+    Cubin {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the symmetric heap is full: {wanted} bytes asked, {free} free")]
+    HeapFull { wanted: usize, free: usize },
+    #[error("kernel '{kernel}' takes {expected} arguments of its own, {given} were given")]
+    ArgCount {
+        kernel: String,
+        expected: usize,
+        given: usize,
+    },
+    #[error("argument {index} ('{name}') of '{kernel}' is {ty}, but the value given is {given}")]
+    ArgType {
+        kernel: String,
+        index: usize,
+        name: String,
+        ty: String,
+        given: &'static str,
+    },
+    #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
+    WorldSize { plan: i64, node: usize },
+    #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]
+    UnboundBuffer(String),
+    #[error(
+        "rank {rank} timed out waiting for chunk {chunk} of epoch {epoch}: its flag never reached the epoch \
+         (the transfer that sets it did not happen or did not finish)"
+    )]
+    WaitTimedOut { rank: i32, chunk: i32, epoch: i32 },
+    #[error("rank {rank} did not finish epoch {epoch} within {seconds} s; the GPU may still be busy")]
+    Hung { rank: usize, epoch: u32, seconds: f64 },
+}
+
+pub type Result<T> = std::result::Result<T, RuntimeError>;

@@ -1,0 +1,44 @@
+//! Synco's multi-GPU runtime.
+//!
+//! A [`Node`] opens every GPU of the machine in one process (a primary
+//! context, a compute stream and a copy stream per GPU), enables peer access
+//! between every pair, and gives each GPU a *symmetric heap*: one
+//! allocation of the same size, in which [`Node::alloc`] places every
+//! symmetric buffer at the same offset on every GPU. A peer's copy of an
+//! address is then `addr - heap_bases[rank] + heap_bases[peer]`, the rule
+//! the fused kernels use (see `synco-passes`' ABI).
+//!
+//! [`FusedKernel::load`] reads a cubin and its launch manifest (no Python,
+//! no MLIR). [`Node::launch`] runs one fused operation on every rank:
+//!
+//! 1. a new epoch (flags are never reset: a flag is ready when it holds the
+//!    current epoch or more);
+//! 2. on each rank's copy stream, after the previous launch on that rank is
+//!    done, the manifest's copy-engine schedule: each chunk is copied from
+//!    its source rank's heap, then `cuStreamWriteValue32` sets its flag to
+//!    the epoch;
+//! 3. the kernel on each rank's compute stream, with the user's arguments,
+//!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
+//!    buffer) and Triton's scratch pointers.
+//!
+//! [`Node::wait`] is the watchdog: it waits for every rank with a deadline,
+//! then reads each rank's error buffer. A device-side wait that timed out
+//! becomes [`RuntimeError::WaitTimedOut`] naming rank, chunk and epoch; a
+//! launch that never finishes becomes [`RuntimeError::Hung`] instead of a
+//! hang.
+//!
+//! The design keeps "which process owns which GPU" in [`Node`] alone:
+//! heaps, heap-base tables and flags are per rank, and peers are reached
+//! only through heap base addresses. A multi-process mode (one rank per
+//! process) replaces `Node::open`'s allocation by an exchange of CUDA IPC
+//! handles of each heap and keeps everything else.
+
+mod error;
+mod kernel;
+mod node;
+
+pub use error::RuntimeError;
+pub use kernel::{Arg, FusedKernel};
+pub use node::{Buffer, Node};
+
+pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;

@@ -1,0 +1,410 @@
+//! GPUs, symmetric heaps, launches and the watchdog.
+
+use crate::{
+    error::{Result, RuntimeError},
+    kernel::{Arg, FusedKernel},
+};
+use cudarc::driver::{
+    CudaContext,
+    sys::{self, CUdeviceptr, CUevent, CUresult, CUstream},
+};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+/// Flags each rank can hold (one per chunk of a plan).
+pub const MAX_FLAGS: usize = 1 << 16;
+/// Alignment of every symmetric buffer in the heap.
+const ALIGN: usize = 512;
+
+pub(crate) fn check(gpu: usize, call: &'static str, code: CUresult) -> Result<()> {
+    if code == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(RuntimeError::Cuda { call, gpu, code })
+    }
+}
+
+/// A symmetric buffer: the same offset in every rank's heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    pub offset: usize,
+    pub bytes: usize,
+}
+
+pub(crate) struct Gpu {
+    pub ordinal: usize,
+    pub ctx: Arc<CudaContext>,
+    pub compute: CUstream,
+    pub copy: CUstream,
+    pub heap: CUdeviceptr,
+    pub heap_bases: CUdeviceptr,
+    pub flags: CUdeviceptr,
+    pub errors: CUdeviceptr,
+    pub start: CUevent,
+    pub end: CUevent,
+}
+
+impl Gpu {
+    pub fn bind(&self) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| RuntimeError::Open {
+            gpu: self.ordinal,
+            message: e.to_string(),
+        })
+    }
+}
+
+pub struct Node {
+    pub(crate) gpus: Vec<Gpu>,
+    heap_bytes: usize,
+    used: usize,
+    epoch: u32,
+    /// Scratch for Triton's global scratch pointer, per rank.
+    scratch: Vec<(CUdeviceptr, usize)>,
+}
+
+impl Node {
+    /// Opens GPUs `0..world_size`, each with a symmetric heap of
+    /// `heap_bytes`, flags and an error buffer, and enables peer access
+    /// between every pair.
+    pub fn open(world_size: usize, heap_bytes: usize) -> Result<Node> {
+        let found = CudaContext::device_count().map_err(|e| RuntimeError::Open {
+            gpu: 0,
+            message: e.to_string(),
+        })? as usize;
+        if found < world_size {
+            return Err(RuntimeError::NotEnoughGpus { wanted: world_size, found });
+        }
+        let mut gpus = Vec::with_capacity(world_size);
+        for ordinal in 0..world_size {
+            let ctx = CudaContext::new(ordinal).map_err(|e| RuntimeError::Open {
+                gpu: ordinal,
+                message: e.to_string(),
+            })?;
+            ctx.bind_to_thread().map_err(|e| RuntimeError::Open {
+                gpu: ordinal,
+                message: e.to_string(),
+            })?;
+            let g = ordinal;
+            unsafe {
+                let mut compute = std::ptr::null_mut();
+                check(g, "cuStreamCreate", sys::cuStreamCreate(&mut compute, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32))?;
+                let mut copy = std::ptr::null_mut();
+                check(g, "cuStreamCreate", sys::cuStreamCreate(&mut copy, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32))?;
+                let alloc = |bytes: usize| -> Result<CUdeviceptr> {
+                    let mut p = 0;
+                    check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, bytes))?;
+                    check(g, "cuMemsetD8", sys::cuMemsetD8_v2(p, 0, bytes))?;
+                    Ok(p)
+                };
+                let heap = alloc(heap_bytes)?;
+                let heap_bases = alloc(8 * world_size)?;
+                let flags = alloc(4 * MAX_FLAGS)?;
+                let errors = alloc(16)?;
+                let mut start = std::ptr::null_mut();
+                check(g, "cuEventCreate", sys::cuEventCreate(&mut start, 0))?;
+                let mut end = std::ptr::null_mut();
+                check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
+                gpus.push(Gpu { ordinal, ctx, compute, copy, heap, heap_bases, flags, errors, start, end });
+            }
+        }
+        // Peer access in both directions, and every rank's heap-base table.
+        for a in 0..world_size {
+            gpus[a].bind()?;
+            for b in 0..world_size {
+                if a == b {
+                    continue;
+                }
+                unsafe {
+                    let mut can = 0;
+                    check(a, "cuDeviceCanAccessPeer", sys::cuDeviceCanAccessPeer(&mut can, gpus[a].ctx.cu_device(), gpus[b].ctx.cu_device()))?;
+                    if can == 0 {
+                        return Err(RuntimeError::NoPeerAccess { a, b });
+                    }
+                    let code = sys::cuCtxEnablePeerAccess(gpus[b].ctx.cu_ctx(), 0);
+                    if code != CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+                        check(a, "cuCtxEnablePeerAccess", code)?;
+                    }
+                }
+            }
+            let bases: Vec<u64> = gpus.iter().map(|g| g.heap).collect();
+            unsafe {
+                check(a, "cuMemcpyHtoD", sys::cuMemcpyHtoD_v2(gpus[a].heap_bases, bases.as_ptr().cast(), 8 * world_size))?;
+            }
+        }
+        Ok(Node {
+            scratch: vec![(0, 0); world_size],
+            gpus,
+            heap_bytes,
+            used: 0,
+            epoch: 0,
+        })
+    }
+
+    pub fn world_size(&self) -> usize {
+        self.gpus.len()
+    }
+
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Places a symmetric buffer of `bytes` in every rank's heap.
+    pub fn alloc(&mut self, bytes: usize) -> Result<Buffer> {
+        let offset = self.used.div_ceil(ALIGN) * ALIGN;
+        if offset + bytes > self.heap_bytes {
+            return Err(RuntimeError::HeapFull {
+                wanted: bytes,
+                free: self.heap_bytes.saturating_sub(offset),
+            });
+        }
+        self.used = offset + bytes;
+        Ok(Buffer { offset, bytes })
+    }
+
+    /// Frees every buffer (the heap is reused from its start).
+    pub fn reset_heap(&mut self) {
+        self.used = 0;
+    }
+
+    /// The device address of `buffer` on `rank`.
+    pub fn ptr(&self, rank: usize, buffer: &Buffer) -> CUdeviceptr {
+        self.gpus[rank].heap + buffer.offset as u64
+    }
+
+    pub fn write(&self, rank: usize, buffer: &Buffer, offset: usize, bytes: &[u8]) -> Result<()> {
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
+        assert!(offset + bytes.len() <= buffer.bytes, "write past the end of a symmetric buffer");
+        unsafe {
+            check(rank, "cuMemcpyHtoD", sys::cuMemcpyHtoD_v2(self.ptr(rank, buffer) + offset as u64, bytes.as_ptr().cast(), bytes.len()))
+        }
+    }
+
+    pub fn read(&self, rank: usize, buffer: &Buffer) -> Result<Vec<u8>> {
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
+        self.synchronize(rank)?;
+        let mut out = vec![0u8; buffer.bytes];
+        unsafe {
+            check(rank, "cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr(rank, buffer), buffer.bytes))?;
+        }
+        Ok(out)
+    }
+
+    /// Sets every byte of `buffer` on `rank` (to poison outputs).
+    pub fn fill(&self, rank: usize, buffer: &Buffer, byte: u8) -> Result<()> {
+        self.gpus[rank].bind()?;
+        unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(self.ptr(rank, buffer), byte, buffer.bytes)) }
+    }
+
+    pub fn synchronize(&self, rank: usize) -> Result<()> {
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
+        unsafe {
+            check(rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.compute))?;
+            check(rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.copy))
+        }
+    }
+
+    pub fn synchronize_all(&self) -> Result<()> {
+        (0..self.world_size()).try_for_each(|r| self.synchronize(r))
+    }
+
+    /// The compute stream of `rank` (for callers that enqueue their own
+    /// work, e.g. a cuBLAS reference).
+    pub fn compute_stream(&self, rank: usize) -> cudarc::driver::sys::CUstream {
+        self.gpus[rank].compute
+    }
+
+    pub fn context(&self, rank: usize) -> &Arc<CudaContext> {
+        &self.gpus[rank].ctx
+    }
+
+    /// Starts one fused operation on every rank (see the crate docs).
+    /// `args(rank)` gives the kernel's own arguments; `bindings` maps the
+    /// plan's buffers to symmetric buffers, for the copy schedule.
+    pub fn launch(
+        &mut self,
+        kernel: &FusedKernel,
+        grid: (u32, u32, u32),
+        args: &dyn Fn(usize) -> Vec<Arg>,
+        bindings: &[(&str, Buffer)],
+    ) -> Result<()> {
+        let world = self.world_size();
+        if let Some(fused) = &kernel.manifest.fused {
+            if fused.world_size as usize != world {
+                return Err(RuntimeError::WorldSize { plan: fused.world_size, node: world });
+            }
+        }
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
+        for rank in 0..world {
+            let gpu = &self.gpus[rank];
+            gpu.bind()?;
+            let g = rank;
+            unsafe {
+                check(g, "cuEventRecord", sys::cuEventRecord(gpu.start, gpu.compute))?;
+                check(g, "cuStreamWaitEvent", sys::cuStreamWaitEvent(gpu.copy, gpu.start, 0))?;
+            }
+            if let Some(fused) = &kernel.manifest.fused {
+                self.enqueue_copies(rank, fused, bindings, epoch)?;
+            }
+            // Triton's global scratch: per program.
+            let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
+            if scratch_bytes > self.scratch[rank].1 {
+                unsafe {
+                    if self.scratch[rank].0 != 0 {
+                        check(g, "cuMemFree", sys::cuMemFree_v2(self.scratch[rank].0))?;
+                    }
+                    let mut p = 0;
+                    check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, scratch_bytes))?;
+                    self.scratch[rank] = (p, scratch_bytes);
+                }
+            }
+            let gpu = &self.gpus[rank];
+            let abi = [
+                Arg::I32(rank as i32),
+                Arg::I32(world as i32),
+                Arg::Ptr(gpu.heap_bases),
+                Arg::Ptr(gpu.flags),
+                Arg::I32(epoch as i32),
+                Arg::Ptr(gpu.errors),
+            ];
+            kernel.launch_on(rank, gpu.compute, grid, &args(rank), &abi, self.scratch[rank].0)?;
+            unsafe {
+                check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
+                // The next launch's copies overwrite rows this kernel reads.
+                check(g, "cuStreamWaitEvent", sys::cuStreamWaitEvent(gpu.copy, gpu.end, 0))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn enqueue_copies(
+        &self,
+        rank: usize,
+        fused: &synco_manifest::FusedPlan,
+        bindings: &[(&str, Buffer)],
+        epoch: u32,
+    ) -> Result<()> {
+        let gpu = &self.gpus[rank];
+        let place = |name: &str| -> Result<(Buffer, i64)> {
+            let buffer = bindings
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, b)| *b)
+                .ok_or_else(|| RuntimeError::UnboundBuffer(name.into()))?;
+            let elem = fused
+                .buffers
+                .iter()
+                .find(|b| b.name == name)
+                .and_then(|b| b.element_bytes)
+                .unwrap_or(1);
+            Ok((buffer, elem))
+        };
+        for copy in fused.copies.get(rank).into_iter().flatten() {
+            let (src_buf, elem) = place(&copy.src_buffer)?;
+            let (dst_buf, _) = place(&copy.dst_buffer)?;
+            let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
+            let dst = self.ptr(copy.dst_rank as usize, &dst_buf) + (copy.dst_offset * elem) as u64;
+            let width = (copy.row_elems * elem) as usize;
+            unsafe {
+                if copy.rows == 1 {
+                    check(rank, "cuMemcpyAsync", sys::cuMemcpyAsync(dst, src, width, gpu.copy))?;
+                } else {
+                    let params = sys::CUDA_MEMCPY2D {
+                        srcXInBytes: 0,
+                        srcY: 0,
+                        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                        srcHost: std::ptr::null(),
+                        srcDevice: src,
+                        srcArray: std::ptr::null_mut(),
+                        srcPitch: (copy.src_pitch * elem) as usize,
+                        dstXInBytes: 0,
+                        dstY: 0,
+                        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                        dstHost: std::ptr::null_mut(),
+                        dstDevice: dst,
+                        dstArray: std::ptr::null_mut(),
+                        dstPitch: (copy.dst_pitch * elem) as usize,
+                        WidthInBytes: width,
+                        Height: copy.rows as usize,
+                    };
+                    check(rank, "cuMemcpy2DAsync", sys::cuMemcpy2DAsync_v2(&params, gpu.copy))?;
+                }
+                if let Some(flag) = copy.flag {
+                    let flags = self.gpus[copy.dst_rank as usize].flags;
+                    check(
+                        rank,
+                        "cuStreamWriteValue32",
+                        sys::cuStreamWriteValue32_v2(gpu.copy, flags + 4 * flag as u64, epoch, 0),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits (at most `deadline`) for every rank's last launch, then checks
+    /// every rank's error buffer (see the crate docs).
+    pub fn wait(&self, deadline: Duration) -> Result<()> {
+        let started = Instant::now();
+        for (rank, gpu) in self.gpus.iter().enumerate() {
+            gpu.bind()?;
+            for stream in [gpu.compute, gpu.copy] {
+                loop {
+                    let code = unsafe { sys::cuStreamQuery(stream) };
+                    if code == CUresult::CUDA_SUCCESS {
+                        break;
+                    }
+                    if code != CUresult::CUDA_ERROR_NOT_READY {
+                        return Err(RuntimeError::Cuda { call: "cuStreamQuery", gpu: rank, code });
+                    }
+                    if started.elapsed() > deadline {
+                        return Err(RuntimeError::Hung {
+                            rank,
+                            epoch: self.epoch,
+                            seconds: started.elapsed().as_secs_f64(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            let mut record = [0i32; 4];
+            unsafe {
+                check(rank, "cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(record.as_mut_ptr().cast(), gpu.errors, 16))?;
+            }
+            if record[0] != 0 {
+                return Err(RuntimeError::WaitTimedOut { rank: record[1], chunk: record[2], epoch: record[3] });
+            }
+        }
+        Ok(())
+    }
+
+    /// Milliseconds each rank's last launch took on its compute stream
+    /// (after [`Node::wait`]).
+    pub fn elapsed_ms(&self) -> Result<Vec<f32>> {
+        self.gpus
+            .iter()
+            .enumerate()
+            .map(|(rank, gpu)| {
+                gpu.bind()?;
+                let mut ms = 0.0f32;
+                unsafe { check(rank, "cuEventElapsedTime", sys::cuEventElapsedTime_v2(&mut ms, gpu.start, gpu.end))? };
+                Ok(ms)
+            })
+            .collect()
+    }
+
+    /// Clears every rank's error buffer (after a reported error).
+    pub fn clear_errors(&self) -> Result<()> {
+        for (rank, gpu) in self.gpus.iter().enumerate() {
+            gpu.bind()?;
+            unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
+        }
+        Ok(())
+    }
+}
