@@ -28,7 +28,7 @@
 // CHECK:        "tt.elementwise_inline_asm"(%[[ERR]]) {asm_string = "ld.relaxed.gpu.global.u32 $0, [$1];"
 // CHECK:        scf.condition
 // CHECK:      } do {
-// CHECK:        "tt.elementwise_inline_asm"(%[[FLAG]]) {asm_string = "ld.acquire.sys.global.u32 $0, [$1];", constraints = "=r,l"
+// CHECK:        "tt.elementwise_inline_asm"(%[[FLAG]]) {asm_string = "nanosleep.u32 64;\0A\09ld.acquire.sys.global.u32 $0, [$1];", constraints = "=r,l"
 // CHECK:      scf.if
 // CHECK:        "tt.atomic_cas"(%[[ERR]], %{{.*}}, %{{.*}}) {scope = 3 : i32, sem = 4 : i32}
 // CHECK:        scf.if
@@ -42,7 +42,7 @@
 // CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[EPOCH]], %{{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
 //
 // A relaxed, gpu-scope wait reads with ld.relaxed.gpu.
-// CHECK:      asm_string = "ld.relaxed.gpu.global.u32 $0, [$1];", constraints = "=r,l"
+// CHECK:      asm_string = "nanosleep.u32 64;\0A\09ld.relaxed.gpu.global.u32 $0, [$1];", constraints = "=r,l"
 // CHECK-NOT:  synco.abi_first_arg
 module {
   chunk.plan @p world_size(2) {

@@ -8,7 +8,8 @@
 //!   heap_bases[rank] + heap_bases[peer])`;
 //! * `chunk.wait %flags[%c], %epoch` -> a bounded spin: while the flag is
 //!   below the epoch, no error is recorded yet and `timeout_ns` has not
-//!   passed (`%globaltimer`), read the flag with `ld.<sem>.<scope>`; on
+//!   passed (`%globaltimer`), sleep 64 ns (`nanosleep`) and read the flag
+//!   with `ld.<sem>.<scope>`; on
 //!   timeout, claim the error buffer with an acq_rel/sys compare-and-swap
 //!   and record `[1, rank, c, epoch]`. Once an error is recorded, later
 //!   waits fall through, so the kernel ends and the host reports it;
@@ -148,6 +149,9 @@ fn scope_of(op: Op) -> Scope {
     }
 }
 
+/// Nanoseconds a waiting program sleeps between two reads of its flag.
+const BACKOFF_NS: u32 = 64;
+
 fn lower_wait(
     op: Op,
     b: &Builder,
@@ -171,7 +175,9 @@ fn lower_wait(
     let zero = b.const_i32(0);
     let timeout = b.const_i64(timeout_ns);
     let start = b.global_timer();
-    let load_flag = format!("ld.{sem}.{scope}.global.u32 $0, [$1];");
+    // Back off between polls, so spinning programs leave the memory system
+    // to the transfers they wait for.
+    let load_flag = format!("nanosleep.u32 {BACKOFF_NS};\n\tld.{sem}.{scope}.global.u32 $0, [$1];");
     let loop_op = b.while_loop(
         &[zero, start],
         |before, args| {

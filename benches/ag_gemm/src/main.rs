@@ -43,6 +43,11 @@ struct Cli {
     /// Only shapes whose directory name contains this.
     #[arg(long)]
     filter: Option<String>,
+    /// Instead of benchmarking: run the first fused variant with rank 1's
+    /// transfers withheld, and check that the watchdog reports the rank,
+    /// chunk and epoch that timed out (takes the kernel's wait timeout).
+    #[arg(long)]
+    watchdog_test: bool,
 }
 
 #[derive(Deserialize, Clone)]
@@ -103,10 +108,23 @@ impl Cublas {
     }
 
     /// Row-major C[M,N] (fp32 or bf16) = A[M,K] @ B[K,N] (bf16), fp32 math.
-    fn gemm(&self, a: u64, b: u64, c: u64, m: usize, n: usize, k: usize, c_bf16: bool) -> Result<()> {
+    fn gemm(
+        &self,
+        a: u64,
+        b: u64,
+        c: u64,
+        m: usize,
+        n: usize,
+        k: usize,
+        c_bf16: bool,
+    ) -> Result<()> {
         let alpha = 1.0f32;
         let beta = 0.0f32;
-        let c_type = if c_bf16 { cublas::cudaDataType_t::CUDA_R_16BF } else { cublas::cudaDataType_t::CUDA_R_32F };
+        let c_type = if c_bf16 {
+            cublas::cudaDataType_t::CUDA_R_16BF
+        } else {
+            cublas::cudaDataType_t::CUDA_R_32F
+        };
         // Column-major view: C^T[N,M] = B^T[N,K] @ A^T[K,M].
         let status = unsafe {
             cublas::cublasGemmEx(
@@ -156,10 +174,20 @@ fn random_bf16(count: usize, seed: u64) -> Vec<u8> {
 fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
 }
 
-fn event_time(node: &Node, rank: usize, f: impl Fn() -> Result<()>, warmup: usize, iters: usize) -> Result<f64> {
+fn event_time(
+    node: &Node,
+    rank: usize,
+    f: impl Fn() -> Result<()>,
+    warmup: usize,
+    iters: usize,
+) -> Result<f64> {
     let stream = node.compute_stream(rank);
     node.context(rank).bind_to_thread()?;
     let mut times = Vec::new();
@@ -204,22 +232,29 @@ fn grid(v: &Variant) -> (u32, u32, u32) {
     }
 }
 
-fn user_args(node: &Node, p: &Problem, rank: usize) -> Vec<Arg> {
+/// The kernel's own arguments, by parameter name (parameters specialised
+/// away at import, such as unit strides, are not in the manifest).
+fn user_args(node: &Node, p: &Problem, rank: usize, kernel: &FusedKernel) -> Result<Vec<Arg>> {
     let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
-    vec![
-        Arg::Ptr(node.ptr(rank, &p.a)),
-        Arg::Ptr(node.ptr(rank, &p.b)),
-        Arg::Ptr(node.ptr(rank, &p.c)),
-        Arg::I32(m),
-        Arg::I32(n),
-        Arg::I32(k),
-        Arg::I32(k),
-        Arg::I32(1),
-        Arg::I32(n),
-        Arg::I32(1),
-        Arg::I32(n),
-        Arg::I32(1),
-    ]
+    kernel
+        .manifest
+        .params
+        .iter()
+        .filter(|param| param.role == synco_manifest::ParamRole::User)
+        .map(|param| {
+            Ok(match param.name.as_str() {
+                "a_ptr" => Arg::Ptr(node.ptr(rank, &p.a)),
+                "b_ptr" => Arg::Ptr(node.ptr(rank, &p.b)),
+                "c_ptr" => Arg::Ptr(node.ptr(rank, &p.c)),
+                "M" => Arg::I32(m),
+                "N" => Arg::I32(n),
+                "K" | "stride_am" => Arg::I32(k),
+                "stride_ak" | "stride_bn" | "stride_cn" => Arg::I32(1),
+                "stride_bk" | "stride_cm" => Arg::I32(n),
+                other => bail!("unknown GEMM parameter '{other}'"),
+            })
+        })
+        .collect()
 }
 
 fn fill_inputs(node: &Node, p: &Problem, seed: u64, gathered: bool) -> Result<()> {
@@ -238,7 +273,12 @@ fn fill_inputs(node: &Node, p: &Problem, seed: u64, gathered: bool) -> Result<()
                 node.write(rank, &p.a, owner * block * p.k * 2, &poison)?;
             }
         }
-        node.write(rank, &p.b, 0, &random_bf16(p.k * p.n, seed + 1000 + rank as u64))?;
+        node.write(
+            rank,
+            &p.b,
+            0,
+            &random_bf16(p.k * p.n, seed + 1000 + rank as u64),
+        )?;
         node.fill(rank, &p.c, 0xFF)?;
     }
     Ok(())
@@ -273,7 +313,10 @@ fn run_variant(
 ) -> Result<VariantResult> {
     let manifest = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().is_some_and(|n| n != "variant.json"))
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().is_some_and(|n| n != "variant.json")
+        })
         .context("no manifest")?;
     let kernel = FusedKernel::load(node, &manifest)?;
     let world = node.world_size();
@@ -282,18 +325,32 @@ fn run_variant(
     // Correctness, on fresh data.
     fill_inputs(node, p, seed, !v.fused)?;
     node.synchronize_all()?;
-    let args: Vec<Vec<Arg>> = (0..world).map(|rank| user_args(node, p, rank)).collect();
+    let args: Vec<Vec<Arg>> = (0..world)
+        .map(|rank| user_args(node, p, rank, &kernel))
+        .collect::<Result<_>>()?;
     node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
     node.wait(Duration::from_secs(60))?;
     let mut worst = 0.0f64;
     let mut nan = false;
     for rank in 0..world {
         node.context(rank).bind_to_thread()?;
-        cublas[rank].gemm(node.ptr(rank, &p.a_ref), node.ptr(rank, &p.b), node.ptr(rank, &p.reference), p.m, p.n, p.k, false)?;
+        cublas[rank].gemm(
+            node.ptr(rank, &p.a_ref),
+            node.ptr(rank, &p.b),
+            node.ptr(rank, &p.reference),
+            p.m,
+            p.n,
+            p.k,
+            false,
+        )?;
         let c = node.read(rank, &p.c)?;
         let r = node.read(rank, &p.reference)?;
         let (err, has_nan) = compare(&c, &r);
-        worst = if err.is_nan() { f64::NAN } else { worst.max(err) };
+        worst = if err.is_nan() {
+            f64::NAN
+        } else {
+            worst.max(err)
+        };
         nan |= has_nan;
     }
     // bf16 operands with fp32 accumulation land between 1e-3 and 1e-2.
@@ -310,7 +367,10 @@ fn run_variant(
         }
     }
     Ok(VariantResult {
-        name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        name: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         style: v.style.clone(),
         chunks: v.chunks,
         auto: v.auto,
@@ -324,12 +384,86 @@ fn run_variant(
     })
 }
 
+/// Withholds rank 1's copies: its tiles must time out, and the runtime must
+/// say so (rank 1, one of its chunks, this epoch), not hang.
+fn watchdog_test(cli: &Cli) -> Result<()> {
+    let shape = std::fs::read_dir(&cli.variants)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.is_dir())
+        .context("no shape")?;
+    let dir = std::fs::read_dir(&shape)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("variant.json").exists() && p.to_string_lossy().contains("_c"))
+        .context("no fused variant")?;
+    let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
+    let mut node = Node::open(v.world, 4 << 30)?;
+    let p = Problem {
+        a: node.alloc(v.m * v.k * 2)?,
+        a_ref: node.alloc(v.m * v.k * 2)?,
+        b: node.alloc(v.k * v.n * 2)?,
+        c: node.alloc(v.m * v.n * 2)?,
+        reference: node.alloc(16)?,
+        m: v.m,
+        k: v.k,
+        n: v.n,
+    };
+    let manifest = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().is_some_and(|n| n != "variant.json")
+        })
+        .context("no manifest")?;
+    let mut kernel = FusedKernel::load(&node, &manifest)?;
+    if let Some(fused) = kernel.manifest.fused.as_mut() {
+        fused.copies[1].clear();
+    }
+    fill_inputs(&node, &p, 5, false)?;
+    node.synchronize_all()?;
+    let args: Vec<Vec<Arg>> = (0..v.world)
+        .map(|rank| user_args(&node, &p, rank, &kernel))
+        .collect::<Result<_>>()?;
+    let started = std::time::Instant::now();
+    node.launch(
+        &kernel,
+        grid(&v),
+        &|rank| args[rank].clone(),
+        &[("A", p.a), ("B", p.b), ("C", p.c)],
+    )?;
+    match node.wait(Duration::from_secs(60)) {
+        Err(
+            e @ synco_runtime::RuntimeError::WaitTimedOut {
+                rank: 1, epoch: 1, ..
+            },
+        ) => {
+            println!(
+                "watchdog: reported after {:.1} s: {e}",
+                started.elapsed().as_secs_f64()
+            );
+            println!("ag-gemm-bench: 1 passed, 0 failed");
+            Ok(())
+        }
+        other => {
+            println!("watchdog: expected a timeout of rank 1 in epoch 1, got {other:?}");
+            println!("ag-gemm-bench: 0 passed, 1 failed");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    if cli.watchdog_test {
+        return watchdog_test(&cli);
+    }
     let mut shapes: Vec<PathBuf> = std::fs::read_dir(&cli.variants)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_dir())
-        .filter(|p| cli.filter.as_ref().is_none_or(|f| p.to_string_lossy().contains(f.as_str())))
+        .filter(|p| {
+            cli.filter
+                .as_ref()
+                .is_none_or(|f| p.to_string_lossy().contains(f.as_str()))
+        })
         .collect();
     shapes.sort();
     let mut results = Vec::new();
@@ -341,16 +475,21 @@ fn main() -> Result<()> {
             .filter(|p| p.join("variant.json").exists())
             .collect();
         variant_dirs.sort();
-        let Some(first) = variant_dirs.first() else { continue };
-        let v0: Variant = serde_json::from_str(&std::fs::read_to_string(first.join("variant.json"))?)?;
+        let Some(first) = variant_dirs.first() else {
+            continue;
+        };
+        let v0: Variant =
+            serde_json::from_str(&std::fs::read_to_string(first.join("variant.json"))?)?;
         let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
         if node.as_ref().is_none_or(|nd| nd.world_size() != world) {
             let heap = 4 << 30;
             let nd = Node::open(world, heap)?;
-            handles = (0..world).map(|r| {
-                nd.context(r).bind_to_thread().ok();
-                Cublas::new(nd.compute_stream(r))
-            }).collect::<Result<_>>()?;
+            handles = (0..world)
+                .map(|r| {
+                    nd.context(r).bind_to_thread().ok();
+                    Cublas::new(nd.compute_stream(r))
+                })
+                .collect::<Result<_>>()?;
             node = Some(nd);
         }
         let nd = node.as_mut().context("node")?;
@@ -368,32 +507,59 @@ fn main() -> Result<()> {
         // Baselines of this run: cuBLAS on gathered A, and the gather alone.
         fill_inputs(nd, &p, 7, true)?;
         nd.synchronize_all()?;
-        let cublas_ms = event_time(nd, 0, || handles[0].gemm(nd.ptr(0, &p.a), nd.ptr(0, &p.b), nd.ptr(0, &p.c), m, n, k, true), cli.warmup, cli.iters)?;
+        let cublas_ms = event_time(
+            nd,
+            0,
+            || {
+                handles[0].gemm(
+                    nd.ptr(0, &p.a),
+                    nd.ptr(0, &p.b),
+                    nd.ptr(0, &p.c),
+                    m,
+                    n,
+                    k,
+                    true,
+                )
+            },
+            cli.warmup,
+            cli.iters,
+        )?;
         let block_bytes = m / world * k * 2;
-        let copy_ms = event_time(nd, 0, || {
-            for peer in 1..world {
-                let src = nd.ptr(peer, &p.a) + (peer * block_bytes) as u64;
-                let dst = nd.ptr(0, &p.a) + (peer * block_bytes) as u64;
-                unsafe { cu::cuMemcpyAsync(dst, src, block_bytes, nd.compute_stream(0)) };
-            }
-            Ok(())
-        }, cli.warmup, cli.iters)?;
+        let copy_ms = event_time(
+            nd,
+            0,
+            || {
+                for peer in 1..world {
+                    let src = nd.ptr(peer, &p.a) + (peer * block_bytes) as u64;
+                    let dst = nd.ptr(0, &p.a) + (peer * block_bytes) as u64;
+                    unsafe { cu::cuMemcpyAsync(dst, src, block_bytes, nd.compute_stream(0)) };
+                }
+                Ok(())
+            },
+            cli.warmup,
+            cli.iters,
+        )?;
         let mut variants = Vec::new();
         for (i, dir) in variant_dirs.iter().enumerate() {
-            let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
-            let result = run_variant(nd, &handles, &p, dir, &v, &cli, 100 + i as u64).unwrap_or_else(|e| VariantResult {
-                name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                style: v.style.clone(),
-                chunks: v.chunks,
-                auto: v.auto,
-                fused: v.fused,
-                rel_error: None,
-                nan: false,
-                ok: false,
-                median_ms: None,
-                all_ms: vec![],
-                error: Some(format!("{e:#}")),
-            });
+            let v: Variant =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
+            let result = run_variant(nd, &handles, &p, dir, &v, &cli, 100 + i as u64)
+                .unwrap_or_else(|e| VariantResult {
+                    name: dir
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    style: v.style.clone(),
+                    chunks: v.chunks,
+                    auto: v.auto,
+                    fused: v.fused,
+                    rel_error: None,
+                    nan: false,
+                    ok: false,
+                    median_ms: None,
+                    all_ms: vec![],
+                    error: Some(format!("{e:#}")),
+                });
             eprintln!(
                 "{:<28} {:<22} ok={} err={:.2e} median={:.3} ms {}",
                 shape_dir.file_name().unwrap_or_default().to_string_lossy(),
@@ -407,7 +573,11 @@ fn main() -> Result<()> {
             variants.push(result);
         }
         results.push(ShapeResult {
-            shape: shape_dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+            shape: shape_dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
             m,
             k,
             n,
@@ -419,9 +589,17 @@ fn main() -> Result<()> {
         });
         std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;
     }
-    let failed = results.iter().flat_map(|s| &s.variants).filter(|v| !v.ok).count();
+    let failed = results
+        .iter()
+        .flat_map(|s| &s.variants)
+        .filter(|v| !v.ok)
+        .count();
     let total: usize = results.iter().map(|s| s.variants.len()).sum();
-    println!("ag-gemm-bench: {} passed, {} failed", total - failed, failed);
+    println!(
+        "ag-gemm-bench: {} passed, {} failed",
+        total - failed,
+        failed
+    );
     if failed > 0 {
         std::process::exit(1);
     }

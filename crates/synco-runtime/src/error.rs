@@ -8,6 +8,8 @@ pub enum RuntimeError {
         gpu: usize,
         code: cudarc::driver::sys::CUresult,
     },
+    #[error("no CUDA driver (libcuda.so) on this machine: Synco's runtime needs NVIDIA GPUs")]
+    NoDriver,
     #[error("cannot open GPU {gpu}: {message}")]
     Open { gpu: usize, message: String },
     #[error("this node has {found} GPUs, {wanted} were asked for")]
@@ -46,8 +48,14 @@ pub enum RuntimeError {
          (the transfer that sets it did not happen or did not finish)"
     )]
     WaitTimedOut { rank: i32, chunk: i32, epoch: i32 },
-    #[error("rank {rank} did not finish epoch {epoch} within {seconds} s; the GPU may still be busy")]
-    Hung { rank: usize, epoch: u32, seconds: f64 },
+    #[error(
+        "rank {rank} did not finish epoch {epoch} within {seconds} s; the GPU may still be busy"
+    )]
+    Hung {
+        rank: usize,
+        epoch: u32,
+        seconds: f64,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, RuntimeError>;

@@ -71,9 +71,17 @@ impl FusedKernel {
             gpu.bind()?;
             unsafe {
                 let mut module = std::ptr::null_mut();
-                check(rank, "cuModuleLoadData", sys::cuModuleLoadData(&mut module, cubin.as_ptr().cast()))?;
+                check(
+                    rank,
+                    "cuModuleLoadData",
+                    sys::cuModuleLoadData(&mut module, cubin.as_ptr().cast()),
+                )?;
                 let mut function = std::ptr::null_mut();
-                check(rank, "cuModuleGetFunction", sys::cuModuleGetFunction(&mut function, module, name.as_ptr()))?;
+                check(
+                    rank,
+                    "cuModuleGetFunction",
+                    sys::cuModuleGetFunction(&mut function, module, name.as_ptr()),
+                )?;
                 if manifest.shared_mem_bytes > 48 * 1024 {
                     check(
                         rank,
@@ -89,12 +97,20 @@ impl FusedKernel {
                 modules.push(module);
             }
         }
-        Ok(FusedKernel { manifest, functions, _modules: modules })
+        Ok(FusedKernel {
+            manifest,
+            functions,
+            _modules: modules,
+        })
     }
 
     /// Number of the kernel's own (role `user`) parameters.
     pub fn num_user_params(&self) -> usize {
-        self.manifest.params.iter().filter(|p| p.role == ParamRole::User).count()
+        self.manifest
+            .params
+            .iter()
+            .filter(|p| p.role == ParamRole::User)
+            .count()
     }
 
     pub(crate) fn launch_on(
@@ -108,7 +124,11 @@ impl FusedKernel {
     ) -> Result<()> {
         let m = &self.manifest;
         if user.len() != self.num_user_params() {
-            return Err(RuntimeError::ArgCount { kernel: m.kernel.clone(), expected: self.num_user_params(), given: user.len() });
+            return Err(RuntimeError::ArgCount {
+                kernel: m.kernel.clone(),
+                expected: self.num_user_params(),
+                given: user.len(),
+            });
         }
         let mut values: Vec<[u8; 8]> = Vec::with_capacity(m.params.len());
         let (mut u, mut a) = (0, 0);
@@ -136,7 +156,8 @@ impl FusedKernel {
             }
             values.push(value.bytes());
         }
-        let mut pointers: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+        let mut pointers: Vec<*mut std::ffi::c_void> =
+            values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
         unsafe {
             check(
                 rank,

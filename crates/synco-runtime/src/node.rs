@@ -69,12 +69,19 @@ impl Node {
     /// `heap_bytes`, flags and an error buffer, and enables peer access
     /// between every pair.
     pub fn open(world_size: usize, heap_bytes: usize) -> Result<Node> {
+        // SAFETY: only tries to load libcuda.so.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(RuntimeError::NoDriver);
+        }
         let found = CudaContext::device_count().map_err(|e| RuntimeError::Open {
             gpu: 0,
             message: e.to_string(),
         })? as usize;
         if found < world_size {
-            return Err(RuntimeError::NotEnoughGpus { wanted: world_size, found });
+            return Err(RuntimeError::NotEnoughGpus {
+                wanted: world_size,
+                found,
+            });
         }
         let mut gpus = Vec::with_capacity(world_size);
         for ordinal in 0..world_size {
@@ -89,9 +96,23 @@ impl Node {
             let g = ordinal;
             unsafe {
                 let mut compute = std::ptr::null_mut();
-                check(g, "cuStreamCreate", sys::cuStreamCreate(&mut compute, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32))?;
+                check(
+                    g,
+                    "cuStreamCreate",
+                    sys::cuStreamCreate(
+                        &mut compute,
+                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                    ),
+                )?;
                 let mut copy = std::ptr::null_mut();
-                check(g, "cuStreamCreate", sys::cuStreamCreate(&mut copy, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32))?;
+                check(
+                    g,
+                    "cuStreamCreate",
+                    sys::cuStreamCreate(
+                        &mut copy,
+                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                    ),
+                )?;
                 let alloc = |bytes: usize| -> Result<CUdeviceptr> {
                     let mut p = 0;
                     check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, bytes))?;
@@ -106,7 +127,18 @@ impl Node {
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut start, 0))?;
                 let mut end = std::ptr::null_mut();
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
-                gpus.push(Gpu { ordinal, ctx, compute, copy, heap, heap_bases, flags, errors, start, end });
+                gpus.push(Gpu {
+                    ordinal,
+                    ctx,
+                    compute,
+                    copy,
+                    heap,
+                    heap_bases,
+                    flags,
+                    errors,
+                    start,
+                    end,
+                });
             }
         }
         // Peer access in both directions, and every rank's heap-base table.
@@ -118,7 +150,15 @@ impl Node {
                 }
                 unsafe {
                     let mut can = 0;
-                    check(a, "cuDeviceCanAccessPeer", sys::cuDeviceCanAccessPeer(&mut can, gpus[a].ctx.cu_device(), gpus[b].ctx.cu_device()))?;
+                    check(
+                        a,
+                        "cuDeviceCanAccessPeer",
+                        sys::cuDeviceCanAccessPeer(
+                            &mut can,
+                            gpus[a].ctx.cu_device(),
+                            gpus[b].ctx.cu_device(),
+                        ),
+                    )?;
                     if can == 0 {
                         return Err(RuntimeError::NoPeerAccess { a, b });
                     }
@@ -130,7 +170,11 @@ impl Node {
             }
             let bases: Vec<u64> = gpus.iter().map(|g| g.heap).collect();
             unsafe {
-                check(a, "cuMemcpyHtoD", sys::cuMemcpyHtoD_v2(gpus[a].heap_bases, bases.as_ptr().cast(), 8 * world_size))?;
+                check(
+                    a,
+                    "cuMemcpyHtoD",
+                    sys::cuMemcpyHtoD_v2(gpus[a].heap_bases, bases.as_ptr().cast(), 8 * world_size),
+                )?;
             }
         }
         Ok(Node {
@@ -176,9 +220,20 @@ impl Node {
     pub fn write(&self, rank: usize, buffer: &Buffer, offset: usize, bytes: &[u8]) -> Result<()> {
         let gpu = &self.gpus[rank];
         gpu.bind()?;
-        assert!(offset + bytes.len() <= buffer.bytes, "write past the end of a symmetric buffer");
+        assert!(
+            offset + bytes.len() <= buffer.bytes,
+            "write past the end of a symmetric buffer"
+        );
         unsafe {
-            check(rank, "cuMemcpyHtoD", sys::cuMemcpyHtoD_v2(self.ptr(rank, buffer) + offset as u64, bytes.as_ptr().cast(), bytes.len()))
+            check(
+                rank,
+                "cuMemcpyHtoD",
+                sys::cuMemcpyHtoD_v2(
+                    self.ptr(rank, buffer) + offset as u64,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                ),
+            )
         }
     }
 
@@ -188,7 +243,15 @@ impl Node {
         self.synchronize(rank)?;
         let mut out = vec![0u8; buffer.bytes];
         unsafe {
-            check(rank, "cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr(rank, buffer), buffer.bytes))?;
+            check(
+                rank,
+                "cuMemcpyDtoH",
+                sys::cuMemcpyDtoH_v2(
+                    out.as_mut_ptr().cast(),
+                    self.ptr(rank, buffer),
+                    buffer.bytes,
+                ),
+            )?;
         }
         Ok(out)
     }
@@ -196,15 +259,29 @@ impl Node {
     /// Sets every byte of `buffer` on `rank` (to poison outputs).
     pub fn fill(&self, rank: usize, buffer: &Buffer, byte: u8) -> Result<()> {
         self.gpus[rank].bind()?;
-        unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(self.ptr(rank, buffer), byte, buffer.bytes)) }
+        unsafe {
+            check(
+                rank,
+                "cuMemsetD8",
+                sys::cuMemsetD8_v2(self.ptr(rank, buffer), byte, buffer.bytes),
+            )
+        }
     }
 
     pub fn synchronize(&self, rank: usize) -> Result<()> {
         let gpu = &self.gpus[rank];
         gpu.bind()?;
         unsafe {
-            check(rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.compute))?;
-            check(rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.copy))
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.compute),
+            )?;
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.copy),
+            )
         }
     }
 
@@ -235,7 +312,10 @@ impl Node {
         let world = self.world_size();
         if let Some(fused) = &kernel.manifest.fused {
             if fused.world_size as usize != world {
-                return Err(RuntimeError::WorldSize { plan: fused.world_size, node: world });
+                return Err(RuntimeError::WorldSize {
+                    plan: fused.world_size,
+                    node: world,
+                });
             }
         }
         self.epoch += 1;
@@ -246,8 +326,16 @@ impl Node {
             gpu.bind()?;
             let g = rank;
             unsafe {
-                check(g, "cuEventRecord", sys::cuEventRecord(gpu.start, gpu.compute))?;
-                check(g, "cuStreamWaitEvent", sys::cuStreamWaitEvent(gpu.copy, gpu.start, 0))?;
+                check(
+                    g,
+                    "cuEventRecord",
+                    sys::cuEventRecord(gpu.start, gpu.compute),
+                )?;
+                check(
+                    g,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.copy, gpu.start, 0),
+                )?;
             }
             if let Some(fused) = &kernel.manifest.fused {
                 self.enqueue_copies(rank, fused, bindings, epoch)?;
@@ -273,11 +361,22 @@ impl Node {
                 Arg::I32(epoch as i32),
                 Arg::Ptr(gpu.errors),
             ];
-            kernel.launch_on(rank, gpu.compute, grid, &args(rank), &abi, self.scratch[rank].0)?;
+            kernel.launch_on(
+                rank,
+                gpu.compute,
+                grid,
+                &args(rank),
+                &abi,
+                self.scratch[rank].0,
+            )?;
             unsafe {
                 check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
                 // The next launch's copies overwrite rows this kernel reads.
-                check(g, "cuStreamWaitEvent", sys::cuStreamWaitEvent(gpu.copy, gpu.end, 0))?;
+                check(
+                    g,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.copy, gpu.end, 0),
+                )?;
             }
         }
         Ok(())
@@ -313,7 +412,11 @@ impl Node {
             let width = (copy.row_elems * elem) as usize;
             unsafe {
                 if copy.rows == 1 {
-                    check(rank, "cuMemcpyAsync", sys::cuMemcpyAsync(dst, src, width, gpu.copy))?;
+                    check(
+                        rank,
+                        "cuMemcpyAsync",
+                        sys::cuMemcpyAsync(dst, src, width, gpu.copy),
+                    )?;
                 } else {
                     let params = sys::CUDA_MEMCPY2D {
                         srcXInBytes: 0,
@@ -333,7 +436,11 @@ impl Node {
                         WidthInBytes: width,
                         Height: copy.rows as usize,
                     };
-                    check(rank, "cuMemcpy2DAsync", sys::cuMemcpy2DAsync_v2(&params, gpu.copy))?;
+                    check(
+                        rank,
+                        "cuMemcpy2DAsync",
+                        sys::cuMemcpy2DAsync_v2(&params, gpu.copy),
+                    )?;
                 }
                 if let Some(flag) = copy.flag {
                     let flags = self.gpus[copy.dst_rank as usize].flags;
@@ -361,7 +468,11 @@ impl Node {
                         break;
                     }
                     if code != CUresult::CUDA_ERROR_NOT_READY {
-                        return Err(RuntimeError::Cuda { call: "cuStreamQuery", gpu: rank, code });
+                        return Err(RuntimeError::Cuda {
+                            call: "cuStreamQuery",
+                            gpu: rank,
+                            code,
+                        });
                     }
                     if started.elapsed() > deadline {
                         return Err(RuntimeError::Hung {
@@ -375,10 +486,18 @@ impl Node {
             }
             let mut record = [0i32; 4];
             unsafe {
-                check(rank, "cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(record.as_mut_ptr().cast(), gpu.errors, 16))?;
+                check(
+                    rank,
+                    "cuMemcpyDtoH",
+                    sys::cuMemcpyDtoH_v2(record.as_mut_ptr().cast(), gpu.errors, 16),
+                )?;
             }
             if record[0] != 0 {
-                return Err(RuntimeError::WaitTimedOut { rank: record[1], chunk: record[2], epoch: record[3] });
+                return Err(RuntimeError::WaitTimedOut {
+                    rank: record[1],
+                    chunk: record[2],
+                    epoch: record[3],
+                });
             }
         }
         Ok(())
@@ -393,7 +512,13 @@ impl Node {
             .map(|(rank, gpu)| {
                 gpu.bind()?;
                 let mut ms = 0.0f32;
-                unsafe { check(rank, "cuEventElapsedTime", sys::cuEventElapsedTime_v2(&mut ms, gpu.start, gpu.end))? };
+                unsafe {
+                    check(
+                        rank,
+                        "cuEventElapsedTime",
+                        sys::cuEventElapsedTime_v2(&mut ms, gpu.start, gpu.end),
+                    )?
+                };
                 Ok(ms)
             })
             .collect()
@@ -406,5 +531,35 @@ impl Node {
             unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a GPU (CI) opening a node is an error, not a panic; with
+    /// GPUs, a one-rank node opens and round-trips a buffer.
+    #[test]
+    fn opens_a_node_or_reports_no_driver() {
+        match Node::open(1, 1 << 20) {
+            Err(RuntimeError::NoDriver) => {
+                eprintln!("skipped the GPU part: no CUDA driver on this machine");
+            }
+            Err(RuntimeError::NotEnoughGpus { .. }) => {
+                eprintln!("skipped the GPU part: the driver sees no GPU");
+            }
+            Err(other) => panic!("unexpected error: {other}"),
+            Ok(mut node) => {
+                let buffer = node.alloc(1024).unwrap();
+                let data: Vec<u8> = (0..1024).map(|i| (i % 251) as u8).collect();
+                node.write(0, &buffer, 0, &data).unwrap();
+                assert_eq!(node.read(0, &buffer).unwrap(), data);
+                assert!(matches!(
+                    node.alloc(1 << 21),
+                    Err(RuntimeError::HeapFull { .. })
+                ));
+            }
+        }
     }
 }

@@ -7,6 +7,8 @@ prints goes to stderr (captured per stage, so errors name their stage).
 Requests:
   {"op": "import", "path": "k.py" | "k.ttir", "kernel": "name"?,
    "signature": ["*bf16", "i32", ...]?, "constexprs": {"BLOCK_M": 128}?,
+   "divisible": ["a_ptr", "K", ...]? (values divisible by 16, as Triton's JIT
+   specialises them),
    "target": {"backend": "cuda", "arch": 90, "warp_size": 32},
    "options": {"num_warps": 4, ...}}
   -> {"ok": true, "generic": "<generic MLIR>", "triton_print": "<pretty>",
@@ -268,7 +270,14 @@ def import_kernel(request):
     elif path.endswith(".py"):
         fn = load_jit_function(path, request.get("kernel"))
         signature, constexprs = build_signature(fn, request.get("signature") or [], request.get("constexprs"))
-        src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+        attrs = {}
+        for name in request.get("divisible") or []:
+            if name not in fn.arg_names:
+                raise BridgeError("input", f"--divisible names '{name}', which is not a parameter of {fn.__name__}")
+            if name in constexprs:
+                raise BridgeError("input", f"'{name}' is a constexpr; it cannot also be marked divisible")
+            attrs[(fn.arg_names.index(name),)] = [["tt.divisibility", 16]]
+        src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
         options = backend.parse_options(dict(request.get("options") or {}))
         codegen_fns = backend.get_codegen_implementation(options)
         module_map = backend.get_module_map()

@@ -107,8 +107,13 @@ pub struct ImportRequest {
     pub kernel: Option<String>,
     /// Types of the kernel's runtime parameters, in order (`*bf16`, `i32`).
     pub signature: Vec<String>,
-    /// Values of its `tl.constexpr` parameters.
+    /// Values of its `tl.constexpr` parameters (or of any parameter to
+    /// specialise on, such as a unit stride).
     pub constexprs: Map<String, Value>,
+    /// Parameters whose values (pointers or integers) are multiples of 16,
+    /// as Triton's JIT specialises them: loads and stores can then be
+    /// vectorised.
+    pub divisible: Vec<String>,
     pub target: Target,
     pub options: Options,
 }
@@ -264,6 +269,7 @@ impl Bridge {
             "kernel": request.kernel,
             "signature": request.signature,
             "constexprs": request.constexprs,
+            "divisible": request.divisible,
             "target": request.target,
             "options": request.options.to_json(),
         }))?;

@@ -63,9 +63,15 @@ struct ImportArgs {
     /// Types of the runtime parameters, in order: '*bf16,*bf16,i32,...'.
     #[arg(long, value_delimiter = ',')]
     signature: Vec<String>,
-    /// Value of a tl.constexpr parameter, as NAME=VALUE (repeatable).
+    /// Value of a tl.constexpr parameter, or of any parameter to specialise
+    /// on (a unit stride), as NAME=VALUE (repeatable).
     #[arg(long = "constexpr", value_name = "NAME=VALUE")]
     constexprs: Vec<String>,
+    /// Parameters whose values are multiples of 16 (pointers, sizes,
+    /// strides), as Triton's JIT would specialise them: '--divisible
+    /// a_ptr,b_ptr,M'. Without it loads are not vectorised.
+    #[arg(long, value_delimiter = ',')]
+    divisible: Vec<String>,
     /// Output file (default: stdout).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -162,6 +168,7 @@ fn import(args: ImportArgs) -> Result<()> {
         kernel: args.kernel.clone(),
         signature: args.signature.clone(),
         constexprs: parse_assignments(&args.constexprs, "--constexpr")?,
+        divisible: args.divisible.clone(),
         target: parse_target(&args.triton.target)?,
         options: triton_options(&args.triton)?,
     })?;
