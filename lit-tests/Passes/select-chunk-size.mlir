@@ -12,7 +12,7 @@
 chunk.plan @small world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x1024xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<1024x1024xbf16> bind(2)
-  // expected-remark @below {{chunks(auto) -> chunks(1) for @A; predicted fused time per count: 1: 15.2 us, 2: 20.4 us, 4: 32.0 us}}
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @A; predicted fused time per count: 1: 60.3 us, 2: 74.5 us, 4: 104.2 us}}
   chunk.all_gather @A dim(0) chunks(auto)
   chunk.consume @A dim(0) tile(128)
 }
@@ -41,13 +41,27 @@ chunk.plan @one_tile world_size(2) {
 
 // -----
 
-// Compute-bound: every count hides the transfer; the fewest chunks win the tie.
+// Compute-bound: every count hides the transfer, and each chunk costs a
+// little; one chunk.
 // CHECK-LABEL: chunk.plan @big
 // CHECK:       chunk.all_gather @A dim(0) chunks(1)
 chunk.plan @big world_size(2) {
   chunk.buffer @A : !chunk.buffer<8192x8192xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<8192x14336xbf16> bind(2)
-  // expected-remark @below {{chunks(auto) -> chunks(1) for @A; predicted fused time per count: 1: 2753.8 us, 2: 2753.8 us, 4: 2753.8 us, 8: 2753.8 us, 16: 2753.8 us}}
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @A; predicted fused time per count: 1: 2607.5 us, 2: 2609.5 us, 4: 2613.5 us, 8: 2621.5 us, 16: 2637.5 us}}
+  chunk.all_gather @A dim(0) chunks(auto)
+  chunk.consume @A dim(0) tile(128)
+}
+
+// -----
+
+// Transfer-bound (N = 1024): two chunks let peer tiles start earlier.
+// CHECK-LABEL: chunk.plan @thin
+// CHECK:       chunk.all_gather @A dim(0) chunks(2)
+chunk.plan @thin world_size(2) {
+  chunk.buffer @A : !chunk.buffer<8192x8192xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<8192x1024xbf16> bind(2)
+  // expected-remark @below {{chunks(auto) -> chunks(2) for @A}}
   chunk.all_gather @A dim(0) chunks(auto)
   chunk.consume @A dim(0) tile(128)
 }

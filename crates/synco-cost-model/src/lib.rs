@@ -6,11 +6,16 @@
 //! `T_rows` the compute time of one chunk's rows:
 //!
 //! ```text
-//!   arrival(i)  = i * (T_chunk + sync)                  i = 1 .. (W-1)*n
+//!   T_chunk     = copy_latency + chunk bytes / link bandwidth + sync
+//!   T_rows      = chunk rows * flops per row / GEMM rate + wait
+//!   arrival(i)  = i * T_chunk                           i = 1 .. (W-1)*n
 //!   start(i)    = max(arrival(i), finish(i-1))          finish(0) = n * T_rows (local rows)
 //!   finish(i)   = start(i) + T_rows
 //!   T_fused(n)  = finish((W-1)*n) + launch
 //! ```
+//!
+//! (`wait` is what each chunk costs the compute side: its tiles' flag polls
+//! and the loss of tile-order freedom.)
 //!
 //! Larger `n` shortens the exposed first chunk and the tail; each chunk
 //! costs a synchronisation (`sync`) and, below a size, loses link bandwidth
@@ -33,22 +38,27 @@ pub struct Machine {
     pub sync_us: f64,
     /// Sustained dense bf16 GEMM rate of the local kernel.
     pub gemm_tflops: f64,
-    /// Kernel launch overhead, in us.
+    /// Fixed overhead of a fused launch, in us.
     pub launch_us: f64,
+    /// Compute-side cost of each chunk (flag polls, tile-order constraints), in us.
+    pub wait_us: f64,
 }
 
 impl Machine {
-    /// H200 SXM pair over NVLink, from ../shared/DESIGN.md's measurements:
-    /// 394 GB/s peer copies, ~780 TFLOP/s bf16 GEMM (cuBLAS; the local
-    /// Triton kernel is assumed at 90% of that). Latency and sync costs are
-    /// typical `cudaMemcpyAsync` + `cuStreamWriteValue32` costs; recalibrate
-    /// them from a chunk-count sweep.
+    /// 2 x H200 SXM over NVLink, fitted (least squares on relative error)
+    /// to the chunk-count sweep of `benches/ag_gemm/results/synco.json`
+    /// (grouped GEMM, copy-engine backend, 9 shapes x up to 5 counts): peer
+    /// copies at 370 GB/s (the copy-engine all-gather measured 369 GB/s in
+    /// the same run), about 15 us per chunk on the transfer side, 1 us on the
+    /// compute side. Refit with `benches/ag_gemm/calibrate.py` after changing
+    /// the kernels or the runtime.
     pub const H200_NVLINK: Machine = Machine {
-        link_gbps: 394.0,
-        copy_latency_us: 4.0,
-        sync_us: 2.0,
-        gemm_tflops: 700.0,
-        launch_us: 5.0,
+        link_gbps: 370.0,
+        copy_latency_us: 5.0,
+        sync_us: 10.0,
+        gemm_tflops: 750.0,
+        launch_us: 40.0,
+        wait_us: 1.0,
     };
 
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
@@ -90,7 +100,8 @@ pub fn predict(machine: &Machine, problem: &AllGatherGemm, chunks_per_rank: u64)
     let chunk_bytes = rows_per_chunk * problem.row_bytes as f64;
     let t_chunk =
         machine.copy_latency_us + chunk_bytes / (machine.link_gbps * 1e3) + machine.sync_us;
-    let t_rows = rows_per_chunk * problem.flops_per_row / (machine.gemm_tflops * 1e6);
+    let t_rows =
+        rows_per_chunk * problem.flops_per_row / (machine.gemm_tflops * 1e6) + machine.wait_us;
     let peer_chunks = (problem.world_size.saturating_sub(1) as f64 * n) as u64;
     let mut finish = n * t_rows; // the rank's own rows
     for i in 1..=peer_chunks {
@@ -149,9 +160,18 @@ mod tests {
 
     #[test]
     fn more_chunks_hide_more_of_the_first_transfer() {
+        // Transfer-bound (N = 1024): a second chunk lets the peer rows'
+        // tiles start before the whole block has arrived.
         let m = Machine::H200_NVLINK;
-        let p = problem(8192, 8192, 14336);
-        assert!(predict(&m, &p, 4).fused_us < predict(&m, &p, 1).fused_us);
+        let p = problem(8192, 8192, 1024);
+        assert!(predict(&m, &p, 2).fused_us < predict(&m, &p, 1).fused_us);
+    }
+
+    #[test]
+    fn compute_bound_problems_keep_one_chunk() {
+        let m = Machine::H200_NVLINK;
+        let (best, _) = choose(&m, &problem(8192, 8192, 14336), &[1, 2, 4, 8, 16]).unwrap();
+        assert_eq!(best, 1);
     }
 
     #[test]
@@ -179,7 +199,7 @@ mod tests {
     #[test]
     fn calibration_from_json() {
         let m = Machine::from_json(
-            r#"{"link_gbps": 300, "copy_latency_us": 3, "sync_us": 1, "gemm_tflops": 600, "launch_us": 4}"#,
+            r#"{"link_gbps": 300, "copy_latency_us": 3, "sync_us": 1, "gemm_tflops": 600, "launch_us": 4, "wait_us": 1}"#,
         )
         .unwrap();
         assert_eq!(m.link_gbps, 300.0);
