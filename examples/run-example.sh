@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The README's main job, on the bundled all-gather + GEMM example. Run
-# through `tools/dev example`, which sets everything up first.
+# The README's main job: compile the bundled all-gather + GEMM example into
+# one fused kernel. Run through `tools/dev example`, which sets everything up.
 #
 #  1. synco-opt parses and verifies the chunk plan (examples/ag_gemm/plan.mlir);
-#  2. synco import turns the local Triton GEMM (matmul.py) into generic MLIR;
-#  3. synco compile takes it through Triton to sm_90a PTX and a cubin, with
-#     the launch manifest the runtime loads.
+#  2. synco import turns the local Triton GEMM (matmul.py, GROUP_M swizzle)
+#     into generic MLIR, specialised as Triton's JIT would;
+#  3. synco compile fuses the plan into it (synco-ag-gemm pipeline) and takes
+#     it through Triton to sm_90a PTX and a cubin, with the launch manifest
+#     (ABI arguments and the copy-engine schedule) the runtime loads.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/target/debug"
@@ -18,16 +20,23 @@ echo "== 1. plan: $EX/plan.mlir (parsed and verified by synco-opt) =="
 cat "$OUT/plan.mlir"
 
 echo
-echo "== 2. import: matmul_kernel from $EX/matmul.py =="
-"$BIN/synco" import "$EX/matmul.py" --kernel matmul_kernel \
-  --signature '*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32,i32,i32,i32' \
-  --constexpr BLOCK_M=128 --constexpr BLOCK_N=128 --constexpr BLOCK_K=64 \
+echo "== 2. import: matmul_kernel_grouped from $EX/matmul.py =="
+"$BIN/synco" import "$EX/matmul.py" --kernel matmul_kernel_grouped \
+  --signature '*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32' \
+  --constexpr stride_ak=1 --constexpr stride_bn=1 --constexpr stride_cn=1 \
+  --divisible a_ptr,b_ptr,c_ptr,M,N,K,stride_am,stride_bk,stride_cm \
+  --constexpr BLOCK_M=128 --constexpr BLOCK_N=256 --constexpr BLOCK_K=64 --constexpr GROUP_M=8 \
   -o "$OUT/matmul.mlir"
 "$BIN/synco-opt" "$OUT/matmul.mlir" -o /dev/null \
   --pass-pipeline='builtin.module(synco-kernel-summary)'
 
 echo
-echo "== 3. compile: generic TTIR -> TTGIR -> LLIR -> PTX -> cubin (sm_90a) =="
-"$BIN/synco" compile "$OUT/matmul.mlir" --emit=cubin --num-warps 8 --out-dir "$OUT/matmul"
-ls -l "$OUT/matmul"
-echo "wgmma instructions in the PTX: $(grep -c 'wgmma.mma_async' "$OUT/matmul/matmul_kernel.ptx")"
+echo "== 3. fuse and compile: plan + kernel -> synco-ag-gemm -> TTGIR -> PTX -> cubin (sm_90a) =="
+"$BIN/synco" compile "$OUT/matmul.mlir" --plan "$EX/plan.mlir" \
+  --pass-pipeline='builtin.module(synco-ag-gemm)' \
+  --emit=cubin --num-warps 8 --num-stages 4 --out-dir "$OUT/fused"
+ls -l "$OUT/fused"
+PTX="$OUT/fused/matmul_kernel_grouped.ptx"
+echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spin, $(grep -c 'globaltimer' "$PTX") timeout clock reads"
+echo "kernel parameters (manifest): $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(", ".join(p["name"] for p in m["params"]))' "$OUT/fused/matmul_kernel_grouped.json")"
+echo "copy-engine schedule (manifest): $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print(f["world_size"], "ranks,", f["num_flags"], "chunk flags, copies driven by each rank:", [len(c) for c in f["copies"]])' "$OUT/fused/matmul_kernel_grouped.json")"
