@@ -10,6 +10,9 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT="${OUT:-/tmp/out}"
+# The world size is the machine's GPU count unless W is set; the variants in
+# build/bench must have been built for it (build.sh --world W).
+W="${W:-$(nvidia-smi -L | wc -l)}"
 mkdir -p "$OUT"
 BENCH=target/release/ag-gemm-bench
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpus.txt"
@@ -27,7 +30,7 @@ case "${1:-}" in
     ;;
   bench)
     $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 30 2>&1 | tee "$OUT/synco.log"
-    PYTHONUNBUFFERED=1 python3 benches/ag_gemm/torch_baselines.py --world 2 --out "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log"
+    PYTHONUNBUFFERED=1 python3 benches/ag_gemm/torch_baselines.py --world "$W" --out "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log"
     ;;
   *)
     echo "usage: $0 check|tune|bench" >&2
