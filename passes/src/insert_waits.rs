@@ -22,8 +22,7 @@
 //! by a `chunk.wait` on that tile's chunk.
 
 use crate::{
-    abi::abi_args,
-    plan::{fail, flag_layout, loc, plans},
+    plan::{bound_kernel, fail, flag_layout, loc, plans},
     tiles::{TILE_INDEX_ATTR, loads_of},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
@@ -40,13 +39,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let kernel = plan.kernel_in(module)?;
-        let Some(abi) = abi_args(kernel) else {
-            return Err(fail(
-                plan.op,
-                "chunk-insert-waits: run chunk-bind-kernel first",
-            ));
-        };
+        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
         for range in flag_layout(&plan)? {
             let Some(buffer) = plan.buffer(&range.buffer) else {
                 continue;

@@ -126,6 +126,23 @@ fn read_buffer(op: Op) -> Option<BufferDecl> {
     })
 }
 
+/// The plan's kernel and its ABI arguments, or an error saying that
+/// `chunk-bind-kernel` must run before `pass`.
+pub fn bound_kernel(
+    plan: &Plan,
+    module: Op,
+    pass: &str,
+) -> Result<(Op, crate::abi::AbiArgs), PassFailed> {
+    let kernel = plan.kernel_in(module)?;
+    let abi = crate::abi::abi_args(kernel).ok_or_else(|| {
+        fail(
+            plan.op,
+            format!("{pass}: the kernel has no ABI arguments; run chunk-bind-kernel first"),
+        )
+    })?;
+    Ok((kernel, abi))
+}
+
 /// Every `chunk.plan` directly in `module`.
 pub fn plans(module: Op) -> Vec<Plan> {
     ir::regions(module)

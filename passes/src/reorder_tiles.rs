@@ -27,8 +27,7 @@
 //! Postconditions: every consumed buffer has a marked tile index.
 
 use crate::{
-    abi::abi_args,
-    plan::{fail, loc, plans},
+    plan::{bound_kernel, fail, loc, plans},
     tiles::{TILE_INDEX_ATTR, find_tile_index},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
@@ -45,13 +44,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let kernel = plan.kernel_in(module)?;
-        let Some(abi) = abi_args(kernel) else {
-            return Err(fail(
-                plan.op,
-                "chunk-reorder-tiles: the kernel has no ABI arguments; run chunk-bind-kernel first",
-            ));
-        };
+        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
         for consume in plan.ops_named("chunk.consume") {
             let name = ir::attr(consume, "buffer")
                 .and_then(ir::symbol_value)

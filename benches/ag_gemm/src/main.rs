@@ -108,6 +108,7 @@ impl Cublas {
     }
 
     /// Row-major C[M,N] (fp32 or bf16) = A[M,K] @ B[K,N] (bf16), fp32 math.
+    #[allow(clippy::too_many_arguments)] // cuBLAS's own shape
     fn gemm(
         &self,
         a: u64,
@@ -222,6 +223,58 @@ struct Problem {
     n: usize,
 }
 
+/// The launch manifest in a variant directory (the JSON that is not
+/// `variant.json`).
+fn find_manifest(dir: &Path) -> Result<PathBuf> {
+    std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().is_some_and(|n| n != "variant.json")
+        })
+        .with_context(|| format!("no launch manifest in {}", dir.display()))
+}
+
+impl Problem {
+    /// Symmetric buffers for an M x K x N problem (`reference` is fp32).
+    fn alloc(node: &mut Node, m: usize, k: usize, n: usize) -> Result<Problem> {
+        Ok(Problem {
+            a: node.alloc(m * k * 2)?,
+            a_ref: node.alloc(m * k * 2)?,
+            b: node.alloc(k * n * 2)?,
+            c: node.alloc(m * n * 2)?,
+            reference: node.alloc(m * n * 4)?,
+            m,
+            k,
+            n,
+        })
+    }
+}
+
+impl VariantResult {
+    fn failed(dir: &Path, v: &Variant, error: String) -> VariantResult {
+        VariantResult {
+            name: dir_name(dir),
+            style: v.style.clone(),
+            chunks: v.chunks,
+            auto: v.auto,
+            fused: v.fused,
+            rel_error: None,
+            nan: false,
+            ok: false,
+            median_ms: None,
+            all_ms: vec![],
+            error: Some(error),
+        }
+    }
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 fn grid(v: &Variant) -> (u32, u32, u32) {
     let tm = (v.m as u32).div_ceil(v.block_m);
     let tn = (v.n as u32).div_ceil(v.block_n);
@@ -311,13 +364,7 @@ fn run_variant(
     cli: &Cli,
     seed: u64,
 ) -> Result<VariantResult> {
-    let manifest = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.extension().is_some_and(|e| e == "json")
-                && p.file_name().is_some_and(|n| n != "variant.json")
-        })
-        .context("no manifest")?;
+    let manifest = find_manifest(dir)?;
     let kernel = FusedKernel::load(node, &manifest)?;
     let world = node.world_size();
     let bindings = [("A", p.a), ("C", p.c), ("B", p.b)];
@@ -367,10 +414,7 @@ fn run_variant(
         }
     }
     Ok(VariantResult {
-        name: dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        name: dir_name(dir),
         style: v.style.clone(),
         chunks: v.chunks,
         auto: v.auto,
@@ -397,23 +441,8 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
         .context("no fused variant")?;
     let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
     let mut node = Node::open(v.world, 4 << 30)?;
-    let p = Problem {
-        a: node.alloc(v.m * v.k * 2)?,
-        a_ref: node.alloc(v.m * v.k * 2)?,
-        b: node.alloc(v.k * v.n * 2)?,
-        c: node.alloc(v.m * v.n * 2)?,
-        reference: node.alloc(16)?,
-        m: v.m,
-        k: v.k,
-        n: v.n,
-    };
-    let manifest = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.extension().is_some_and(|e| e == "json")
-                && p.file_name().is_some_and(|n| n != "variant.json")
-        })
-        .context("no manifest")?;
+    let p = Problem::alloc(&mut node, v.m, v.k, v.n)?;
+    let manifest = find_manifest(&dir)?;
     let mut kernel = FusedKernel::load(&node, &manifest)?;
     if let Some(fused) = kernel.manifest.fused.as_mut() {
         fused.copies[1].clear();
@@ -494,16 +523,7 @@ fn main() -> Result<()> {
         }
         let nd = node.as_mut().context("node")?;
         nd.reset_heap();
-        let p = Problem {
-            a: nd.alloc(m * k * 2)?,
-            a_ref: nd.alloc(m * k * 2)?,
-            b: nd.alloc(k * n * 2)?,
-            c: nd.alloc(m * n * 2)?,
-            reference: nd.alloc(m * n * 4)?,
-            m,
-            k,
-            n,
-        };
+        let p = Problem::alloc(nd, m, k, n)?;
         // Baselines of this run: cuBLAS on gathered A, and the gather alone.
         fill_inputs(nd, &p, 7, true)?;
         nd.synchronize_all()?;
@@ -544,22 +564,7 @@ fn main() -> Result<()> {
             let v: Variant =
                 serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
             let result = run_variant(nd, &handles, &p, dir, &v, &cli, 100 + i as u64)
-                .unwrap_or_else(|e| VariantResult {
-                    name: dir
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    style: v.style.clone(),
-                    chunks: v.chunks,
-                    auto: v.auto,
-                    fused: v.fused,
-                    rel_error: None,
-                    nan: false,
-                    ok: false,
-                    median_ms: None,
-                    all_ms: vec![],
-                    error: Some(format!("{e:#}")),
-                });
+                .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
             eprintln!(
                 "{:<28} {:<22} ok={} err={:.2e} median={:.3} ms {}",
                 shape_dir.file_name().unwrap_or_default().to_string_lossy(),

@@ -310,13 +310,13 @@ impl Node {
         bindings: &[(&str, Buffer)],
     ) -> Result<()> {
         let world = self.world_size();
-        if let Some(fused) = &kernel.manifest.fused {
-            if fused.world_size as usize != world {
-                return Err(RuntimeError::WorldSize {
-                    plan: fused.world_size,
-                    node: world,
-                });
-            }
+        if let Some(fused) = &kernel.manifest.fused
+            && fused.world_size as usize != world
+        {
+            return Err(RuntimeError::WorldSize {
+                plan: fused.world_size,
+                node: world,
+            });
         }
         self.epoch += 1;
         let epoch = self.epoch;
