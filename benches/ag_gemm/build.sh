@@ -10,6 +10,10 @@
 #
 # Usage: build.sh [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
+#                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
+#                 [--block BM,BN,BK] [--warps W] [--stages S]
+#
+# With --backend ldst, variant directories are named <style>_ldst_c<n>.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -20,6 +24,8 @@ CHUNKS="1 2 4 8 16"
 WORLD=2
 AUTO=1
 LOCAL=1
+BACKEND=copy_engine
+COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=3 GROUP_M=8 NUM_SMS=132
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,6 +35,9 @@ while [ $# -gt 0 ]; do
     --world) WORLD="$2"; shift 2 ;;
     --no-auto) AUTO=0; shift ;;
     --no-local) LOCAL=0; shift ;;
+    --backend) BACKEND="$2"; shift 2 ;;
+    --copy-programs) COPY_PROGRAMS="$2"; shift 2 ;;
+    --num-sms) NUM_SMS="$2"; shift 2 ;;
     --block) IFS=, read -r BM BN BK <<<"$2"; shift 2 ;;
     --warps) WARPS="$2"; shift 2 ;;
     --stages) STAGES="$2"; shift 2 ;;
@@ -55,7 +64,7 @@ done
 
 variant() { # dir style chunks auto fused m k n
   cat >"$1/variant.json" <<JSON
-{"style": "$2", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
+{"style": "$2", "backend": "$BACKEND", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
  "num_sms": $NUM_SMS, "m": $6, "k": $7, "n": $8, "world": $WORLD}
 JSON
 }
@@ -73,19 +82,22 @@ for shape in $SHAPES; do
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
-      cat >"$dir/plan_$c.mlir" <<PLAN
+      cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
 chunk.plan @ag_gemm world_size($WORLD) {
   chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)
-  chunk.all_gather @A dim(0) chunks($c) backend(copy_engine)
+  chunk.all_gather @A dim(0) chunks($c) backend($BACKEND)
   chunk.consume @A dim(0) tile($BM) index("pid_m")
 }
 PLAN
-      vdir="$dir/${style}_c$c"
-      [ "$c" = auto ] && vdir="$dir/${style}_auto"
+      tag=$style
+      [ "$BACKEND" != copy_engine ] && tag="${style}_$BACKEND"
+      vdir="$dir/${tag}_c$c"
+      [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
-      log=$("$BIN/synco" compile "$OUT/$style.mlir" --plan "$dir/plan_$c.mlir" \
-        --pass-pipeline='builtin.module(synco-ag-gemm)' --emit=cubin --out-dir "$vdir" \
+      log=$("$BIN/synco" compile "$OUT/$style.mlir" --plan "$dir/plan_${BACKEND}_$c.mlir" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+        --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1)
       chosen=$c
       if [ "$c" = auto ]; then

@@ -36,7 +36,9 @@ def main():
         local = {v["style"]: v["median_ms"] for v in shape["variants"] if not v["fused"] and v["median_ms"]}
         by_style = {}
         for v in fused:
-            by_style.setdefault(v["style"], []).append(v)
+            backend = v.get("backend", "copy_engine")
+            key = v["style"] if backend == "copy_engine" else f"{v['style']}+{backend}"
+            by_style.setdefault(key, []).append(v)
         floor = max(shape["cublas_gemm_ms"], shape["copy_allgather_ms"])
         for style, variants in by_style.items():
             auto = next((v for v in variants if v["auto"]), None)
@@ -45,7 +47,7 @@ def main():
             row = {
                 "m": shape["m"], "k": shape["k"], "n_local": shape["n"], "world": shape["world"], "style": style,
                 "cublas_gemm_ms": shape["cublas_gemm_ms"],
-                "triton_local_gemm_ms": local.get(style),
+                "triton_local_gemm_ms": local.get(style.split("+")[0]),
                 "copy_allgather_ms": shape["copy_allgather_ms"],
                 "peer_copy_gbps": shape["bytes_received_per_rank"] / shape["copy_allgather_ms"] / 1e6,
                 "floor_ms": floor,

@@ -22,6 +22,7 @@ pub mod plan;
 pub mod registry;
 pub mod reorder_tiles;
 pub mod select_chunk_size;
+pub mod sm_copies;
 pub mod tiles;
 pub mod verify_plan;
 

@@ -20,10 +20,16 @@
 //!
 //! `copies[r]` is rank `r`'s list, in schedule order.
 //!
-//! Backends `tma` and `ldst` (copies by SM programs of the fused kernel)
-//! are not implemented yet and are refused with an error.
+//! Backend `ldst`: the chunks are copied by SM programs of the fused kernel
+//! itself (see [`crate::sm_copies`]): the kernel's 1D grid gets
+//! `copy-programs` extra programs in front, recorded as `copy_programs` in
+//! the schedule (the runtime launches them), and the flag array gets one
+//! completion counter per flag after the flags.
 //!
-//! Options: none.
+//! Backend `tma` is not implemented yet and is refused with an error.
+//!
+//! Options:
+//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks.
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
 //! buffers (no transfers, consumers or producers).
@@ -39,12 +45,24 @@ pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-lower-transfers",
     description: "Lower chunk.transfer ops: copy-engine transfers become the host transfer schedule",
     anchor: "builtin.module",
-    options: &[],
+    options: &[synco_chunk::PassOption {
+        name: "copy-programs",
+        description: "Programs of the fused kernel that copy ldst chunks",
+        default: "16",
+    }],
     run,
 };
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
+    let programs =
+        crate::plan::int_option(module, PASS.argument, "copy-programs", options[0])?.unwrap_or(16);
+    if programs < 1 {
+        return Err(fail(
+            module,
+            "chunk-lower-transfers: copy-programs must be at least 1",
+        ));
+    }
     let all = plans(module);
     if all.len() > 1 {
         return Err(fail(
@@ -53,7 +71,24 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         ));
     }
     for plan in all {
-        let schedule = schedule(&plan)?;
+        let sm_transfers: Vec<ir::Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| {
+                ir::int_attr(*t, "backend").and_then(attrs::Backend::from_value)
+                    == Some(attrs::Backend::Ldst)
+            })
+            .filter(|t| !moves_nothing(*t))
+            .collect();
+        let mut schedule = schedule(&plan)?;
+        if !sm_transfers.is_empty() {
+            let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
+            let layout = flag_layout(&plan)?;
+            let flags = schedule["num_flags"].as_i64().unwrap_or(0);
+            crate::sm_copies::lower(&plan, kernel, abi, &sm_transfers, programs, &layout, flags)?;
+            schedule["copy_programs"] = json!(programs);
+            schedule["num_flags"] = json!(2 * flags);
+        }
         let ctx = ir::context_of(module);
         ir::set_attr(
             module,
@@ -82,15 +117,14 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
             return Err(PassFailed);
         };
-        let same_place = ir::print_attr(src_attr) == ir::print_attr(dst_attr);
-        if mode == Some(attrs::TransferMode::Local) && same_place {
+        if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) {
             continue;
         }
         if backend != Some(attrs::Backend::CopyEngine) {
             return Err(fail(
                 t,
                 format!(
-                    "chunk-lower-transfers: backend '{}' is not implemented yet; use copy_engine",
+                    "chunk-lower-transfers: backend '{}' is not implemented yet; use copy_engine or ldst",
                     backend.map_or("?", |b| b.keyword())
                 ),
             ));
@@ -209,10 +243,18 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         "plan": plan.name,
         "world_size": w,
         "num_flags": num_flags,
+        "copy_programs": 0,
         "buffers": buffers,
         "chunks": consumers,
         "copies": copies,
     }))
+}
+
+/// A local transfer whose source is its destination: the rows are in place.
+fn moves_nothing(t: ir::Op) -> bool {
+    let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+        == Some(attrs::TransferMode::Local);
+    local && ir::attr(t, "src").map(ir::print_attr) == ir::attr(t, "dst").map(ir::print_attr)
 }
 
 /// A box as (element offset, rows, elements per row, row pitch): every

@@ -53,6 +53,8 @@ struct Cli {
 #[derive(Deserialize, Clone)]
 struct Variant {
     style: String,
+    #[serde(default = "copy_engine")]
+    backend: String,
     chunks: Option<u32>,
     auto: bool,
     block_m: u32,
@@ -65,10 +67,15 @@ struct Variant {
     fused: bool,
 }
 
+fn copy_engine() -> String {
+    "copy_engine".into()
+}
+
 #[derive(Serialize)]
 struct VariantResult {
     name: String,
     style: String,
+    backend: String,
     chunks: Option<u32>,
     auto: bool,
     fused: bool,
@@ -256,6 +263,7 @@ impl VariantResult {
         VariantResult {
             name: dir_name(dir),
             style: v.style.clone(),
+            backend: v.backend.clone(),
             chunks: v.chunks,
             auto: v.auto,
             fused: v.fused,
@@ -416,6 +424,7 @@ fn run_variant(
     Ok(VariantResult {
         name: dir_name(dir),
         style: v.style.clone(),
+        backend: v.backend.clone(),
         chunks: v.chunks,
         auto: v.auto,
         fused: v.fused,
@@ -437,8 +446,11 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
         .context("no shape")?;
     let dir = std::fs::read_dir(&shape)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.join("variant.json").exists() && p.to_string_lossy().contains("_c"))
-        .context("no fused variant")?;
+        .find(|p| {
+            let name = p.to_string_lossy();
+            p.join("variant.json").exists() && name.contains("_c") && !name.contains("_ldst")
+        })
+        .context("no fused copy-engine variant")?;
     let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
     let mut node = Node::open(v.world, 4 << 30)?;
     let p = Problem::alloc(&mut node, v.m, v.k, v.n)?;

@@ -352,6 +352,95 @@ impl Builder {
         }
     }
 
+    /// `scf.if %cond { then } else { otherwise }`, no results. Returns the op
+    /// and the two blocks (each already ending in `scf.yield`).
+    pub fn if_else(&self, cond: Value) -> (Op, Block, Block) {
+        unsafe {
+            let make = || {
+                let region = mlirRegionCreate();
+                let block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
+                mlirRegionAppendOwnedBlock(region, block);
+                (region, block)
+            };
+            let (then_region, then_block) = make();
+            let (else_region, else_block) = make();
+            let op =
+                self.op_with_regions("scf.if", &[cond], &[], &[], vec![then_region, else_region]);
+            for block in [then_block, else_block] {
+                Builder::at_end(self.ctx, block, self.loc).op("scf.yield", &[], &[], &[]);
+            }
+            (op, then_block, else_block)
+        }
+    }
+
+    /// `scf.for %i = lower to upper step step` (i32 bounds), no iteration
+    /// values; `body(builder, i)` builds the body before its `scf.yield`.
+    pub fn for_loop(
+        &self,
+        lower: Value,
+        upper: Value,
+        step: Value,
+        body: impl FnOnce(Builder, Value),
+    ) -> Op {
+        unsafe {
+            let region = mlirRegionCreate();
+            let ty = type_of(lower);
+            let block = mlirBlockCreate(1, &ty, &self.loc);
+            mlirRegionAppendOwnedBlock(region, block);
+            let op = self.op_with_regions("scf.for", &[lower, upper, step], &[], &[], vec![region]);
+            let inner = Builder::at_end(self.ctx, block, self.loc);
+            body(inner, block_args(block)[0]);
+            inner.op("scf.yield", &[], &[], &[]);
+            op
+        }
+    }
+
+    /// `tt.make_range {start = 0, end = n}`: `tensor<n x i32>`.
+    pub fn make_range(&self, n: i64) -> Value {
+        let ty = ranked_tensor(&[n], i32_type(self.ctx));
+        result(
+            self.op(
+                "tt.make_range",
+                &[],
+                &[ty],
+                &[("start", self.i32_attr(0)), ("end", self.i32_attr(n))],
+            ),
+            0,
+        )
+    }
+
+    /// `tt.splat` of a scalar to `shape`.
+    pub fn splat(&self, value: Value, shape: &[i64]) -> Value {
+        let ty = ranked_tensor(shape, type_of(value));
+        result(self.op("tt.splat", &[value], &[ty], &[]), 0)
+    }
+
+    /// A `tt.load` of a tensor of pointers (no mask).
+    pub fn load_tensor(&self, ptrs: Value, element: Type) -> Value {
+        let shape = tensor_shape(type_of(ptrs)).unwrap_or_default();
+        self.load(ptrs, ranked_tensor(&shape, element))
+    }
+
+    /// `arith.extsi` to i64 (or the value itself if it is one).
+    pub fn to_i64(&self, value: Value) -> Value {
+        if is_integer_type(type_of(value), 64) {
+            value
+        } else {
+            self.extsi_i64(value)
+        }
+    }
+
+    /// Marks the op defining `value` as a multiple of `divisor` for Triton's
+    /// alignment analysis (what `tl.multiple_of` does).
+    pub fn assume_multiple_of(&self, value: Value, divisor: i64) {
+        if let Some(op) = defining_op(value) {
+            let text = format!("dense<{divisor}> : tensor<1xi32>");
+            if let Some(attr) = parse_attr(self.ctx, &text) {
+                set_attr(op, "tt.divisibility", attr);
+            }
+        }
+    }
+
     /// `scf.while` over `init` values: `before(builder, args) -> (cond,
     /// forwarded)` and `after(builder, args) -> yielded`.
     pub fn while_loop(

@@ -170,6 +170,10 @@ pub struct FusedPlan {
     pub plan: String,
     pub world_size: i64,
     pub num_flags: i64,
+    /// Programs the runtime adds in front of the kernel's 1D grid to copy
+    /// `ldst` chunks (0 when the copy engine moves everything).
+    #[serde(default)]
+    pub copy_programs: u32,
     pub buffers: Vec<PlanBuffer>,
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.

@@ -318,6 +318,13 @@ impl Node {
                 node: world,
             });
         }
+        // Copy programs (ldst backend) come first in the 1D grid.
+        let copy_programs = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .map_or(0, |f| f.copy_programs);
+        let grid = (grid.0 + copy_programs, grid.1, grid.2);
         self.epoch += 1;
         let epoch = self.epoch;
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;

@@ -1,0 +1,350 @@
+//! The `ldst` backend of `chunk-lower-transfers`: chunks copied by SM
+//! programs of the fused kernel itself.
+//!
+//! The kernel's 1D grid grows by `C` *copy programs*, the first `C` program
+//! ids (so the hardware dispatches them first and they are always resident
+//! while compute programs wait). The kernel body becomes
+//!
+//! ```text
+//! pid = program_id(0)
+//! if pid < C:   copy program pid: for every ldst transfer in schedule
+//!               order, copy blocks pid, pid + C, ... of the chunk from the
+//!               source rank's heap (vector loads through the peer mapping)
+//!               into this rank's buffer; then count the program done on
+//!               the chunk (acq_rel/sys add); the program that completes the
+//!               count sets the chunk's flag to the epoch (release/sys).
+//! else:         the original kernel, with program_id(0) - C and
+//!               num_programs(0) - C.
+//! ```
+//!
+//! Counters live after the flags in the flag array and grow by `C` every
+//! launch, so they need no reset either: the last of the `C` programs of
+//! epoch `e` sees `e * C - 1`.
+//!
+//! Supported: pull transfers of contiguous chunks (whole rows, as
+//! all_gather along dimension 0 produces) whose element count is a multiple
+//! of the copy block, in kernels with a 1D grid.
+
+use crate::{
+    abi::AbiArgs,
+    plan::{FlagRange, Plan, fail, region_parts},
+};
+use synco_chunk::PassFailed;
+use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
+
+/// Elements each copy program moves per step (one vector tensor).
+pub const COPY_BLOCK: i64 = 4096;
+
+/// Emits `map` (one-dimensional affine map text, `(d0) -> (...)`) at `rank`
+/// as i32 arithmetic. Ranks and offsets are non-negative, so `mod` and
+/// `floordiv` are `remsi` and `divsi`.
+pub fn emit_affine(b: &Builder, map: &str, rank: Value) -> Option<Vec<Value>> {
+    let attr = ir::parse_attr(b.ctx, &format!("affine_map<{map}>"))?;
+    unsafe {
+        let m = mlir_sys::mlirAffineMapAttrGetValue(attr);
+        (0..mlir_sys::mlirAffineMapGetNumResults(m))
+            .map(|i| emit_expr(b, mlir_sys::mlirAffineMapGetResult(m, i), rank))
+            .collect()
+    }
+}
+
+unsafe fn emit_expr(b: &Builder, e: mlir_sys::MlirAffineExpr, rank: Value) -> Option<Value> {
+    use mlir_sys::*;
+    unsafe {
+        if mlirAffineExprIsAConstant(e) {
+            return Some(b.const_i32(mlirAffineConstantExprGetValue(e)));
+        }
+        if mlirAffineExprIsADim(e) {
+            return Some(rank);
+        }
+        if !mlirAffineExprIsABinary(e) {
+            return None;
+        }
+        let lhs = emit_expr(b, mlirAffineBinaryOpExprGetLHS(e), rank)?;
+        let rhs = emit_expr(b, mlirAffineBinaryOpExprGetRHS(e), rank)?;
+        Some(if mlirAffineExprIsAAdd(e) {
+            b.addi(lhs, rhs)
+        } else if mlirAffineExprIsAMul(e) {
+            b.muli(lhs, rhs)
+        } else if mlirAffineExprIsAMod(e) {
+            b.remsi(lhs, rhs)
+        } else if mlirAffineExprIsAFloorDiv(e) {
+            b.divsi(lhs, rhs)
+        } else {
+            return None;
+        })
+    }
+}
+
+/// One transfer to copy, with what the code needs.
+struct SmCopy {
+    op: Op,
+    src_rank_map: String,
+    src_offsets_map: String,
+    dst_offsets_map: String,
+    /// Elements in the (contiguous) chunk.
+    len: i64,
+    flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
+    strides: Vec<i64>,
+    arg: usize,
+}
+
+/// Rewrites `kernel` so its first `programs` programs copy `transfers`.
+/// Returns the index of the first counter in the flag array.
+pub fn lower(
+    plan: &Plan,
+    kernel: Op,
+    abi: AbiArgs,
+    transfers: &[Op],
+    programs: i64,
+    layout: &[FlagRange],
+    counter_base: i64,
+) -> Result<(), PassFailed> {
+    let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
+    for pid in ir::find_all(kernel, "tt.get_program_id") {
+        if ir::int_attr(pid, "axis") != Some(0) {
+            return Err(fail(
+                transfers[0],
+                format!(
+                    "the ldst backend needs a 1D grid, but kernel @{kernel_name} reads program_id({})",
+                    ir::int_attr(pid, "axis").unwrap_or(-1)
+                ),
+            ));
+        }
+    }
+    let mut copies = Vec::new();
+    for &t in transfers {
+        let (Some((src_buf, src_map, sizes)), Some((dst_buf, dst_map, _))) = (
+            ir::attr(t, "src").and_then(region_parts),
+            ir::attr(t, "dst").and_then(region_parts),
+        ) else {
+            return Err(PassFailed);
+        };
+        if src_buf != dst_buf {
+            return Err(fail(
+                t,
+                "the ldst backend copies within one buffer (all_gather); not yet between buffers",
+            ));
+        }
+        let Some(buffer) = plan.buffer(&dst_buf) else {
+            return Err(PassFailed);
+        };
+        let Some(arg) = buffer.arg else {
+            return Err(fail(
+                t,
+                format!("the ldst backend needs @{dst_buf} bound to a kernel argument"),
+            ));
+        };
+        // Contiguous: every dimension after the first partial one is full.
+        let first_partial = sizes
+            .iter()
+            .zip(&buffer.shape)
+            .position(|(s, d)| s != d)
+            .unwrap_or(0);
+        if sizes
+            .iter()
+            .zip(&buffer.shape)
+            .skip(first_partial + 1)
+            .any(|(s, d)| s != d)
+        {
+            return Err(fail(
+                t,
+                "the ldst backend copies contiguous chunks only (whole rows)",
+            ));
+        }
+        let len: i64 = sizes.iter().product();
+        if len % COPY_BLOCK != 0 {
+            return Err(fail(
+                t,
+                format!(
+                    "the ldst backend copies blocks of {COPY_BLOCK} elements; this chunk has {len}"
+                ),
+            ));
+        }
+        let mut strides = vec![1i64; buffer.shape.len()];
+        for d in (0..buffer.shape.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * buffer.shape[d + 1];
+        }
+        copies.push(SmCopy {
+            op: t,
+            src_rank_map: ir::attr(t, "src_rank")
+                .map(ir::print_attr)
+                .map(|m| {
+                    m.trim_start_matches("affine_map<")
+                        .trim_end_matches('>')
+                        .to_string()
+                })
+                .unwrap_or_default(),
+            src_offsets_map: src_map,
+            dst_offsets_map: dst_map,
+            len,
+            flag: layout
+                .iter()
+                .find(|r| r.buffer == dst_buf)
+                .map(|r| (r.base, r.dim, r.rows_per_chunk)),
+            strides,
+            arg,
+        });
+    }
+    copies.sort_by_key(|c| ir::int_attr(c.op, "order").unwrap_or(0));
+
+    let Some(entry) = ir::regions(kernel)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+    else {
+        return Err(PassFailed);
+    };
+    let body = ir::ops_in(entry);
+    let (Some(&first), Some(&ret)) = (body.first(), body.last()) else {
+        return Err(PassFailed);
+    };
+    let old_ids: Vec<Op> = ir::walk(kernel)
+        .into_iter()
+        .filter(|op| {
+            matches!(
+                ir::op_name(*op).as_str(),
+                "tt.get_program_id" | "tt.get_num_programs"
+            )
+        })
+        .collect();
+    let b = Builder::before(first);
+    let i32t = ir::i32_type(b.ctx);
+    let axis0 = ir::int_attr_of(i32t, 0);
+    let pid = ir::result(
+        b.op("tt.get_program_id", &[], &[i32t], &[("axis", axis0)]),
+        0,
+    );
+    let nprog = ir::result(
+        b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis0)]),
+        0,
+    );
+    let c = b.const_i32(programs);
+    let is_copier = b.cmpi(Cmp::Slt, pid, c);
+    let compute_pid = b.subi(pid, c);
+    let compute_nprog = b.subi(nprog, c);
+    let (_, then_block, else_block) = b.if_else(is_copier);
+    // The original body (everything but the return) runs in the else branch...
+    let else_yield = ir::ops_in(else_block)[0];
+    for op in body {
+        if !ir::same_op(op, ret) {
+            unsafe { mlir_sys::mlirOperationMoveBefore(op, else_yield) };
+        }
+    }
+    // ... and sees only the compute programs.
+    for op in old_ids {
+        let replacement = if ir::op_name(op) == "tt.get_program_id" {
+            compute_pid
+        } else {
+            compute_nprog
+        };
+        ir::replace_all_uses(ir::result(op, 0), replacement);
+        ir::erase(op);
+    }
+    let then_yield = ir::ops_in(then_block)[0];
+    let cb = Builder::before(then_yield);
+    for copy in &copies {
+        emit_copy(&cb, kernel, abi, copy, pid, c, programs, counter_base)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_copy(
+    b: &Builder,
+    kernel: Op,
+    abi: AbiArgs,
+    copy: &SmCopy,
+    pid: Value,
+    programs_value: Value,
+    programs: i64,
+    counter_base: i64,
+) -> Result<(), PassFailed> {
+    let b = b.with_loc(ir::location_of(copy.op));
+    let Some(base) = crate::tiles::kernel_arg(kernel, copy.arg) else {
+        return Err(PassFailed);
+    };
+    let ptr_type = ir::type_of(base);
+    let element =
+        ir::parse_type(b.ctx, &element_of(&ir::print_type(ptr_type))).ok_or(PassFailed)?;
+    let elem_bytes = match ir::print_type(element).as_str() {
+        "bf16" | "f16" | "i16" => 2,
+        "f32" | "i32" => 4,
+        "f64" | "i64" => 8,
+        _ => 1,
+    };
+    let emit = |map: &str| {
+        emit_affine(&b, map, abi.rank).ok_or_else(|| fail(copy.op, "cannot lower this affine map"))
+    };
+    let src_rank = emit(&copy.src_rank_map)?[0];
+    let linear = |offsets: Vec<Value>| -> Value {
+        let mut total = b.const_i64(0);
+        for (off, stride) in offsets.into_iter().zip(&copy.strides) {
+            total = b.addi(total, b.muli(b.to_i64(off), b.const_i64(*stride)));
+        }
+        total
+    };
+    let src_offsets = emit(&copy.src_offsets_map)?;
+    let dst_offsets = emit(&copy.dst_offsets_map)?;
+    let flag_index = copy
+        .flag
+        .map(|(base, dim, rows)| (base, dst_offsets[dim], rows));
+    let src_off = linear(src_offsets);
+    let dst_off = linear(dst_offsets);
+    // The peer's copy of the buffer: heap bases differ by a multiple of the
+    // allocation alignment, so the element delta is a multiple of 16.
+    let i64t = ir::i64_type(b.ctx);
+    let my_heap = b.load(b.addptr(abi.heap_bases, abi.rank), i64t);
+    let src_heap = b.load(b.addptr(abi.heap_bases, src_rank), i64t);
+    let delta = b.divsi(b.subi(src_heap, my_heap), b.const_i64(elem_bytes));
+    b.assume_multiple_of(delta, 16);
+    let src_base = b.addptr(b.addptr(base, delta), src_off);
+    let dst_base = b.addptr(base, dst_off);
+    let blocks = b.const_i32(copy.len / COPY_BLOCK);
+    b.for_loop(pid, blocks, programs_value, |body, block| {
+        let start = body.muli(block, body.const_i32(COPY_BLOCK));
+        let range = body.make_range(COPY_BLOCK);
+        let index = body.addi(body.splat(start, &[COPY_BLOCK]), range);
+        let src = body.addptr(body.splat(src_base, &[COPY_BLOCK]), index);
+        let value = body.load_tensor(src, element);
+        let dst = body.addptr(body.splat(dst_base, &[COPY_BLOCK]), index);
+        body.store(dst, value);
+    });
+    let Some((flag_base, row, rows_per_chunk)) = flag_index else {
+        return Ok(());
+    };
+    // Count this program done; the last one publishes the chunk.
+    let chunk = b.divsi(row, b.const_i32(rows_per_chunk));
+    let flag = b.addi(chunk, b.const_i32(flag_base));
+    let counter = b.addi(flag, b.const_i32(counter_base));
+    b.barrier();
+    let old = b.atomic_rmw(
+        RmwOp::Add,
+        b.addptr(abi.flags, counter),
+        b.const_i32(1),
+        Sem::AcqRel,
+        Scope::Sys,
+    );
+    let last = b.cmpi(
+        Cmp::Eq,
+        b.addi(old, b.const_i32(1)),
+        b.muli(abi.epoch, b.const_i32(programs)),
+    );
+    b.if_then(last, |then| {
+        then.atomic_rmw(
+            RmwOp::Xchg,
+            then.addptr(abi.flags, flag),
+            abi.epoch,
+            Sem::Release,
+            Scope::Sys,
+        );
+    });
+    Ok(())
+}
+
+/// `!tt.ptr<bf16>` -> `bf16`.
+fn element_of(ptr_type: &str) -> String {
+    ptr_type
+        .trim_start_matches("!tt.ptr<")
+        .trim_end_matches('>')
+        .to_string()
+}
