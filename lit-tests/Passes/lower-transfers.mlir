@@ -45,7 +45,7 @@ module {
 module {
   chunk.plan @sm world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    chunk.all_gather @A dim(0) chunks(1) backend(tma)
   }
 }
-// expected-error@-3 {{chunk-lower-transfers: backend 'ldst' is not implemented yet; use copy_engine}}
+// expected-error@-3 {{chunk-lower-transfers: backend 'tma' is not implemented yet; use copy_engine or ldst}}
