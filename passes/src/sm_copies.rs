@@ -17,9 +17,9 @@
 //!               num_programs(0) - C.
 //! ```
 //!
-//! Counters live after the flags in the flag array and grow by `C` every
-//! launch, so they need no reset either: the last of the `C` programs of
-//! epoch `e` sees `e * C - 1`.
+//! Counters live after the flags in the flag array and grow by exactly `C`
+//! every launch of the kernel, so they need no reset either: the program
+//! whose increment completes a multiple of `C` is the launch's last.
 //!
 //! Supported: pull transfers of contiguous chunks (whole rows, as
 //! all_gather along dimension 0 produces) whose element count is a multiple
@@ -135,17 +135,20 @@ pub fn lower(
                 format!("the ldst backend needs @{dst_buf} bound to a kernel argument"),
             ));
         };
-        // Contiguous: every dimension after the first partial one is full.
+        // Contiguous: one index in every dimension before the first partial
+        // one, everything in every dimension after it.
         let first_partial = sizes
             .iter()
             .zip(&buffer.shape)
             .position(|(s, d)| s != d)
             .unwrap_or(0);
-        if sizes
-            .iter()
-            .zip(&buffer.shape)
-            .skip(first_partial + 1)
-            .any(|(s, d)| s != d)
+        let outer_single = sizes[..first_partial].iter().all(|s| *s == 1);
+        if !outer_single
+            || sizes
+                .iter()
+                .zip(&buffer.shape)
+                .skip(first_partial + 1)
+                .any(|(s, d)| s != d)
         {
             return Err(fail(
                 t,
@@ -324,11 +327,11 @@ fn emit_copy(
         Sem::AcqRel,
         Scope::Sys,
     );
-    let last = b.cmpi(
-        Cmp::Eq,
-        b.addi(old, b.const_i32(1)),
-        b.muli(abi.epoch, b.const_i32(programs)),
-    );
+    // Every launch of this kernel adds exactly `programs` to the counter,
+    // whatever other kernels did with the epoch in between: the program
+    // whose increment completes a multiple is the launch's last.
+    let done = b.remsi(b.addi(old, b.const_i32(1)), b.const_i32(programs));
+    let last = b.cmpi(Cmp::Eq, done, b.const_i32(0));
     b.if_then(last, |then| {
         then.atomic_rmw(
             RmwOp::Xchg,

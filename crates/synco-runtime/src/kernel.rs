@@ -51,6 +51,10 @@ impl Arg {
 /// A cubin loaded on every GPU of a node, with its manifest.
 pub struct FusedKernel {
     pub manifest: LaunchManifest,
+    /// This kernel's chunk flags (and ldst completion counters) on each
+    /// rank, zeroed at load: flags belong to one plan, so kernels with other
+    /// flag layouts never see each other's values.
+    pub(crate) flags: Vec<CUdeviceptr>,
     functions: Vec<CUfunction>,
     _modules: Vec<CUmodule>,
 }
@@ -67,6 +71,7 @@ impl FusedKernel {
         let name = CString::new(manifest.kernel.clone()).unwrap_or_default();
         let mut functions = Vec::new();
         let mut modules = Vec::new();
+        let mut flags = Vec::new();
         for (rank, gpu) in node.gpus.iter().enumerate() {
             gpu.bind()?;
             unsafe {
@@ -95,10 +100,16 @@ impl FusedKernel {
                 }
                 functions.push(function);
                 modules.push(module);
+                let count = manifest.fused.as_ref().map_or(1, |f| f.num_flags.max(1)) as usize;
+                let mut p = 0;
+                check(rank, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, 4 * count))?;
+                check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(p, 0, 4 * count))?;
+                flags.push(p);
             }
         }
         Ok(FusedKernel {
             manifest,
+            flags,
             functions,
             _modules: modules,
         })

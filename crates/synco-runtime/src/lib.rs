@@ -12,7 +12,7 @@
 //! no MLIR). [`Node::launch`] runs one fused operation on every rank:
 //!
 //! 1. a new epoch (flags are never reset: a flag is ready when it holds the
-//!    current epoch or more);
+//!    current epoch or more; each loaded kernel has its own flags);
 //! 2. on each rank's copy stream, after the previous launch on that rank is
 //!    done, the manifest's copy-engine schedule: each chunk is copied from
 //!    its source rank's heap, then `cuStreamWriteValue32` sets its flag to

@@ -13,8 +13,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Flags each rank can hold (one per chunk of a plan).
-pub const MAX_FLAGS: usize = 1 << 16;
 /// Alignment of every symmetric buffer in the heap.
 const ALIGN: usize = 512;
 
@@ -40,7 +38,6 @@ pub(crate) struct Gpu {
     pub copy: CUstream,
     pub heap: CUdeviceptr,
     pub heap_bases: CUdeviceptr,
-    pub flags: CUdeviceptr,
     pub errors: CUdeviceptr,
     pub start: CUevent,
     pub end: CUevent,
@@ -66,7 +63,7 @@ pub struct Node {
 
 impl Node {
     /// Opens GPUs `0..world_size`, each with a symmetric heap of
-    /// `heap_bytes`, flags and an error buffer, and enables peer access
+    /// `heap_bytes` and an error buffer, and enables peer access
     /// between every pair.
     pub fn open(world_size: usize, heap_bytes: usize) -> Result<Node> {
         // SAFETY: only tries to load libcuda.so.
@@ -121,7 +118,6 @@ impl Node {
                 };
                 let heap = alloc(heap_bytes)?;
                 let heap_bases = alloc(8 * world_size)?;
-                let flags = alloc(4 * MAX_FLAGS)?;
                 let errors = alloc(16)?;
                 let mut start = std::ptr::null_mut();
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut start, 0))?;
@@ -134,7 +130,6 @@ impl Node {
                     copy,
                     heap,
                     heap_bases,
-                    flags,
                     errors,
                     start,
                     end,
@@ -345,7 +340,7 @@ impl Node {
                 )?;
             }
             if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch)?;
+                self.enqueue_copies(rank, fused, bindings, epoch, &kernel.flags)?;
             }
             // Triton's global scratch: per program.
             let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
@@ -364,7 +359,7 @@ impl Node {
                 Arg::I32(rank as i32),
                 Arg::I32(world as i32),
                 Arg::Ptr(gpu.heap_bases),
-                Arg::Ptr(gpu.flags),
+                Arg::Ptr(kernel.flags[rank]),
                 Arg::I32(epoch as i32),
                 Arg::Ptr(gpu.errors),
             ];
@@ -395,6 +390,7 @@ impl Node {
         fused: &synco_manifest::FusedPlan,
         bindings: &[(&str, Buffer)],
         epoch: u32,
+        flags: &[CUdeviceptr],
     ) -> Result<()> {
         let gpu = &self.gpus[rank];
         let place = |name: &str| -> Result<(Buffer, i64)> {
@@ -450,7 +446,7 @@ impl Node {
                     )?;
                 }
                 if let Some(flag) = copy.flag {
-                    let flags = self.gpus[copy.dst_rank as usize].flags;
+                    let flags = flags[copy.dst_rank as usize];
                     check(
                         rank,
                         "cuStreamWriteValue32",

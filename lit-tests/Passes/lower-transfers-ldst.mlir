@@ -1,0 +1,108 @@
+// chunk-lower-transfers, backend ldst (experimental): the fused kernel's
+// first `copy-programs` programs copy the chunks from the peer (vector
+// loads through the heap mapping), count themselves done per chunk
+// (acq_rel/sys add), and the last one publishes the flag (release/sys
+// exchange); the other programs run the original kernel with their
+// program id shifted down.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4 experimental-ldst=true})' \
+// RUN:   | FileCheck %s
+// Without experimental-ldst=true, the backend is refused:
+// RUN: not synco-opt %s --split-input-file -o /dev/null \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers)' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=GATED
+// GATED: error: chunk-lower-transfers: the ldst backend is experimental
+
+// CHECK:      \22copy_programs\22:4
+// CHECK-SAME: \22num_flags\22:4
+// CHECK-LABEL: "tt.func"
+// The ABI arguments: %arg1 rank, %arg3 heap bases, %arg4 flags, %arg5 epoch.
+// CHECK:      ^bb0(%arg0: !tt.ptr<bf16>, %arg1: i32, %arg2: i32, %arg3: !tt.ptr<i64>, %arg4: !tt.ptr<i32>, %arg5: i32, %arg6: !tt.ptr<i32>):
+// CHECK:      %[[PID:.*]] = "tt.get_program_id"() {axis = 0 : i32}
+// CHECK:      %[[C4:.*]] = arith.constant 4 : i32
+// CHECK:      %[[COPIER:.*]] = arith.cmpi slt, %[[PID]], %[[C4]]
+// CHECK:      %[[COMPUTE:.*]] = arith.subi %[[PID]], %[[C4]]
+// CHECK:      scf.if %[[COPIER]] {
+// The peer's heap base minus ours, in elements, a multiple of 16.
+// CHECK:        "tt.addptr"(%arg3, %arg1)
+// CHECK:        arith.divsi {{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK:        scf.for %[[B:.*]] = %[[PID]] to %{{.*}} step %[[C4]] : i32 {
+// CHECK:          "tt.make_range"() {end = 4096 : i32, start = 0 : i32}
+// CHECK:          "tt.load"({{.*}}) {{.*}}: (tensor<4096x!tt.ptr<bf16>>) -> tensor<4096xbf16>
+// CHECK:          "tt.store"
+// CHECK:        }
+// CHECK:        gpu.barrier
+// CHECK:        "tt.atomic_rmw"({{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 4 : i32}
+// CHECK:        arith.remsi
+// CHECK:        scf.if
+// CHECK:          "tt.atomic_rmw"({{.*}}, %arg5, %{{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
+// CHECK:      } else {
+// CHECK:        arith.muli %[[COMPUTE]], %{{.*}} : i32
+// CHECK:        "tt.load"
+// CHECK:        "tt.store"
+// CHECK-NEXT: {{^ *}}}{{$}}
+// CHECK-NEXT: "tt.return"
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "rows", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// A 2D grid: the copy programs cannot be put in front.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
+    // expected-error @below {{the ldst backend needs a 1D grid, but kernel @grid2d reads program_id(1)}}
+    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "grid2d", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %p1 = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Gathering columns: chunks are not contiguous.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x8192xbf16> bind(0)
+    // expected-error @below {{the ldst backend copies contiguous chunks only (whole rows)}}
+    chunk.all_gather @A dim(1) chunks(1) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// 100 x 64 elements per chunk: not whole copy blocks of 4096.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<200x64xbf16> bind(0)
+    // expected-error @below {{the ldst backend copies blocks of 4096 elements; this chunk has 6400}}
+    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
