@@ -34,6 +34,7 @@
 //! Options:
 //! * `copy-programs=C` (default 16): programs that copy `ldst` chunks;
 //! * `experimental-ldst=true`: allow the `ldst` backend (see above).
+//!
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
 //! buffers (no transfers, consumers or producers).
