@@ -85,9 +85,47 @@ chunk.plan @ring world_size(2) {
 
 // -----
 
+// reduce_scatter: rank r reduces block r of every rank's partial into its C
+// (own partial first, a local reducing copy), each chunk after the tiles
+// that produce P.
+// CHECK-LABEL: chunk.plan @rs world_size(2)
+// CHECK:       chunk.produce @tiles @P dim(0) tile(128)
+// CHECK-NEXT:  chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+// CHECK-NEXT:  chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> {{.*}} to <@C[(d0) -> (256, 0)] [256, 64]> {{.*}} order(1) after [@tiles] reduce(sum)
+// CHECK-NEXT:  chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum)
+// CHECK-NEXT:  chunk.transfer @C_p1_c1 pull ldst
+// CHECK-NOT:   chunk.reduce_scatter
 chunk.plan @rs world_size(2) {
   chunk.buffer @P : !chunk.buffer<1024x64xf32>
   chunk.buffer @C : !chunk.buffer<512x64xf32>
-  // expected-error @below {{chunk-expand-collectives: chunk.reduce_scatter is not supported yet; write its transfers explicitly}}
-  chunk.reduce_scatter @P into @C dim(0) chunks(1)
+  chunk.produce @tiles @P dim(0) tile(128)
+  chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+}
+
+// -----
+
+// all_reduce, one-shot: every block of every rank's partial reduced locally.
+// CHECK-LABEL: chunk.plan @ar_one_shot world_size(2)
+// CHECK:       chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> {{.*}} to <@C[(d0) -> (0, 0)] [512, 64]> {{.*}} order(0) reduce(sum) {group = "all_reduce_C"}
+// CHECK-NEXT:  chunk.transfer @C_p0_b1_c0 local {{.*}} order(1) reduce(sum)
+// CHECK-NEXT:  chunk.transfer @C_p1_b0_c0 pull copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) {{.*}} order(2) reduce(sum)
+// CHECK-NEXT:  chunk.transfer @C_p1_b1_c0 pull {{.*}} order(3) reduce(sum)
+chunk.plan @ar_one_shot world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<1024x64xf32>
+  chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(one_shot)
+}
+
+// -----
+
+// all_reduce, two-shot on 4 ranks: a reduce-scatter into block r of C, then
+// an all-gather of the other blocks, each after the reductions.
+// CHECK-LABEL: chunk.plan @ar_two_shot world_size(4)
+// CHECK-COUNT-4: reduce(sum) {group = "all_reduce_C_rs"}
+// CHECK:       chunk.transfer @C_ag_p0_c0 local copy_engine {{.*}} after [@C_rs_p0_c0, @C_rs_p1_c0, @C_rs_p2_c0, @C_rs_p3_c0] {group = "all_reduce_C_ag"}
+// CHECK:       chunk.transfer @C_ag_p3_c0 pull copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) {{.*}} order(7) after [@C_rs_p0_c0, @C_rs_p1_c0, @C_rs_p2_c0, @C_rs_p3_c0] {group = "all_reduce_C_ag"}
+chunk.plan @ar_two_shot world_size(4) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<1024x64xf32>
+  chunk.all_reduce @P into @C dim(0) chunks(1)
 }

@@ -49,3 +49,15 @@ module {
   }
 }
 // expected-error@-3 {{chunk-lower-transfers: backend 'tma' is not implemented yet; use copy_engine or ldst}}
+
+// -----
+
+// Reductions are expanded but not lowered yet.
+module {
+  chunk.plan @rs world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xf32>
+    chunk.buffer @C : !chunk.buffer<512x64xf32>
+    chunk.reduce_scatter @P into @C dim(0) chunks(1)
+  }
+}
+// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are not lowered yet (reduce-scatter / all-reduce fusion)}}

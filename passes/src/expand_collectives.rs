@@ -1,30 +1,35 @@
 //! `chunk-expand-collectives`: turn collectives into explicit transfers.
 //!
 //! Each collective of a `chunk.plan` becomes the `chunk.transfer` ops that
-//! implement it, in one `group` (so the plan verifier checks their
-//! coverage), and the collective is erased.
+//! implement it, in one `group` per phase (so the plan verifier checks their
+//! coverage), and the collective is erased. The dimension `d` of the
+//! collective splits into `W` blocks of `B = shape[d] / W` rows; each block
+//! into `n` chunks of `B / n` rows (`chunks(n)`). Rank `r` always handles its
+//! own chunks first, then its peers in rank-rotated order `r+1, r+2, ...`
+//! (mod `W`); `order` is that position. Transfers are named
+//! `@<dst>_p<k>_c<c>` (chunk `c` with peer `r + k`; phases of two-shot
+//! all-reduce add `_rs` / `_ag`).
 //!
-//! `all_gather @A dim(d) chunks(n)` with the `direct` algorithm: rank `r`
-//! owns block `r` of `A` along `d` (`B = A.shape[d] / W` rows). Each block
-//! splits into `n` chunks of `B / n` rows. Rank `r` receives, in this order
-//! (`order` = position):
+//! * `all_gather @A` (direct): block `r+k` of `A`, pulled from rank `r+k`
+//!   into the same place; `k = 0` is a `local` marker (rows already in place).
+//! * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
+//!   block `r+k` of `Y`.
+//! * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
+//!   `P`, reduced into `C` (which holds one block) on rank `r`; `k = 0` is
+//!   the rank's own partial, a local reducing copy.
+//! * `all_reduce @P into @C`, `one_shot`: every rank reduces every rank's
+//!   whole `P` into its `C`; `two_shot`: a reduce-scatter into block `r` of
+//!   `C`, then an all-gather of the other blocks of `C`, each chunk after the
+//!   reduce-scatter chunks that produce it.
 //!
-//! 1. its own block's `n` chunks, as `local` transfers (already in place;
-//!    they mark the rank's rows available first);
-//! 2. then the blocks of ranks `r+1, r+2, ..., r+W-1` (mod `W`), `n` chunks
-//!    each, as `pull` transfers from their owner with the collective's
-//!    backend.
-//!
-//! Transfers are named `@<buffer>_p<k>_c<c>`: chunk `c` of the block of rank
-//! `r + k`. `all_to_all @X into @Y dim(d) chunks(n)` expands the same way,
-//! with block `r` of the peer's `X` landing in block `peer` of `Y`.
+//! Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
+//! wait for those tiles (`after [@producer]`).
 //!
 //! Options: none.
 //! Preconditions: every collective has an explicit chunk count (run
-//! `chunk-select-chunk-size` for `chunks(auto)`); algorithm `direct`.
+//! `chunk-select-chunk-size` for `chunks(auto)`).
 //! Postconditions: no collective ops remain in plans; the plans verify.
-//! Not yet supported (refused with an error): `ring`, `reduce_scatter`,
-//! `all_reduce`.
+//! Not yet supported (refused with an error): the `ring` algorithm.
 
 use crate::plan::{Plan, fail, plans};
 use synco_chunk::{PassDescriptor, PassFailed, attrs};
@@ -41,168 +46,363 @@ pub static PASS: PassDescriptor = PassDescriptor {
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
         for op in plan.body_ops() {
-            match ir::op_name(op).as_str() {
-                "chunk.all_gather" => expand_gather(&plan, op, false)?,
-                "chunk.all_to_all" => expand_gather(&plan, op, true)?,
-                name @ ("chunk.reduce_scatter" | "chunk.all_reduce") => {
-                    return Err(fail(
-                        op,
-                        format!(
-                            "chunk-expand-collectives: {name} is not supported yet; write its transfers explicitly"
-                        ),
-                    ));
-                }
-                _ => {}
-            }
+            let kind = match ir::op_name(op).as_str() {
+                "chunk.all_gather" => Kind::AllGather,
+                "chunk.all_to_all" => Kind::AllToAll,
+                "chunk.reduce_scatter" => Kind::ReduceScatter,
+                "chunk.all_reduce" => Kind::AllReduce,
+                _ => continue,
+            };
+            Expansion::new(&plan, op, kind)?.emit_all()?;
+            ir::erase(op);
         }
     }
     Ok(())
 }
 
-fn expand_gather(plan: &Plan, op: Op, all_to_all: bool) -> Result<(), PassFailed> {
-    let algorithm = ir::int_attr(op, "algorithm").and_then(attrs::Algorithm::from_value);
-    if algorithm != Some(attrs::Algorithm::Direct) {
-        return Err(fail(
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    AllGather,
+    AllToAll,
+    ReduceScatter,
+    AllReduce,
+}
+
+/// One collective being expanded.
+struct Expansion<'p> {
+    plan: &'p Plan,
+    op: Op,
+    kind: Kind,
+    b: Builder,
+    src: String,
+    dst: String,
+    dim: usize,
+    rank: usize,
+    chunks: i64,
+    block: i64,
+    rows: i64,
+    sizes: Vec<i64>,
+    backend: attrs::Backend,
+    algorithm: attrs::Algorithm,
+    reduce: Option<attrs::Reduction>,
+    producers: Vec<String>,
+}
+
+/// Rows along the collective's dimension: `owner`'s block, chunk `c`.
+fn rows_of(owner: &str, block: i64, first: i64) -> String {
+    format!("({owner}) * {block} + {first}")
+}
+
+impl<'p> Expansion<'p> {
+    fn new(plan: &'p Plan, op: Op, kind: Kind) -> Result<Self, PassFailed> {
+        let algorithm = ir::int_attr(op, "algorithm")
+            .and_then(attrs::Algorithm::from_value)
+            .unwrap_or(attrs::Algorithm::Direct);
+        if algorithm == attrs::Algorithm::Ring {
+            return Err(fail(
+                op,
+                "chunk-expand-collectives: algorithm 'ring' is not supported yet; use 'direct'",
+            ));
+        }
+        let Some(chunks) = ir::int_attr(op, "chunks") else {
+            return Err(fail(
+                op,
+                "chunk-expand-collectives: chunks(auto) has no count yet; run chunk-select-chunk-size first",
+            ));
+        };
+        let symbol = |key: &str| ir::attr(op, key).and_then(ir::symbol_value);
+        let (src, dst) = match kind {
+            Kind::AllGather => (symbol("buffer"), symbol("buffer")),
+            _ => (symbol("src"), symbol("dst")),
+        };
+        let (Some(src), Some(dst)) = (src, dst) else {
+            return Err(fail(op, "chunk-expand-collectives: malformed collective"));
+        };
+        let Some(src_buffer) = plan.buffer(&src) else {
+            return Err(fail(
+                op,
+                format!("chunk-expand-collectives: no buffer @{src}"),
+            ));
+        };
+        let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
+        let block = src_buffer.shape[dim] / plan.world_size;
+        let rows = block / chunks;
+        let mut sizes = src_buffer.shape.clone();
+        sizes[dim] = rows;
+        let reduce = matches!(kind, Kind::ReduceScatter | Kind::AllReduce).then(|| {
+            ir::int_attr(op, "reduce")
+                .and_then(attrs::Reduction::from_value)
+                .unwrap_or(attrs::Reduction::Sum)
+        });
+        let producers = plan
+            .ops_named("chunk.produce")
+            .into_iter()
+            .filter(|p| {
+                ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(src.as_str())
+            })
+            .filter_map(|p| ir::str_attr(p, "sym_name"))
+            .collect();
+        Ok(Expansion {
+            plan,
             op,
-            format!(
-                "chunk-expand-collectives: algorithm '{}' is not supported yet; use 'direct'",
-                algorithm.map_or("?", |a| a.keyword())
-            ),
-        ));
+            kind,
+            b: Builder::before(op),
+            dim,
+            rank: src_buffer.shape.len(),
+            chunks,
+            block,
+            rows,
+            sizes,
+            backend: ir::int_attr(op, "backend")
+                .and_then(attrs::Backend::from_value)
+                .unwrap_or(attrs::Backend::CopyEngine),
+            algorithm,
+            reduce,
+            producers,
+            src,
+            dst,
+        })
     }
-    let Some(chunks) = ir::int_attr(op, "chunks") else {
-        return Err(fail(
-            op,
-            "chunk-expand-collectives: chunks(auto) has no count yet; run chunk-select-chunk-size first",
-        ));
-    };
-    let (src_name, dst_name) = if all_to_all {
-        (
-            ir::attr(op, "src").and_then(ir::symbol_value),
-            ir::attr(op, "dst").and_then(ir::symbol_value),
-        )
-    } else {
-        let b = ir::attr(op, "buffer").and_then(ir::symbol_value);
-        (b.clone(), b)
-    };
-    let (Some(src_name), Some(dst_name)) = (src_name, dst_name) else {
-        return Err(fail(op, "chunk-expand-collectives: malformed collective"));
-    };
-    let Some(buffer) = plan.buffer(&dst_name) else {
-        return Err(fail(
-            op,
-            format!("chunk-expand-collectives: no buffer @{dst_name}"),
-        ));
-    };
-    let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
-    let w = plan.world_size;
-    let block = buffer.shape[dim] / w;
-    let rows = block / chunks;
-    let backend = ir::int_attr(op, "backend")
-        .and_then(attrs::Backend::from_value)
-        .unwrap_or(attrs::Backend::CopyEngine);
-    let group = if all_to_all {
-        format!("all_to_all_{dst_name}")
-    } else {
-        format!("all_gather_{dst_name}")
-    };
-    let ctx = ir::context_of(op);
-    let b = Builder::before(op);
-    // Offsets along `dim` for chunk `c` of block `owner`; 0 elsewhere.
-    let offsets = |owner: &str, c: i64| -> Vec<String> {
-        (0..buffer.shape.len())
+
+    /// Offsets of a box whose rows along the collective's dimension start
+    /// at `rows`, 0 elsewhere.
+    fn offsets(&self, rows: &str) -> Vec<String> {
+        (0..self.rank)
             .map(|d| {
-                if d == dim {
-                    format!("({owner}) * {block} + {}", c * rows)
+                if d == self.dim {
+                    rows.to_string()
                 } else {
                     "0".into()
                 }
             })
             .collect()
-    };
-    let mut sizes = buffer.shape.clone();
-    sizes[dim] = rows;
-    let sizes_text = sizes
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let region = |buf: &str, offsets: Vec<String>| {
-        ir::parse_attr(
-            ctx,
-            &format!(
-                "#chunk.region<@{buf}[(r) -> ({})] [{sizes_text}]>",
-                offsets.join(", ")
-            ),
-        )
-    };
-    let rank_map = |expr: &str| ir::parse_attr(ctx, &format!("affine_map<(r) -> ({expr})>"));
-    let i32t = ir::i32_type(ctx);
-    let i64t = ir::i64_type(ctx);
-    for k in 0..w {
-        let peer = if k == 0 {
-            "r".to_string()
+    }
+
+    fn peer(&self, k: i64) -> String {
+        if k == 0 {
+            "r".into()
         } else {
-            format!("(r + {k}) mod {w}")
-        };
-        for c in 0..chunks {
-            // all_gather: the peer's block `peer` of A into the same place.
-            // all_to_all: block `r` of the peer's X into block `peer` of Y.
-            let (src, dst) = if all_to_all {
-                (
-                    region(&src_name, offsets("r", c)),
-                    region(&dst_name, offsets(&peer, c)),
-                )
-            } else {
-                (
-                    region(&src_name, offsets(&peer, c)),
-                    region(&dst_name, offsets(&peer, c)),
-                )
-            };
-            let (Some(src), Some(dst), Some(src_rank), Some(dst_rank)) =
-                (src, dst, rank_map(&peer), rank_map("r"))
-            else {
-                return Err(fail(
-                    op,
-                    "chunk-expand-collectives: internal error building a region",
-                ));
-            };
-            let mode = if k == 0 && !all_to_all {
-                attrs::TransferMode::Local
-            } else {
-                attrs::TransferMode::Pull
-            };
-            let mode = if k == 0 && all_to_all {
-                attrs::TransferMode::Local
-            } else {
-                mode
-            };
-            let backend = if mode == attrs::TransferMode::Local {
-                attrs::Backend::CopyEngine
-            } else {
-                backend
-            };
-            b.op(
-                "chunk.transfer",
-                &[],
-                &[],
-                &[
-                    (
-                        "sym_name",
-                        ir::string_attr(ctx, &format!("{dst_name}_p{k}_c{c}")),
-                    ),
-                    ("mode", ir::int_attr_of(i32t, mode as i64)),
-                    ("backend", ir::int_attr_of(i32t, backend as i64)),
-                    ("src", src),
-                    ("src_rank", src_rank),
-                    ("dst", dst),
-                    ("dst_rank", dst_rank),
-                    ("order", ir::int_attr_of(i64t, k * chunks + c)),
-                    ("group", ir::string_attr(ctx, &group)),
-                ],
-            );
+            format!("(r + {k}) mod {}", self.plan.world_size)
         }
     }
-    ir::erase(op);
-    Ok(())
+
+    fn emit_all(&self) -> Result<(), PassFailed> {
+        let w = self.plan.world_size;
+        let (n, block, rows) = (self.chunks, self.block, self.rows);
+        let group = |phase: &str| format!("{}{}{phase}", self.collective_name(), self.dst);
+        for k in 0..w {
+            let peer = self.peer(k);
+            for c in 0..n {
+                let order = k * n + c;
+                let name = format!("{}_p{k}_c{c}", self.dst);
+                match self.kind {
+                    Kind::AllGather => {
+                        let at = self.offsets(&rows_of(&peer, block, c * rows));
+                        self.transfer(
+                            &name,
+                            k,
+                            &self.src,
+                            at.clone(),
+                            &peer,
+                            &self.dst,
+                            at,
+                            order,
+                            &group(""),
+                            None,
+                            &[],
+                        )?;
+                    }
+                    Kind::AllToAll => {
+                        let from = self.offsets(&rows_of("r", block, c * rows));
+                        let to = self.offsets(&rows_of(&peer, block, c * rows));
+                        self.transfer(
+                            &name,
+                            k,
+                            &self.src,
+                            from,
+                            &peer,
+                            &self.dst,
+                            to,
+                            order,
+                            &group(""),
+                            None,
+                            &[],
+                        )?;
+                    }
+                    Kind::ReduceScatter => {
+                        let from = self.offsets(&rows_of("r", block, c * rows));
+                        let to = self.offsets(&format!("{}", c * rows));
+                        self.transfer(
+                            &name,
+                            k,
+                            &self.src,
+                            from,
+                            &peer,
+                            &self.dst,
+                            to,
+                            order,
+                            &group(""),
+                            self.reduce,
+                            &self.producers,
+                        )?;
+                    }
+                    Kind::AllReduce if self.algorithm == attrs::Algorithm::OneShot => {
+                        // Every block of the peer's partial, chunk by chunk.
+                        for blk in 0..w {
+                            let at = self.offsets(&format!("{}", blk * block + c * rows));
+                            let name = format!("{}_p{k}_b{blk}_c{c}", self.dst);
+                            let order = (k * w + blk) * n + c;
+                            self.transfer(
+                                &name,
+                                k,
+                                &self.src,
+                                at.clone(),
+                                &peer,
+                                &self.dst,
+                                at,
+                                order,
+                                &group(""),
+                                self.reduce,
+                                &self.producers,
+                            )?;
+                        }
+                    }
+                    Kind::AllReduce => {
+                        // Phase 1: block r of every partial, reduced into block r of C.
+                        let own = self.offsets(&rows_of("r", block, c * rows));
+                        let rs = format!("{}_rs_p{k}_c{c}", self.dst);
+                        self.transfer(
+                            &rs,
+                            k,
+                            &self.src,
+                            own.clone(),
+                            &peer,
+                            &self.dst,
+                            own,
+                            order,
+                            &group("_rs"),
+                            self.reduce,
+                            &self.producers,
+                        )?;
+                    }
+                }
+            }
+        }
+        if self.kind == Kind::AllReduce && self.algorithm != attrs::Algorithm::OneShot {
+            // Phase 2: the other blocks of C, each after its reduction.
+            for k in 0..w {
+                let peer = self.peer(k);
+                for c in 0..n {
+                    let at = self.offsets(&rows_of(&peer, block, c * rows));
+                    let reduced: Vec<String> = (0..w)
+                        .map(|j| format!("{}_rs_p{j}_c{c}", self.dst))
+                        .collect();
+                    let ag = format!("{}_ag_p{k}_c{c}", self.dst);
+                    self.transfer(
+                        &ag,
+                        k,
+                        &self.dst,
+                        at.clone(),
+                        &peer,
+                        &self.dst,
+                        at,
+                        w * n + k * n + c,
+                        &group("_ag"),
+                        None,
+                        &reduced,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn collective_name(&self) -> &'static str {
+        match self.kind {
+            Kind::AllGather => "all_gather_",
+            Kind::AllToAll => "all_to_all_",
+            Kind::ReduceScatter => "reduce_scatter_",
+            Kind::AllReduce => "all_reduce_",
+        }
+    }
+
+    /// Emits one transfer from `src_rank`'s `src_buf` to this rank's
+    /// `dst_buf` (`k = 0`: a local transfer).
+    #[allow(clippy::too_many_arguments)]
+    fn transfer(
+        &self,
+        name: &str,
+        k: i64,
+        src_buf: &str,
+        src_offsets: Vec<String>,
+        src_rank: &str,
+        dst_buf: &str,
+        dst_offsets: Vec<String>,
+        order: i64,
+        group: &str,
+        reduce: Option<attrs::Reduction>,
+        after: &[String],
+    ) -> Result<(), PassFailed> {
+        let ctx = self.b.ctx;
+        let sizes = self
+            .sizes
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let region = |buf: &str, offsets: Vec<String>| {
+            ir::parse_attr(
+                ctx,
+                &format!(
+                    "#chunk.region<@{buf}[(r) -> ({})] [{sizes}]>",
+                    offsets.join(", ")
+                ),
+            )
+        };
+        let rank_map = |expr: &str| ir::parse_attr(ctx, &format!("affine_map<(r) -> ({expr})>"));
+        let (Some(src), Some(dst), Some(src_rank), Some(dst_rank)) = (
+            region(src_buf, src_offsets),
+            region(dst_buf, dst_offsets),
+            rank_map(src_rank),
+            rank_map("r"),
+        ) else {
+            return Err(fail(
+                self.op,
+                "chunk-expand-collectives: internal error building a region",
+            ));
+        };
+        let (mode, backend) = if k == 0 {
+            (attrs::TransferMode::Local, attrs::Backend::CopyEngine)
+        } else {
+            (attrs::TransferMode::Pull, self.backend)
+        };
+        let i32t = ir::i32_type(ctx);
+        let mut attributes = vec![
+            ("sym_name", ir::string_attr(ctx, name)),
+            ("mode", ir::int_attr_of(i32t, mode as i64)),
+            ("backend", ir::int_attr_of(i32t, backend as i64)),
+            ("src", src),
+            ("src_rank", src_rank),
+            ("dst", dst),
+            ("dst_rank", dst_rank),
+            ("order", ir::int_attr_of(ir::i64_type(ctx), order)),
+            ("group", ir::string_attr(ctx, group)),
+        ];
+        if let Some(reduce) = reduce {
+            attributes.push(("reduce", ir::int_attr_of(i32t, reduce as i64)));
+        }
+        if !after.is_empty() {
+            let list = after
+                .iter()
+                .map(|a| format!("@{a}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let Some(attr) = ir::parse_attr(ctx, &format!("[{list}]")) else {
+                return Err(PassFailed);
+            };
+            attributes.push(("after", attr));
+        }
+        self.b.op("chunk.transfer", &[], &[], &attributes);
+        Ok(())
+    }
 }

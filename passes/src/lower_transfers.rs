@@ -140,6 +140,13 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) {
             continue;
         }
+        if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
+            return Err(fail(
+                t,
+                "chunk-lower-transfers: reducing transfers and transfers that wait for others are not lowered yet \
+                 (reduce-scatter / all-reduce fusion)",
+            ));
+        }
         if backend != Some(attrs::Backend::CopyEngine) {
             return Err(fail(
                 t,

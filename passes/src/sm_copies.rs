@@ -114,6 +114,12 @@ pub fn lower(
     }
     let mut copies = Vec::new();
     for &t in transfers {
+        if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
+            return Err(fail(
+                t,
+                "the ldst backend does not lower reducing transfers or transfers that wait for others yet",
+            ));
+        }
         let (Some((src_buf, src_map, sizes)), Some((dst_buf, dst_map, _))) = (
             ir::attr(t, "src").and_then(region_parts),
             ir::attr(t, "dst").and_then(region_parts),

@@ -10,6 +10,8 @@
 //    from every rank;
 //  * dependencies: `after` names transfers or producers of this plan, and
 //    the dependency graph has no cycle (a cycle deadlocks the kernel);
+//  * producers: each buffer has at most one chunk.produce, and a transfer
+//    that waits for a producer copies from the buffer it produces;
 //  * consumers: a buffer that kernel tiles read is written by something.
 //
 // Coverage is computed exactly on a compressed grid: the boundaries of every
@@ -120,6 +122,7 @@ public:
 
   LogicalResult verify() {
     return success(succeeded(verifyCoverage()) &&
+                   succeeded(verifyProducers()) &&
                    succeeded(verifyDependencies()) &&
                    succeeded(verifyConsumers()));
   }
@@ -130,6 +133,7 @@ private:
                                   int64_t dstRank,
                                   ArrayRef<const Placement *> boxes,
                                   bool reduction);
+  LogicalResult verifyProducers();
   LogicalResult verifyDependencies();
   LogicalResult verifyConsumers();
 
@@ -290,6 +294,14 @@ LogicalResult PlanVerifier::verifyDependencies() {
                << plan.getSymName() << ": nothing would ever signal it";
       if (dep == &op)
         return transfer.emitOpError() << "waits for itself";
+      if (auto producer = dyn_cast<ProduceOp>(dep);
+          producer &&
+          producer.getBufferAttr() != transfer.getSrc().getBuffer())
+        return transfer.emitOpError()
+               << "waits for the tiles that produce "
+               << producer.getBufferAttr() << ", but copies from "
+               << transfer.getSrc().getBuffer()
+               << ": that wait would not order anything it reads";
       edges[&op].push_back(dep);
     }
   }
@@ -327,6 +339,24 @@ LogicalResult PlanVerifier::verifyDependencies() {
     path += "@" + SymbolTable::getSymbolName(start).getValue().str();
     return start->emitOpError()
            << "is part of a dependency cycle, which would deadlock: " << path;
+  }
+  return success();
+}
+
+LogicalResult PlanVerifier::verifyProducers() {
+  llvm::SmallDenseMap<Attribute, ProduceOp> producers;
+  for (auto produce : plan.getBody().getOps<ProduceOp>()) {
+    auto [it, inserted] =
+        producers.try_emplace(produce.getBufferAttr(), produce);
+    if (!inserted) {
+      InFlightDiagnostic diag =
+          produce.emitOpError()
+          << "produces " << produce.getBufferAttr() << ", which "
+          << symbolRef(it->second) << " already produces: every chunk must "
+          << "have exactly one producer";
+      diag.attachNote(it->second.getLoc()) << "the other producer is here";
+      return diag;
+    }
   }
   return success();
 }

@@ -168,3 +168,27 @@ chunk.plan @unwritten world_size(2) {
   // expected-error @below {{'chunk.consume' op reads @A but no transfer or collective of the plan writes it, so its tiles would wait forever}}
   chunk.consume @A dim(0) tile(128)
 }
+
+// -----
+
+chunk.plan @two_producers world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  // expected-note @below {{the other producer is here}}
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-error @below {{'chunk.produce' op produces @P, which @tiles already produces: every chunk must have exactly one producer}}
+  chunk.produce @more_tiles @P dim(0) tile(64)
+}
+
+// -----
+
+chunk.plan @wrong_producer world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @Q : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xf32>
+  chunk.produce @q_tiles @Q dim(0) tile(128)
+  // expected-error @below {{'chunk.transfer' op waits for the tiles that produce @Q, but copies from @P: that wait would not order anything it reads}}
+  chunk.transfer @t local copy_engine
+      from #chunk.region<@P[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@C[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0) after [@q_tiles] reduce(sum)
+}

@@ -44,6 +44,8 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
       reductions, receive exactly one contribution from every rank;
     * every `after` dependency names a transfer or producer of this plan,
       and the dependencies have no cycle;
+    * each buffer has at most one producer (`chunk.produce`), and a
+      transfer waiting for a producer copies from the buffer it produces;
     * every consumed buffer is written by some transfer or collective.
 
     ```mlir
