@@ -387,9 +387,9 @@ fn run_variant(
     node.wait(Duration::from_secs(60))?;
     let mut worst = 0.0f64;
     let mut nan = false;
-    for rank in 0..world {
+    for (rank, handle) in cublas.iter().enumerate().take(world) {
         node.context(rank).bind_to_thread()?;
-        cublas[rank].gemm(
+        handle.gemm(
             node.ptr(rank, &p.a_ref),
             node.ptr(rank, &p.b),
             node.ptr(rank, &p.reference),
