@@ -48,6 +48,54 @@ impl Arg {
     }
 }
 
+/// The launch's argument values, in the manifest's parameter order: the
+/// user's values for `user` parameters, the ABI values (rank, world size,
+/// heap bases, flags, epoch, errors) for `synco` ones, then Triton's scratch
+/// pointers. Each value must fit its parameter's type.
+pub(crate) fn kernel_params(
+    m: &LaunchManifest,
+    user: &[Arg],
+    abi: &[Arg],
+    global_scratch: CUdeviceptr,
+) -> Result<Vec<[u8; 8]>> {
+    let count = |role| m.params.iter().filter(|p| p.role == role).count();
+    for (role, given) in [(ParamRole::User, user.len()), (ParamRole::Synco, abi.len())] {
+        let expected = count(role);
+        // The ABI is all or nothing: a kernel that was not fused takes none.
+        if given != expected && !(role == ParamRole::Synco && expected == 0) {
+            return Err(RuntimeError::ArgCount {
+                kernel: m.kernel.clone(),
+                expected,
+                given,
+            });
+        }
+    }
+    let (mut user, mut abi) = (user.iter(), abi.iter());
+    m.params
+        .iter()
+        .enumerate()
+        .map(|(index, param)| {
+            let value = match param.role {
+                ParamRole::User => user.next().copied(),
+                ParamRole::Synco => abi.next().copied(),
+                ParamRole::GlobalScratch => Some(Arg::Ptr(global_scratch)),
+                ParamRole::ProfileScratch => Some(Arg::Ptr(0)),
+            }
+            .unwrap_or(Arg::I32(0));
+            if !value.fits(&param.ty) {
+                return Err(RuntimeError::ArgType {
+                    kernel: m.kernel.clone(),
+                    index,
+                    name: param.name.clone(),
+                    ty: param.ty.clone(),
+                    given: value.kind(),
+                });
+            }
+            Ok(value.bytes())
+        })
+        .collect()
+}
+
 /// A cubin loaded on every GPU of a node, with its manifest.
 pub struct FusedKernel {
     pub manifest: LaunchManifest,
@@ -134,39 +182,7 @@ impl FusedKernel {
         global_scratch: CUdeviceptr,
     ) -> Result<()> {
         let m = &self.manifest;
-        if user.len() != self.num_user_params() {
-            return Err(RuntimeError::ArgCount {
-                kernel: m.kernel.clone(),
-                expected: self.num_user_params(),
-                given: user.len(),
-            });
-        }
-        let mut values: Vec<[u8; 8]> = Vec::with_capacity(m.params.len());
-        let (mut u, mut a) = (0, 0);
-        for (index, param) in m.params.iter().enumerate() {
-            let value = match param.role {
-                ParamRole::User => {
-                    u += 1;
-                    user[u - 1]
-                }
-                ParamRole::Synco => {
-                    a += 1;
-                    abi.get(a - 1).copied().unwrap_or(Arg::I32(0))
-                }
-                ParamRole::GlobalScratch => Arg::Ptr(global_scratch),
-                ParamRole::ProfileScratch => Arg::Ptr(0),
-            };
-            if !value.fits(&param.ty) {
-                return Err(RuntimeError::ArgType {
-                    kernel: m.kernel.clone(),
-                    index,
-                    name: param.name.clone(),
-                    ty: param.ty.clone(),
-                    given: value.kind(),
-                });
-            }
-            values.push(value.bytes());
-        }
+        let mut values = kernel_params(m, user, abi, global_scratch)?;
         let mut pointers: Vec<*mut std::ffi::c_void> =
             values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
         unsafe {
@@ -188,5 +204,92 @@ impl FusedKernel {
                 ),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use synco_manifest::{FORMAT, Param, Scratch, Target, VERSION};
+
+    fn manifest(params: &[(&str, &str, ParamRole)]) -> LaunchManifest {
+        LaunchManifest {
+            format: FORMAT.into(),
+            version: VERSION,
+            kernel: "k".into(),
+            cubin: "k.cubin".into(),
+            target: Target::default(),
+            num_warps: 4,
+            num_ctas: 1,
+            shared_mem_bytes: 0,
+            params: params
+                .iter()
+                .map(|(name, ty, role)| Param {
+                    name: (*name).into(),
+                    ty: (*ty).into(),
+                    role: *role,
+                })
+                .collect(),
+            global_scratch: Scratch::default(),
+            profile_scratch: Scratch::default(),
+            triton_version: "3.6.0".into(),
+            fused: None,
+        }
+    }
+
+    const FUSED: &[(&str, &str, ParamRole)] = &[
+        ("a_ptr", "*bf16", ParamRole::User),
+        ("M", "i32", ParamRole::User),
+        ("synco_rank", "i32", ParamRole::Synco),
+        ("synco_heap_bases", "*i64", ParamRole::Synco),
+        ("global_scratch", "*i8", ParamRole::GlobalScratch),
+        ("profile_scratch", "*i8", ParamRole::ProfileScratch),
+    ];
+
+    #[test]
+    fn arguments_follow_the_manifest_order() {
+        let m = manifest(FUSED);
+        let values = kernel_params(
+            &m,
+            &[Arg::Ptr(0x1000), Arg::I32(7)],
+            &[Arg::I32(1), Arg::Ptr(0x2000)],
+            0x3000,
+        )
+        .unwrap();
+        assert_eq!(values.len(), 6);
+        assert_eq!(u64::from_ne_bytes(values[0]), 0x1000);
+        assert_eq!(i32::from_ne_bytes(values[1][..4].try_into().unwrap()), 7);
+        assert_eq!(i32::from_ne_bytes(values[2][..4].try_into().unwrap()), 1);
+        assert_eq!(u64::from_ne_bytes(values[3]), 0x2000);
+        assert_eq!(u64::from_ne_bytes(values[4]), 0x3000);
+        assert_eq!(u64::from_ne_bytes(values[5]), 0);
+    }
+
+    #[test]
+    fn wrong_counts_and_types_are_errors() {
+        let m = manifest(FUSED);
+        let abi = [Arg::I32(1), Arg::Ptr(0x2000)];
+        let err = kernel_params(&m, &[Arg::Ptr(1)], &abi, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel 'k' takes 2 arguments of its own, 1 were given"
+        );
+        let err = kernel_params(&m, &[Arg::I32(1), Arg::I32(7)], &abi, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "argument 0 ('a_ptr') of 'k' is *bf16, but the value given is an i32"
+        );
+        assert!(kernel_params(&m, &[Arg::Ptr(1), Arg::I32(7)], &abi[..1], 0).is_err());
+        // A plain (unfused) kernel takes no ABI values.
+        let plain = manifest(&[
+            ("x", "*fp32", ParamRole::User),
+            ("global_scratch", "*i8", ParamRole::GlobalScratch),
+        ]);
+        assert_eq!(
+            kernel_params(&plain, &[Arg::Ptr(1)], &abi, 0)
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }
