@@ -110,9 +110,11 @@ def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
     it, `order` the chunk's place in the driving rank's schedule (lower runs
     first; chunks consumed first should come first).
 
-    `after` lists what must happen before the transfer may start: other
-    transfers (a ring forwards a chunk only after it arrived) or producers
-    (`chunk.produce`, compute tiles that write the source). `reduce`
+    `after` lists what must happen before the transfer may start, on the
+    rank it reads from (`src_rank(r)`): other transfers (a ring forwards a
+    chunk only after it arrived there; a two-shot all-reduce gathers a block
+    only after its owner reduced it) or producers (`chunk.produce`, the
+    compute tiles that write the source). `reduce`
     combines the chunk with the destination instead of overwriting it.
     `group` names the collective the chunk was expanded from; the plan
     verifier checks coverage per group.
