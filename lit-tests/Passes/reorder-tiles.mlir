@@ -83,6 +83,42 @@ module {
 
 // -----
 
+// A persistent loop whose induction variable is the row tile (programs
+// start at their program id and step by the grid): rotated at the start of
+// the loop body.
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "persistent"
+// CHECK:      scf.for %[[T:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK-NEXT:   %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT:   %[[SHIFT:.*]] = arith.muli %arg1, %[[C4]]
+// CHECK-NEXT:   %[[SUM:.*]] = arith.addi %[[T]], %[[SHIFT]]
+// CHECK-NEXT:   %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-NEXT:   %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "A"}
+// CHECK-NEXT:   arith.muli %[[ROW]]
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated to start at this rank's block (4 row tiles per rank, 8 in all)}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "persistent", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c2 = arith.constant 2 : i32
+    %c8 = arith.constant 8 : i32
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    scf.for %t = %pid to %c8 step %c2 : i32 {
+      %row = arith.muli %t, %c128 : i32
+      %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+      %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+      "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    }
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
 // The loads of A do not depend on the program id: no tile index.
 module {
   chunk.plan @p world_size(2) {

@@ -72,7 +72,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             }
             let index_name = ir::str_attr(consume, "index");
             let t = find_tile_index(kernel, arg, tile, index_name.as_deref(), consume)?;
-            let (marked, how) = remap(t, abi.rank, block / tile, rows / tile)?;
+            let (marked, how) = remap(kernel, t, abi.rank, block / tile, rows / tile)?;
             let ctx = ir::context_of(consume);
             ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
             Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();
@@ -87,16 +87,14 @@ fn program_id(value: Value) -> Option<(Op, i64)> {
 }
 
 /// Remaps tile index `t`; returns the op computing the new index.
+/// Remaps tile index `t` of `kernel`; returns the op computing the new index.
 fn remap(
+    kernel: Op,
     t: Value,
     rank: Value,
     tiles_per_rank: i64,
     tiles: i64,
 ) -> Result<(Op, String), PassFailed> {
-    let Some(def) = ir::defining_op(t) else {
-        return Err(PassFailed);
-    };
-    let kernel = crate::abi::enclosing_kernel(def).ok_or(PassFailed)?;
     // A 2D grid whose row index is the fast axis: make it the slow one.
     if let Some((pid0, 0)) = program_id(t) {
         let pid1 = ir::find_all(kernel, "tt.get_program_id")
@@ -108,28 +106,27 @@ fn remap(
             } else {
                 pid0
             };
-            let Some(after) = ir::next_op(anchor) else {
-                return Err(PassFailed);
-            };
-            let b = Builder::before(after);
-            let i32t = ir::i32_type(b.ctx);
-            let axis = |a: i64| ir::int_attr_of(i32t, a);
-            let n0 = ir::result(
-                b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(0))]),
-                0,
-            );
-            let n1 = ir::result(
-                b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(1))]),
-                0,
-            );
             let p0 = ir::result(pid0, 0);
             let p1 = ir::result(pid1, 0);
-            let linear = b.addi(p0, b.muli(p1, n0));
-            let slow = b.divsi(linear, n1);
-            let fast = b.remsi(linear, n1);
-            let (rotated, marked) = rotate(&b, slow, rank, tiles_per_rank, tiles);
-            ir::replace_uses_except(p0, rotated, &all_new_ops(after, anchor));
-            ir::replace_uses_except(p1, fast, &all_new_ops(after, anchor));
+            let mut fast = p1;
+            let (marked, new_ops) = insert_after(anchor, |b| {
+                let i32t = ir::i32_type(b.ctx);
+                let axis = |a: i64| ir::int_attr_of(i32t, a);
+                let n0 = ir::result(
+                    b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(0))]),
+                    0,
+                );
+                let n1 = ir::result(
+                    b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis(1))]),
+                    0,
+                );
+                let linear = b.addi(p0, b.muli(p1, n0));
+                let slow = b.divsi(linear, n1);
+                fast = b.remsi(linear, n1);
+                rotate(b, slow, rank, tiles_per_rank, tiles)
+            });
+            ir::replace_uses_except(p0, ir::result(marked, 0), &new_ops);
+            ir::replace_uses_except(p1, fast, &new_ops);
             return Ok((
                 marked,
                 format!(
@@ -138,12 +135,17 @@ fn remap(
             ));
         }
     }
-    let Some(after) = ir::next_op(def) else {
-        return Err(PassFailed);
+    // Rotate right where `t` is defined: after its op, or, for a loop's
+    // induction variable, at the start of the loop body.
+    let (marked, new_ops) = match ir::defining_op(t) {
+        Some(def) => insert_after(def, |b| rotate(b, t, rank, tiles_per_rank, tiles)),
+        None => {
+            let block = ir::block_arg_owner(t).ok_or(PassFailed)?;
+            let first = ir::ops_in(block).first().copied().ok_or(PassFailed)?;
+            insert_before(first, |b| rotate(b, t, rank, tiles_per_rank, tiles))
+        }
     };
-    let b = Builder::before(after);
-    let (rotated, marked) = rotate(&b, t, rank, tiles_per_rank, tiles);
-    ir::replace_uses_except(t, rotated, &all_new_ops(after, def));
+    ir::replace_uses_except(t, ir::result(marked, 0), &new_ops);
     Ok((
         marked,
         format!(
@@ -152,24 +154,29 @@ fn remap(
     ))
 }
 
-/// `(t + rank * per_rank) mod all`; returns the value and its op.
-fn rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> (Value, Op) {
-    let shift = b.muli(rank, b.const_i32(per_rank));
-    let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
-    (rotated, ir::defining_op(rotated).expect("an op result"))
+/// Builds ops right after `anchor` (every op has a successor: its block's
+/// terminator); returns what `build` returns and the ops it created.
+fn insert_after(anchor: Op, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) {
+    let next = ir::next_op(anchor).expect("a non-terminator op has a next op");
+    insert_before(next, build)
 }
 
-/// The ops inserted between `anchor` and `after` (exclusive), i.e. the ones
-/// the builder just created.
-fn all_new_ops(after: Op, anchor: Op) -> Vec<Op> {
-    let mut out = Vec::new();
-    let mut current = ir::next_op(anchor);
-    while let Some(op) = current {
-        if ir::same_op(op, after) {
-            break;
-        }
-        out.push(op);
-        current = ir::next_op(op);
-    }
-    out
+/// Builds ops right before `next`; returns what `build` returns and the ops
+/// it created.
+fn insert_before(next: Op, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) {
+    let block = ir::block_of(next).expect("an op in a block");
+    let existing = ir::ops_in(block);
+    let result = build(&Builder::before(next));
+    let created = ir::ops_in(block)
+        .into_iter()
+        .filter(|op| !existing.iter().any(|e| ir::same_op(*e, *op)))
+        .collect();
+    (result, created)
+}
+
+/// `(t + rank * per_rank) mod all`; returns the value and its op.
+fn rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
+    let shift = b.muli(rank, b.const_i32(per_rank));
+    let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
+    ir::defining_op(rotated).expect("an op result")
 }

@@ -503,8 +503,9 @@ pub fn constant_int(value: Value) -> Option<i64> {
 }
 
 /// Every value `value` depends on through operands, `value` included.
-/// Block arguments of `scf.for` bodies stand for their initial values too
-/// (iteration arguments start from the loop's operands).
+/// Block arguments of `scf.for` bodies stand for the loop operands they come
+/// from: an iteration argument for its initial value, the induction variable
+/// for the lower bound and the step.
 pub fn backward_slice(value: Value) -> Vec<Value> {
     let mut seen: Vec<Value> = Vec::new();
     let mut stack = vec![value];
@@ -517,9 +518,14 @@ pub fn backward_slice(value: Value) -> Vec<Value> {
             stack.extend(operands(op));
         } else if let (Some(block), Some(index)) = (block_arg_owner(v), block_arg_number(v)) {
             let owner = unsafe { mlirBlockGetParentOperation(block) };
-            if !owner.ptr.is_null() && op_name(owner) == "scf.for" && index >= 1 {
-                // scf.for operands: lower, upper, step, then the initial values.
-                if let Some(init) = operands(owner).get(2 + index) {
+            if !owner.ptr.is_null() && op_name(owner) == "scf.for" {
+                // scf.for operands: lower, upper, step, then the initial
+                // values. The induction variable (argument 0) takes its
+                // values from the lower bound and the step.
+                let loop_operands = operands(owner);
+                if index == 0 {
+                    stack.extend([loop_operands[0], loop_operands[2]]);
+                } else if let Some(init) = loop_operands.get(2 + index) {
                     stack.push(*init);
                 }
             }
