@@ -189,6 +189,14 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+fn cuda(call: &str, code: cu::CUresult) -> Result<()> {
+    if code != cu::CUresult::CUDA_SUCCESS {
+        bail!("{call} failed: {code:?}");
+    }
+    Ok(())
+}
+
+/// Median time of `f` on `rank`'s compute stream, by CUDA events.
 fn event_time(
     node: &Node,
     rank: usize,
@@ -198,24 +206,38 @@ fn event_time(
 ) -> Result<f64> {
     let stream = node.compute_stream(rank);
     node.context(rank).bind_to_thread()?;
-    let mut times = Vec::new();
+    let (mut start, mut end) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: plain driver calls on this rank's current context and stream.
     unsafe {
-        let (mut start, mut end) = (std::ptr::null_mut(), std::ptr::null_mut());
-        cu::cuEventCreate(&mut start, 0);
-        cu::cuEventCreate(&mut end, 0);
+        cuda("cuEventCreate", cu::cuEventCreate(&mut start, 0))?;
+        cuda("cuEventCreate", cu::cuEventCreate(&mut end, 0))?;
+    }
+    let timed = || -> Result<Vec<f64>> {
+        let mut times = Vec::new();
         for i in 0..warmup + iters {
-            cu::cuEventRecord(start, stream);
+            unsafe { cuda("cuEventRecord", cu::cuEventRecord(start, stream))? };
             f()?;
-            cu::cuEventRecord(end, stream);
-            cu::cuEventSynchronize(end);
             let mut ms = 0.0f32;
-            cu::cuEventElapsedTime_v2(&mut ms, start, end);
+            unsafe {
+                cuda("cuEventRecord", cu::cuEventRecord(end, stream))?;
+                cuda("cuEventSynchronize", cu::cuEventSynchronize(end))?;
+                cuda(
+                    "cuEventElapsedTime",
+                    cu::cuEventElapsedTime_v2(&mut ms, start, end),
+                )?;
+            }
             if i >= warmup {
                 times.push(ms as f64);
             }
         }
+        Ok(times)
+    };
+    let times = timed();
+    unsafe {
+        cu::cuEventDestroy_v2(start);
+        cu::cuEventDestroy_v2(end);
     }
-    Ok(median(&times))
+    Ok(median(&times?))
 }
 
 struct Problem {
@@ -564,7 +586,12 @@ fn main() -> Result<()> {
                 for peer in 1..world {
                     let src = nd.ptr(peer, &p.a) + (peer * block_bytes) as u64;
                     let dst = nd.ptr(0, &p.a) + (peer * block_bytes) as u64;
-                    unsafe { cu::cuMemcpyAsync(dst, src, block_bytes, nd.compute_stream(0)) };
+                    unsafe {
+                        cuda(
+                            "cuMemcpyAsync",
+                            cu::cuMemcpyAsync(dst, src, block_bytes, nd.compute_stream(0)),
+                        )?
+                    };
                 }
                 Ok(())
             },
