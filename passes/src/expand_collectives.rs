@@ -31,7 +31,7 @@
 //! Postconditions: no collective ops remain in plans; the plans verify.
 //! Not yet supported (refused with an error): the `ring` algorithm.
 
-use crate::plan::{Plan, fail, plans};
+use crate::plan::{Plan, fail, internal, plans};
 use synco_chunk::{PassDescriptor, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op};
 
@@ -398,7 +398,7 @@ impl<'p> Expansion<'p> {
                 .collect::<Vec<_>>()
                 .join(", ");
             let Some(attr) = ir::parse_attr(ctx, &format!("[{list}]")) else {
-                return Err(PassFailed);
+                return Err(internal(self.op, "cannot build the `after` list"));
             };
             attributes.push(("after", attr));
         }

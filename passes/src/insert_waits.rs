@@ -22,7 +22,7 @@
 //! by a `chunk.wait` on that tile's chunk.
 
 use crate::{
-    plan::{bound_kernel, fail, flag_layout, loc, plans},
+    plan::{bound_kernel, fail, flag_layout, internal, loc, plans},
     tiles::{TILE_INDEX_ATTR, loads_of},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
@@ -51,7 +51,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                     ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref()
                         == Some(&range.buffer)
                 })
-                .ok_or(PassFailed)?;
+                .ok_or_else(|| internal(plan.op, "a flag range without its chunk.consume"))?;
             let tile = ir::int_attr(consume, "tile").unwrap_or(1);
             if range.rows_per_chunk % tile != 0 {
                 return Err(fail(
@@ -73,7 +73,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             };
             let t = ir::result(marked, 0);
             let Some(block) = ir::block_of(marked) else {
-                return Err(PassFailed);
+                return Err(internal(marked, "the tile index is not in a block"));
             };
             let loads = loads_of(kernel, buffer.arg.unwrap_or(usize::MAX));
             let mut anchors: Vec<ir::Op> = Vec::new();

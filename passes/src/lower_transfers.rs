@@ -39,7 +39,9 @@
 //! Postconditions: the module carries the schedule; plans keep only their
 //! buffers (no transfers, consumers or producers).
 
-use crate::plan::{Plan, dst_buffer, fail, flag_layout, plans, region_offsets, region_parts};
+use crate::plan::{
+    Plan, dst_buffer, fail, flag_layout, internal, plans, region_offsets, region_parts,
+};
 use serde_json::{Value as Json, json};
 use synco_chunk::{PassDescriptor, PassFailed, attrs};
 use synco_ir as ir;
@@ -135,7 +137,7 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
         let mode = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value);
         let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
-            return Err(PassFailed);
+            return Err(internal(t, "a transfer without regions"));
         };
         if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) {
             continue;
@@ -158,11 +160,11 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         }
         let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), dst_buffer(t))
         else {
-            return Err(PassFailed);
+            return Err(internal(t, "cannot read the transfer's regions"));
         };
         let (Some(src_buf), Some(dst_buf)) = (plan.buffer(&src_name), plan.buffer(&dst_name))
         else {
-            return Err(PassFailed);
+            return Err(internal(t, "the transfer's buffers are not in the plan"));
         };
         let range = layout.iter().find(|r| r.buffer == dst_name);
         let order = ir::int_attr(t, "order").unwrap_or(0);

@@ -173,6 +173,15 @@ pub fn fail(op: Op, message: impl Into<String>) -> synco_chunk::PassFailed {
     synco_chunk::PassFailed
 }
 
+/// Reports a broken invariant of the pass itself (an input the verifiers
+/// should have refused) at `op`, instead of failing without a word.
+pub fn internal(op: Op, what: &str) -> synco_chunk::PassFailed {
+    fail(
+        op,
+        format!("internal error in Synco: {what}; please report it with this input"),
+    )
+}
+
 /// Parses an integer pass option; reports a bad value at `op`.
 pub fn int_option(
     op: Op,

@@ -27,7 +27,7 @@
 //! Postconditions: every consumed buffer has a marked tile index.
 
 use crate::{
-    plan::{bound_kernel, fail, loc, plans},
+    plan::{bound_kernel, fail, internal, loc, plans},
     tiles::{TILE_INDEX_ATTR, find_tile_index},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
@@ -140,8 +140,12 @@ fn remap(
     let (marked, new_ops) = match ir::defining_op(t) {
         Some(def) => insert_after(def, |b| rotate(b, t, rank, tiles_per_rank, tiles)),
         None => {
-            let block = ir::block_arg_owner(t).ok_or(PassFailed)?;
-            let first = ir::ops_in(block).first().copied().ok_or(PassFailed)?;
+            let block = ir::block_arg_owner(t)
+                .ok_or_else(|| internal(kernel, "a value without a definition"))?;
+            let first = ir::ops_in(block)
+                .first()
+                .copied()
+                .ok_or_else(|| internal(kernel, "an empty loop body"))?;
             insert_before(first, |b| rotate(b, t, rank, tiles_per_rank, tiles))
         }
     };

@@ -27,7 +27,7 @@
 
 use crate::{
     abi::AbiArgs,
-    plan::{FlagRange, Plan, fail, region_parts},
+    plan::{FlagRange, Plan, fail, internal, region_parts},
 };
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
@@ -124,7 +124,7 @@ pub fn lower(
             ir::attr(t, "src").and_then(region_parts),
             ir::attr(t, "dst").and_then(region_parts),
         ) else {
-            return Err(PassFailed);
+            return Err(internal(t, "cannot read the transfer's regions"));
         };
         if src_buf != dst_buf {
             return Err(fail(
@@ -133,7 +133,7 @@ pub fn lower(
             ));
         }
         let Some(buffer) = plan.buffer(&dst_buf) else {
-            return Err(PassFailed);
+            return Err(internal(t, "the transfer's buffer is not in the plan"));
         };
         let Some(arg) = buffer.arg else {
             return Err(fail(
@@ -201,11 +201,11 @@ pub fn lower(
         .first()
         .and_then(|r| ir::blocks(*r).first().copied())
     else {
-        return Err(PassFailed);
+        return Err(internal(kernel, "the kernel has no body"));
     };
     let body = ir::ops_in(entry);
     let (Some(&first), Some(&ret)) = (body.first(), body.last()) else {
-        return Err(PassFailed);
+        return Err(internal(kernel, "the kernel's body is empty"));
     };
     let old_ids: Vec<Op> = ir::walk(kernel)
         .into_iter()
@@ -270,11 +270,11 @@ fn emit_copy(
 ) -> Result<(), PassFailed> {
     let b = b.with_loc(ir::location_of(copy.op));
     let Some(base) = crate::tiles::kernel_arg(kernel, copy.arg) else {
-        return Err(PassFailed);
+        return Err(internal(copy.op, "the buffer's kernel argument is missing"));
     };
     let ptr_type = ir::type_of(base);
-    let element =
-        ir::parse_type(b.ctx, &element_of(&ir::print_type(ptr_type))).ok_or(PassFailed)?;
+    let element = ir::parse_type(b.ctx, &element_of(&ir::print_type(ptr_type)))
+        .ok_or_else(|| internal(copy.op, "the buffer's argument is not a pointer"))?;
     let elem_bytes = match ir::print_type(element).as_str() {
         "bf16" | "f16" | "i16" => 2,
         "f32" | "i32" => 4,
