@@ -21,6 +21,25 @@ module {
 
 // -----
 
+// A plan buffer that no user argument binds (a reduce-scatter's output)
+// becomes one more pointer argument, synco_buffer_<name>, listed in
+// synco.abi_buffers.
+// CHECK:       function_type = (!tt.ptr<f32>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<f32>) -> ()
+// CHECK:       %arg7: !tt.ptr<f32> loc("synco_buffer_C"({{.*}}))
+// CHECK:       }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 1 : i32}
+module {
+  chunk.plan @p world_size(2) kernel(@k) {
+    chunk.buffer @P : !chunk.buffer<1024x64xf32> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xf32>
+  }
+  "tt.func"() <{function_type = (!tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
 module {
   // expected-error @below {{plan @p fuses into @k, but the module has no tt.func of that name}}
   chunk.plan @p world_size(2) kernel(@k) {

@@ -9,16 +9,17 @@
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "sync"
 // CHECK:      ^bb0(%[[A:.*]]: !tt.ptr<f32>, %[[RANK:.*]]: i32, %[[W:.*]]: i32, %[[HEAP:.*]]: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %[[ERR:.*]]: !tt.ptr<i32>):
 //
-// chunk.peer_ptr %a, %peer: heap arithmetic.
+// chunk.peer_ptr %a, %peer: the heap bases' difference, in f32 elements
+// (a multiple of 16 for Triton's alignment analysis), added to %a.
 // CHECK:      %[[PEER:.*]] = arith.remsi
 // CHECK:      %[[MYB:.*]] = "tt.addptr"(%[[HEAP]], %[[RANK]])
 // CHECK-NEXT: %[[MY:.*]] = "tt.load"(%[[MYB]])
 // CHECK-NEXT: %[[PB:.*]] = "tt.addptr"(%[[HEAP]], %[[PEER]])
 // CHECK-NEXT: %[[P:.*]] = "tt.load"(%[[PB]])
-// CHECK-NEXT: %[[INT:.*]] = "tt.ptr_to_int"(%[[A]])
-// CHECK-NEXT: %[[OFF:.*]] = arith.subi %[[INT]], %[[MY]]
-// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[OFF]], %[[P]]
-// CHECK-NEXT: %[[PA:.*]] = "tt.int_to_ptr"(%[[SUM]]) : (i64) -> !tt.ptr<f32>
+// CHECK-NEXT: %[[DELTA:.*]] = arith.subi %[[P]], %[[MY]]
+// CHECK-NEXT: %[[FOUR:.*]] = arith.constant 4 : i64
+// CHECK-NEXT: %[[ELEMS:.*]] = arith.divsi %[[DELTA]], %[[FOUR]] {tt.divisibility = dense<16> : tensor<1xi32>}
+// CHECK-NEXT: %[[PA:.*]] = "tt.addptr"(%[[A]], %[[ELEMS]]) : (!tt.ptr<f32>, i64) -> !tt.ptr<f32>
 //
 // chunk.wait %flags[%c], %epoch: a bounded acquire/sys spin.
 // CHECK:      %[[FLAG:.*]] = "tt.addptr"(%[[FLAGS]], %[[C:.*]])
@@ -43,6 +44,18 @@
 //
 // A relaxed, gpu-scope wait reads with ld.relaxed.gpu.
 // CHECK:      asm_string = "nanosleep.u32 64;\0A\09ld.relaxed.gpu.global.u32 $0, [$1];", constraints = "=r,l"
+//
+// chunk.wait ... count(8): the flag must reach epoch * 8.
+// CHECK:      %[[EIGHT:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: %[[TARGET:.*]] = arith.muli %[[EPOCH]], %[[EIGHT]]
+// CHECK:      scf.while
+// CHECK:        arith.cmpi slt, %{{.*}}, %[[TARGET]]
+//
+// chunk.arrive %flags[%c]: barrier, fence, release/sys add of 1.
+// CHECK:      gpu.barrier
+// CHECK-NEXT: "tt.elementwise_inline_asm"() {asm_string = "fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
+// CHECK:      %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[ONE]], %{{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 3 : i32}
 // CHECK-NOT:  synco.abi_first_arg
 module {
   chunk.plan @p world_size(2) {
@@ -62,6 +75,8 @@ module {
     "tt.store"(%a, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<f32>, f32) -> ()
     chunk.signal %flags[%c3], %epoch : !tt.ptr<i32>
     chunk.wait %flags[%c1], %epoch sem(relaxed) scope(gpu) : !tt.ptr<i32>
+    chunk.wait %flags[%c1], %epoch count(8) : !tt.ptr<i32>
+    chunk.arrive %flags[%c3] : !tt.ptr<i32>
     "tt.return"() : () -> ()
   }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
@@ -76,10 +91,15 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
 
 // -----
 
+// A tensor of pointers: the same difference, splat.
+// CHECK-LABEL: sym_name = "tensor"
+// CHECK:       %[[E:.*]] = arith.divsi %{{.*}}, %{{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK-NEXT:  %[[S:.*]] = "tt.splat"(%[[E]]) : (i64) -> tensor<4xi64>
+// CHECK-NEXT:  "tt.addptr"(%{{.*}}, %[[S]]) : (tensor<4x!tt.ptr<f32>>, tensor<4xi64>) -> tensor<4x!tt.ptr<f32>>
 "tt.func"() <{function_type = (!tt.ptr<f32>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "tensor", sym_visibility = "public"}> ({
 ^bb0(%a: !tt.ptr<f32>, %rank: i32, %w: i32, %heap: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
   %pa = "tt.splat"(%a) : (!tt.ptr<f32>) -> tensor<4x!tt.ptr<f32>>
-  // expected-error @below {{chunk-to-triton: chunk.peer_ptr on a tensor of pointers is not supported yet}}
   %q = chunk.peer_ptr %pa, %rank : tensor<4x!tt.ptr<f32>>
+  "tt.store"(%q, %pa) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<4x!tt.ptr<f32>>, tensor<4x!tt.ptr<f32>>) -> ()
   "tt.return"() : () -> ()
 }) {synco.abi_first_arg = 1 : i32} : () -> ()

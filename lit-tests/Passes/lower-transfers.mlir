@@ -12,7 +12,7 @@
 // [0, 512) from rank 0, setting flags 0 and 1.
 // CHECK:      module attributes {synco.host_schedule = "{
 // CHECK-SAME: \22buffers\22:[{\22arg\22:0,\22element\22:\22bf16\22,\22element_bytes\22:2,\22name\22:\22A\22,\22shape\22:[1024,64]}]
-// CHECK-SAME: \22chunks\22:[{\22buffer\22:\22A\22,\22chunks_per_rank\22:2,\22dim\22:0,\22flag_base\22:0,\22rows_per_chunk\22:256}]
+// CHECK-SAME: \22chunks\22:[{\22buffer\22:\22A\22,\22chunks_per_rank\22:2,\22dim\22:0,\22flag_base\22:0,\22kind\22:\22arrival\22,\22rows_per_chunk\22:256}]
 // CHECK-SAME: \22copies\22:[
 // CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:32768,\22dst_pitch\22:16384,\22dst_rank\22:0,\22flag\22:2,\22name\22:\22A_p1_c0\22,\22order\22:2,\22row_elems\22:16384,\22rows\22:1,\22src_buffer\22:\22A\22,\22src_offset\22:32768,\22src_pitch\22:16384,\22src_rank\22:1}
 // CHECK-SAME: {{.*}}\22flag\22:3,\22name\22:\22A_p1_c1\22,\22order\22:3
@@ -52,7 +52,7 @@ module {
 
 // -----
 
-// Reductions are expanded but not lowered yet.
+// Reductions are lowered only by chunk-fuse-reductions (into the kernel).
 module {
   chunk.plan @rs world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xf32>
@@ -60,4 +60,4 @@ module {
     chunk.reduce_scatter @P into @C dim(0) chunks(1)
   }
 }
-// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are not lowered yet (reduce-scatter / all-reduce fusion)}}
+// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only when chunk-fuse-reductions fused them (reduce-scatter with backend(ldst)); run it first, or use backend(ldst)}}

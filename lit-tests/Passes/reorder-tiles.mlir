@@ -190,3 +190,60 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// A producer of a reduced partial (found from its stores): other ranks'
+// blocks first, this rank's last: the slow axis is rotated by (rank + 1) * 4.
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "producer"
+// CHECK:      %[[SLOW:.*]] = arith.divsi
+// CHECK:      %[[FAST:.*]] = arith.remsi
+// CHECK-NEXT: %[[C1:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %arg1, %[[C1]]
+// CHECK-NEXT: %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: %[[SHIFT:.*]] = arith.muli %[[NEXT]], %[[C4]]
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[SLOW]], %[[SHIFT]]
+// CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "P"}
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index (program_id 0) is now the slow axis of the grid and starts at the next rank's block (this rank's block last) (4 row tiles per rank)}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.transfer @C_p0 local ldst from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "producer", sym_visibility = "public"}> ({
+  ^bb0(%o: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %q = "tt.addptr"(%o, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = arith.constant 1.0 : bf16
+    "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// One kernel cannot run in both orders.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(1)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    chunk.all_gather @A dim(0) chunks(1)
+    chunk.consume @A dim(0) tile(128)
+    // expected-error @below {{chunk-reorder-tiles: a kernel that both consumes gathered chunks and produces reduced ones needs two tile orders; this is not supported yet}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.transfer @C_p0 local ldst from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<bf16>) -> (), sym_name = "both", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

@@ -11,6 +11,12 @@
 //! | `synco_epoch`      | `i32`           | this launch's epoch (flags are ready at `>=`)     |
 //! | `synco_errors`     | `!tt.ptr<i32>`  | `[status, rank, chunk, epoch]`, status 0 = fine   |
 //!
+//! Then one `!tt.ptr<T>` argument `synco_buffer_<name>` for each buffer of
+//! the plan that is not bound to one of the user's arguments (for example
+//! the output of a reduce-scatter fused into a GEMM that only writes its
+//! partial), in plan order; their names are listed in the discardable
+//! attribute `synco.abi_buffers`.
+//!
 //! Symmetric buffers live at the same offset in every rank's heap, so a
 //! peer's copy of address `p` is `p - heap_bases[rank] + heap_bases[peer]`.
 //! The runtime (`synco-runtime`) fills these from the launch manifest, where
@@ -29,6 +35,24 @@ pub const ARGS: [(&str, &str); 6] = [
 
 /// Discardable attribute on the `tt.func`: index of its first ABI argument.
 pub const FIRST_ARG_ATTR: &str = "synco.abi_first_arg";
+
+/// Discardable attribute on the `tt.func`: the plan buffers passed as
+/// `synco_buffer_<name>` arguments, in order, after the fixed ones.
+pub const BUFFERS_ATTR: &str = "synco.abi_buffers";
+
+/// Prefix of the argument that carries an unbound plan buffer.
+pub const BUFFER_ARG_PREFIX: &str = "synco_buffer_";
+
+/// The `synco_buffer_<name>` argument of a bound kernel.
+pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
+    let first = ir::int_attr(func, FIRST_ARG_ATTR)? as usize;
+    let names = ir::attr(func, BUFFERS_ATTR).and_then(ir::array_value)?;
+    let index = names
+        .into_iter()
+        .position(|n| ir::str_value(n).as_deref() == Some(name))?;
+    let entry = ir::blocks(*ir::regions(func).first()?).first().copied()?;
+    ir::block_args(entry).get(first + ARGS.len() + index).copied()
+}
 
 /// The ABI arguments of a bound kernel.
 #[derive(Clone, Copy)]

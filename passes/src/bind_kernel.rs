@@ -3,7 +3,9 @@
 //! Appends the arguments listed in [`crate::abi`] to the `tt.func` named by
 //! each plan's `kernel(@...)` (function type, entry block arguments named
 //! after them, `arg_attrs` extended), and records where they start in the
-//! discardable attribute `synco.abi_first_arg`. Kernel-level chunk ops
+//! discardable attribute `synco.abi_first_arg`; then one pointer argument
+//! per plan buffer without `bind(i)` (listed in `synco.abi_buffers`).
+//! Kernel-level chunk ops
 //! (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
 //!
 //! Options: none.
@@ -12,8 +14,8 @@
 //! unchanged.
 
 use crate::{
-    abi::{ARGS, FIRST_ARG_ATTR},
-    plan::{fail, plans},
+    abi::{ARGS, BUFFER_ARG_PREFIX, BUFFERS_ATTR, FIRST_ARG_ATTR},
+    plan::{Plan, fail, plans},
 };
 use synco_chunk::{PassDescriptor, PassFailed};
 use synco_ir::{self as ir, Op};
@@ -32,12 +34,12 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         if ir::attr(kernel, FIRST_ARG_ATTR).is_some() {
             continue; // Already bound (two plans, one kernel).
         }
-        bind(kernel)?;
+        bind(kernel, &plan)?;
     }
     Ok(())
 }
 
-pub fn bind(kernel: Op) -> Result<(), PassFailed> {
+pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
         return Err(fail(
@@ -54,7 +56,19 @@ pub fn bind(kernel: Op) -> Result<(), PassFailed> {
         return Err(fail(kernel, "chunk-bind-kernel: the kernel has no body"));
     };
     let func_loc = ir::location_of(kernel);
-    for (name, ty_text) in ARGS {
+    let unbound: Vec<(String, String)> = plan
+        .buffers
+        .iter()
+        .filter(|b| b.arg.is_none())
+        .map(|b| (format!("{BUFFER_ARG_PREFIX}{}", b.name), format!("!tt.ptr<{}>", b.element)))
+        .collect();
+    let args = ARGS
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.to_string()))
+        .chain(unbound.iter().cloned());
+    let count = ARGS.len() + unbound.len();
+    for (name, ty_text) in args {
+        let ty_text = ty_text.as_str();
         let Some(ty) = ir::parse_type(ctx, ty_text) else {
             return Err(fail(
                 kernel,
@@ -62,7 +76,7 @@ pub fn bind(kernel: Op) -> Result<(), PassFailed> {
             ));
         };
         inputs.push(ty);
-        ir::add_block_arg(entry, ty, ir::name_loc(ctx, name, func_loc));
+        ir::add_block_arg(entry, ty, ir::name_loc(ctx, &name, func_loc));
     }
     let results = ir::function_results(fty);
     ir::set_attr(
@@ -72,10 +86,21 @@ pub fn bind(kernel: Op) -> Result<(), PassFailed> {
     );
     if let Some(arg_attrs) = ir::attr(kernel, "arg_attrs").and_then(ir::array_value) {
         let mut text: Vec<String> = arg_attrs.into_iter().map(ir::print_attr).collect();
-        text.extend(ARGS.iter().map(|_| "{}".to_string()));
+        text.extend((0..count).map(|_| "{}".to_string()));
         if let Some(a) = ir::parse_attr(ctx, &format!("[{}]", text.join(", "))) {
             ir::set_attr(kernel, "arg_attrs", a);
         }
+    }
+    let names: Vec<String> = plan
+        .buffers
+        .iter()
+        .filter(|b| b.arg.is_none())
+        .map(|b| format!("\"{}\"", b.name))
+        .collect();
+    if !names.is_empty()
+        && let Some(list) = ir::parse_attr(ctx, &format!("[{}]", names.join(", ")))
+    {
+        ir::set_attr(kernel, BUFFERS_ATTR, list);
     }
     ir::set_attr(
         kernel,

@@ -5,9 +5,12 @@
 //!
 //! * `chunk.rank`, `chunk.world_size` -> `synco_rank`, `synco_world_size`;
 //! * `chunk.peer_ptr %p, %peer` -> `int_to_ptr(ptr_to_int(p) -
-//!   heap_bases[rank] + heap_bases[peer])`;
-//! * `chunk.wait %flags[%c], %epoch` -> a bounded spin: while the flag is
-//!   below the epoch, no error is recorded yet and `timeout_ns` has not
+//!   heap_bases[rank] + heap_bases[peer])`, built as a `tt.addptr` by that
+//!   difference in elements (assumed a multiple of 16: heap bases are
+//!   aligned) so that loads through it stay vectorised; element-wise for a
+//!   tensor of pointers;
+//! * `chunk.wait %flags[%c], %epoch count(n)` -> a bounded spin: while the
+//!   flag is below `epoch * n`, no error is recorded yet and `timeout_ns` has not
 //!   passed (`%globaltimer`), sleep 64 ns (`nanosleep`) and read the flag
 //!   with `ld.<sem>.<scope>`; on
 //!   timeout, claim the error buffer with an acq_rel/sys compare-and-swap
@@ -15,7 +18,9 @@
 //!   waits fall through, so the kernel ends and the host reports it;
 //! * `chunk.signal %flags[%c], %epoch` -> CTA barrier, `fence.acq_rel.sys`,
 //!   then an atomic exchange of the epoch into the flag with the op's
-//!   semantic and scope.
+//!   semantic and scope;
+//! * `chunk.arrive %flags[%c]` -> the same barrier and fence, then an atomic
+//!   add of 1 with the op's semantic and scope.
 //!
 //! Plans are erased (their schedule was recorded by
 //! `chunk-lower-transfers`), as are Synco's marker attributes.
@@ -26,7 +31,7 @@
 //! Postconditions: no chunk op remains; the module is plain TTIR.
 
 use crate::{
-    abi::{FIRST_ARG_ATTR, abi_args, enclosing_kernel},
+    abi::{BUFFERS_ATTR, FIRST_ARG_ATTR, abi_args, enclosing_kernel},
     plan::fail,
     tiles::TILE_INDEX_ATTR,
 };
@@ -35,7 +40,7 @@ use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, builder::Cmp};
 
 pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-to-triton",
-    description: "Lower chunk.rank/world_size/peer_ptr/wait/signal to tt/arith/scf ops and drop plans",
+    description: "Lower chunk.rank/world_size/peer_ptr/wait/signal/arrive to tt/arith/scf ops and drop plans",
     anchor: "builtin.module",
     options: &[],
     run,
@@ -65,7 +70,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 }
             }
             "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait"
-            | "chunk.signal" => {
+            | "chunk.signal" | "chunk.arrive" => {
                 lower_kernel_op(op, &name)?;
             }
             _ => {
@@ -78,6 +83,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             ir::erase(op);
         } else if ir::op_name(op) == "tt.func" {
             ir::remove_attr(op, FIRST_ARG_ATTR);
+            ir::remove_attr(op, BUFFERS_ATTR);
         }
     }
     Ok(())
@@ -98,37 +104,77 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
         "chunk.peer_ptr" => {
             let (ptr, peer) = (operands[0], operands[1]);
             let ty = ir::type_of(ptr);
-            if ir::is_ranked_tensor(ty) {
-                return Err(fail(
-                    op,
-                    "chunk-to-triton: chunk.peer_ptr on a tensor of pointers is not supported yet",
-                ));
-            }
             let i64t = ir::i64_type(b.ctx);
             let my_base = b.load(b.addptr(abi.heap_bases, abi.rank), i64t);
             let peer_base = b.load(b.addptr(abi.heap_bases, peer), i64t);
-            let offset = b.subi(b.ptr_to_int(ptr), my_base);
-            let peer_ptr = b.int_to_ptr(b.addi(offset, peer_base), ty);
+            let delta = b.subi(peer_base, my_base);
+            let peer_ptr = match pointee_bytes(ty) {
+                // In elements, through tt.addptr: Triton's alignment analysis
+                // keeps the pointer's contiguity and, with heap bases
+                // aligned to 16 elements, its vector width.
+                Some(bytes) => {
+                    let elements = b.divsi(delta, b.const_i64(bytes));
+                    b.assume_multiple_of(elements, 16);
+                    let offset = match ir::tensor_shape(ty) {
+                        Some(shape) => b.splat(elements, &shape),
+                        None => elements,
+                    };
+                    b.addptr(ptr, offset)
+                }
+                None => {
+                    let delta = match ir::tensor_shape(ty) {
+                        Some(shape) => b.splat(delta, &shape),
+                        None => delta,
+                    };
+                    b.int_to_ptr(b.addi(b.ptr_to_int(ptr), delta), ty)
+                }
+            };
             ir::replace_all_uses(ir::result(op, 0), peer_ptr);
         }
         "chunk.wait" => lower_wait(op, &b, abi, operands[0], operands[1], operands[2]),
         "chunk.signal" => {
             let (flags, chunk, epoch) = (operands[0], operands[1], operands[2]);
-            let sem = sem_of(op, Sem::Release);
-            let scope = scope_of(op);
-            b.barrier();
-            b.inline_asm(
-                "fence.acq_rel.sys;\n\tmov.u32 $0, 0;",
-                "=r",
-                &[],
-                ir::i32_type(b.ctx),
-            );
+            publish(&b);
+            let (sem, scope) = (sem_of(op, Sem::Release), scope_of(op));
             b.atomic_rmw(RmwOp::Xchg, b.addptr(flags, chunk), epoch, sem, scope);
+        }
+        "chunk.arrive" => {
+            let (flags, chunk) = (operands[0], operands[1]);
+            publish(&b);
+            let (sem, scope) = (sem_of(op, Sem::Release), scope_of(op));
+            b.atomic_rmw(RmwOp::Add, b.addptr(flags, chunk), b.const_i32(1), sem, scope);
         }
         _ => unreachable!("matched above"),
     }
     ir::erase(op);
     Ok(())
+}
+
+/// Bytes of the element a `!tt.ptr<T>` (or a tensor of them) points to.
+pub fn pointee_bytes(ty: ir::Type) -> Option<i64> {
+    let text = ir::print_type(ty);
+    let start = text.find("!tt.ptr<")? + "!tt.ptr<".len();
+    let pointee = text[start..].split(['>', ',']).next()?;
+    Some(match pointee {
+        "i8" | "f8E4M3FN" | "f8E5M2" => 1,
+        "bf16" | "f16" | "i16" => 2,
+        "f32" | "i32" => 4,
+        "f64" | "i64" => 8,
+        _ => return None,
+    })
+}
+
+/// Every thread of the program has finished its accesses (CTA barrier) and
+/// its writes are visible system-wide (`fence.acq_rel.sys`), before one
+/// thread publishes them with a release atomic.
+fn publish(b: &Builder) {
+    b.barrier();
+    b.inline_asm(
+        "fence.acq_rel.sys;\n\tmov.u32 $0, 0;",
+        "=r",
+        &[],
+        ir::i32_type(b.ctx),
+    );
 }
 
 fn sem_of(op: Op, default: Sem) -> Sem {
@@ -161,6 +207,12 @@ fn lower_wait(
     epoch: ir::Value,
 ) {
     let timeout_ns = ir::int_attr(op, "timeout_ns").unwrap_or(10_000_000_000);
+    let count = ir::int_attr(op, "count").unwrap_or(1);
+    let target = if count == 1 {
+        epoch
+    } else {
+        b.muli(epoch, b.const_i32(count))
+    };
     let sem = match sem_of(op, Sem::Acquire) {
         Sem::Relaxed => "relaxed",
         _ => "acquire",
@@ -182,7 +234,7 @@ fn lower_wait(
         &[zero, start],
         |before, args| {
             let (seen, now) = (args[0], args[1]);
-            let waiting = before.cmpi(Cmp::Slt, seen, epoch);
+            let waiting = before.cmpi(Cmp::Slt, seen, target);
             let in_time = before.cmpi(Cmp::Slt, before.subi(now, start), timeout);
             // Once any wait of the launch failed, later waits fall through.
             let status = before.inline_asm(
@@ -201,7 +253,7 @@ fn lower_wait(
         },
     );
     let seen = ir::result(loop_op, 0);
-    let timed_out = b.cmpi(Cmp::Slt, seen, epoch);
+    let timed_out = b.cmpi(Cmp::Slt, seen, target);
     let rank = abi.rank;
     let errors = abi.errors;
     b.if_then(timed_out, |then| {

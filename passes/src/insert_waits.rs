@@ -22,7 +22,7 @@
 //! by a `chunk.wait` on that tile's chunk.
 
 use crate::{
-    plan::{bound_kernel, fail, flag_layout, internal, loc, plans},
+    plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
     tiles::{TILE_INDEX_ATTR, loads_of},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
@@ -40,7 +40,8 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     let module = module.to_raw();
     for plan in plans(module) {
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
-        for range in flag_layout(&plan)? {
+        let layout = flag_layout(&plan)?;
+        for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
             let Some(buffer) = plan.buffer(&range.buffer) else {
                 continue;
             };

@@ -8,13 +8,16 @@
 //! The all-gather + GEMM pipeline, in order (`synco-ag-gemm`):
 //! `chunk-select-chunk-size`, `chunk-expand-collectives`,
 //! `chunk-verify-plan`, `chunk-bind-kernel`, `chunk-reorder-tiles`,
-//! `chunk-insert-waits`, `chunk-lower-transfers`, `chunk-to-triton`, then
-//! `canonicalize` and `cse`.
+//! `chunk-insert-waits`, `chunk-fuse-reductions`, `chunk-lower-transfers`,
+//! `chunk-to-triton`, then `canonicalize` and `cse`. The GEMM +
+//! reduce-scatter pipeline (`synco-gemm-rs`) runs the same passes: each one
+//! acts on what the plan holds (consumed chunks, reduced partials).
 
 pub mod abi;
 pub mod bind_kernel;
 pub mod chunk_to_triton;
 pub mod expand_collectives;
+pub mod fuse_reductions;
 pub mod insert_waits;
 pub mod kernel_summary;
 pub mod lower_transfers;

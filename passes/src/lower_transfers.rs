@@ -39,6 +39,7 @@
 //! Postconditions: the module carries the schedule; plans keep only their
 //! buffers (no transfers, consumers or producers).
 
+use crate::fuse_reductions::FUSED_ATTR;
 use crate::plan::{
     Plan, dst_buffer, fail, flag_layout, internal, plans, region_offsets, region_parts,
 };
@@ -92,7 +93,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 ir::int_attr(*t, "backend").and_then(attrs::Backend::from_value)
                     == Some(attrs::Backend::Ldst)
             })
-            .filter(|t| !moves_nothing(*t))
+            .filter(|t| !moves_nothing(*t) && ir::attr(*t, FUSED_ATTR).is_none())
             .collect();
         let mut schedule = schedule(&plan)?;
         if !sm_transfers.is_empty() {
@@ -139,14 +140,18 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
             return Err(internal(t, "a transfer without regions"));
         };
-        if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) {
+        if moves_nothing(t)
+            || backend == Some(attrs::Backend::Ldst)
+            || ir::attr(t, FUSED_ATTR).is_some()
+        {
             continue;
         }
         if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
             return Err(fail(
                 t,
-                "chunk-lower-transfers: reducing transfers and transfers that wait for others are not lowered yet \
-                 (reduce-scatter / all-reduce fusion)",
+                "chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only \
+                 when chunk-fuse-reductions fused them (reduce-scatter with backend(ldst)); run it first, or \
+                 use backend(ldst)",
             ));
         }
         if backend != Some(attrs::Backend::CopyEngine) {
@@ -264,7 +269,11 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
     let consumers: Vec<Json> = layout
         .iter()
         .map(|r| {
-            json!({"buffer": r.buffer, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
+            let kind = match r.kind {
+                crate::plan::FlagKind::Arrival => "arrival",
+                crate::plan::FlagKind::Reduction => "reduction",
+            };
+            json!({"buffer": r.buffer, "kind": kind, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
                          "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base})
         })
         .collect();

@@ -200,9 +200,23 @@ pub fn int_option(
     })
 }
 
-/// Where a consumed buffer's chunk flags live in the kernel's flag array.
+/// What a range of flags counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlagKind {
+    /// A consumed buffer's chunks: a flag per chunk, set to the epoch when
+    /// the chunk has arrived.
+    Arrival,
+    /// A reduced buffer's chunks (see `chunk-fuse-reductions`): on the
+    /// chunk's owner, a counter of peer tiles whose partial is ready; on
+    /// every other rank, a counter of the owner's tiles that consumed this
+    /// rank's partial.
+    Reduction,
+}
+
+/// Where a buffer's chunk flags live in the kernel's flag array.
 #[derive(Clone, Debug)]
 pub struct FlagRange {
+    pub kind: FlagKind,
     pub buffer: String,
     /// The dimension chunks split.
     pub dim: usize,
@@ -220,7 +234,9 @@ impl FlagRange {
 
 /// The flag layout of a plan whose collectives were expanded: one flag per
 /// chunk of every consumed buffer, buffers in the order of their
-/// `chunk.consume` ops, chunks in row order.
+/// `chunk.consume` ops, chunks in row order; then one counter per chunk of
+/// every reduced buffer that kernel tiles produce (in `chunk.produce`
+/// order).
 pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     let mut out: Vec<FlagRange> = Vec::new();
     let mut base = 0;
@@ -259,6 +275,45 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             ));
         }
         let range = FlagRange {
+            kind: FlagKind::Arrival,
+            buffer: name,
+            dim,
+            rows_per_chunk,
+            chunks_per_rank: block / rows_per_chunk,
+            base,
+        };
+        base += range.count(plan.world_size);
+        out.push(range);
+    }
+    let reduced = reduced_buffers(plan);
+    for produce in plan.ops_named("chunk.produce") {
+        let name = ir::attr(produce, "buffer")
+            .and_then(ir::symbol_value)
+            .unwrap_or_default();
+        if !reduced.contains(&name) || out.iter().any(|r| r.buffer == name) {
+            continue;
+        }
+        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
+        let Some(buffer) = plan.buffer(&name) else {
+            return Err(fail(produce, format!("no buffer @{name}")));
+        };
+        let rows_per_chunk = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| ir::attr(*t, "reduce").is_some())
+            .filter_map(|t| ir::attr(t, "src").and_then(region_parts))
+            .find(|(b, _, _)| *b == name)
+            .and_then(|(_, _, sizes)| sizes.get(dim).copied())
+            .unwrap_or(0);
+        let block = buffer.shape.get(dim).copied().unwrap_or(0) / plan.world_size;
+        if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
+            return Err(fail(
+                produce,
+                format!("chunks of @{name} do not split its per-rank blocks evenly"),
+            ));
+        }
+        let range = FlagRange {
+            kind: FlagKind::Reduction,
             buffer: name,
             dim,
             rows_per_chunk,
@@ -269,6 +324,23 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         out.push(range);
     }
     Ok(out)
+}
+
+/// Buffers that reducing transfers read: the partials of a reduce-scatter
+/// or all-reduce.
+pub fn reduced_buffers(plan: &Plan) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in plan.ops_named("chunk.transfer") {
+        if ir::attr(t, "reduce").is_none() {
+            continue;
+        }
+        if let Some((name, _, _)) = ir::attr(t, "src").and_then(region_parts)
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// The destination buffer of a `chunk.transfer`.

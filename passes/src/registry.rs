@@ -3,7 +3,7 @@
 use synco_chunk::PassDescriptor;
 
 use crate::{
-    bind_kernel, chunk_to_triton, expand_collectives, insert_waits, kernel_summary,
+    bind_kernel, chunk_to_triton, expand_collectives, fuse_reductions, insert_waits, kernel_summary,
     lower_transfers, reorder_tiles, select_chunk_size, verify_plan,
 };
 
@@ -15,18 +15,30 @@ pub static PASSES: &[&PassDescriptor] = &[
     &bind_kernel::PASS,
     &reorder_tiles::PASS,
     &insert_waits::PASS,
+    &fuse_reductions::PASS,
     &lower_transfers::PASS,
     &chunk_to_triton::PASS,
     &kernel_summary::PASS,
 ];
 
+/// The passes that fuse a plan into its kernel, down to plain TTIR.
+const FUSE: &str = "chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
+     chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-lower-transfers,chunk-to-triton,\
+     canonicalize,cse";
+
 /// Named pipelines: (name, description, pass list).
-pub static PIPELINES: &[(&str, &str, &str)] = &[(
-    "synco-ag-gemm",
-    "Fuse an all-gather plan into its GEMM kernel, down to plain TTIR",
-    "chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
-     chunk-reorder-tiles,chunk-insert-waits,chunk-lower-transfers,chunk-to-triton,canonicalize,cse",
-)];
+pub static PIPELINES: &[(&str, &str, &str)] = &[
+    (
+        "synco-ag-gemm",
+        "Fuse an all-gather plan into its GEMM kernel, down to plain TTIR",
+        FUSE,
+    ),
+    (
+        "synco-gemm-rs",
+        "Fuse a reduce-scatter plan into the GEMM kernel that produces its partials, down to plain TTIR",
+        FUSE,
+    ),
+];
 
 /// Registers every upstream MLIR pass, every pass in [`PASSES`] and every
 /// pipeline in [`PIPELINES`] in MLIR's global registry, so textual

@@ -18,17 +18,27 @@
 //!   `t' = (t + rank * T_r) mod T_all`, with `T_r = block / T` row tiles per
 //!   rank and `T_all = A.shape[d] / T`.
 //!
+//! Producers run the other way round: for `chunk.produce @tiles @P` whose
+//! buffer `@P` is reduced by the plan (a reduce-scatter's partial), tiles
+//! compute the blocks other ranks own first, starting with rank `r+1`'s,
+//! and the rank's own block last (`t' = (t + (rank + 1) * T_r) mod T_all`),
+//! so that partials are ready by the time their owner reduces them; the
+//! tile index is found from the kernel's stores of `@P`.
+//!
 //! The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
-//! `chunk-insert-waits`. A remark reports what was done.
+//! `chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
+//! was done.
 //!
 //! Options: none.
 //! Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
-//! `A.shape[d]` and the block are multiples of `T`.
-//! Postconditions: every consumed buffer has a marked tile index.
+//! `A.shape[d]` and the block are multiples of `T`; a kernel either
+//! consumes gathered buffers or produces reduced ones, not both.
+//! Postconditions: every consumed buffer and every produced reduced buffer
+//! has a marked tile index.
 
 use crate::{
     plan::{bound_kernel, fail, internal, loc, plans},
-    tiles::{TILE_INDEX_ATTR, find_tile_index},
+    tiles::{Access, TILE_INDEX_ATTR, find_tile_index},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
 use synco_ir::{self as ir, Builder, Op, Value};
@@ -45,7 +55,29 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     let module = module.to_raw();
     for plan in plans(module) {
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
-        for consume in plan.ops_named("chunk.consume") {
+        let reduced = crate::plan::reduced_buffers(&plan);
+        let consumes = plan.ops_named("chunk.consume");
+        let produces: Vec<Op> = plan
+            .ops_named("chunk.produce")
+            .into_iter()
+            .filter(|p| {
+                ir::attr(*p, "buffer")
+                    .and_then(ir::symbol_value)
+                    .is_some_and(|b| reduced.contains(&b))
+            })
+            .collect();
+        if let (Some(_), Some(produce)) = (consumes.first(), produces.first()) {
+            return Err(fail(
+                *produce,
+                "chunk-reorder-tiles: a kernel that both consumes gathered chunks and produces reduced ones \
+                 needs two tile orders; this is not supported yet",
+            ));
+        }
+        let tile_maps = consumes
+            .into_iter()
+            .map(|c| (c, Access::Load))
+            .chain(produces.into_iter().map(|p| (p, Access::Store)));
+        for (consume, access) in tile_maps {
             let name = ir::attr(consume, "buffer")
                 .and_then(ir::symbol_value)
                 .unwrap_or_default();
@@ -71,8 +103,18 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 ));
             }
             let index_name = ir::str_attr(consume, "index");
-            let t = find_tile_index(kernel, arg, tile, index_name.as_deref(), consume)?;
-            let (marked, how) = remap(kernel, t, abi.rank, block / tile, rows / tile)?;
+            let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), consume)?;
+            // Consumers start at their own block, producers of partials at
+            // the next rank's (their own block last).
+            let first_block = i64::from(access == Access::Store);
+            let (marked, how) = remap(
+                kernel,
+                t,
+                abi.rank,
+                first_block,
+                block / tile,
+                rows / tile,
+            )?;
             let ctx = ir::context_of(consume);
             ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
             Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();
@@ -92,9 +134,15 @@ fn remap(
     kernel: Op,
     t: Value,
     rank: Value,
+    first_block: i64,
     tiles_per_rank: i64,
     tiles: i64,
 ) -> Result<(Op, String), PassFailed> {
+    let whose = if first_block == 0 {
+        "this rank's block"
+    } else {
+        "the next rank's block (this rank's block last)"
+    };
     // A 2D grid whose row index is the fast axis: make it the slow one.
     if let Some((pid0, 0)) = program_id(t) {
         let pid1 = ir::find_all(kernel, "tt.get_program_id")
@@ -123,14 +171,14 @@ fn remap(
                 let linear = b.addi(p0, b.muli(p1, n0));
                 let slow = b.divsi(linear, n1);
                 fast = b.remsi(linear, n1);
-                rotate(b, slow, rank, tiles_per_rank, tiles)
+                rotate(b, slow, rank, first_block, tiles_per_rank, tiles)
             });
             ir::replace_uses_except(p0, ir::result(marked, 0), &new_ops);
             ir::replace_uses_except(p1, fast, &new_ops);
             return Ok((
                 marked,
                 format!(
-                    "the row tile index (program_id 0) is now the slow axis of the grid and starts at this rank's block ({tiles_per_rank} row tiles per rank)"
+                    "the row tile index (program_id 0) is now the slow axis of the grid and starts at {whose} ({tiles_per_rank} row tiles per rank)"
                 ),
             ));
         }
@@ -138,7 +186,9 @@ fn remap(
     // Rotate right where `t` is defined: after its op, or, for a loop's
     // induction variable, at the start of the loop body.
     let (marked, new_ops) = match ir::defining_op(t) {
-        Some(def) => insert_after(def, |b| rotate(b, t, rank, tiles_per_rank, tiles)),
+        Some(def) => insert_after(def, |b| {
+            rotate(b, t, rank, first_block, tiles_per_rank, tiles)
+        }),
         None => {
             let block = ir::block_arg_owner(t)
                 .ok_or_else(|| internal(kernel, "a value without a definition"))?;
@@ -146,14 +196,16 @@ fn remap(
                 .first()
                 .copied()
                 .ok_or_else(|| internal(kernel, "an empty loop body"))?;
-            insert_before(first, |b| rotate(b, t, rank, tiles_per_rank, tiles))
+            insert_before(first, |b| {
+                rotate(b, t, rank, first_block, tiles_per_rank, tiles)
+            })
         }
     };
     ir::replace_uses_except(t, ir::result(marked, 0), &new_ops);
     Ok((
         marked,
         format!(
-            "the row tile index is rotated to start at this rank's block ({tiles_per_rank} row tiles per rank, {tiles} in all)"
+            "the row tile index is rotated to start at {whose} ({tiles_per_rank} row tiles per rank, {tiles} in all)"
         ),
     ))
 }
@@ -178,9 +230,15 @@ fn insert_before(next: Op, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) 
     (result, created)
 }
 
-/// `(t + rank * per_rank) mod all`; returns the value and its op.
-fn rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
-    let shift = b.muli(rank, b.const_i32(per_rank));
+/// `(t + (rank + first_block) * per_rank) mod all`; returns the value and
+/// its op.
+fn rotate(b: &Builder, t: Value, rank: Value, first_block: i64, per_rank: i64, all: i64) -> Op {
+    let block = if first_block == 0 {
+        rank
+    } else {
+        b.addi(rank, b.const_i32(first_block))
+    };
+    let shift = b.muli(block, b.const_i32(per_rank));
     let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
     ir::defining_op(rotated).expect("an op result")
 }

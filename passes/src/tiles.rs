@@ -15,14 +15,46 @@ pub fn kernel_arg(kernel: Op, index: usize) -> Option<Value> {
     ir::block_args(entry).get(index).copied()
 }
 
+/// How tiles touch a buffer: consumers load it, producers store it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Load,
+    Store,
+}
+
+impl Access {
+    fn matches(self, op_name: &str) -> bool {
+        match self {
+            Access::Load => matches!(op_name, "tt.load" | "tt.descriptor_load"),
+            Access::Store => matches!(op_name, "tt.store" | "tt.descriptor_store"),
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Access::Load => "loads from",
+            Access::Store => "stores to",
+        }
+    }
+}
+
 /// Loads in `kernel` whose address depends on kernel argument `arg`.
 pub fn loads_of(kernel: Op, arg: usize) -> Vec<Op> {
+    accesses_of(kernel, arg, Access::Load)
+}
+
+/// Stores in `kernel` whose address depends on kernel argument `arg`.
+pub fn stores_of(kernel: Op, arg: usize) -> Vec<Op> {
+    accesses_of(kernel, arg, Access::Store)
+}
+
+fn accesses_of(kernel: Op, arg: usize, access: Access) -> Vec<Op> {
     let Some(arg_value) = kernel_arg(kernel, arg) else {
         return Vec::new();
     };
     ir::walk(kernel)
         .into_iter()
-        .filter(|op| matches!(ir::op_name(*op).as_str(), "tt.load" | "tt.descriptor_load"))
+        .filter(|op| access.matches(&ir::op_name(*op)))
         .filter(|op| {
             ir::operands(*op).into_iter().take(1).any(|v| {
                 ir::backward_slice(v)
@@ -40,15 +72,18 @@ fn depends_on_program_id(value: Value) -> bool {
         .any(|op| ir::op_name(op) == "tt.get_program_id")
 }
 
-/// The scalar tile index `t` that the loads of argument `arg` compute their
-/// rows from (`t * tile`), or, with `name`, the value Triton named so.
+/// The scalar tile index `t` that the loads (or stores) of argument `arg`
+/// compute their rows from (`t * tile`), or, with `name`, the value Triton
+/// named so. Errors are reported at `at` (the plan's consume/produce op).
 pub fn find_tile_index(
     kernel: Op,
     arg: usize,
+    access: Access,
     tile: i64,
     name: Option<&str>,
-    consume: Op,
+    at: Op,
 ) -> Result<Value, PassFailed> {
+    let consume = at;
     let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
     if let Some(name) = name {
         let named: Vec<Op> = ir::walk(kernel)
@@ -73,11 +108,12 @@ pub fn find_tile_index(
             )
         });
     }
-    let loads = loads_of(kernel, arg);
+    let loads = accesses_of(kernel, arg, access);
+    let verb = access.verb();
     if loads.is_empty() {
         return Err(fail(
             consume,
-            format!("kernel @{kernel_name} never loads from argument {arg}"),
+            format!("kernel @{kernel_name} never {verb} argument {arg}"),
         ));
     }
     let mut candidates: Vec<Value> = Vec::new();

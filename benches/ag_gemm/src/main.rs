@@ -477,7 +477,7 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
     let mut node = Node::open(v.world, 4 << 30)?;
     let p = Problem::alloc(&mut node, v.m, v.k, v.n)?;
     let manifest = find_manifest(&dir)?;
-    let mut kernel = FusedKernel::load(&node, &manifest)?;
+    let mut kernel = FusedKernel::load(&mut node, &manifest)?;
     if let Some(fused) = kernel.manifest.fused.as_mut() {
         fused.copies[1].clear();
     }

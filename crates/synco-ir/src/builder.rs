@@ -210,6 +210,42 @@ impl Builder {
         )
     }
 
+    /// `arith.extf` (or `arith.truncf` when narrowing) of a float or a
+    /// tensor of floats to element type `element`; the value itself when it
+    /// already has that element type.
+    pub fn convert_float(&self, a: Value, element: Type) -> Value {
+        let ty = type_of(a);
+        let from = tensor_element(ty).unwrap_or(ty);
+        if unsafe { mlirTypeEqual(from, element) } {
+            return a;
+        }
+        let to = match tensor_shape(ty) {
+            Some(shape) => ranked_tensor(&shape, element),
+            None => element,
+        };
+        let widening = unsafe { mlirFloatTypeGetWidth(element) > mlirFloatTypeGetWidth(from) };
+        let name = if widening { "arith.extf" } else { "arith.truncf" };
+        result(self.op(name, &[a], &[to], &[]), 0)
+    }
+
+    pub fn addf(&self, a: Value, b: Value) -> Value {
+        result(self.op("arith.addf", &[a, b], &[type_of(a)], &[]), 0)
+    }
+
+    /// `arith.select %cond, %a, %b` (`cond` an i1 or a tensor of them).
+    pub fn select(&self, cond: Value, a: Value, b: Value) -> Value {
+        result(self.op("arith.select", &[cond, a, b], &[type_of(a)], &[]), 0)
+    }
+
+    /// A zero constant of `ty` (a float or integer tensor type).
+    pub fn zeros(&self, ty: Type) -> Value {
+        let element = tensor_element(ty).unwrap_or(ty);
+        let zero = if unsafe { mlirTypeIsAInteger(element) } { "0" } else { "0.0" };
+        let attr = parse_attr(self.ctx, &format!("dense<{zero}> : {}", print_type(ty)))
+            .expect("a dense splat of a tensor type");
+        result(self.op("arith.constant", &[], &[ty], &[("value", attr)]), 0)
+    }
+
     pub fn extsi_i64(&self, a: Value) -> Value {
         result(self.op("arith.extsi", &[a], &[i64_type(self.ctx)], &[]), 0)
     }
@@ -244,6 +280,43 @@ impl Builder {
         )
     }
 
+    /// A `tt.load` of a tensor of pointers under `mask`, `other` where the
+    /// mask is off.
+    pub fn load_masked(&self, ptrs: Value, mask: Value, other: Value) -> Value {
+        let segments = parse_attr(self.ctx, "array<i32: 1, 1, 1>").expect("valid attribute");
+        let boundary = parse_attr(self.ctx, "array<i32>").expect("valid attribute");
+        result(
+            self.op(
+                "tt.load",
+                &[ptrs, mask, other],
+                &[type_of(other)],
+                &[
+                    ("boundaryCheck", boundary),
+                    ("cache", self.i32_attr(1)),
+                    ("evict", self.i32_attr(1)),
+                    ("isVolatile", bool_attr(self.ctx, false)),
+                    ("operandSegmentSizes", segments),
+                ],
+            ),
+            0,
+        )
+    }
+
+    /// A `tt.store` of a tensor under `mask`.
+    pub fn store_masked(&self, ptrs: Value, value: Value, mask: Value) -> Op {
+        let boundary = parse_attr(self.ctx, "array<i32>").expect("valid attribute");
+        self.op(
+            "tt.store",
+            &[ptrs, value, mask],
+            &[],
+            &[
+                ("boundaryCheck", boundary),
+                ("cache", self.i32_attr(1)),
+                ("evict", self.i32_attr(1)),
+            ],
+        )
+    }
+
     pub fn store(&self, ptr: Value, value: Value) -> Op {
         let boundary = parse_attr(self.ctx, "array<i32>").expect("valid attribute");
         self.op(
@@ -258,11 +331,13 @@ impl Builder {
         )
     }
 
+    /// `tt.ptr_to_int`: i64, or a tensor of i64 for a tensor of pointers.
     pub fn ptr_to_int(&self, ptr: Value) -> Value {
-        result(
-            self.op("tt.ptr_to_int", &[ptr], &[i64_type(self.ctx)], &[]),
-            0,
-        )
+        let ty = match tensor_shape(type_of(ptr)) {
+            Some(shape) => ranked_tensor(&shape, i64_type(self.ctx)),
+            None => i64_type(self.ctx),
+        };
+        result(self.op("tt.ptr_to_int", &[ptr], &[ty], &[]), 0)
     }
 
     pub fn int_to_ptr(&self, int: Value, ptr_type: Type) -> Value {

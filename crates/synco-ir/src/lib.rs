@@ -281,6 +281,11 @@ pub fn insert_before(anchor: Op, op: Op) {
     }
 }
 
+/// Moves `op` (already in a block) right before `anchor`.
+pub fn move_before(op: Op, anchor: Op) {
+    unsafe { mlirOperationMoveBefore(op, anchor) }
+}
+
 pub fn insert_after(anchor: Op, op: Op) {
     unsafe {
         let block = mlirOperationGetBlock(anchor);

@@ -134,10 +134,23 @@ impl PlanBuffer {
     }
 }
 
-/// How a consumed buffer is chunked, and where its flags are.
+/// What a buffer's chunk flags count (see `synco-passes`' flag layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkKind {
+    /// A consumed buffer: a flag per chunk, set to the epoch on arrival.
+    #[default]
+    Arrival,
+    /// A reduced partial: a counter per chunk that tiles bump.
+    Reduction,
+}
+
+/// How a consumed or reduced buffer is chunked, and where its flags are.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkLayout {
     pub buffer: String,
+    #[serde(default)]
+    pub kind: ChunkKind,
     pub dim: usize,
     pub rows_per_chunk: i64,
     pub chunks_per_rank: i64,

@@ -39,13 +39,18 @@ pub enum RuntimeError {
         ty: String,
         given: &'static str,
     },
+    #[error(
+        "kernel '{kernel}' takes ABI argument '{name}', which this launch cannot provide \
+         (a plan buffer without a binding?)"
+    )]
+    MissingAbiValue { kernel: String, name: String },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]
     UnboundBuffer(String),
     #[error(
-        "rank {rank} timed out waiting for chunk {chunk} of epoch {epoch}: its flag never reached the epoch \
-         (the transfer that sets it did not happen or did not finish)"
+        "rank {rank} timed out waiting for chunk {chunk} of epoch {epoch}: its flag never reached the epoch's value \
+         (the transfer or the tiles that set it did not happen or did not finish)"
     )]
     WaitTimedOut { rank: i32, chunk: i32, epoch: i32 },
     #[error(

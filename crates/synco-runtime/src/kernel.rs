@@ -2,7 +2,7 @@
 
 use crate::{
     error::{Result, RuntimeError},
-    node::{Node, check},
+    node::{Buffer, Node, check},
 };
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUmodule, CUstream};
 use std::{ffi::CString, path::Path};
@@ -49,35 +49,37 @@ impl Arg {
 }
 
 /// The launch's argument values, in the manifest's parameter order: the
-/// user's values for `user` parameters, the ABI values (rank, world size,
-/// heap bases, flags, epoch, errors) for `synco` ones, then Triton's scratch
-/// pointers. Each value must fit its parameter's type.
+/// user's values for `user` parameters, `abi(name)` for `synco` ones (rank,
+/// world size, heap bases, flags, epoch, errors, plan buffers), then
+/// Triton's scratch pointers. Each value must fit its parameter's type; an
+/// ABI parameter `abi` does not know is an error.
 pub(crate) fn kernel_params(
     m: &LaunchManifest,
     user: &[Arg],
-    abi: &[Arg],
+    abi: &dyn Fn(&str) -> Option<Arg>,
     global_scratch: CUdeviceptr,
 ) -> Result<Vec<[u8; 8]>> {
-    let count = |role| m.params.iter().filter(|p| p.role == role).count();
-    for (role, given) in [(ParamRole::User, user.len()), (ParamRole::Synco, abi.len())] {
-        let expected = count(role);
-        // The ABI is all or nothing: a kernel that was not fused takes none.
-        if given != expected && !(role == ParamRole::Synco && expected == 0) {
-            return Err(RuntimeError::ArgCount {
-                kernel: m.kernel.clone(),
-                expected,
-                given,
-            });
-        }
+    let expected = m.params.iter().filter(|p| p.role == ParamRole::User).count();
+    if user.len() != expected {
+        return Err(RuntimeError::ArgCount {
+            kernel: m.kernel.clone(),
+            expected,
+            given: user.len(),
+        });
     }
-    let (mut user, mut abi) = (user.iter(), abi.iter());
+    let mut user = user.iter();
     m.params
         .iter()
         .enumerate()
         .map(|(index, param)| {
             let value = match param.role {
                 ParamRole::User => user.next().copied(),
-                ParamRole::Synco => abi.next().copied(),
+                ParamRole::Synco => Some(abi(&param.name).ok_or_else(|| {
+                    RuntimeError::MissingAbiValue {
+                        kernel: m.kernel.clone(),
+                        name: param.name.clone(),
+                    }
+                })?),
                 ParamRole::GlobalScratch => Some(Arg::Ptr(global_scratch)),
                 ParamRole::ProfileScratch => Some(Arg::Ptr(0)),
             }
@@ -99,17 +101,19 @@ pub(crate) fn kernel_params(
 /// A cubin loaded on every GPU of a node, with its manifest.
 pub struct FusedKernel {
     pub manifest: LaunchManifest,
-    /// This kernel's chunk flags (and ldst completion counters) on each
-    /// rank, zeroed at load: flags belong to one plan, so kernels with other
-    /// flag layouts never see each other's values.
-    pub(crate) flags: Vec<CUdeviceptr>,
+    /// This kernel's chunk flags and counters, a symmetric buffer (peers
+    /// bump each other's counters) zeroed at load: flags belong to one
+    /// plan, so kernels with other flag layouts never see each other's
+    /// values.
+    pub(crate) flags: Buffer,
     functions: Vec<CUfunction>,
     _modules: Vec<CUmodule>,
 }
 
 impl FusedKernel {
-    /// Loads `<manifest>` and the cubin it names on every GPU of `node`.
-    pub fn load(node: &Node, manifest_path: &Path) -> Result<FusedKernel> {
+    /// Loads `<manifest>` and the cubin it names on every GPU of `node`,
+    /// and places its flags in the symmetric heap.
+    pub fn load(node: &mut Node, manifest_path: &Path) -> Result<FusedKernel> {
         let manifest = LaunchManifest::load(manifest_path)?;
         let cubin_path = manifest.cubin_path(manifest_path);
         let cubin = std::fs::read(&cubin_path).map_err(|source| RuntimeError::Cubin {
@@ -119,7 +123,6 @@ impl FusedKernel {
         let name = CString::new(manifest.kernel.clone()).unwrap_or_default();
         let mut functions = Vec::new();
         let mut modules = Vec::new();
-        let mut flags = Vec::new();
         for (rank, gpu) in node.gpus.iter().enumerate() {
             gpu.bind()?;
             unsafe {
@@ -148,13 +151,10 @@ impl FusedKernel {
                 }
                 functions.push(function);
                 modules.push(module);
-                let count = manifest.fused.as_ref().map_or(1, |f| f.num_flags.max(1)) as usize;
-                let mut p = 0;
-                check(rank, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, 4 * count))?;
-                check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(p, 0, 4 * count))?;
-                flags.push(p);
             }
         }
+        let count = manifest.fused.as_ref().map_or(1, |f| f.num_flags.max(1)) as usize;
+        let flags = node.alloc_flags(4 * count)?;
         Ok(FusedKernel {
             manifest,
             flags,
@@ -178,7 +178,7 @@ impl FusedKernel {
         stream: CUstream,
         grid: (u32, u32, u32),
         user: &[Arg],
-        abi: &[Arg],
+        abi: &dyn Fn(&str) -> Option<Arg>,
         global_scratch: CUdeviceptr,
     ) -> Result<()> {
         let m = &self.manifest;
@@ -246,16 +246,18 @@ mod tests {
         ("profile_scratch", "*i8", ParamRole::ProfileScratch),
     ];
 
+    fn abi(name: &str) -> Option<Arg> {
+        match name {
+            "synco_rank" => Some(Arg::I32(1)),
+            "synco_heap_bases" => Some(Arg::Ptr(0x2000)),
+            _ => None,
+        }
+    }
+
     #[test]
     fn arguments_follow_the_manifest_order() {
         let m = manifest(FUSED);
-        let values = kernel_params(
-            &m,
-            &[Arg::Ptr(0x1000), Arg::I32(7)],
-            &[Arg::I32(1), Arg::Ptr(0x2000)],
-            0x3000,
-        )
-        .unwrap();
+        let values = kernel_params(&m, &[Arg::Ptr(0x1000), Arg::I32(7)], &abi, 0x3000).unwrap();
         assert_eq!(values.len(), 6);
         assert_eq!(u64::from_ne_bytes(values[0]), 0x1000);
         assert_eq!(i32::from_ne_bytes(values[1][..4].try_into().unwrap()), 7);
@@ -266,9 +268,8 @@ mod tests {
     }
 
     #[test]
-    fn wrong_counts_and_types_are_errors() {
+    fn wrong_counts_types_and_unknown_abi_values_are_errors() {
         let m = manifest(FUSED);
-        let abi = [Arg::I32(1), Arg::Ptr(0x2000)];
         let err = kernel_params(&m, &[Arg::Ptr(1)], &abi, 0).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -279,17 +280,18 @@ mod tests {
             err.to_string(),
             "argument 0 ('a_ptr') of 'k' is *bf16, but the value given is an i32"
         );
-        assert!(kernel_params(&m, &[Arg::Ptr(1), Arg::I32(7)], &abi[..1], 0).is_err());
+        let only_rank = |name: &str| (name == "synco_rank").then_some(Arg::I32(0));
+        let err = kernel_params(&m, &[Arg::Ptr(1), Arg::I32(7)], &only_rank, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel 'k' takes ABI argument 'synco_heap_bases', which this launch cannot provide \
+             (a plan buffer without a binding?)"
+        );
         // A plain (unfused) kernel takes no ABI values.
         let plain = manifest(&[
             ("x", "*fp32", ParamRole::User),
             ("global_scratch", "*i8", ParamRole::GlobalScratch),
         ]);
-        assert_eq!(
-            kernel_params(&plain, &[Arg::Ptr(1)], &abi, 0)
-                .unwrap()
-                .len(),
-            2
-        );
+        assert_eq!(kernel_params(&plain, &[Arg::Ptr(1)], &abi, 0).unwrap().len(), 2);
     }
 }

@@ -55,7 +55,11 @@ impl Gpu {
 pub struct Node {
     pub(crate) gpus: Vec<Gpu>,
     heap_bytes: usize,
+    /// Bytes used from the heap's start by [`Node::alloc`].
     used: usize,
+    /// Bytes used from the heap's end by kernels' flags (they must be
+    /// symmetric too: peers bump each other's counters).
+    flags_used: usize,
     epoch: u32,
     /// Scratch for Triton's global scratch pointer, per rank.
     scratch: Vec<(CUdeviceptr, usize)>,
@@ -177,6 +181,7 @@ impl Node {
             gpus,
             heap_bytes,
             used: 0,
+            flags_used: 0,
             epoch: 0,
         })
     }
@@ -189,20 +194,45 @@ impl Node {
         self.epoch
     }
 
+    /// The heap's end that flags have not taken.
+    fn buffers_end(&self) -> usize {
+        self.heap_bytes - self.flags_used
+    }
+
     /// Places a symmetric buffer of `bytes` in every rank's heap.
     pub fn alloc(&mut self, bytes: usize) -> Result<Buffer> {
         let offset = self.used.div_ceil(ALIGN) * ALIGN;
-        if offset + bytes > self.heap_bytes {
+        if offset + bytes > self.buffers_end() {
             return Err(RuntimeError::HeapFull {
                 wanted: bytes,
-                free: self.heap_bytes.saturating_sub(offset),
+                free: self.buffers_end().saturating_sub(offset),
             });
         }
         self.used = offset + bytes;
         Ok(Buffer { offset, bytes })
     }
 
-    /// Frees every buffer (the heap is reused from its start).
+    /// Places a kernel's flags (zeroed on every rank) at the heap's end, so
+    /// that [`Node::reset_heap`] keeps them.
+    pub(crate) fn alloc_flags(&mut self, bytes: usize) -> Result<Buffer> {
+        let taken = (self.flags_used + bytes).div_ceil(ALIGN) * ALIGN;
+        let offset = self.heap_bytes.checked_sub(taken).filter(|o| *o >= self.used);
+        let Some(offset) = offset else {
+            return Err(RuntimeError::HeapFull {
+                wanted: bytes,
+                free: self.buffers_end().saturating_sub(self.used),
+            });
+        };
+        self.flags_used = taken;
+        let buffer = Buffer { offset, bytes };
+        for rank in 0..self.world_size() {
+            self.fill(rank, &buffer, 0)?;
+        }
+        Ok(buffer)
+    }
+
+    /// Frees every buffer (the heap is reused from its start); kernels'
+    /// flags stay.
     pub fn reset_heap(&mut self) {
         self.used = 0;
     }
@@ -340,7 +370,7 @@ impl Node {
                 )?;
             }
             if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch, &kernel.flags)?;
+                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags)?;
             }
             // Triton's global scratch: per program.
             let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
@@ -355,14 +385,22 @@ impl Node {
                 }
             }
             let gpu = &self.gpus[rank];
-            let abi = [
-                Arg::I32(rank as i32),
-                Arg::I32(world as i32),
-                Arg::Ptr(gpu.heap_bases),
-                Arg::Ptr(kernel.flags[rank]),
-                Arg::I32(epoch as i32),
-                Arg::Ptr(gpu.errors),
-            ];
+            let flags = self.ptr(rank, &kernel.flags);
+            let abi = |name: &str| -> Option<Arg> {
+                Some(match name {
+                    "synco_rank" => Arg::I32(rank as i32),
+                    "synco_world_size" => Arg::I32(world as i32),
+                    "synco_heap_bases" => Arg::Ptr(gpu.heap_bases),
+                    "synco_flags" => Arg::Ptr(flags),
+                    "synco_epoch" => Arg::I32(epoch as i32),
+                    "synco_errors" => Arg::Ptr(gpu.errors),
+                    other => {
+                        let buffer = other.strip_prefix("synco_buffer_")?;
+                        let (_, b) = bindings.iter().find(|(n, _)| *n == buffer)?;
+                        Arg::Ptr(self.ptr(rank, b))
+                    }
+                })
+            };
             kernel.launch_on(
                 rank,
                 gpu.compute,
@@ -390,7 +428,7 @@ impl Node {
         fused: &synco_manifest::FusedPlan,
         bindings: &[(&str, Buffer)],
         epoch: u32,
-        flags: &[CUdeviceptr],
+        flags: Buffer,
     ) -> Result<()> {
         let gpu = &self.gpus[rank];
         let place = |name: &str| -> Result<(Buffer, i64)> {
@@ -446,7 +484,7 @@ impl Node {
                     )?;
                 }
                 if let Some(flag) = copy.flag {
-                    let flags = flags[copy.dst_rank as usize];
+                    let flags = self.ptr(copy.dst_rank as usize, &flags);
                     check(
                         rank,
                         "cuStreamWriteValue32",

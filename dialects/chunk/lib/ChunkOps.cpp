@@ -331,6 +331,13 @@ LogicalResult WaitOp::verify() {
   return success();
 }
 
+LogicalResult ArriveOp::verify() {
+  if (getSem() == MemSemantic::acquire || getSem() == MemSemantic::relaxed)
+    return emitOpError() << "an arrival publishes the program's writes, so it "
+                            "needs 'release' or 'acq_rel'";
+  return success();
+}
+
 LogicalResult SignalOp::verify() {
   if (getSem() == MemSemantic::acquire)
     return emitOpError() << "a signal only writes its flag, so 'acquire' "

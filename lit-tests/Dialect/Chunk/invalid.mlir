@@ -308,3 +308,19 @@ func.func @wait_timeout(%flag: !tt.ptr<i32>, %epoch: i32) {
   chunk.wait %flag[%epoch], %epoch {timeout_ns = 0 : i64} : !tt.ptr<i32>
   return
 }
+
+// -----
+
+func.func @arrive_relaxed(%flag: !tt.ptr<i32>, %c: i32) {
+  // expected-error @below {{'chunk.arrive' op an arrival publishes the program's writes, so it needs 'release' or 'acq_rel'}}
+  chunk.arrive %flag[%c] sem(relaxed) : !tt.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @wait_count(%flag: !tt.ptr<i32>, %epoch: i32) {
+  // expected-error @below {{'chunk.wait' op attribute 'count' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  chunk.wait %flag[%epoch], %epoch count(0) : !tt.ptr<i32>
+  return
+}

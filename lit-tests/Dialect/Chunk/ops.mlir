@@ -90,8 +90,13 @@ chunk.plan @explicit world_size(2) {
 // CHECK-NEXT:    chunk.wait %arg0[%[[W]]], %arg1 sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
 // CHECK-NEXT:    chunk.signal %arg0[%[[R]]], %arg1 : !tt.ptr<i32>
 // CHECK-NEXT:    chunk.signal %arg0[%[[R]]], %arg1 sem(acq_rel) scope(cta) : !tt.ptr<i32>
-// GENERIC:       "chunk.wait"(%arg0, %0, %arg1) <{scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32, i32) -> ()
+// CHECK-NEXT:    chunk.wait %arg0[%[[R]]], %arg1 count(16) : !tt.ptr<i32>
+// CHECK-NEXT:    chunk.arrive %arg0[%[[R]]] : !tt.ptr<i32>
+// CHECK-NEXT:    chunk.arrive %arg0[%[[W]]] sem(acq_rel) scope(gpu) : !tt.ptr<i32>
+// GENERIC:       "chunk.wait"(%arg0, %0, %arg1) <{count = 1 : i64, scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32, i32) -> ()
 // GENERIC:       "chunk.signal"(%arg0, %0, %arg1) <{scope = 3 : i32, sem = 3 : i32}> : (!tt.ptr<i32>, i32, i32) -> ()
+// GENERIC:       "chunk.wait"(%arg0, %0, %arg1) <{count = 16 : i64, scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32, i32) -> ()
+// GENERIC:       "chunk.arrive"(%arg0, %0) <{scope = 3 : i32, sem = 3 : i32}> : (!tt.ptr<i32>, i32) -> ()
 func.func @sync(%flags: !tt.ptr<i32>, %epoch: i32, %a: !tt.ptr<bf16>, %as: tensor<128x!tt.ptr<bf16>>) {
   %r = chunk.rank : i32
   %w = chunk.world_size : i32
@@ -101,5 +106,8 @@ func.func @sync(%flags: !tt.ptr<i32>, %epoch: i32, %a: !tt.ptr<bf16>, %as: tenso
   chunk.wait %flags[%w], %epoch sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
   chunk.signal %flags[%r], %epoch sem(release) scope(sys) : !tt.ptr<i32>
   chunk.signal %flags[%r], %epoch sem(acq_rel) scope(cta) : !tt.ptr<i32>
+  chunk.wait %flags[%r], %epoch count(16) : !tt.ptr<i32>
+  chunk.arrive %flags[%r] : !tt.ptr<i32>
+  chunk.arrive %flags[%w] sem(acq_rel) scope(gpu) : !tt.ptr<i32>
   return
 }

@@ -365,7 +365,9 @@ def Chunk_PeerPtrOp : Chunk_Op<"peer_ptr", [Pure,
 def Chunk_WaitOp : Chunk_Op<"wait"> {
   let summary = "Spin until a chunk's flag reaches the epoch";
   let description = [{
-    Blocks the calling program until `flags[chunk] >= epoch`, reading the
+    Blocks the calling program until `flags[chunk] >= epoch * count`
+    (`count` defaults to 1: a flag set to the epoch; a counter that
+    `chunk.arrive` bumps `count` times per epoch waits for all of them), reading the
     flag with `sem` (default `acquire`) at `scope` (default `sys`, needed for
     flags written by a copy engine or another GPU). The wait is bounded by
     `timeout_ns`: when it expires, the kernel records `(rank, chunk, epoch)`
@@ -376,9 +378,11 @@ def Chunk_WaitOp : Chunk_Op<"wait"> {
     ```mlir
     chunk.wait %flags[%c], %epoch : !tt.ptr<i32>
     chunk.wait %flags[%c], %epoch sem(relaxed) scope(gpu) {timeout_ns = 1000 : i64} : !tt.ptr<i32>
+    chunk.wait %flags[%c], %epoch count(16) : !tt.ptr<i32>
     ```
   }];
   let arguments = (ins AnyType:$flags, I32:$chunk, I32:$epoch,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$count,
                        DefaultValuedAttr<Chunk_MemSemantic,
                            "::synco::chunk::MemSemantic::acquire">:$sem,
                        DefaultValuedAttr<Chunk_MemScope,
@@ -387,6 +391,7 @@ def Chunk_WaitOp : Chunk_Op<"wait"> {
                            "10000000000">:$timeout_ns);
   let assemblyFormat = [{
     $flags `[` $chunk `]` `,` $epoch
+    (`count` `(` $count^ `)`)?
     (`sem` `(` $sem^ `)`)?
     (`scope` `(` $scope^ `)`)?
     attr-dict `:` type($flags)
@@ -413,6 +418,35 @@ def Chunk_SignalOp : Chunk_Op<"signal"> {
                            "::synco::chunk::MemScope::sys">:$scope);
   let assemblyFormat = [{
     $flags `[` $chunk `]` `,` $epoch
+    (`sem` `(` $sem^ `)`)?
+    (`scope` `(` $scope^ `)`)?
+    attr-dict `:` type($flags)
+  }];
+  let hasVerifier = 1;
+}
+
+def Chunk_ArriveOp : Chunk_Op<"arrive"> {
+  let summary = "Count one more finished tile of a chunk";
+  let description = [{
+    Waits for every thread of the program to finish its memory accesses,
+    makes its writes visible at `scope` (default `sys`), then atomically adds
+    1 to the counter `flags[chunk]` with `sem` (default `release`). A chunk
+    produced by `n` tiles is complete in epoch `e` once its counter reaches
+    `e * n`: `chunk.wait ... count(n)` waits for that. Counters only grow, so
+    nothing is reset between launches. `flags` may point into a peer's flag
+    buffer (see `chunk.peer_ptr`): a remote atomic over NVLink.
+
+    ```mlir
+    chunk.arrive %flags[%c] : !tt.ptr<i32>
+    ```
+  }];
+  let arguments = (ins AnyType:$flags, I32:$chunk,
+                       DefaultValuedAttr<Chunk_MemSemantic,
+                           "::synco::chunk::MemSemantic::release">:$sem,
+                       DefaultValuedAttr<Chunk_MemScope,
+                           "::synco::chunk::MemScope::sys">:$scope);
+  let assemblyFormat = [{
+    $flags `[` $chunk `]`
     (`sem` `(` $sem^ `)`)?
     (`scope` `(` $scope^ `)`)?
     attr-dict `:` type($flags)

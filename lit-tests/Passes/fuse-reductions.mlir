@@ -1,0 +1,248 @@
+// chunk-fuse-reductions: a reduce-scatter of the kernel's partial @P into
+// @C, fused into the tile that stores @P. Tiles of other ranks' rows (run
+// first, see chunk-reorder-tiles) wait for the owner's acknowledgement of
+// the previous epoch, store their partial and arrive at the owner's chunk
+// counter; tiles of the rank's own rows wait for the peers' arrivals, pull
+// the peers' partials, add them in rank order in f32, store the rounded sum
+// into @C (the ABI argument synco_buffer_C) and acknowledge to every peer.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
+// RUN:   | FileCheck %s
+
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
+//
+// Own block last: t' = (t + (rank + 1) * 4) mod 8.
+// CHECK:      %[[NEXT:.*]] = arith.addi %[[RANK]], %{{.*}}
+// CHECK:      %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "P"}
+// CHECK:      %[[V:.*]] = arith.truncf
+//
+// The tile's chunk (256 rows), its owner, its counter.
+// CHECK:      %[[ROW:.*]] = arith.muli %[[T]], %{{.*}}
+// CHECK-NEXT: %[[C256:.*]] = arith.constant 256 : i32
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.divsi %[[ROW]], %[[C256]]
+// CHECK-NEXT: %[[C2:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[OWNER:.*]] = arith.divsi %[[CHUNK]], %[[C2]]
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[FLAG:.*]] = arith.addi %[[CHUNK]], %[[C0]]
+// CHECK-NEXT: %[[OWN:.*]] = arith.cmpi eq, %[[OWNER]], %[[RANK]]
+// CHECK-NEXT: scf.if %[[OWN]] {
+//
+// Own rows: 2 tiles per chunk, 1 peer.
+// CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[FLAG]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
+// Rank 0's partial, then rank 1's, each the tile's own value or a pull.
+// CHECK:        %[[PEER0:.*]] = chunk.peer_ptr %[[PTRS:.*]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
+// CHECK-NEXT:   %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<128x64xbf16>
+// CHECK-NEXT:   %[[PULL0:.*]] = "tt.load"(%[[PEER0]], %{{.*}}, %[[ZERO]]) {{.*}}operandSegmentSizes = array<i32: 1, 1, 1>
+// CHECK-NEXT:   %[[X0:.*]] = arith.select %{{.*}}, %[[V]], %[[PULL0]] : tensor<128x64xi1>, tensor<128x64xbf16>
+// CHECK-NEXT:   %[[F0:.*]] = arith.extf %[[X0]] : tensor<128x64xbf16> to tensor<128x64xf32>
+// CHECK:        %[[PEER1:.*]] = chunk.peer_ptr %[[PTRS]], %{{.*}}
+// CHECK:        %[[F1:.*]] = arith.extf
+// CHECK-NEXT:   %[[SUM:.*]] = arith.addf %[[F0]], %[[F1]] : tensor<128x64xf32>
+// @C's rows are @P's minus rank * 512 (x 64 elements per row).
+// CHECK:        "tt.ptr_to_int"(%[[C]])
+// CHECK:        "tt.ptr_to_int"(%[[P]])
+// CHECK:        arith.constant 32768 : i64
+// CHECK:        %[[SHIFT:.*]] = arith.subi {{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK-NEXT:   %[[SHIFTS:.*]] = "tt.splat"(%[[SHIFT]])
+// CHECK-NEXT:   %[[OUT:.*]] = "tt.addptr"(%[[PTRS]], %[[SHIFTS]])
+// CHECK-NEXT:   %[[BF:.*]] = arith.truncf %[[SUM]] : tensor<128x64xf32> to tensor<128x64xbf16>
+// CHECK-NEXT:   "tt.store"(%[[OUT]], %[[BF]])
+// CHECK:        scf.if
+// CHECK-NEXT:     %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>
+// CHECK-NEXT:     chunk.arrive %[[PF]][%[[FLAG]]] : !tt.ptr<i32>
+// CHECK:      } else {
+//
+// Other ranks' rows: acknowledgement of epoch - 1, the kernel's store,
+// arrival at the owner.
+// CHECK-NEXT:   %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:   %[[PREV:.*]] = arith.subi %[[EPOCH]], %[[ONE]]
+// CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[FLAG]]], %[[PREV]] count(2) : !tt.ptr<i32>
+// CHECK-NEXT:   "tt.store"(%[[PTRS]], %[[V]])
+// CHECK-NEXT:   %[[OF:.*]] = chunk.peer_ptr %[[FLAGS]], %[[OWNER]] : !tt.ptr<i32>
+// CHECK-NEXT:   chunk.arrive %[[OF]][%[[FLAG]]] : !tt.ptr<i32>
+// CHECK-NEXT: }
+// CHECK-NEXT: "tt.return"
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index is rotated to start at the next rank's block (this rank's block last) (4 row tiles per rank, 8 in all)}}
+    // expected-remark @below {{tiles of @P reduce into @C: own rows pull 1 peer partial(s) per tile after 2 arrivals per chunk; other rows store their partial and arrive at the owner (counters 0..4, 2 tiles per chunk)}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// The copy engine does not reduce.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-remark @below {{the row tile index is rotated}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    // expected-error @below {{chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (tiles pull their peers' partials); backend 'copy_engine' is not implemented for reductions}}
+    chunk.reduce_scatter @P into @C dim(0) chunks(2)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// All-reduce is not fused yet.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    // expected-remark @below {{the row tile index is rotated}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    // expected-error @below {{chunk-fuse-reductions: only reduce-scatter is fused so far; this transfer belongs to 'all_reduce_C'}}
+    chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// A tile that stores its partial twice.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-remark @below {{the row tile index is rotated}}
+    // expected-error @below {{chunk-fuse-reductions: the kernel must store @P once per tile; it has 2 stores of it}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Chunks must hold whole tiles.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-remark @below {{the row tile index is rotated}}
+    // expected-error @below {{chunks of 64 rows of @P would split 128-row tiles: pick a chunk count whose chunks hold whole tiles}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.reduce_scatter @P into @C dim(0) chunks(8) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

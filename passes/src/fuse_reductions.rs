@@ -1,0 +1,344 @@
+//! `chunk-fuse-reductions`: fuse a reduce-scatter into the GEMM tiles that
+//! produce its partials.
+//!
+//! Input: a plan whose `chunk.reduce_scatter @P into @C ... backend(ldst)`
+//! was expanded into reducing transfers that wait for
+//! `chunk.produce @tiles @P dim(0) tile(T)`: every rank's kernel computes a
+//! partial `P [M, N]`, and rank `r` must end with rows
+//! `[r * M/W, (r + 1) * M/W)` of the sum of all partials in `C [M/W, N]`.
+//!
+//! The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`,
+//! where the tile's rows start at `t' * T` (`t'` is the tile index marked by
+//! `chunk-reorder-tiles`, which already makes every rank compute the blocks
+//! other ranks own first and its own block last). With `g` the global chunk
+//! holding the rows, its owner `o = g / chunks_per_rank`, `n` the tiles that
+//! write one chunk and `flags[g]` the chunk's counter:
+//!
+//! ```mlir
+//! scf.if (%o == rank) {
+//!   // Own rows: the peers' partials of this chunk are ready...
+//!   chunk.wait %flags[g], %epoch count((W - 1) * n)
+//!   // ...and are pulled over NVLink, added in rank order in fp32 (the own
+//!   // partial %v in place of a load), rounded once, stored into @C.
+//!   %sum = x_0 + x_1 + ... + x_{W-1}, x_s = s == rank ? %v : load(peer_ptr(%ptrs, s))
+//!   tt.store %c_ptrs, truncf(%sum)
+//!   // Each peer may now overwrite its partial (next epoch).
+//!   chunk.arrive peer_ptr(%flags, s)[g]     for every s != rank
+//! } else {
+//!   // A partial for rank o: wait until o consumed the previous epoch's...
+//!   chunk.wait %flags[g], %epoch - 1 count(n)
+//!   tt.store %ptrs, %v                       // the kernel's own store
+//!   chunk.arrive peer_ptr(%flags, o)[g]      // ...then tell o it is ready
+//! }
+//! ```
+//!
+//! So every tile waits only for its own chunk, partials never leave the
+//! rank that computed them (the owner pulls them), and the sum is the same
+//! bits on every run: partials are added in rank order whatever order they
+//! arrive in. Own rows of `@P` are never written. `@C` is a kernel argument:
+//! the user's if `@C` is bound, else the ABI's `synco_buffer_C`.
+//!
+//! Options: none.
+//! Preconditions: collectives expanded (reduce-scatter with backend
+//! `ldst`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
+//! stores `@P` once per tile, a 2D tile of `T` rows, at the addresses of a
+//! row-major `[M, N]` array (what the plan declares); `@C` is `[M/W, N]`;
+//! `@P` and `@C` start at multiples of 16 elements (the runtime's symmetric
+//! buffers are 512-byte aligned).
+//! Postconditions: the fused transfers are marked `synco.fused` (for
+//! `chunk-lower-transfers`, which drops them); the flag array holds one
+//! counter per chunk of `@P` (see `plan::flag_layout`).
+
+use crate::{
+    abi::{AbiArgs, buffer_arg},
+    plan::{FlagKind, FlagRange, Plan, bound_kernel, fail, flag_layout, internal, loc, plans},
+    tiles::{TILE_INDEX_ATTR, kernel_arg, stores_of},
+};
+use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
+use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-fuse-reductions",
+    description: "Fuse reduce-scatter transfers into the kernel tiles that produce the partials (SM pull, reduction in the tile epilogue)",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+/// Marks a transfer that a pass lowered into the kernel.
+pub const FUSED_ATTR: &str = "synco.fused";
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    for plan in plans(module) {
+        let reducing: Vec<Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| ir::attr(*t, "reduce").is_some())
+            .collect();
+        let Some(first) = reducing.first().copied() else {
+            continue;
+        };
+        for t in &reducing {
+            check_fusable(*t)?;
+        }
+        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        for range in flag_layout(&plan)?
+            .into_iter()
+            .filter(|r| r.kind == FlagKind::Reduction)
+        {
+            fuse(&plan, kernel, abi, &range, first)?;
+        }
+        if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
+            for t in reducing {
+                ir::set_attr(t, FUSED_ATTR, unit);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Only reduce-scatter on the SM backend is fused so far.
+fn check_fusable(t: Op) -> Result<(), PassFailed> {
+    let group = ir::str_attr(t, "group").unwrap_or_default();
+    if !group.starts_with("reduce_scatter") {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-fuse-reductions: only reduce-scatter is fused so far; this transfer belongs to '{group}'"
+            ),
+        ));
+    }
+    let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
+    let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+        == Some(attrs::TransferMode::Local);
+    if backend != Some(attrs::Backend::Ldst) && !local {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (tiles pull their peers' partials); backend '{}' is not implemented for reductions",
+                backend.map_or("?", |b| b.keyword())
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn fuse(
+    plan: &Plan,
+    kernel: Op,
+    abi: AbiArgs,
+    range: &FlagRange,
+    transfer: Op,
+) -> Result<(), PassFailed> {
+    let w = plan.world_size;
+    let name = &range.buffer;
+    let produce = plan
+        .ops_named("chunk.produce")
+        .into_iter()
+        .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+        .ok_or_else(|| internal(plan.op, "a reduction range without its chunk.produce"))?;
+    let tile = ir::int_attr(produce, "tile").unwrap_or(1);
+    if range.dim != 0 {
+        return Err(fail(
+            produce,
+            "chunk-fuse-reductions: only partials split along dim(0) (row blocks) are fused",
+        ));
+    }
+    let partial = plan
+        .buffer(name)
+        .ok_or_else(|| internal(produce, "a produced buffer that is not in the plan"))?;
+    let Some(p_arg) = partial.arg.and_then(|a| kernel_arg(kernel, a)) else {
+        return Err(fail(
+            produce,
+            format!("@{name} is produced by kernel tiles but not bound to a kernel argument: add bind(i)"),
+        ));
+    };
+    let [m, n] = partial.shape[..] else {
+        return Err(fail(
+            produce,
+            format!("chunk-fuse-reductions: @{name} must be a 2D [M, N] partial"),
+        ));
+    };
+    let out_name = crate::plan::dst_buffer(transfer)
+        .ok_or_else(|| internal(transfer, "a transfer without a destination"))?;
+    let out = plan
+        .buffer(&out_name)
+        .ok_or_else(|| internal(transfer, "a destination that is not in the plan"))?;
+    let block = m / w;
+    if out.shape != [block, n] || out.element != partial.element {
+        return Err(fail(
+            transfer,
+            format!(
+                "chunk-fuse-reductions: @{out_name} must be a {block}x{n}x{} block of @{name}",
+                partial.element
+            ),
+        ));
+    }
+    let out_ptr = match out.arg {
+        Some(a) => kernel_arg(kernel, a),
+        None => buffer_arg(kernel, &out_name),
+    }
+    .ok_or_else(|| internal(kernel, "the reduction's output has no kernel argument"))?;
+    let element_bytes = partial
+        .element_bytes()
+        .ok_or_else(|| fail(produce, format!("unsupported element type {}", partial.element)))?;
+    if range.rows_per_chunk % tile != 0 {
+        return Err(fail(
+            produce,
+            format!(
+                "chunks of {} rows of @{name} would split {tile}-row tiles: pick a chunk count whose chunks hold whole tiles",
+                range.rows_per_chunk
+            ),
+        ));
+    }
+
+    let marked = ir::walk(kernel)
+        .into_iter()
+        .find(|op| ir::str_attr(*op, TILE_INDEX_ATTR).as_deref() == Some(name.as_str()))
+        .ok_or_else(|| {
+            fail(
+                produce,
+                "chunk-fuse-reductions: no tile index for this buffer; run chunk-reorder-tiles first",
+            )
+        })?;
+    let stores = stores_of(kernel, partial.arg.unwrap_or(usize::MAX));
+    let [store] = stores[..] else {
+        return Err(fail(
+            produce,
+            format!(
+                "chunk-fuse-reductions: the kernel must store @{name} once per tile; it has {} stores of it",
+                stores.len()
+            ),
+        ));
+    };
+    let tile_block = ir::block_of(marked).ok_or_else(|| internal(marked, "a tile index outside a block"))?;
+    if !ir::ancestor_in_block(store, tile_block).is_some_and(|a| ir::is_before_in_block(marked, a)) {
+        return Err(fail(
+            store,
+            format!("this store of @{name} is not inside the tile whose index was found; cannot fuse its reduction"),
+        ));
+    }
+    let operands = ir::operands(store);
+    let (ptrs, value) = (operands[0], operands[1]);
+    let mask = operands.get(2).copied();
+    let shape = ir::tensor_shape(ir::type_of(value)).unwrap_or_default();
+    let [tile_rows, tile_cols] = shape[..] else {
+        return Err(fail(
+            store,
+            "chunk-fuse-reductions: the tile's store must write a 2D tensor",
+        ));
+    };
+    if tile_rows != tile {
+        return Err(fail(
+            store,
+            format!("this store writes {tile_rows}-row tiles, but the plan produces tile({tile})"),
+        ));
+    }
+    let tiles_per_chunk = range.rows_per_chunk / tile * ((n + tile_cols - 1) / tile_cols);
+    let element = ir::tensor_element(ir::type_of(value))
+        .ok_or_else(|| internal(store, "a tensor without an element type"))?;
+
+    let b = Builder::before(store).with_loc(ir::location_of(produce));
+    let count = |c: i64| ir::int_attr_of(ir::i64_type(b.ctx), c);
+    let t = ir::result(marked, 0);
+    let chunk = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(range.rows_per_chunk));
+    let owner = b.divsi(chunk, b.const_i32(range.chunks_per_rank));
+    let flag = b.addi(chunk, b.const_i32(range.base));
+    let own = b.cmpi(Cmp::Eq, owner, abi.rank);
+    let (_, own_block, peer_block) = b.if_else(own);
+    let yield_of = |block| ir::ops_in(block).last().copied();
+
+    // Own rows: pull, reduce in rank order, store into the output block.
+    let own_yield = yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
+    let ob = Builder::before(own_yield).with_loc(ir::location_of(produce));
+    ob.op(
+        "chunk.wait",
+        &[abi.flags, flag, abi.epoch],
+        &[],
+        &[("count", count((w - 1) * tiles_per_chunk))],
+    );
+    let f32t = ir::parse_type(ob.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
+    let mut sum: Option<Value> = None;
+    for s in 0..w {
+        let peer = ob.const_i32(s);
+        let is_me = ob.splat(ob.cmpi(Cmp::Eq, abi.rank, peer), &shape);
+        let not_me = ob.splat(ob.cmpi(Cmp::Ne, abi.rank, peer), &shape);
+        let load_mask = match mask {
+            Some(m) => ob.andi(m, not_me),
+            None => not_me,
+        };
+        let peer_ptrs = ir::result(
+            ob.op("chunk.peer_ptr", &[ptrs, peer], &[ir::type_of(ptrs)], &[]),
+            0,
+        );
+        let pulled = ob.load_masked(peer_ptrs, load_mask, ob.zeros(ir::type_of(value)));
+        let x = ob.convert_float(ob.select(is_me, value, pulled), f32t);
+        sum = Some(match sum {
+            Some(acc) => ob.addf(acc, x),
+            None => x,
+        });
+    }
+    let sum = sum.ok_or_else(|| internal(plan.op, "a plan without ranks"))?;
+    // @C row = @P row - rank * block: shift every address by one offset, in
+    // elements, through tt.addptr so the store stays vectorised (buffers
+    // are aligned to 16 elements, rows hold a multiple of 16 elements).
+    let between = ob.divsi(
+        ob.subi(ob.ptr_to_int(out_ptr), ob.ptr_to_int(p_arg)),
+        ob.const_i64(element_bytes),
+    );
+    let shift = ob.subi(between, ob.muli(ob.to_i64(abi.rank), ob.const_i64(block * n)));
+    if n % 16 == 0 {
+        ob.assume_multiple_of(shift, 16);
+    }
+    let out_ptrs = ob.addptr(ptrs, ob.splat(shift, &shape));
+    let reduced = ob.convert_float(sum, element);
+    match mask {
+        Some(m) => ob.store_masked(out_ptrs, reduced, m),
+        None => ob.store(out_ptrs, reduced),
+    };
+    for s in 0..w {
+        let peer = ob.const_i32(s);
+        let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
+        ob.if_then(other, |ib| {
+            let peer_flags = ir::result(
+                ib.op("chunk.peer_ptr", &[abi.flags, peer], &[ir::type_of(abi.flags)], &[]),
+                0,
+            );
+            ib.op("chunk.arrive", &[peer_flags, flag], &[], &[]);
+        });
+    }
+
+    // Other ranks' rows: the kernel's own store, between an acknowledgement
+    // of the previous epoch and an arrival at the owner.
+    let peer_yield =
+        yield_of(peer_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
+    let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce));
+    let previous = pb.subi(abi.epoch, pb.const_i32(1));
+    pb.op(
+        "chunk.wait",
+        &[abi.flags, flag, previous],
+        &[],
+        &[("count", count(tiles_per_chunk))],
+    );
+    ir::move_before(store, peer_yield);
+    let owner_flags = ir::result(
+        pb.op("chunk.peer_ptr", &[abi.flags, owner], &[ir::type_of(abi.flags)], &[]),
+        0,
+    );
+    pb.op("chunk.arrive", &[owner_flags, flag], &[], &[]);
+
+    Diagnostic::remark(
+        loc(produce),
+        format!(
+            "tiles of @{name} reduce into @{out_name}: own rows pull {} peer partial(s) per tile after {} arrivals per chunk; \
+             other rows store their partial and arrive at the owner (counters {}..{}, {tiles_per_chunk} tiles per chunk)",
+            w - 1,
+            (w - 1) * tiles_per_chunk,
+            range.base,
+            range.base + range.count(w)
+        ),
+    )
+    .emit();
+    Ok(())
+}
