@@ -8,12 +8,15 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs] [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
 #
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
+# --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
+# rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
+# backend ldst (the only one that reduces), default shapes the issue's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -27,9 +30,12 @@ LOCAL=1
 BACKEND=copy_engine
 COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=3 GROUP_M=8 NUM_SMS=132
+OP=ag
+SHAPES_SET=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --shapes) SHAPES="$2"; shift 2 ;;
+    --op) OP="$2"; shift 2 ;;
+    --shapes) SHAPES="$2"; SHAPES_SET=1; shift 2 ;;
     --styles) STYLES="$2"; shift 2 ;;
     --chunks) CHUNKS="$2"; shift 2 ;;
     --world) WORLD="$2"; shift 2 ;;
@@ -44,6 +50,14 @@ while [ $# -gt 0 ]; do
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+case $OP in
+  ag) ;;
+  rs)
+    BACKEND=ldst
+    [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
+    ;;
+  *) echo "build.sh: --op is ag or rs, not $OP" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
 # unit strides are constants, everything else is a multiple of 16.
@@ -64,7 +78,7 @@ done
 
 variant() { # dir style chunks auto fused m k n
   cat >"$1/variant.json" <<JSON
-{"style": "$2", "backend": "$BACKEND", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
+{"op": "$OP", "style": "$2", "backend": "$BACKEND", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
  "num_sms": $NUM_SMS, "m": $6, "k": $7, "n": $8, "world": $WORLD}
 JSON
 }
@@ -72,6 +86,7 @@ JSON
 for shape in $SHAPES; do
   IFS=, read -r M K N <<<"$shape"
   dir="$OUT/${M}x${K}x${N}_w${WORLD}"
+  [ "$OP" = rs ] && dir="$OUT/rs_${M}x${K}x${N}_w${WORLD}"
   mkdir -p "$dir"
   counts=""
   for c in $CHUNKS; do counts="$counts $c"; done
@@ -82,7 +97,17 @@ for shape in $SHAPES; do
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
-      cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+      if [ "$OP" = rs ]; then
+        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+chunk.plan @gemm_rs world_size($WORLD) {
+  chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
+  chunk.buffer @C : !chunk.buffer<${block}x${N}xbf16>
+  chunk.produce @tiles @P dim(0) tile($BM) index("pid_m")
+  chunk.reduce_scatter @P into @C dim(0) chunks($c) backend($BACKEND)
+}
+PLAN
+      else
+        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
 chunk.plan @ag_gemm world_size($WORLD) {
   chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)
@@ -90,15 +115,20 @@ chunk.plan @ag_gemm world_size($WORLD) {
   chunk.consume @A dim(0) tile($BM) index("pid_m")
 }
 PLAN
+      fi
       tag=$style
-      [ "$BACKEND" != copy_engine ] && tag="${style}_$BACKEND"
+      [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
       vdir="$dir/${tag}_c$c"
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
-      log=$("$BIN/synco" compile "$OUT/$style.mlir" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-lower-transfers{copy-programs=$COPY_PROGRAMS experimental-ldst=true},chunk-to-triton)" \
+      if ! log=$("$BIN/synco" compile "$OUT/$style.mlir" --plan "$dir/plan_${BACKEND}_$c.mlir" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-lower-transfers{copy-programs=$COPY_PROGRAMS experimental-ldst=true},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
-        --num-warps $WARPS --num-stages $STAGES 2>&1)
+        --num-warps $WARPS --num-stages $STAGES 2>&1); then
+        echo "$log" >&2
+        echo "build.sh: compiling $vdir failed" >&2
+        exit 1
+      fi
       chosen=$c
       if [ "$c" = auto ]; then
         chosen=$(sed -n 's/.*chunks(auto) -> chunks(\([0-9]*\)).*/\1/p' <<<"$log" | head -1)

@@ -2,38 +2,63 @@
 # Runs on the GPU machine (through the device tool), from the repository
 # root, with the carried ag-gemm-bench binary and build/bench variants:
 #
-#   benches/ag_gemm/device-run.sh check     correctness of every variant in build/bench/check
-#   benches/ag_gemm/device-run.sh tune      local/fused timing of build/bench/tune/*
-#   benches/ag_gemm/device-run.sh bench     the full benchmark (build/bench/full) + PyTorch baselines
+#   benches/ag_gemm/device-run.sh STAGE...
 #
-# Results go to $OUT (the device tool brings them back).
+#   check      correctness of every variant in build/bench/check (all-gather
+#              and reduce-scatter, every style, backend and chunk count),
+#              then the watchdog test
+#   bench      the all-gather benchmark (build/bench/full) + PyTorch baselines
+#   bench-rs   the reduce-scatter benchmark (build/bench/full-rs) + PyTorch
+#   tune       local/fused timing of build/bench/tune/*
+#
+# Stages run in the order given, each under a time limit; results go to
+# $OUT (the device tool brings them back) and a summary is printed last.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT="${OUT:-/tmp/out}"
 # The world size is the machine's GPU count unless W is set; the variants in
 # build/bench must have been built for it (build.sh --world W).
 W="${W:-$(nvidia-smi -L | wc -l)}"
+LIMIT="${LIMIT:-280}"
 mkdir -p "$OUT"
 BENCH=target/release/ag-gemm-bench
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpus.txt"
-nvidia-smi topo -m | tee -a "$OUT/gpus.txt"
-case "${1:-}" in
-  check)
-    $BENCH --variants build/bench/check --out "$OUT/check.json" --check-only 2>&1 | tee "$OUT/check.log"
-    ;;
-  tune)
-    for cfg in build/bench/tune/*; do
-      name=$(basename "$cfg")
-      echo "== $name"
-      $BENCH --variants "$cfg" --out "$OUT/tune_$name.json" --iters 20 2>&1 | tee -a "$OUT/tune.log"
-    done
-    ;;
-  bench)
-    $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 30 2>&1 | tee "$OUT/synco.log"
-    PYTHONUNBUFFERED=1 python3 benches/ag_gemm/torch_baselines.py --world "$W" --out "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log"
-    ;;
-  *)
-    echo "usage: $0 check|tune|bench" >&2
-    exit 2
-    ;;
-esac
+nvidia-smi topo -m >>"$OUT/gpus.txt"
+summary="$OUT/summary.txt"
+: >"$summary"
+run() { # name log command...
+  local name=$1 log=$2; shift 2
+  local start=$SECONDS
+  timeout "$LIMIT" "$@" >"$log" 2>&1
+  local rc=$?
+  echo "== $name: rc=$rc, $((SECONDS - start)) s: $(grep -E 'passed|watchdog:' "$log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
+}
+for stage in "$@"; do
+  case "$stage" in
+    check)
+      run check "$OUT/check.log" $BENCH --variants build/bench/check --out "$OUT/check.json" --check-only
+      run watchdog "$OUT/watchdog.log" $BENCH --variants build/bench/check --watchdog-test --out /dev/null
+      ;;
+    bench)
+      run bench "$OUT/synco.log" $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 30
+      run torch "$OUT/torch.log" python3 benches/ag_gemm/torch_baselines.py --world "$W" --out "$OUT/torch.json"
+      ;;
+    bench-rs)
+      run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 30
+      run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+      ;;
+    tune)
+      for cfg in build/bench/tune/*; do
+        run "tune $(basename "$cfg")" "$OUT/tune_$(basename "$cfg").log" \
+          $BENCH --variants "$cfg" --out "$OUT/tune_$(basename "$cfg").json" --iters 20
+      done
+      ;;
+    *)
+      echo "usage: $0 check|bench|bench-rs|tune..." >&2
+      exit 2
+      ;;
+  esac
+done
+echo "---- failures and slow variants"
+grep -h "ok=false" "$OUT"/*.log | cut -c1-220 | head -20
+cat "$summary"

@@ -1,13 +1,14 @@
-"""Merges the all-gather + GEMM benchmark outputs into results.json, a
-markdown table (results.md) and a plot (results.png).
+"""Merges the benchmark outputs into <prefix>.json, a markdown table
+(<prefix>.md) and a plot (<prefix>.png); prefix `results` for all-gather +
+GEMM, `results_rs` for GEMM + reduce-scatter (--op rs).
 
-  python3 report.py --synco synco.json --torch torch.json --machine gpus.txt \
-      --commit HASH --out-dir DIR
+  python3 report.py [--op ag|rs] --synco synco.json --torch torch.json \
+      --machine gpus.txt --commit HASH --out-dir DIR
 
 Definitions (all times measured in the same run):
-  floor       = max(cuBLAS GEMM on pre-gathered A, bytes each rank receives /
-                peer-copy bandwidth), the latter measured as the copy-engine
-                all-gather alone;
+  floor       = max(cuBLAS GEMM on the local operands, the communication
+                alone): peer copies of the bytes each rank receives
+                (all-gather) or sends (reduce-scatter);
   efficiency  = floor / Synco fused (auto chunk count);
   speedup     = baseline / Synco fused (auto).
 """
@@ -24,10 +25,13 @@ def main():
     ap.add_argument("--machine", default=None)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--op", choices=["ag", "rs"], default="ag")
     args = ap.parse_args()
-    synco = json.load(open(args.synco))
+    synco = [s for s in json.load(open(args.synco)) if s.get("op", "ag") == args.op]
     torch_data = json.load(open(args.torch))
-    torch_rows = {(r["m"], r["k"], r["n"]): r for r in torch_data["results"]}
+    torch_rows = {(r["m"], r["k"], r["n"]): r for r in torch_data["results"] if r.get("op", "ag") == args.op}
+    prefix = "results" if args.op == "ag" else "results_rs"
+    title = "All-gather + GEMM" if args.op == "ag" else "GEMM + reduce-scatter"
     rows = []
     for shape in synco:
         key = (shape["m"], shape["k"], shape["n"])
@@ -39,7 +43,7 @@ def main():
             backend = v.get("backend", "copy_engine")
             key = v["style"] if backend == "copy_engine" else f"{v['style']}+{backend}"
             by_style.setdefault(key, []).append(v)
-        floor = max(shape["cublas_gemm_ms"], shape["copy_allgather_ms"])
+        floor = max(shape["cublas_gemm_ms"], shape["comm_ms"])
         for style, variants in by_style.items():
             auto = next((v for v in variants if v["auto"]), None)
             sweep = {v["chunks"]: v["median_ms"] for v in variants if not v["auto"]}
@@ -48,13 +52,15 @@ def main():
                 "m": shape["m"], "k": shape["k"], "n_local": shape["n"], "world": shape["world"], "style": style,
                 "cublas_gemm_ms": shape["cublas_gemm_ms"],
                 "triton_local_gemm_ms": local.get(style.split("+")[0]),
-                "copy_allgather_ms": shape["copy_allgather_ms"],
-                "peer_copy_gbps": shape["bytes_received_per_rank"] / shape["copy_allgather_ms"] / 1e6,
+                "comm_ms": shape["comm_ms"],
+                "peer_copy_gbps": shape["comm_bytes_per_rank"] / shape["comm_ms"] / 1e6,
+                "deterministic": all(v.get("deterministic") is not False for v in variants),
                 "floor_ms": floor,
                 "torch_b2b_ms": t.get("torch_b2b_ms"),
                 "torch_async_tp_ms": t.get("torch_async_tp_ms"),
                 "torch_gemm_ms": t.get("torch_gemm_ms"),
-                "nccl_allgather_ms": t.get("torch_allgather_ms"),
+                "nccl_comm_ms": t.get("torch_allgather_ms", t.get("torch_reduce_scatter_ms")),
+                "torch_b2b_allreduce_ms": t.get("torch_b2b_allreduce_ms"),
                 "synco_auto_ms": auto["median_ms"] if auto else None,
                 "auto_chunks": auto["chunks"] if auto else None,
                 "sweep_ms": sweep,
@@ -73,23 +79,23 @@ def main():
     machine = open(args.machine).read() if args.machine else ""
     out = {"commit": args.commit, "machine": machine, "torch": torch_data.get("torch"),
            "nccl": torch_data.get("nccl"), "rows": rows}
-    json.dump(out, open(f"{args.out_dir}/results.json", "w"), indent=1)
+    json.dump(out, open(f"{args.out_dir}/{prefix}.json", "w"), indent=1)
 
     f = lambda x, d=3: "-" if x is None else f"{x:.{d}f}"
     lines = [
-        f"# All-gather + GEMM, W = {rows[0]['world'] if rows else '?'} (commit {args.commit})",
+        f"# {title}, W = {rows[0]['world'] if rows else '?'} (commit {args.commit})",
         "",
-        "Times in ms (median over launches, slowest rank). floor = max(cuBLAS GEMM, copy-engine all-gather);",
-        "eff = floor / Synco (auto); speedups are baseline / Synco (auto).",
+        "Times in ms (median over launches, slowest rank). floor = max(cuBLAS GEMM, peer copies of what a rank",
+        "receives (all-gather) or sends (reduce-scatter)); eff = floor / Synco (auto); speedups are baseline / Synco (auto).",
         "",
-        "| M | K | N_local | style | cuBLAS | Triton local | gather | floor | torch b2b | async-TP | Synco auto (n) | best (n) | eff | vs b2b | vs async-TP | Triton/cuBLAS | sweep n:ms |",
+        f"| M | K | {'N_local' if args.op == 'ag' else 'N'} | style | cuBLAS | Triton local | comm | floor | torch b2b | async-TP | Synco auto (n) | best (n) | eff | vs b2b | vs async-TP | Triton/cuBLAS | sweep n:ms |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         sweep = " ".join(f"{n}:{ms:.3f}" for n, ms in sorted(r["sweep_ms"].items(), key=lambda kv: int(kv[0])))
         lines.append(
             f"| {r['m']} | {r['k']} | {r['n_local']} | {r['style']} | {f(r['cublas_gemm_ms'])} | {f(r['triton_local_gemm_ms'])} "
-            f"| {f(r['copy_allgather_ms'])} | {f(r['floor_ms'])} | {f(r['torch_b2b_ms'])} | {f(r['torch_async_tp_ms'])} "
+            f"| {f(r['comm_ms'])} | {f(r['floor_ms'])} | {f(r['torch_b2b_ms'])} | {f(r['torch_async_tp_ms'])} "
             f"| {f(r['synco_auto_ms'])} ({r['auto_chunks']}) | {f(r['best_ms'])} ({r['best_chunks']}) | {f(r.get('efficiency'), 2)} "
             f"| {f(r.get('speedup_vs_b2b'), 2)} | {f(r.get('speedup_vs_async_tp'), 2)} | {f(r.get('triton_vs_cublas'), 2)} | {sweep} |"
         )
@@ -103,7 +109,14 @@ def main():
                       f"faster than both PyTorch baselines on {beats} of {len(rs)}."]
     lines += ["", "Machine:", "```", machine.strip(), "```",
               f"PyTorch {torch_data.get('torch')}, NCCL {torch_data.get('nccl')}."]
-    open(f"{args.out_dir}/results.md", "w").write("\n".join(lines) + "\n")
+    if args.op == "rs":
+        det = all(r["deterministic"] for r in rows)
+        lines += ["", f"Deterministic (second launch on the same inputs, same bits) on every checked variant: {det}."]
+        ar = [r for r in rows if r["m"] == 1024 and r.get("torch_b2b_allreduce_ms")]
+        if ar:
+            lines += ["", "PyTorch GEMM then NCCL all-reduce at M = 1024 (ms, for the all-reduce target): "
+                      + ", ".join(f"{r['m']}x{r['k']}x{r['n_local']}: {r['torch_b2b_allreduce_ms']:.3f}" for r in ar)]
+    open(f"{args.out_dir}/{prefix}.md", "w").write("\n".join(lines) + "\n")
 
     try:
         import matplotlib
@@ -123,10 +136,10 @@ def main():
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, rotation=30, ha="right")
         ax.set_ylabel("time / floor (lower is better)")
-        ax.set_title(f"All-gather + GEMM on {rs[0]['world']} x H200 ({rs[0]['style']} kernel)")
+        ax.set_title(f"{title} on {rs[0]['world']} x H200 ({rs[0]['style']} kernel)")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(f"{args.out_dir}/results.png", dpi=110)
+        fig.savefig(f"{args.out_dir}/{prefix}.png", dpi=110)
     except Exception as exc:  # the table is the result; the plot is a view
         print(f"no plot: {exc}")
 

@@ -1,10 +1,19 @@
-"""PyTorch baselines for all-gather + GEMM, one process per GPU (NCCL):
+"""PyTorch baselines for all-gather + GEMM (`--op ag`, the default), one
+process per GPU (NCCL):
 
 * `torch_b2b`: NCCL all_gather_into_tensor, then torch.matmul (cuBLAS), back
   to back;
 * `torch_async_tp`: torch.ops.symm_mem.fused_all_gather_matmul (async-TP);
 * `torch_gemm`: torch.matmul on the already gathered A;
 * `torch_allgather`: the NCCL all-gather alone.
+
+and for GEMM + reduce-scatter (`--op rs`; A [M, K] and B [K, N] per rank):
+
+* `torch_b2b`: torch.matmul, then NCCL reduce_scatter_tensor (sum);
+* `torch_async_tp`: torch.ops.symm_mem.fused_matmul_reduce_scatter;
+* `torch_gemm`: torch.matmul alone; `torch_reduce_scatter`: NCCL alone;
+* `torch_b2b_allreduce`: torch.matmul, then NCCL all_reduce (the all-reduce
+  baseline, for reference).
 
 Each is timed per rank with CUDA events around the op, after a barrier, on
 random bf16 data: warm-up, then the median over iterations; the reported time
@@ -21,6 +30,8 @@ import statistics
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+RS_SHAPES = [(m, k, n) for m in (1024, 4096, 8192) for k, n in ((7168, 4096), (14336, 8192), (1024, 8192))]
 
 SHAPES = [(1024, 4096, 7168), (1024, 8192, 14336), (1024, 8192, 1024),
           (4096, 4096, 7168), (4096, 8192, 14336), (4096, 8192, 1024),
@@ -45,7 +56,37 @@ def timed(fn, warmup, iters):
     return statistics.median(times)
 
 
-def worker(rank, world, shapes, warmup, iters, port, out):
+def rs_rows(rank, world, shapes, warmup, iters, group):
+    """GEMM + reduce-scatter (and + all-reduce) rows of this rank."""
+    fused = getattr(torch.ops.symm_mem, "fused_matmul_reduce_scatter", None)
+    for m, k, n in shapes:
+        torch.manual_seed(4321 + rank)
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        partial = torch.matmul(a, b)
+        out = torch.empty(m // world, n, device="cuda", dtype=torch.bfloat16)
+        row = {"op": "rs", "m": m, "k": k, "n": n, "world": world}
+        row["torch_gemm_ms"] = timed(lambda: torch.matmul(a, b), warmup, iters)
+        row["torch_reduce_scatter_ms"] = timed(lambda: dist.reduce_scatter_tensor(out, partial), warmup, iters)
+
+        def b2b():
+            dist.reduce_scatter_tensor(out, torch.matmul(a, b))
+
+        def b2b_allreduce():
+            dist.all_reduce(torch.matmul(a, b))
+
+        row["torch_b2b_ms"] = timed(b2b, warmup, iters)
+        row["torch_b2b_allreduce_ms"] = timed(b2b_allreduce, warmup, iters)
+        if fused is not None:
+            try:
+                row["torch_async_tp_ms"] = timed(
+                    lambda: fused(a, b, "sum", scatter_dim=0, group_name=group.group_name), warmup, iters)
+            except Exception as exc:
+                row["torch_async_tp_error"] = str(exc)[:300]
+        yield row
+
+
+def worker(rank, world, shapes, warmup, iters, port, out, op="ag"):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     torch.cuda.set_device(rank)
@@ -62,27 +103,9 @@ def worker(rank, world, shapes, warmup, iters, port, out):
         if rank == 0:
             print(f"async-TP unavailable: {exc}", flush=True)
     results = []
-    for m, k, n in shapes:
-        torch.manual_seed(1234 + rank)
-        a_local = torch.randn(m // world, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        a_full = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
-        dist.all_gather_into_tensor(a_full, a_local)
-        row = {"m": m, "k": k, "n": n, "world": world}
-        row["torch_gemm_ms"] = timed(lambda: torch.matmul(a_full, b), warmup, iters)
-        row["torch_allgather_ms"] = timed(lambda: dist.all_gather_into_tensor(a_full, a_local), warmup, iters)
-
-        def b2b():
-            dist.all_gather_into_tensor(a_full, a_local)
-            return torch.matmul(a_full, b)
-
-        row["torch_b2b_ms"] = timed(b2b, warmup, iters)
-        if async_tp is not None:
-            try:
-                row["torch_async_tp_ms"] = timed(
-                    lambda: async_tp(a_local, [b], gather_dim=0, group_name=group.group_name), warmup, iters)
-            except Exception as exc:
-                row["torch_async_tp_error"] = str(exc)[:300]
+    rows = ag_rows(rank, world, shapes, warmup, iters, group, async_tp) if op == "ag" else \
+        rs_rows(rank, world, shapes, warmup, iters, group)
+    for row in rows:
         # The slowest rank's median.
         gathered = [None] * world
         dist.all_gather_object(gathered, row)
@@ -100,18 +123,46 @@ def worker(rank, world, shapes, warmup, iters, port, out):
     dist.destroy_process_group()
 
 
+def ag_rows(rank, world, shapes, warmup, iters, group, async_tp):
+    """All-gather + GEMM rows of this rank."""
+    for m, k, n in shapes:
+        torch.manual_seed(1234 + rank)
+        a_local = torch.randn(m // world, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        a_full = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
+        dist.all_gather_into_tensor(a_full, a_local)
+        row = {"op": "ag", "m": m, "k": k, "n": n, "world": world}
+        row["torch_gemm_ms"] = timed(lambda: torch.matmul(a_full, b), warmup, iters)
+        row["torch_allgather_ms"] = timed(lambda: dist.all_gather_into_tensor(a_full, a_local), warmup, iters)
+
+        def b2b():
+            dist.all_gather_into_tensor(a_full, a_local)
+            return torch.matmul(a_full, b)
+
+        row["torch_b2b_ms"] = timed(b2b, warmup, iters)
+        if async_tp is not None:
+            try:
+                row["torch_async_tp_ms"] = timed(
+                    lambda: async_tp(a_local, [b], gather_dim=0, group_name=group.group_name), warmup, iters)
+            except Exception as exc:
+                row["torch_async_tp_error"] = str(exc)[:300]
+        yield row
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--world", type=int, default=torch.cuda.device_count())
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--shapes", default=None, help="M,K,N;M,K,N (N per rank)")
+    parser.add_argument("--shapes", default=None, help="M,K,N;M,K,N (N per rank for ag, K per rank for rs)")
+    parser.add_argument("--op", choices=["ag", "rs"], default="ag")
     args = parser.parse_args()
-    shapes = SHAPES
+    shapes = SHAPES if args.op == "ag" else RS_SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split(",")) for s in args.shapes.split(";")]
-    mp.spawn(worker, args=(args.world, shapes, args.warmup, args.iters, 29511, args.out), nprocs=args.world)
+    port = 29511 if args.op == "ag" else 29512
+    mp.spawn(worker, args=(args.world, shapes, args.warmup, args.iters, port, args.out, args.op), nprocs=args.world)
 
 
 if __name__ == "__main__":

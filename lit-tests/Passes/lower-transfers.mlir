@@ -60,4 +60,4 @@ module {
     chunk.reduce_scatter @P into @C dim(0) chunks(1)
   }
 }
-// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only when chunk-fuse-reductions fused them (reduce-scatter with backend(ldst)); run it first, or use backend(ldst)}}
+// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (a reduce-scatter with backend(ldst)), which must run first}}

@@ -65,3 +65,28 @@ chunk.plan @thin world_size(2) {
   chunk.all_gather @A dim(0) chunks(auto)
   chunk.consume @A dim(0) tile(128)
 }
+
+// -----
+
+// A reduce-scatter of a produced partial: the finest count of whole tiles
+// (here 512-row blocks of 128-row tiles: 4).
+// CHECK-LABEL: chunk.plan @rs
+// CHECK:       chunk.reduce_scatter @P into @C dim(0) chunks(4)
+chunk.plan @rs world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<512x64xbf16>
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-remark @below {{chunks(auto) -> chunks(4) for @P: the finest count of whole 128-row tiles (a reduce-scatter's owners start on a chunk as soon as its partials are in)}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto) backend(ldst)
+}
+
+// -----
+
+// No count splits 192-row blocks into 128-row tiles.
+chunk.plan @rs_odd world_size(2) {
+  chunk.buffer @P : !chunk.buffer<384x64xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<192x64xbf16>
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-error @below {{chunk-select-chunk-size: no chunk count in [1, 2, 4, 8, 16] splits a block of 192 rows into whole 128-row tiles}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto) backend(ldst)
+}

@@ -51,7 +51,9 @@ pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
         .into_iter()
         .position(|n| ir::str_value(n).as_deref() == Some(name))?;
     let entry = ir::blocks(*ir::regions(func).first()?).first().copied()?;
-    ir::block_args(entry).get(first + ARGS.len() + index).copied()
+    ir::block_args(entry)
+        .get(first + ARGS.len() + index)
+        .copied()
 }
 
 /// The ABI arguments of a bound kernel.

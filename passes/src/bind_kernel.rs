@@ -60,7 +60,12 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         .buffers
         .iter()
         .filter(|b| b.arg.is_none())
-        .map(|b| (format!("{BUFFER_ARG_PREFIX}{}", b.name), format!("!tt.ptr<{}>", b.element)))
+        .map(|b| {
+            (
+                format!("{BUFFER_ARG_PREFIX}{}", b.name),
+                format!("!tt.ptr<{}>", b.element),
+            )
+        })
         .collect();
     let args = ARGS
         .iter()

@@ -142,7 +142,13 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
             let (flags, chunk) = (operands[0], operands[1]);
             publish(&b);
             let (sem, scope) = (sem_of(op, Sem::Release), scope_of(op));
-            b.atomic_rmw(RmwOp::Add, b.addptr(flags, chunk), b.const_i32(1), sem, scope);
+            b.atomic_rmw(
+                RmwOp::Add,
+                b.addptr(flags, chunk),
+                b.const_i32(1),
+                sem,
+                scope,
+            );
         }
         _ => unreachable!("matched above"),
     }

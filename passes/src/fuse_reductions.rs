@@ -151,7 +151,9 @@ fn fuse(
     let Some(p_arg) = partial.arg.and_then(|a| kernel_arg(kernel, a)) else {
         return Err(fail(
             produce,
-            format!("@{name} is produced by kernel tiles but not bound to a kernel argument: add bind(i)"),
+            format!(
+                "@{name} is produced by kernel tiles but not bound to a kernel argument: add bind(i)"
+            ),
         ));
     };
     let [m, n] = partial.shape[..] else {
@@ -180,9 +182,12 @@ fn fuse(
         None => buffer_arg(kernel, &out_name),
     }
     .ok_or_else(|| internal(kernel, "the reduction's output has no kernel argument"))?;
-    let element_bytes = partial
-        .element_bytes()
-        .ok_or_else(|| fail(produce, format!("unsupported element type {}", partial.element)))?;
+    let element_bytes = partial.element_bytes().ok_or_else(|| {
+        fail(
+            produce,
+            format!("unsupported element type {}", partial.element),
+        )
+    })?;
     if range.rows_per_chunk % tile != 0 {
         return Err(fail(
             produce,
@@ -212,11 +217,15 @@ fn fuse(
             ),
         ));
     };
-    let tile_block = ir::block_of(marked).ok_or_else(|| internal(marked, "a tile index outside a block"))?;
-    if !ir::ancestor_in_block(store, tile_block).is_some_and(|a| ir::is_before_in_block(marked, a)) {
+    let tile_block =
+        ir::block_of(marked).ok_or_else(|| internal(marked, "a tile index outside a block"))?;
+    if !ir::ancestor_in_block(store, tile_block).is_some_and(|a| ir::is_before_in_block(marked, a))
+    {
         return Err(fail(
             store,
-            format!("this store of @{name} is not inside the tile whose index was found; cannot fuse its reduction"),
+            format!(
+                "this store of @{name} is not inside the tile whose index was found; cannot fuse its reduction"
+            ),
         ));
     }
     let operands = ir::operands(store);
@@ -242,7 +251,10 @@ fn fuse(
     let b = Builder::before(store).with_loc(ir::location_of(produce));
     let count = |c: i64| ir::int_attr_of(ir::i64_type(b.ctx), c);
     let t = ir::result(marked, 0);
-    let chunk = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(range.rows_per_chunk));
+    let chunk = b.divsi(
+        b.muli(t, b.const_i32(tile)),
+        b.const_i32(range.rows_per_chunk),
+    );
     let owner = b.divsi(chunk, b.const_i32(range.chunks_per_rank));
     let flag = b.addi(chunk, b.const_i32(range.base));
     let own = b.cmpi(Cmp::Eq, owner, abi.rank);
@@ -250,7 +262,8 @@ fn fuse(
     let yield_of = |block| ir::ops_in(block).last().copied();
 
     // Own rows: pull, reduce in rank order, store into the output block.
-    let own_yield = yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
+    let own_yield =
+        yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let ob = Builder::before(own_yield).with_loc(ir::location_of(produce));
     ob.op(
         "chunk.wait",
@@ -287,7 +300,10 @@ fn fuse(
         ob.subi(ob.ptr_to_int(out_ptr), ob.ptr_to_int(p_arg)),
         ob.const_i64(element_bytes),
     );
-    let shift = ob.subi(between, ob.muli(ob.to_i64(abi.rank), ob.const_i64(block * n)));
+    let shift = ob.subi(
+        between,
+        ob.muli(ob.to_i64(abi.rank), ob.const_i64(block * n)),
+    );
     if n % 16 == 0 {
         ob.assume_multiple_of(shift, 16);
     }
@@ -302,7 +318,12 @@ fn fuse(
         let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
         ob.if_then(other, |ib| {
             let peer_flags = ir::result(
-                ib.op("chunk.peer_ptr", &[abi.flags, peer], &[ir::type_of(abi.flags)], &[]),
+                ib.op(
+                    "chunk.peer_ptr",
+                    &[abi.flags, peer],
+                    &[ir::type_of(abi.flags)],
+                    &[],
+                ),
                 0,
             );
             ib.op("chunk.arrive", &[peer_flags, flag], &[], &[]);
@@ -323,7 +344,12 @@ fn fuse(
     );
     ir::move_before(store, peer_yield);
     let owner_flags = ir::result(
-        pb.op("chunk.peer_ptr", &[abi.flags, owner], &[ir::type_of(abi.flags)], &[]),
+        pb.op(
+            "chunk.peer_ptr",
+            &[abi.flags, owner],
+            &[ir::type_of(abi.flags)],
+            &[],
+        ),
         0,
     );
     pb.op("chunk.arrive", &[owner_flags, flag], &[], &[]);

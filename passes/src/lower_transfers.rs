@@ -150,8 +150,7 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
             return Err(fail(
                 t,
                 "chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only \
-                 when chunk-fuse-reductions fused them (reduce-scatter with backend(ldst)); run it first, or \
-                 use backend(ldst)",
+                 by chunk-fuse-reductions (a reduce-scatter with backend(ldst)), which must run first",
             ));
         }
         if backend != Some(attrs::Backend::CopyEngine) {

@@ -3,8 +3,8 @@
 use synco_chunk::PassDescriptor;
 
 use crate::{
-    bind_kernel, chunk_to_triton, expand_collectives, fuse_reductions, insert_waits, kernel_summary,
-    lower_transfers, reorder_tiles, select_chunk_size, verify_plan,
+    bind_kernel, chunk_to_triton, expand_collectives, fuse_reductions, insert_waits,
+    kernel_summary, lower_transfers, reorder_tiles, select_chunk_size, verify_plan,
 };
 
 /// All of Synco's passes, in pipeline order.

@@ -107,14 +107,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             // Consumers start at their own block, producers of partials at
             // the next rank's (their own block last).
             let first_block = i64::from(access == Access::Store);
-            let (marked, how) = remap(
-                kernel,
-                t,
-                abi.rank,
-                first_block,
-                block / tile,
-                rows / tile,
-            )?;
+            let (marked, how) = remap(kernel, t, abi.rank, first_block, block / tile, rows / tile)?;
             let ctx = ir::context_of(consume);
             ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
             Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();

@@ -13,6 +13,14 @@
 //! dimensions, `N` the last dimension of the plan's output buffer (a buffer
 //! other than `@A` with as many rows as `@A`), or `K` if there is none.
 //!
+//! For a reduce-scatter of a partial `@P` that kernel tiles produce
+//! (`chunk.produce @P ... tile(T)`), chunks only set how early a rank may
+//! start reducing its own rows: tiles arrive at a counter per tile whatever
+//! the chunking, and peers compute other ranks' rows first, so every count
+//! is ready when the owner gets to its own rows unless ranks run skewed,
+//! where finer chunks let the owner start before the peer's whole block is
+//! done. The pass picks the finest valid count (reported as a remark).
+//!
 //! Options:
 //! * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
 //!   against the same rules), skipping the model;
@@ -21,7 +29,7 @@
 //!   chunk-count sweep. Default: `Machine::H200_NVLINK`.
 //!
 //! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
-//! on all_gather / all_to_all (other collectives are left alone).
+//! on all_gather / all_to_all / reduce_scatter (all_reduce is left alone).
 
 use crate::plan::{Plan, fail, int_option, loc, plans};
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
@@ -72,14 +80,75 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     for plan in plans(module) {
         for op in plan.body_ops() {
             let name = ir::op_name(op);
-            if !matches!(name.as_str(), "chunk.all_gather" | "chunk.all_to_all")
-                || ir::attr(op, "chunks").is_some()
-            {
+            if ir::attr(op, "chunks").is_some() {
                 continue;
             }
-            select(&plan, op, forced, &machine)?;
+            match name.as_str() {
+                "chunk.all_gather" | "chunk.all_to_all" => select(&plan, op, forced, &machine)?,
+                "chunk.reduce_scatter" => select_reduce_scatter(&plan, op, forced)?,
+                _ => {}
+            }
         }
     }
+    Ok(())
+}
+
+/// The finest count that splits a rank's block of the partial into chunks
+/// of whole produced tiles (see the module doc).
+fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(), PassFailed> {
+    let Some(partial) = ir::attr(op, "src")
+        .and_then(ir::symbol_value)
+        .and_then(|n| plan.buffer(&n).cloned())
+    else {
+        return Err(fail(
+            op,
+            "chunk-select-chunk-size: the collective's buffer is not in the plan",
+        ));
+    };
+    let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
+    let block = partial.shape[dim] / plan.world_size;
+    let tile = plan
+        .ops_named("chunk.produce")
+        .into_iter()
+        .filter(|p| {
+            ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(&partial.name)
+        })
+        .filter_map(|p| ir::int_attr(p, "tile"))
+        .max()
+        .unwrap_or(1);
+    let valid = |n: i64| n >= 1 && block % n == 0 && (block / n) % tile == 0;
+    let chosen = match forced {
+        Some(n) if !valid(n) => {
+            return Err(fail(
+                op,
+                format!(
+                    "chunk-select-chunk-size: chunks-per-rank={n} does not split a block of {block} rows into chunks of whole {tile}-row tiles"
+                ),
+            ));
+        }
+        Some(n) => n,
+        None => {
+            let Some(best) = CANDIDATES.into_iter().rev().find(|&n| valid(n)) else {
+                return Err(fail(
+                    op,
+                    format!(
+                        "chunk-select-chunk-size: no chunk count in {CANDIDATES:?} splits a block of {block} rows into whole {tile}-row tiles"
+                    ),
+                ));
+            };
+            Diagnostic::remark(
+                loc(op),
+                format!(
+                    "chunks(auto) -> chunks({best}) for @{}: the finest count of whole {tile}-row tiles (a reduce-scatter's owners start on a chunk as soon as its partials are in)",
+                    partial.name
+                ),
+            )
+            .emit();
+            best
+        }
+    };
+    let ctx = ir::context_of(op);
+    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
     Ok(())
 }
 

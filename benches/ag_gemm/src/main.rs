@@ -12,6 +12,9 @@
 //!
 //! Per shape it also times, in the same run, cuBLAS and the local Triton GEMM
 //! on pre-gathered A and the copy-engine all-gather alone. Results are JSON.
+//!
+//! Shapes whose variants say `"op": "rs"` are GEMM + reduce-scatter
+//! problems instead (see [`rs`]).
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -23,6 +26,8 @@ use std::{
     time::Duration,
 };
 use synco_runtime::{Arg, Buffer, FusedKernel, Node};
+
+mod rs;
 
 #[derive(Parser)]
 #[command(about = "Check and time fused all-gather + GEMM variants")]
@@ -48,10 +53,18 @@ struct Cli {
     /// chunk and epoch that timed out (takes the kernel's wait timeout).
     #[arg(long)]
     watchdog_test: bool,
+    /// Seed of the random inputs (default: from the clock, so every run
+    /// checks fresh data; the seed used is in the JSON).
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 #[derive(Deserialize, Clone)]
 struct Variant {
+    /// `ag` (all-gather + GEMM, the default) or `rs` (GEMM +
+    /// reduce-scatter).
+    #[serde(default = "all_gather")]
+    op: String,
     style: String,
     #[serde(default = "copy_engine")]
     backend: String,
@@ -65,6 +78,10 @@ struct Variant {
     n: usize,
     world: usize,
     fused: bool,
+}
+
+fn all_gather() -> String {
+    "ag".into()
 }
 
 fn copy_engine() -> String {
@@ -84,19 +101,26 @@ struct VariantResult {
     ok: bool,
     median_ms: Option<f64>,
     all_ms: Vec<f64>,
+    /// GEMM + reduce-scatter: a second launch on the same inputs gave the
+    /// same bits.
+    deterministic: Option<bool>,
     error: Option<String>,
 }
 
 #[derive(Serialize)]
 struct ShapeResult {
+    op: String,
     shape: String,
     m: usize,
     k: usize,
     n: usize,
     world: usize,
+    seed: u64,
     cublas_gemm_ms: f64,
-    copy_allgather_ms: Option<f64>,
-    bytes_received_per_rank: usize,
+    /// The communication alone: peer copies of `comm_bytes_per_rank` (what
+    /// each rank receives in an all-gather, sends in a reduce-scatter).
+    comm_ms: Option<f64>,
+    comm_bytes_per_rank: usize,
     variants: Vec<VariantResult>,
 }
 
@@ -126,8 +150,23 @@ impl Cublas {
         k: usize,
         c_bf16: bool,
     ) -> Result<()> {
+        self.gemm_beta(a, b, c, m, n, k, c_bf16, 0.0)
+    }
+
+    /// C = A @ B + beta * C.
+    #[allow(clippy::too_many_arguments)] // cuBLAS's own shape
+    fn gemm_beta(
+        &self,
+        a: u64,
+        b: u64,
+        c: u64,
+        m: usize,
+        n: usize,
+        k: usize,
+        c_bf16: bool,
+        beta: f32,
+    ) -> Result<()> {
         let alpha = 1.0f32;
-        let beta = 0.0f32;
         let c_type = if c_bf16 {
             cublas::cudaDataType_t::CUDA_R_16BF
         } else {
@@ -294,6 +333,7 @@ impl VariantResult {
             ok: false,
             median_ms: None,
             all_ms: vec![],
+            deterministic: None,
             error: Some(error),
         }
     }
@@ -315,9 +355,32 @@ fn grid(v: &Variant) -> (u32, u32, u32) {
     }
 }
 
+/// The buffers and sizes of one GEMM launch: C[M, N] = A[M, K] @ B[K, N].
+struct GemmArgs {
+    a: Buffer,
+    b: Buffer,
+    c: Buffer,
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+impl Problem {
+    fn gemm(&self) -> GemmArgs {
+        GemmArgs {
+            a: self.a,
+            b: self.b,
+            c: self.c,
+            m: self.m,
+            n: self.n,
+            k: self.k,
+        }
+    }
+}
+
 /// The kernel's own arguments, by parameter name (parameters specialised
 /// away at import, such as unit strides, are not in the manifest).
-fn user_args(node: &Node, p: &Problem, rank: usize, kernel: &FusedKernel) -> Result<Vec<Arg>> {
+fn user_args(node: &Node, p: &GemmArgs, rank: usize, kernel: &FusedKernel) -> Result<Vec<Arg>> {
     let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
     kernel
         .manifest
@@ -403,7 +466,7 @@ fn run_variant(
     fill_inputs(node, p, seed, !v.fused)?;
     node.synchronize_all()?;
     let args: Vec<Vec<Arg>> = (0..world)
-        .map(|rank| user_args(node, p, rank, &kernel))
+        .map(|rank| user_args(node, &p.gemm(), rank, &kernel))
         .collect::<Result<_>>()?;
     node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
     node.wait(Duration::from_secs(60))?;
@@ -455,6 +518,7 @@ fn run_variant(
         ok,
         median_ms: (!all.is_empty()).then(|| median(&all)),
         all_ms: all,
+        deterministic: None,
         error: None,
     })
 }
@@ -484,7 +548,7 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
     fill_inputs(&node, &p, 5, false)?;
     node.synchronize_all()?;
     let args: Vec<Vec<Arg>> = (0..v.world)
-        .map(|rank| user_args(&node, &p, rank, &kernel))
+        .map(|rank| user_args(&node, &p.gemm(), rank, &kernel))
         .collect::<Result<_>>()?;
     let started = std::time::Instant::now();
     node.launch(
@@ -529,6 +593,12 @@ fn main() -> Result<()> {
         })
         .collect();
     shapes.sort();
+    let seed = cli.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs())
+    });
+    eprintln!("seed {seed}");
     let mut results = Vec::new();
     let mut node: Option<Node> = None;
     let mut handles: Vec<Cublas> = Vec::new();
@@ -544,6 +614,7 @@ fn main() -> Result<()> {
         let v0: Variant =
             serde_json::from_str(&std::fs::read_to_string(first.join("variant.json"))?)?;
         let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
+        let seed = seed + results.len() as u64 * 1000;
         if node.as_ref().is_none_or(|nd| nd.world_size() != world) {
             let heap = 4 << 30;
             let nd = Node::open(world, heap)?;
@@ -557,9 +628,15 @@ fn main() -> Result<()> {
         }
         let nd = node.as_mut().context("node")?;
         nd.reset_heap();
+        if v0.op == "rs" {
+            let shape = rs::run_shape(nd, &handles, &shape_dir, &variant_dirs, &cli, seed)?;
+            results.push(shape);
+            std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;
+            continue;
+        }
         let p = Problem::alloc(nd, m, k, n)?;
         // Baselines of this run: cuBLAS on gathered A, and the gather alone.
-        fill_inputs(nd, &p, 7, true)?;
+        fill_inputs(nd, &p, seed, true)?;
         nd.synchronize_all()?;
         let cublas_ms = event_time(
             nd,
@@ -602,7 +679,7 @@ fn main() -> Result<()> {
         for (i, dir) in variant_dirs.iter().enumerate() {
             let v: Variant =
                 serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
-            let result = run_variant(nd, &handles, &p, dir, &v, &cli, 100 + i as u64)
+            let result = run_variant(nd, &handles, &p, dir, &v, &cli, seed + 1 + i as u64)
                 .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
             eprintln!(
                 "{:<28} {:<22} ok={} err={:.2e} median={:.3} ms {}",
@@ -617,6 +694,8 @@ fn main() -> Result<()> {
             variants.push(result);
         }
         results.push(ShapeResult {
+            op: "ag".into(),
+            seed,
             shape: shape_dir
                 .file_name()
                 .unwrap_or_default()
@@ -627,8 +706,8 @@ fn main() -> Result<()> {
             n,
             world,
             cublas_gemm_ms: cublas_ms,
-            copy_allgather_ms: Some(copy_ms),
-            bytes_received_per_rank: (world - 1) * block_bytes,
+            comm_ms: Some(copy_ms),
+            comm_bytes_per_rank: (world - 1) * block_bytes,
             variants,
         });
         std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;

@@ -224,7 +224,11 @@ impl Builder {
             None => element,
         };
         let widening = unsafe { mlirFloatTypeGetWidth(element) > mlirFloatTypeGetWidth(from) };
-        let name = if widening { "arith.extf" } else { "arith.truncf" };
+        let name = if widening {
+            "arith.extf"
+        } else {
+            "arith.truncf"
+        };
         result(self.op(name, &[a], &[to], &[]), 0)
     }
 
@@ -234,13 +238,20 @@ impl Builder {
 
     /// `arith.select %cond, %a, %b` (`cond` an i1 or a tensor of them).
     pub fn select(&self, cond: Value, a: Value, b: Value) -> Value {
-        result(self.op("arith.select", &[cond, a, b], &[type_of(a)], &[]), 0)
+        result(
+            self.op("arith.select", &[cond, a, b], &[type_of(a)], &[]),
+            0,
+        )
     }
 
     /// A zero constant of `ty` (a float or integer tensor type).
     pub fn zeros(&self, ty: Type) -> Value {
         let element = tensor_element(ty).unwrap_or(ty);
-        let zero = if unsafe { mlirTypeIsAInteger(element) } { "0" } else { "0.0" };
+        let zero = if unsafe { mlirTypeIsAInteger(element) } {
+            "0"
+        } else {
+            "0.0"
+        };
         let attr = parse_attr(self.ctx, &format!("dense<{zero}> : {}", print_type(ty)))
             .expect("a dense splat of a tensor type");
         result(self.op("arith.constant", &[], &[ty], &[("value", attr)]), 0)

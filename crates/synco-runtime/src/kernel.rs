@@ -59,7 +59,11 @@ pub(crate) fn kernel_params(
     abi: &dyn Fn(&str) -> Option<Arg>,
     global_scratch: CUdeviceptr,
 ) -> Result<Vec<[u8; 8]>> {
-    let expected = m.params.iter().filter(|p| p.role == ParamRole::User).count();
+    let expected = m
+        .params
+        .iter()
+        .filter(|p| p.role == ParamRole::User)
+        .count();
     if user.len() != expected {
         return Err(RuntimeError::ArgCount {
             kernel: m.kernel.clone(),
@@ -74,12 +78,14 @@ pub(crate) fn kernel_params(
         .map(|(index, param)| {
             let value = match param.role {
                 ParamRole::User => user.next().copied(),
-                ParamRole::Synco => Some(abi(&param.name).ok_or_else(|| {
-                    RuntimeError::MissingAbiValue {
-                        kernel: m.kernel.clone(),
-                        name: param.name.clone(),
-                    }
-                })?),
+                ParamRole::Synco => {
+                    Some(
+                        abi(&param.name).ok_or_else(|| RuntimeError::MissingAbiValue {
+                            kernel: m.kernel.clone(),
+                            name: param.name.clone(),
+                        })?,
+                    )
+                }
                 ParamRole::GlobalScratch => Some(Arg::Ptr(global_scratch)),
                 ParamRole::ProfileScratch => Some(Arg::Ptr(0)),
             }
@@ -106,6 +112,8 @@ pub struct FusedKernel {
     /// plan, so kernels with other flag layouts never see each other's
     /// values.
     pub(crate) flags: Buffer,
+    /// Launches so far: the last launch's epoch.
+    pub(crate) epochs: std::cell::Cell<u32>,
     functions: Vec<CUfunction>,
     _modules: Vec<CUmodule>,
 }
@@ -158,6 +166,7 @@ impl FusedKernel {
         Ok(FusedKernel {
             manifest,
             flags,
+            epochs: std::cell::Cell::new(0),
             functions,
             _modules: modules,
         })
@@ -292,6 +301,11 @@ mod tests {
             ("x", "*fp32", ParamRole::User),
             ("global_scratch", "*i8", ParamRole::GlobalScratch),
         ]);
-        assert_eq!(kernel_params(&plain, &[Arg::Ptr(1)], &abi, 0).unwrap().len(), 2);
+        assert_eq!(
+            kernel_params(&plain, &[Arg::Ptr(1)], &abi, 0)
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }

@@ -11,8 +11,11 @@
 //! [`FusedKernel::load`] reads a cubin and its launch manifest (no Python,
 //! no MLIR). [`Node::launch`] runs one fused operation on every rank:
 //!
-//! 1. a new epoch (flags are never reset: a flag is ready when it holds the
-//!    current epoch or more; each loaded kernel has its own flags);
+//! 1. a new epoch of the kernel: its launch count. Flags are never reset: a
+//!    flag is ready when it holds the current epoch or more, a counter that
+//!    tiles bump `n` times per launch when it reaches `epoch * n`. Each loaded
+//!    kernel has its own flags (a symmetric buffer at the heap's end, so
+//!    peers can bump each other's counters) and its own epochs;
 //! 2. on each rank's copy stream, after the previous launch on that rank is
 //!    done, the manifest's copy-engine schedule: each chunk is copied from
 //!    its source rank's heap, then `cuStreamWriteValue32` sets its flag to

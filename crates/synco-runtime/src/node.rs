@@ -190,6 +190,7 @@ impl Node {
         self.gpus.len()
     }
 
+    /// The epoch of the last launch (its kernel's launch count).
     pub fn epoch(&self) -> u32 {
         self.epoch
     }
@@ -216,7 +217,10 @@ impl Node {
     /// that [`Node::reset_heap`] keeps them.
     pub(crate) fn alloc_flags(&mut self, bytes: usize) -> Result<Buffer> {
         let taken = (self.flags_used + bytes).div_ceil(ALIGN) * ALIGN;
-        let offset = self.heap_bytes.checked_sub(taken).filter(|o| *o >= self.used);
+        let offset = self
+            .heap_bytes
+            .checked_sub(taken)
+            .filter(|o| *o >= self.used);
         let Some(offset) = offset else {
             return Err(RuntimeError::HeapFull {
                 wanted: bytes,
@@ -350,8 +354,11 @@ impl Node {
             .as_ref()
             .map_or(0, |f| f.copy_programs);
         let grid = (grid.0 + copy_programs, grid.1, grid.2);
-        self.epoch += 1;
-        let epoch = self.epoch;
+        // Epochs count this kernel's launches: its flags and counters see
+        // every one of them (counters grow by a fixed amount per launch).
+        let epoch = kernel.epochs.get() + 1;
+        kernel.epochs.set(epoch);
+        self.epoch = epoch;
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
         for rank in 0..world {
             let gpu = &self.gpus[rank];

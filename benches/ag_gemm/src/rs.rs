@@ -1,0 +1,305 @@
+//! GEMM + reduce-scatter (variants with `"op": "rs"`).
+//!
+//! Each rank holds A_r [M, K] and B_r [K, N] (K is the per-rank K) and
+//! computes the partial P_r = A_r @ B_r [M, N]; rank r must end with rows
+//! [r * M/W, (r + 1) * M/W) of sum_s P_s in C [M/W, N].
+//!
+//! * **check**: fresh random bf16 A_r and B_r on every rank, P and C poisoned
+//!   with NaN, one fused launch, then C compared in fp32 with the cuBLAS
+//!   reference sum_s A_s @ B_s (fp32 accumulation, computed on every rank
+//!   from every rank's inputs); a second launch on the same inputs must give
+//!   the same bits (the sum is in rank order). A local (unfused) variant is
+//!   checked against its own partial.
+//! * **time**: as for all-gather: warm-up, then the median of the slowest
+//!   rank's event time per launch.
+//!
+//! Per shape it also times cuBLAS's local GEMM and the peer copies of what
+//! each rank sends in a reduce-scatter ((W - 1) blocks of M/W rows).
+
+use super::{
+    Cli, Cublas, GemmArgs, ShapeResult, Variant, VariantResult, compare, cuda, dir_name,
+    event_time, find_manifest, grid, median, random_bf16, user_args,
+};
+use anyhow::Result;
+use cudarc::driver::sys as cu;
+use std::{path::Path, path::PathBuf, time::Duration};
+use synco_runtime::{Arg, Buffer, FusedKernel, Node};
+
+struct RsProblem {
+    a: Buffer,
+    b: Buffer,
+    /// The kernel's output: the partial.
+    p: Buffer,
+    /// The reduce-scatter's output block.
+    c: Buffer,
+    /// Scratch for the reference: another rank's A and B.
+    a_tmp: Buffer,
+    b_tmp: Buffer,
+    /// fp32 [M, N]: sum over ranks of A_s @ B_s.
+    reference: Buffer,
+    /// fp32 [M, N]: this rank's own partial (for local variants).
+    own: Buffer,
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+impl RsProblem {
+    fn alloc(node: &mut Node, m: usize, k: usize, n: usize) -> Result<RsProblem> {
+        let world = node.world_size();
+        Ok(RsProblem {
+            a: node.alloc(m * k * 2)?,
+            b: node.alloc(k * n * 2)?,
+            p: node.alloc(m * n * 2)?,
+            c: node.alloc(m / world * n * 2)?,
+            a_tmp: node.alloc(m * k * 2)?,
+            b_tmp: node.alloc(k * n * 2)?,
+            reference: node.alloc(m * n * 4)?,
+            own: node.alloc(m * n * 4)?,
+            m,
+            k,
+            n,
+        })
+    }
+
+    fn gemm(&self) -> GemmArgs {
+        GemmArgs {
+            a: self.a,
+            b: self.b,
+            c: self.p,
+            m: self.m,
+            n: self.n,
+            k: self.k,
+        }
+    }
+
+    /// Fresh random inputs on every rank, and every rank's fp32 references.
+    fn prepare(&self, node: &Node, cublas: &[Cublas], seed: u64) -> Result<()> {
+        let world = node.world_size();
+        let (m, k, n) = (self.m, self.k, self.n);
+        let inputs: Vec<(Vec<u8>, Vec<u8>)> = (0..world)
+            .map(|s| {
+                (
+                    random_bf16(m * k, seed + 2 * s as u64),
+                    random_bf16(k * n, seed + 2 * s as u64 + 1),
+                )
+            })
+            .collect();
+        for (rank, (a, b)) in inputs.iter().enumerate() {
+            node.write(rank, &self.a, 0, a)?;
+            node.write(rank, &self.b, 0, b)?;
+        }
+        for (rank, handle) in cublas.iter().enumerate().take(world) {
+            node.context(rank).bind_to_thread()?;
+            handle.gemm_beta(
+                node.ptr(rank, &self.a),
+                node.ptr(rank, &self.b),
+                node.ptr(rank, &self.own),
+                m,
+                n,
+                k,
+                false,
+                0.0,
+            )?;
+            for (s, (a, b)) in inputs.iter().enumerate() {
+                // The compute stream does not order itself after these
+                // copies, nor these copies after the previous GEMM.
+                node.synchronize(rank)?;
+                node.write(rank, &self.a_tmp, 0, a)?;
+                node.write(rank, &self.b_tmp, 0, b)?;
+                handle.gemm_beta(
+                    node.ptr(rank, &self.a_tmp),
+                    node.ptr(rank, &self.b_tmp),
+                    node.ptr(rank, &self.reference),
+                    m,
+                    n,
+                    k,
+                    false,
+                    if s == 0 { 0.0 } else { 1.0 },
+                )?;
+            }
+            node.synchronize(rank)?;
+        }
+        Ok(())
+    }
+
+    fn poison(&self, node: &Node) -> Result<()> {
+        for rank in 0..node.world_size() {
+            node.fill(rank, &self.p, 0xFF)?;
+            node.fill(rank, &self.c, 0xFF)?;
+        }
+        node.synchronize_all()?;
+        Ok(())
+    }
+}
+
+/// Checks and times every variant of one GEMM + reduce-scatter shape.
+pub(crate) fn run_shape(
+    node: &mut Node,
+    cublas: &[Cublas],
+    shape_dir: &Path,
+    variant_dirs: &[PathBuf],
+    cli: &Cli,
+    seed: u64,
+) -> Result<ShapeResult> {
+    let v0: Variant = serde_json::from_str(&std::fs::read_to_string(
+        variant_dirs[0].join("variant.json"),
+    )?)?;
+    let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
+    let p = RsProblem::alloc(node, m, k, n)?;
+    p.prepare(node, cublas, seed)?;
+    let cublas_ms = event_time(
+        node,
+        0,
+        || {
+            cublas[0].gemm(
+                node.ptr(0, &p.a),
+                node.ptr(0, &p.b),
+                node.ptr(0, &p.p),
+                m,
+                n,
+                k,
+                true,
+            )
+        },
+        cli.warmup,
+        cli.iters,
+    )?;
+    // What each rank sends: its partial of every other rank's block.
+    let block_bytes = m / world * n * 2;
+    let comm_ms = event_time(
+        node,
+        0,
+        || {
+            for peer in 1..world {
+                let src = node.ptr(peer, &p.p) + (peer * block_bytes) as u64;
+                let dst = node.ptr(0, &p.p) + (peer * block_bytes) as u64;
+                // SAFETY: both ranges lie in symmetric buffers of this size.
+                unsafe {
+                    cuda(
+                        "cuMemcpyAsync",
+                        cu::cuMemcpyAsync(dst, src, block_bytes, node.compute_stream(0)),
+                    )?
+                };
+            }
+            Ok(())
+        },
+        cli.warmup,
+        cli.iters,
+    )?;
+    let mut variants = Vec::new();
+    for dir in variant_dirs {
+        let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
+        let result = run_variant(node, &p, dir, &v, cli)
+            .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
+        eprintln!(
+            "{:<28} {:<22} ok={} err={:.2e} det={:?} median={:.3} ms {}",
+            dir_name(shape_dir),
+            result.name,
+            result.ok,
+            result.rel_error.unwrap_or(f64::NAN),
+            result.deterministic,
+            result.median_ms.unwrap_or(f64::NAN),
+            result.error.as_deref().unwrap_or("")
+        );
+        let _ = node.clear_errors();
+        variants.push(result);
+    }
+    Ok(ShapeResult {
+        op: "rs".into(),
+        shape: dir_name(shape_dir),
+        m,
+        k,
+        n,
+        world,
+        seed,
+        cublas_gemm_ms: cublas_ms,
+        comm_ms: Some(comm_ms),
+        comm_bytes_per_rank: (world - 1) * block_bytes,
+        variants,
+    })
+}
+
+fn run_variant(
+    node: &mut Node,
+    p: &RsProblem,
+    dir: &Path,
+    v: &Variant,
+    cli: &Cli,
+) -> Result<VariantResult> {
+    let manifest = find_manifest(dir)?;
+    let kernel = FusedKernel::load(node, &manifest)?;
+    let world = node.world_size();
+    let bindings = [("P", p.p), ("C", p.c)];
+    let g = grid(v);
+    let args: Vec<Vec<Arg>> = (0..world)
+        .map(|rank| user_args(node, &p.gemm(), rank, &kernel))
+        .collect::<Result<_>>()?;
+    let launch = |node: &mut Node| -> Result<()> {
+        node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
+        node.wait(Duration::from_secs(60))?;
+        Ok(())
+    };
+    p.poison(node)?;
+    launch(node)?;
+    let block = p.m / world;
+    let mut worst = 0.0f64;
+    let mut nan = false;
+    let mut first_outputs = Vec::new();
+    for rank in 0..world {
+        let (out, reference) = if v.fused {
+            let reference = node.read(rank, &p.reference)?;
+            let rows = rank * block * p.n * 4..(rank + 1) * block * p.n * 4;
+            (node.read(rank, &p.c)?, reference[rows].to_vec())
+        } else {
+            (node.read(rank, &p.p)?, node.read(rank, &p.own)?)
+        };
+        let (err, has_nan) = compare(&out, &reference);
+        worst = if err.is_nan() {
+            f64::NAN
+        } else {
+            worst.max(err)
+        };
+        nan |= has_nan;
+        first_outputs.push(out);
+    }
+    // bf16 partials rounded once more after the sum: still the bf16 range.
+    let mut ok = !nan && worst.is_finite() && worst < 2e-2;
+    let deterministic = if v.fused && ok {
+        p.poison(node)?;
+        launch(node)?;
+        let same = (0..world).try_fold(true, |same, rank| -> Result<bool> {
+            Ok(same && node.read(rank, &p.c)? == first_outputs[rank])
+        })?;
+        ok &= same;
+        Some(same)
+    } else {
+        None
+    };
+    let mut all = Vec::new();
+    if !cli.check_only && ok {
+        for i in 0..cli.warmup + cli.iters {
+            node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
+            node.wait(Duration::from_secs(60))?;
+            let ms = node.elapsed_ms()?.into_iter().fold(0.0f32, f32::max) as f64;
+            if i >= cli.warmup {
+                all.push(ms);
+            }
+        }
+    }
+    Ok(VariantResult {
+        name: dir_name(dir),
+        style: v.style.clone(),
+        backend: v.backend.clone(),
+        chunks: v.chunks,
+        auto: v.auto,
+        fused: v.fused,
+        rel_error: Some(worst),
+        nan,
+        ok,
+        median_ms: (!all.is_empty()).then(|| median(&all)),
+        all_ms: all,
+        deterministic,
+        error: None,
+    })
+}
