@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs] [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs] [--rs-mode push|pull] [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -16,7 +16,9 @@
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
-# backend ldst (the only one that reduces), default shapes the issue's.
+# backend ldst (the only one that reduces), default shapes the issue's;
+# --rs-mode pull builds chunk-fuse-reductions{mode=pull} instead of push
+# (directories <style>_pull_c<n>).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -31,10 +33,12 @@ BACKEND=copy_engine
 COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=3 GROUP_M=8 NUM_SMS=132
 OP=ag
+RS_MODE=push
 SHAPES_SET=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --op) OP="$2"; shift 2 ;;
+    --rs-mode) RS_MODE="$2"; shift 2 ;;
     --shapes) SHAPES="$2"; SHAPES_SET=1; shift 2 ;;
     --styles) STYLES="$2"; shift 2 ;;
     --chunks) CHUNKS="$2"; shift 2 ;;
@@ -58,6 +62,9 @@ case $OP in
     ;;
   *) echo "build.sh: --op is ag or rs, not $OP" >&2; exit 2 ;;
 esac
+# The backend as the results name it.
+LABEL=$BACKEND
+[ "$OP" = rs ] && [ "$RS_MODE" != push ] && LABEL="${BACKEND}_$RS_MODE"
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
 # unit strides are constants, everything else is a multiple of 16.
@@ -65,20 +72,26 @@ SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32'
 SPECIALISE=(--constexpr stride_ak=1 --constexpr stride_bn=1 --constexpr stride_cn=1
   --divisible a_ptr,b_ptr,c_ptr,M,N,K,stride_am,stride_bk,stride_cm)
 declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persistent]=matmul_kernel_persistent)
-for style in $STYLES; do
-  extra=()
+# The kernel of a style, imported once per GROUP_M (echoes its path). The
+# swizzle group must not span more row tiles than a rank's block, or tiles
+# of the rank's rows and of its peers' rows interleave in dispatch order.
+kernel_for() { # style group_m
+  local style=$1 group=$2 file="$OUT/$1_g$2.mlir" extra=()
   case $style in
-    grouped) extra=(--constexpr GROUP_M=$GROUP_M) ;;
-    persistent) extra=(--constexpr GROUP_M=$GROUP_M --constexpr NUM_SMS=$NUM_SMS) ;;
+    grouped) extra=(--constexpr GROUP_M=$group) ;;
+    persistent) extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
   esac
-  "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "${KERNEL[$style]}" --signature "$SIG" \
-    --constexpr BLOCK_M=$BM --constexpr BLOCK_N=$BN --constexpr BLOCK_K=$BK "${extra[@]}" "${SPECIALISE[@]}" \
-    -o "$OUT/$style.mlir"
-done
+  if [ ! -f "$file" ]; then
+    "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "${KERNEL[$style]}" --signature "$SIG" \
+      --constexpr BLOCK_M=$BM --constexpr BLOCK_N=$BN --constexpr BLOCK_K=$BK "${extra[@]}" "${SPECIALISE[@]}" \
+      -o "$file" >&2
+  fi
+  echo "$file"
+}
 
 variant() { # dir style chunks auto fused m k n
   cat >"$1/variant.json" <<JSON
-{"op": "$OP", "style": "$2", "backend": "$BACKEND", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
+{"op": "$OP", "style": "$2", "backend": "$LABEL", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
  "num_sms": $NUM_SMS, "m": $6, "k": $7, "n": $8, "world": $WORLD}
 JSON
 }
@@ -91,7 +104,11 @@ for shape in $SHAPES; do
   counts=""
   for c in $CHUNKS; do counts="$counts $c"; done
   [ "$AUTO" = 1 ] && counts="$counts auto"
+  group=$((M / WORLD / BM))
+  [ "$group" -gt "$GROUP_M" ] && group=$GROUP_M
+  [ "$group" -lt 1 ] && group=1
   for style in $STYLES; do
+    kernel=$(kernel_for "$style" "$group")
     for c in $counts; do
       block=$((M / WORLD))
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
@@ -118,11 +135,12 @@ PLAN
       fi
       tag=$style
       [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
+      [ "$OP" = rs ] && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
       vdir="$dir/${tag}_c$c"
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
-      if ! log=$("$BIN/synco" compile "$OUT/$style.mlir" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-lower-transfers{copy-programs=$COPY_PROGRAMS experimental-ldst=true},chunk-to-triton)" \
+      if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$RS_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS experimental-ldst=true},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1); then
         echo "$log" >&2
@@ -139,7 +157,7 @@ PLAN
     if [ "$LOCAL" = 1 ]; then
       vdir="$dir/${style}_local"
       mkdir -p "$vdir"
-      "$BIN/synco" compile "$OUT/$style.mlir" --emit=cubin --out-dir "$vdir" \
+      "$BIN/synco" compile "$kernel" --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>/dev/null
       variant "$vdir" "$style" null false false "$M" "$K" "$N"
     fi

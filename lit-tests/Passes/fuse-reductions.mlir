@@ -1,14 +1,25 @@
 // chunk-fuse-reductions: a reduce-scatter of the kernel's partial @P into
 // @C, fused into the tile that stores @P. Tiles of other ranks' rows (run
 // first, see chunk-reorder-tiles) wait for the owner's acknowledgement of
-// the previous epoch, store their partial and arrive at the owner's chunk
-// counter; tiles of the rank's own rows wait for the peers' arrivals, pull
-// the peers' partials, add them in rank order in f32, store the rounded sum
-// into @C (the ABI argument synco_buffer_C) and acknowledge to every peer.
+// the previous epoch, hand over their partial and arrive at the owner's
+// chunk counter; tiles of the rank's own rows wait for the peers' arrivals,
+// add the partials in rank order in f32, store the rounded sum into @C (the
+// ABI argument synco_buffer_C) and acknowledge to every peer.
+//
+// mode=push (default): partials are stored into the owner's @P (in the rows
+// of the source's block) and read locally; mode=pull: stored locally and
+// loaded by the owner from the producer's @P.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
-// RUN:   | FileCheck %s
+// RUN:   | FileCheck %s --check-prefixes=CHECK,PUSH
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=pull})' \
+// RUN:   | FileCheck %s --check-prefixes=CHECK,PULL
+// RUN: not synco-opt %s --split-input-file \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=both})' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MODE
+// MODE: error: chunk-fuse-reductions: mode=both is neither push nor pull
 
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
@@ -16,6 +27,7 @@
 // Own block last: t' = (t + (rank + 1) * 4) mod 8.
 // CHECK:      %[[NEXT:.*]] = arith.addi %[[RANK]], %{{.*}}
 // CHECK:      %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "P"}
+// CHECK:      %[[PTRS:.*]] = "tt.addptr"(%{{.*}}, %{{.*}}) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>)
 // CHECK:      %[[V:.*]] = arith.truncf
 //
 // The tile's chunk (256 rows), its owner, its counter.
@@ -31,13 +43,18 @@
 //
 // Own rows: 2 tiles per chunk, 1 peer.
 // CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[FLAG]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
-// Rank 0's partial, then rank 1's, each the tile's own value or a pull.
-// CHECK:        %[[PEER0:.*]] = chunk.peer_ptr %[[PTRS:.*]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
+// Rank 0's partial, then rank 1's: the tile's own value or the peer's,
+// pushed into this rank's @P in the rows of block s (s - rank blocks of
+// 512 x 64 elements away), or pulled from the peer's @P.
+// PUSH:         %[[SHIFT0:.*]] = arith.constant 32768 : i64
+// PUSH-NEXT:    %[[OFF0:.*]] = arith.muli %{{.*}}, %[[SHIFT0]] : i64
+// PUSH-NEXT:    %[[OFFS0:.*]] = "tt.splat"(%[[OFF0]])
+// PUSH-NEXT:    %[[SRC0:.*]] = "tt.addptr"(%[[PTRS]], %[[OFFS0]])
+// PULL:         %[[SRC0:.*]] = chunk.peer_ptr %[[PTRS]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<128x64xbf16>
-// CHECK-NEXT:   %[[PULL0:.*]] = "tt.load"(%[[PEER0]], %{{.*}}, %[[ZERO]]) {{.*}}operandSegmentSizes = array<i32: 1, 1, 1>
-// CHECK-NEXT:   %[[X0:.*]] = arith.select %{{.*}}, %[[V]], %[[PULL0]] : tensor<128x64xi1>, tensor<128x64xbf16>
+// CHECK-NEXT:   %[[PART0:.*]] = "tt.load"(%[[SRC0]], %{{.*}}, %[[ZERO]]) {{.*}}operandSegmentSizes = array<i32: 1, 1, 1>
+// CHECK-NEXT:   %[[X0:.*]] = arith.select %{{.*}}, %[[V]], %[[PART0]] : tensor<128x64xi1>, tensor<128x64xbf16>
 // CHECK-NEXT:   %[[F0:.*]] = arith.extf %[[X0]] : tensor<128x64xbf16> to tensor<128x64xf32>
-// CHECK:        %[[PEER1:.*]] = chunk.peer_ptr %[[PTRS]], %{{.*}}
 // CHECK:        %[[F1:.*]] = arith.extf
 // CHECK-NEXT:   %[[SUM:.*]] = arith.addf %[[F0]], %[[F1]] : tensor<128x64xf32>
 // @C's rows are @P's minus rank * 512 (x 64 elements per row).
@@ -54,12 +71,17 @@
 // CHECK-NEXT:     chunk.arrive %[[PF]][%[[FLAG]]] : !tt.ptr<i32>
 // CHECK:      } else {
 //
-// Other ranks' rows: acknowledgement of epoch - 1, the kernel's store,
-// arrival at the owner.
+// Other ranks' rows: acknowledgement of epoch - 1, the partial handed over
+// (pushed into the owner's @P at the rows of this rank's block, or stored
+// in place), arrival at the owner.
 // CHECK-NEXT:   %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:   %[[PREV:.*]] = arith.subi %[[EPOCH]], %[[ONE]]
 // CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[FLAG]]], %[[PREV]] count(2) : !tt.ptr<i32>
-// CHECK-NEXT:   "tt.store"(%[[PTRS]], %[[V]])
+// PUSH-NEXT:    %[[BLOCKS:.*]] = arith.subi %[[RANK]], %[[OWNER]] : i32
+// PUSH:         %[[SLOT:.*]] = "tt.addptr"(%[[PTRS]], %{{.*}})
+// PUSH-NEXT:    %[[REMOTE:.*]] = chunk.peer_ptr %[[SLOT]], %[[OWNER]] : tensor<128x64x!tt.ptr<bf16>>
+// PUSH-NEXT:    "tt.store"(%[[REMOTE]], %[[V]])
+// PULL-NEXT:    "tt.store"(%[[PTRS]], %[[V]])
 // CHECK-NEXT:   %[[OF:.*]] = chunk.peer_ptr %[[FLAGS]], %[[OWNER]] : !tt.ptr<i32>
 // CHECK-NEXT:   chunk.arrive %[[OF]][%[[FLAG]]] : !tt.ptr<i32>
 // CHECK-NEXT: }
@@ -69,7 +91,7 @@ module {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index is rotated to start at the next rank's block (this rank's block last) (4 row tiles per rank, 8 in all)}}
-    // expected-remark @below {{tiles of @P reduce into @C: own rows pull 1 peer partial(s) per tile after 2 arrivals per chunk; other rows store their partial and arrive at the owner (counters 0..4, 2 tiles per chunk)}}
+    // expected-remark @below {{peer partial(s) per tile after 2 arrivals per chunk (counters 0..4, 2 tiles per chunk)}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
   }
@@ -107,7 +129,7 @@ module {
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
     // expected-remark @below {{the row tile index is rotated}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (tiles pull their peers' partials); backend 'copy_engine' is not implemented for reductions}}
+    // expected-error @below {{chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend 'copy_engine' is not implemented for reductions}}
     chunk.reduce_scatter @P into @C dim(0) chunks(2)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({

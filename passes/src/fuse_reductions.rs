@@ -18,27 +18,36 @@
 //! scf.if (%o == rank) {
 //!   // Own rows: the peers' partials of this chunk are ready...
 //!   chunk.wait %flags[g], %epoch count((W - 1) * n)
-//!   // ...and are pulled over NVLink, added in rank order in fp32 (the own
-//!   // partial %v in place of a load), rounded once, stored into @C.
-//!   %sum = x_0 + x_1 + ... + x_{W-1}, x_s = s == rank ? %v : load(peer_ptr(%ptrs, s))
+//!   // ...they are added in rank order in f32 (the tile's own partial %v in
+//!   // place of rank's), rounded once, and stored into @C...
+//!   %sum = x_0 + x_1 + ... + x_{W-1}, x_s = s == rank ? %v : load(partial of s)
 //!   tt.store %c_ptrs, truncf(%sum)
-//!   // Each peer may now overwrite its partial (next epoch).
+//!   // ...and every peer may overwrite its partial (next epoch).
 //!   chunk.arrive peer_ptr(%flags, s)[g]     for every s != rank
 //! } else {
 //!   // A partial for rank o: wait until o consumed the previous epoch's...
 //!   chunk.wait %flags[g], %epoch - 1 count(n)
-//!   tt.store %ptrs, %v                       // the kernel's own store
+//!   tt.store (partial of rank for o), %v
 //!   chunk.arrive peer_ptr(%flags, o)[g]      // ...then tell o it is ready
 //! }
 //! ```
 //!
-//! So every tile waits only for its own chunk, partials never leave the
-//! rank that computed them (the owner pulls them), and the sum is the same
-//! bits on every run: partials are added in rank order whatever order they
-//! arrive in. Own rows of `@P` are never written. `@C` is a kernel argument:
-//! the user's if `@C` is bound, else the ABI's `synco_buffer_C`.
+//! Where partials travel is the option `mode`:
 //!
-//! Options: none.
+//! * `push` (default): a tile stores its partial for rank `o` straight into
+//!   `o`'s `@P` over NVLink, in the block of rows of the source rank (rank
+//!   `o` never stores its own partial of other ranks' rows there: it pushes
+//!   them too), so the bytes move while the GEMM still computes other
+//!   tiles, and owners read their peers' partials from local memory;
+//! * `pull`: a tile stores its partial locally, at its own rows; owners
+//!   load it from the producer's `@P` over NVLink in their epilogue.
+//!
+//! Every tile waits only for its own chunk, and the sum is the same bits on
+//! every run: partials are added in rank order whatever order they arrive
+//! in. Own rows of `@P` are never written. `@C` is a kernel argument: the
+//! user's if `@C` is bound, else the ABI's `synco_buffer_C`.
+//!
+//! Options: `mode=push|pull` (see above).
 //! Preconditions: collectives expanded (reduce-scatter with backend
 //! `ldst`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
 //! stores `@P` once per tile, a 2D tile of `T` rows, at the addresses of a
@@ -61,15 +70,36 @@ pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-fuse-reductions",
     description: "Fuse reduce-scatter transfers into the kernel tiles that produce the partials (SM pull, reduction in the tile epilogue)",
     anchor: "builtin.module",
-    options: &[],
+    options: &[synco_chunk::PassOption {
+        name: "mode",
+        description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
+        default: "push",
+    }],
     run,
 };
+
+/// How partials reach their owner (the pass option `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Push,
+    Pull,
+}
 
 /// Marks a transfer that a pass lowered into the kernel.
 pub const FUSED_ATTR: &str = "synco.fused";
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
+    let mode = match options[0] {
+        "push" | "" => Mode::Push,
+        "pull" => Mode::Pull,
+        other => {
+            return Err(fail(
+                module,
+                format!("chunk-fuse-reductions: mode={other} is neither push nor pull"),
+            ));
+        }
+    };
     for plan in plans(module) {
         let reducing: Vec<Op> = plan
             .ops_named("chunk.transfer")
@@ -87,7 +117,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             .into_iter()
             .filter(|r| r.kind == FlagKind::Reduction)
         {
-            fuse(&plan, kernel, abi, &range, first)?;
+            fuse(&plan, kernel, abi, &range, first, mode)?;
         }
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in reducing {
@@ -116,7 +146,7 @@ fn check_fusable(t: Op) -> Result<(), PassFailed> {
         return Err(fail(
             t,
             format!(
-                "chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (tiles pull their peers' partials); backend '{}' is not implemented for reductions",
+                "chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend '{}' is not implemented for reductions",
                 backend.map_or("?", |b| b.keyword())
             ),
         ));
@@ -130,6 +160,7 @@ fn fuse(
     abi: AbiArgs,
     range: &FlagRange,
     transfer: Op,
+    mode: Mode,
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let name = &range.buffer;
@@ -281,11 +312,15 @@ fn fuse(
             Some(m) => ob.andi(m, not_me),
             None => not_me,
         };
-        let peer_ptrs = ir::result(
-            ob.op("chunk.peer_ptr", &[ptrs, peer], &[ir::type_of(ptrs)], &[]),
-            0,
-        );
-        let pulled = ob.load_masked(peer_ptrs, load_mask, ob.zeros(ir::type_of(value)));
+        let partial_ptrs = match mode {
+            // Pushed into this rank's @P, in the rows of block s.
+            Mode::Push => block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape),
+            Mode::Pull => ir::result(
+                ob.op("chunk.peer_ptr", &[ptrs, peer], &[ir::type_of(ptrs)], &[]),
+                0,
+            ),
+        };
+        let pulled = ob.load_masked(partial_ptrs, load_mask, ob.zeros(ir::type_of(value)));
         let x = ob.convert_float(ob.select(is_me, value, pulled), f32t);
         sum = Some(match sum {
             Some(acc) => ob.addf(acc, x),
@@ -342,7 +377,22 @@ fn fuse(
         &[],
         &[("count", count(tiles_per_chunk))],
     );
-    ir::move_before(store, peer_yield);
+    match mode {
+        Mode::Pull => ir::move_before(store, peer_yield),
+        Mode::Push => {
+            // Into the owner's @P, in the rows of this rank's block.
+            let slot = block_shift(&pb, ptrs, abi.rank, owner, block * n, &shape);
+            let remote = ir::result(
+                pb.op("chunk.peer_ptr", &[slot, owner], &[ir::type_of(ptrs)], &[]),
+                0,
+            );
+            match mask {
+                Some(m) => pb.store_masked(remote, value, m),
+                None => pb.store(remote, value),
+            };
+            ir::erase(store);
+        }
+    }
     let owner_flags = ir::result(
         pb.op(
             "chunk.peer_ptr",
@@ -354,11 +404,15 @@ fn fuse(
     );
     pb.op("chunk.arrive", &[owner_flags, flag], &[], &[]);
 
+    let how = match mode {
+        Mode::Push => "other rows push their partial into the owner's @P and arrive at its counter; own rows add",
+        Mode::Pull => "other rows store their partial and arrive at the owner's counter; own rows pull and add",
+    };
     Diagnostic::remark(
         loc(produce),
         format!(
-            "tiles of @{name} reduce into @{out_name}: own rows pull {} peer partial(s) per tile after {} arrivals per chunk; \
-             other rows store their partial and arrive at the owner (counters {}..{}, {tiles_per_chunk} tiles per chunk)",
+            "tiles of @{name} reduce into @{out_name}: {how} {} peer partial(s) per tile after {} arrivals per chunk \
+             (counters {}..{}, {tiles_per_chunk} tiles per chunk)",
             w - 1,
             (w - 1) * tiles_per_chunk,
             range.base,
@@ -367,4 +421,19 @@ fn fuse(
     )
     .emit();
     Ok(())
+}
+
+/// `ptrs` moved by `(to - from)` blocks of `block_elems` elements: from a
+/// row of block `from` to the same row of block `to`.
+fn block_shift(
+    b: &Builder,
+    ptrs: Value,
+    to: Value,
+    from: Value,
+    block_elems: i64,
+    shape: &[i64],
+) -> Value {
+    let blocks = b.to_i64(b.subi(to, from));
+    let elems = b.muli(blocks, b.const_i64(block_elems));
+    b.addptr(ptrs, b.splat(elems, shape))
 }
