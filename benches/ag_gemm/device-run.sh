@@ -12,7 +12,8 @@
 #   tune       local/fused timing of build/bench/tune/*
 #
 # Stages run in the order given, each under a time limit; results go to
-# $OUT (the device tool brings them back) and a summary is printed last.
+# $OUT/results.tar.gz (JSON and logs; the device tool brings back only a
+# few files) and $OUT/summary.txt, which is also printed last.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT="${OUT:-/tmp/out}"
@@ -59,6 +60,9 @@ for stage in "$@"; do
       ;;
   esac
 done
-echo "---- failures and slow variants"
+echo "---- failures"
 grep -h "ok=false" "$OUT"/*.log | cut -c1-220 | head -20
+# The device tool brings back a few files only: everything else in one.
+(cd "$OUT" && tar czf results.tar.gz --exclude=results.tar.gz --exclude=summary.txt ./* && \
+  find . -type f ! -name results.tar.gz ! -name summary.txt -delete)
 cat "$summary"

@@ -24,9 +24,16 @@
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
 //
-// Own block last: t' = (t + (rank + 1) * 4) mod 8.
-// CHECK:      %[[NEXT:.*]] = arith.addi %[[RANK]], %{{.*}}
-// CHECK:      %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "P"}
+// Two chunks of two row tiles per rank, interleaved (chunk-reorder-tiles):
+// dispatch slot j = t / 2 runs the peer's chunk 0, the peer's chunk 1, own
+// chunk 0, own chunk 1.
+// CHECK:      %[[PID:.*]] = "tt.get_program_id"
+// CHECK-NEXT: %{{.*}} = arith.constant 2 : i32
+// CHECK-NEXT: %[[SLOT:.*]] = arith.divsi %[[PID]], %{{.*}} : i32
+// CHECK:      %[[FIRST:.*]] = arith.cmpi slt, %[[SLOT]], %{{.*}} : i32
+// CHECK:      %[[BLOCK:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : i32
+// CHECK:      %[[FROM:.*]] = arith.addi %[[RANK]], %[[BLOCK]] : i32
+// CHECK:      %[[T:.*]] = arith.addi {{.*}} {synco.tile_index = "P"}
 // CHECK:      %[[PTRS:.*]] = "tt.addptr"(%{{.*}}, %{{.*}}) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>)
 // CHECK:      %[[V:.*]] = arith.truncf
 //
@@ -90,7 +97,7 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index is rotated to start at the next rank's block (this rank's block last) (4 row tiles per rank, 8 in all)}}
+    // expected-remark @below {{tiles of @P: the row tile index interleaves peers' and own chunks (2 per rank; own chunk c after the peers' chunk c + 1) (4 row tiles per rank, 8 in all)}}
     // expected-remark @below {{peer partial(s) per tile after 2 arrivals per chunk (counters 0..4, 2 tiles per chunk)}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
@@ -127,7 +134,7 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{the row tile index is rotated}}
+    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
     // expected-error @below {{chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend 'copy_engine' is not implemented for reductions}}
     chunk.reduce_scatter @P into @C dim(0) chunks(2)
@@ -164,7 +171,7 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{the row tile index is rotated}}
+    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
     // expected-error @below {{chunk-fuse-reductions: only reduce-scatter is fused so far; this transfer belongs to 'all_reduce_C'}}
     chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
@@ -201,7 +208,7 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{the row tile index is rotated}}
+    // expected-remark @below {{tiles of @P: the row tile index}}
     // expected-error @below {{chunk-fuse-reductions: the kernel must store @P once per tile; it has 2 stores of it}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
@@ -239,7 +246,7 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{the row tile index is rotated}}
+    // expected-remark @below {{tiles of @P: the row tile index}}
     // expected-error @below {{chunks of 64 rows of @P would split 128-row tiles: pick a chunk count whose chunks hold whole tiles}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.reduce_scatter @P into @C dim(0) chunks(8) backend(ldst)

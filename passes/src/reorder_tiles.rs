@@ -19,11 +19,19 @@
 //!   rank and `T_all = A.shape[d] / T`.
 //!
 //! Producers run the other way round: for `chunk.produce @tiles @P` whose
-//! buffer `@P` is reduced by the plan (a reduce-scatter's partial), tiles
-//! compute the blocks other ranks own first, starting with rank `r+1`'s,
-//! and the rank's own block last (`t' = (t + (rank + 1) * T_r) mod T_all`),
-//! so that partials are ready by the time their owner reduces them; the
-//! tile index is found from the kernel's stores of `@P`.
+//! buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
+//! rank's own chunks come after the peers' chunks they wait for. With one
+//! chunk per rank, tiles compute the blocks other ranks own first,
+//! starting with rank `r+1`'s, and the rank's own block last
+//! (`t' = (t + (rank + 1) * T_r) mod T_all`). With `n > 1` chunks per rank
+//! the order interleaves, so that partials leave all through the kernel
+//! instead of during its first part only: window `c` is chunk `c` of every
+//! other rank's block (ranks `r+1`, `r+2`, ...), and the sequence is
+//! window 0, window 1, own chunk 0, window 2, own chunk 1, ...,
+//! window n-1, own chunk n-2, own chunk n-1: own chunk `c` runs after
+//! every peer computed its chunk `c` (in the same slot of its own
+//! sequence) and one more window. The tile index is found from the
+//! kernel's stores of `@P`.
 //!
 //! The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
 //! `chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
@@ -37,11 +45,11 @@
 //! has a marked tile index.
 
 use crate::{
-    plan::{bound_kernel, fail, internal, loc, plans},
+    plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
     tiles::{Access, TILE_INDEX_ATTR, find_tile_index},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
-use synco_ir::{self as ir, Builder, Op, Value};
+use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-reorder-tiles",
@@ -104,10 +112,27 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             }
             let index_name = ir::str_attr(consume, "index");
             let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), consume)?;
-            // Consumers start at their own block, producers of partials at
-            // the next rank's (their own block last).
-            let first_block = i64::from(access == Access::Store);
-            let (marked, how) = remap(kernel, t, abi.rank, first_block, block / tile, rows / tile)?;
+            let order = match access {
+                // Consumers start at their own block.
+                Access::Load => Order::Rotate { first_block: 0 },
+                // Producers of partials: own chunks after the peers'.
+                Access::Store => {
+                    let chunks_per_rank = flag_layout(&plan)?
+                        .iter()
+                        .find(|r| r.kind == FlagKind::Reduction && r.buffer == name)
+                        .map_or(1, |r| r.chunks_per_rank);
+                    if chunks_per_rank > 1 && (block / tile) % chunks_per_rank == 0 {
+                        Order::Interleave {
+                            world_size: plan.world_size,
+                            chunks_per_rank,
+                            tiles_per_chunk: block / tile / chunks_per_rank,
+                        }
+                    } else {
+                        Order::Rotate { first_block: 1 }
+                    }
+                }
+            };
+            let (marked, how) = remap(kernel, t, abi.rank, order, block / tile, rows / tile)?;
             let ctx = ir::context_of(consume);
             ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
             Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();
@@ -121,21 +146,60 @@ fn program_id(value: Value) -> Option<(Op, i64)> {
     (ir::op_name(op) == "tt.get_program_id").then(|| (op, ir::int_attr(op, "axis").unwrap_or(-1)))
 }
 
-/// Remaps tile index `t`; returns the op computing the new index.
+/// The order in which a rank runs the row tiles.
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    /// Blocks in rank order from block `rank + first_block`.
+    Rotate { first_block: i64 },
+    /// Peers' chunks and own chunks interleaved (see the module doc).
+    Interleave {
+        world_size: i64,
+        chunks_per_rank: i64,
+        tiles_per_chunk: i64,
+    },
+}
+
+impl Order {
+    /// What the order does to the row tile index, after "the row tile
+    /// index" (`rotated`: the words for a 1D order, else a 2D grid's).
+    fn describe(self, rotated: bool) -> String {
+        let start = if rotated { "is rotated to start" } else { "starts" };
+        match self {
+            Order::Rotate { first_block: 0 } => format!("{start} at this rank's block"),
+            Order::Rotate { .. } => {
+                format!("{start} at the next rank's block (this rank's block last)")
+            }
+            Order::Interleave {
+                chunks_per_rank, ..
+            } => format!(
+                "interleaves peers' and own chunks ({chunks_per_rank} per rank; own chunk c after the peers' chunk c + 1)"
+            ),
+        }
+    }
+
+    /// Builds the new row tile index from `t`; returns its op.
+    fn build(self, b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
+        match self {
+            Order::Rotate { first_block } => rotate(b, t, rank, first_block, per_rank, all),
+            Order::Interleave {
+                world_size,
+                chunks_per_rank,
+                tiles_per_chunk,
+            } => interleave(b, t, rank, world_size, chunks_per_rank, tiles_per_chunk),
+        }
+    }
+}
+
 /// Remaps tile index `t` of `kernel`; returns the op computing the new index.
 fn remap(
     kernel: Op,
     t: Value,
     rank: Value,
-    first_block: i64,
+    order: Order,
     tiles_per_rank: i64,
     tiles: i64,
 ) -> Result<(Op, String), PassFailed> {
-    let whose = if first_block == 0 {
-        "this rank's block"
-    } else {
-        "the next rank's block (this rank's block last)"
-    };
+
     // A 2D grid whose row index is the fast axis: make it the slow one.
     if let Some((pid0, 0)) = program_id(t) {
         let pid1 = ir::find_all(kernel, "tt.get_program_id")
@@ -164,14 +228,15 @@ fn remap(
                 let linear = b.addi(p0, b.muli(p1, n0));
                 let slow = b.divsi(linear, n1);
                 fast = b.remsi(linear, n1);
-                rotate(b, slow, rank, first_block, tiles_per_rank, tiles)
+                order.build(b, slow, rank, tiles_per_rank, tiles)
             });
             ir::replace_uses_except(p0, ir::result(marked, 0), &new_ops);
             ir::replace_uses_except(p1, fast, &new_ops);
             return Ok((
                 marked,
                 format!(
-                    "the row tile index (program_id 0) is now the slow axis of the grid and starts at {whose} ({tiles_per_rank} row tiles per rank)"
+                    "the row tile index (program_id 0) is now the slow axis of the grid and {} ({tiles_per_rank} row tiles per rank)",
+                    order.describe(false)
                 ),
             ));
         }
@@ -179,9 +244,7 @@ fn remap(
     // Rotate right where `t` is defined: after its op, or, for a loop's
     // induction variable, at the start of the loop body.
     let (marked, new_ops) = match ir::defining_op(t) {
-        Some(def) => insert_after(def, |b| {
-            rotate(b, t, rank, first_block, tiles_per_rank, tiles)
-        }),
+        Some(def) => insert_after(def, |b| order.build(b, t, rank, tiles_per_rank, tiles)),
         None => {
             let block = ir::block_arg_owner(t)
                 .ok_or_else(|| internal(kernel, "a value without a definition"))?;
@@ -189,16 +252,15 @@ fn remap(
                 .first()
                 .copied()
                 .ok_or_else(|| internal(kernel, "an empty loop body"))?;
-            insert_before(first, |b| {
-                rotate(b, t, rank, first_block, tiles_per_rank, tiles)
-            })
+            insert_before(first, |b| order.build(b, t, rank, tiles_per_rank, tiles))
         }
     };
     ir::replace_uses_except(t, ir::result(marked, 0), &new_ops);
     Ok((
         marked,
         format!(
-            "the row tile index is rotated to start at {whose} ({tiles_per_rank} row tiles per rank, {tiles} in all)"
+            "the row tile index {} ({tiles_per_rank} row tiles per rank, {tiles} in all)",
+            order.describe(true)
         ),
     ))
 }
@@ -234,4 +296,43 @@ fn rotate(b: &Builder, t: Value, rank: Value, first_block: i64, per_rank: i64, a
     let shift = b.muli(block, b.const_i32(per_rank));
     let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
     ir::defining_op(rotated).expect("an op result")
+}
+
+/// The interleaved order of [`Order::Interleave`]: dispatch slot
+/// `j = t / tiles_per_chunk` runs, with `S = W - 1` and `n` chunks per rank,
+/// chunk 0 of block `rank + j + 1` for `j < S`; then, for `q = (j - S) /
+/// (S + 1)` and `i = (j - S) % (S + 1)`: chunk `q + 1` of block
+/// `rank + i + 1` for `i < S`, own chunk `q` for `i = S`; the last slot is
+/// own chunk `n - 1`. Returns the op of the new row tile index.
+fn interleave(
+    b: &Builder,
+    t: Value,
+    rank: Value,
+    world_size: i64,
+    chunks_per_rank: i64,
+    tiles_per_chunk: i64,
+) -> Op {
+    let c = |v: i64| b.const_i32(v);
+    let peers = world_size - 1;
+    let slot = b.divsi(t, c(tiles_per_chunk));
+    let within = b.remsi(t, c(tiles_per_chunk));
+    let after_first = b.subi(slot, c(peers));
+    let q = b.divsi(after_first, c(peers + 1));
+    let i = b.remsi(after_first, c(peers + 1));
+    let in_first = b.cmpi(Cmp::Slt, slot, c(peers));
+    let is_last = b.cmpi(Cmp::Sge, q, c(chunks_per_rank - 1));
+    let is_peer = b.cmpi(Cmp::Slt, i, c(peers));
+    // Blocks counted from this rank (0 = own) and chunks within them.
+    let steady_block = b.select(is_peer, b.addi(i, c(1)), c(0));
+    let steady_chunk = b.select(is_peer, b.addi(q, c(1)), q);
+    let later_block = b.select(is_last, c(0), steady_block);
+    let later_chunk = b.select(is_last, c(chunks_per_rank - 1), steady_chunk);
+    let block = b.select(in_first, b.addi(slot, c(1)), later_block);
+    let chunk = b.select(in_first, c(0), later_chunk);
+    let owner = b.remsi(b.addi(rank, block), c(world_size));
+    let row_tile = b.addi(
+        b.muli(owner, c(chunks_per_rank * tiles_per_chunk)),
+        b.addi(b.muli(chunk, c(tiles_per_chunk)), within),
+    );
+    ir::defining_op(row_tile).expect("an op result")
 }
