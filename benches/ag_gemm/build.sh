@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs] [--rs-mode push|pull] [--shapes "M,K,N ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs] [--rs-mode push|pull] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -23,7 +23,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
 OUT="${OUT:-$ROOT/build/bench/ag_gemm}"
-SHAPES="1024,4096,7168 1024,8192,14336 1024,8192,1024 4096,4096,7168 4096,8192,14336 4096,8192,1024 8192,4096,7168 8192,8192,14336 8192,8192,1024"
+# A shape may carry its own tiles: M,K,N@BM,BN,BK,WARPS. The N_local = 1024
+# shapes have too few 128x256 tiles to fill 132 SMs; their tiles are the
+# best of the tune run in benches/ag_gemm/README.md.
+SHAPES="1024,4096,7168 1024,8192,14336 1024,8192,1024@64,128,64,4 4096,4096,7168 4096,8192,14336 4096,8192,1024@128,128,64,8 8192,4096,7168 8192,8192,14336 8192,8192,1024@128,128,64,8"
 STYLES="grouped"
 CHUNKS="1 2 4 8 16"
 WORLD=2
@@ -75,8 +78,8 @@ declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persi
 # The kernel of a style, imported once per GROUP_M (echoes its path). The
 # swizzle group must not span more row tiles than a rank's block, or tiles
 # of the rank's rows and of its peers' rows interleave in dispatch order.
-kernel_for() { # style group_m
-  local style=$1 group=$2 file="$OUT/$1_g$2.mlir" extra=()
+kernel_for() { # style group_m (tiles: BM BN BK)
+  local style=$1 group=$2 file="$OUT/$1_${BM}x${BN}x${BK}_g$2.mlir" extra=()
   case $style in
     grouped) extra=(--constexpr GROUP_M=$group) ;;
     persistent) extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
@@ -96,7 +99,11 @@ variant() { # dir style chunks auto fused m k n
 JSON
 }
 
+DEFAULT_TILES="$BM,$BN,$BK,$WARPS"
 for shape in $SHAPES; do
+  tiles=$DEFAULT_TILES
+  case $shape in *@*) tiles=${shape#*@}; shape=${shape%@*} ;; esac
+  IFS=, read -r BM BN BK WARPS <<<"$tiles"
   IFS=, read -r M K N <<<"$shape"
   dir="$OUT/${M}x${K}x${N}_w${WORLD}"
   [ "$OP" = rs ] && dir="$OUT/rs_${M}x${K}x${N}_w${WORLD}"
