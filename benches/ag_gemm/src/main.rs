@@ -486,7 +486,8 @@ fn run_variant(
         let c = node.read(rank, &p.c)?;
         let r = node.read(rank, &p.reference)?;
         let (err, has_nan) = compare(&c, &r);
-        worst = if err.is_nan() {
+        // NaN stays NaN (f64::max would drop it).
+        worst = if err.is_nan() || worst.is_nan() {
             f64::NAN
         } else {
             worst.max(err)

@@ -255,7 +255,8 @@ fn run_variant(
             (node.read(rank, &p.p)?, node.read(rank, &p.own)?)
         };
         let (err, has_nan) = compare(&out, &reference);
-        worst = if err.is_nan() {
+        // NaN stays NaN (f64::max would drop it).
+        worst = if err.is_nan() || worst.is_nan() {
             f64::NAN
         } else {
             worst.max(err)

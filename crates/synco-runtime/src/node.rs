@@ -246,6 +246,10 @@ impl Node {
         self.gpus[rank].heap + buffer.offset as u64
     }
 
+    /// Copies `bytes` into `buffer` on `rank`, at `offset`; returns once
+    /// they are in place. (On the compute stream, then synchronised: the
+    /// legacy default stream would not be ordered with the non-blocking
+    /// streams the kernels run on, nor with peers' kernels.)
     pub fn write(&self, rank: usize, buffer: &Buffer, offset: usize, bytes: &[u8]) -> Result<()> {
         let gpu = &self.gpus[rank];
         gpu.bind()?;
@@ -256,12 +260,18 @@ impl Node {
         unsafe {
             check(
                 rank,
-                "cuMemcpyHtoD",
-                sys::cuMemcpyHtoD_v2(
+                "cuMemcpyHtoDAsync",
+                sys::cuMemcpyHtoDAsync_v2(
                     self.ptr(rank, buffer) + offset as u64,
                     bytes.as_ptr().cast(),
                     bytes.len(),
+                    gpu.compute,
                 ),
+            )?;
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.compute),
             )
         }
     }
@@ -285,14 +295,21 @@ impl Node {
         Ok(out)
     }
 
-    /// Sets every byte of `buffer` on `rank` (to poison outputs).
+    /// Sets every byte of `buffer` on `rank` (to poison outputs); returns
+    /// once it is done (see [`Node::write`]).
     pub fn fill(&self, rank: usize, buffer: &Buffer, byte: u8) -> Result<()> {
-        self.gpus[rank].bind()?;
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
         unsafe {
             check(
                 rank,
-                "cuMemsetD8",
-                sys::cuMemsetD8_v2(self.ptr(rank, buffer), byte, buffer.bytes),
+                "cuMemsetD8Async",
+                sys::cuMemsetD8Async(self.ptr(rank, buffer), byte, buffer.bytes, gpu.compute),
+            )?;
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.compute),
             )
         }
     }
