@@ -41,11 +41,11 @@ for stage in "$@"; do
       run watchdog "$OUT/watchdog.log" $BENCH --variants build/bench/check --watchdog-test --out /dev/null
       ;;
     bench)
-      run bench "$OUT/synco.log" $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 30
+      run bench "$OUT/synco.log" $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 15
       run torch "$OUT/torch.log" python3 benches/ag_gemm/torch_baselines.py --world "$W" --out "$OUT/torch.json"
       ;;
     bench-rs)
-      run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 30
+      run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 15
       run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
       ;;
     tune)

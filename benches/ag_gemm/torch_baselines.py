@@ -15,9 +15,9 @@ and for GEMM + reduce-scatter (`--op rs`; A [M, K] and B [K, N] per rank):
 * `torch_b2b_allreduce`: torch.matmul, then NCCL all_reduce (the all-reduce
   baseline, for reference).
 
-Each is timed per rank with CUDA events around the op, after a barrier, on
-random bf16 data: warm-up, then the median over iterations; the reported time
-is the slowest rank's median. Writes JSON.
+Each is timed per rank with CUDA events around 10 calls back to back, after
+a barrier, on random bf16 data: warm-up, then the median over samples of the
+time per call; the reported time is the slowest rank's median. Writes JSON.
 
 Run on the GPU machine:  python3 torch_baselines.py --world 2 --out torch.json
 """
@@ -38,7 +38,13 @@ SHAPES = [(1024, 4096, 7168), (1024, 8192, 14336), (1024, 8192, 1024),
           (8192, 4096, 7168), (8192, 8192, 14336), (8192, 8192, 1024)]
 
 
+PER_SAMPLE = 10
+
+
 def timed(fn, warmup, iters):
+    """Median per-call time: `iters` samples of PER_SAMPLE calls back to back
+    between CUDA events (after a barrier), as ag-gemm-bench times Synco, so
+    Python's launch costs overlap the GPU work."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -49,10 +55,11 @@ def timed(fn, warmup, iters):
         dist.barrier()
         torch.cuda.synchronize()
         start.record()
-        fn()
+        for _ in range(PER_SAMPLE):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / PER_SAMPLE)
     return statistics.median(times)
 
 

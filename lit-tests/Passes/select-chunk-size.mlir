@@ -68,15 +68,29 @@ chunk.plan @thin world_size(2) {
 
 // -----
 
-// A reduce-scatter of a produced partial: the finest count of whole tiles
-// (here 512-row blocks of 128-row tiles: 4).
+// A reduce-scatter of a produced partial: the finest count whose chunks
+// hold 8 whole tiles (here 4096-row blocks of 128-row tiles: 4 chunks of
+// 1024 rows)...
 // CHECK-LABEL: chunk.plan @rs
 // CHECK:       chunk.reduce_scatter @P into @C dim(0) chunks(4)
 chunk.plan @rs world_size(2) {
+  chunk.buffer @P : !chunk.buffer<8192x64xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<4096x64xbf16>
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-remark @below {{chunks(auto) -> chunks(4) for @P: the finest count whose chunks hold at least 8 whole 128-row tiles (one swizzle group)}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto) backend(ldst)
+}
+
+// -----
+
+// ...or one chunk per rank when a block holds fewer.
+// CHECK-LABEL: chunk.plan @rs_small
+// CHECK:       chunk.reduce_scatter @P into @C dim(0) chunks(1)
+chunk.plan @rs_small world_size(2) {
   chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<512x64xbf16>
   chunk.produce @tiles @P dim(0) tile(128)
-  // expected-remark @below {{chunks(auto) -> chunks(4) for @P: the finest count of whole 128-row tiles (a reduce-scatter's owners start on a chunk as soon as its partials are in)}}
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @P}}
   chunk.reduce_scatter @P into @C dim(0) chunks(auto) backend(ldst)
 }
 

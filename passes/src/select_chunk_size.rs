@@ -14,12 +14,14 @@
 //! other than `@A` with as many rows as `@A`), or `K` if there is none.
 //!
 //! For a reduce-scatter of a partial `@P` that kernel tiles produce
-//! (`chunk.produce @P ... tile(T)`), chunks only set how early a rank may
-//! start reducing its own rows: tiles arrive at a counter per tile whatever
-//! the chunking, and peers compute other ranks' rows first, so every count
-//! is ready when the owner gets to its own rows unless ranks run skewed,
-//! where finer chunks let the owner start before the peer's whole block is
-//! done. The pass picks the finest valid count (reported as a remark).
+//! (`chunk.produce @P ... tile(T)`), chunks set how finely
+//! `chunk-reorder-tiles` interleaves peers' and own rows: finer chunks
+//! spread the partials' traffic over more of the kernel, but a chunk
+//! smaller than the kernel's swizzle group (`GROUP_M`, 8 row tiles in
+//! Triton's matmul) splits groups between peers' and own rows. The pass
+//! picks the finest count whose chunks hold at least
+//! [`MIN_REDUCE_CHUNK_TILES`] row tiles, else one chunk per rank (measured
+//! on 2 x H200: finer counts lost up to 25%, see benches/ag_gemm/README.md).
 //!
 //! Options:
 //! * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
@@ -56,6 +58,10 @@ pub static PASS: PassDescriptor = PassDescriptor {
 };
 
 const CANDIDATES: [i64; 5] = [1, 2, 4, 8, 16];
+
+/// Fewest row tiles in an automatically sized reduce-scatter chunk: one
+/// swizzle group of Triton's matmul (GROUP_M = 8).
+pub const MIN_REDUCE_CHUNK_TILES: i64 = 8;
 
 fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
     let module = module.to_raw();
@@ -128,7 +134,13 @@ fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(),
         }
         Some(n) => n,
         None => {
-            let Some(best) = CANDIDATES.into_iter().rev().find(|&n| valid(n)) else {
+            let whole_groups = |n: i64| block / n >= MIN_REDUCE_CHUNK_TILES * tile;
+            let Some(best) = CANDIDATES
+                .into_iter()
+                .rev()
+                .find(|&n| valid(n) && whole_groups(n))
+                .or_else(|| valid(1).then_some(1))
+            else {
                 return Err(fail(
                     op,
                     format!(
@@ -139,7 +151,7 @@ fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(),
             Diagnostic::remark(
                 loc(op),
                 format!(
-                    "chunks(auto) -> chunks({best}) for @{}: the finest count of whole {tile}-row tiles (a reduce-scatter's owners start on a chunk as soon as its partials are in)",
+                    "chunks(auto) -> chunks({best}) for @{}: the finest count whose chunks hold at least {MIN_REDUCE_CHUNK_TILES} whole {tile}-row tiles (one swizzle group)",
                     partial.name
                 ),
             )

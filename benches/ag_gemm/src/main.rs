@@ -7,8 +7,10 @@
 //! * **check**: fresh random bf16 A shards and B on every rank, C poisoned
 //!   with NaN, one fused launch, then C compared in fp32 with cuBLAS on the
 //!   gathered A: relative error ||C - ref|| / ||ref||, and no NaN;
-//! * **time**: warm-up launches, then the median over launches of the
-//!   slowest rank's event time.
+//! * **time**: warm-up launches, then samples of 10 launches back to back
+//!   between CUDA events on every rank (host launch costs overlap the GPU,
+//!   as in a model step); the result is the median over samples of the
+//!   slowest rank's time per launch. Baselines are timed the same way.
 //!
 //! Per shape it also times, in the same run, cuBLAS and the local Triton GEMM
 //! on pre-gathered A and the copy-engine all-gather alone. Results are JSON.
@@ -235,48 +237,119 @@ fn cuda(call: &str, code: cu::CUresult) -> Result<()> {
     Ok(())
 }
 
-/// Median time of `f` on `rank`'s compute stream, by CUDA events.
+/// CUDA events on every rank's compute stream, for timing.
+struct RankEvents {
+    /// `(start, end)` per rank.
+    events: Vec<(cu::CUevent, cu::CUevent)>,
+}
+
+impl RankEvents {
+    fn new(node: &Node, ranks: usize) -> Result<RankEvents> {
+        let mut events = Vec::new();
+        for rank in 0..ranks {
+            node.context(rank).bind_to_thread()?;
+            let (mut start, mut end) = (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: plain driver calls on this rank's current context.
+            unsafe {
+                cuda("cuEventCreate", cu::cuEventCreate(&mut start, 0))?;
+                cuda("cuEventCreate", cu::cuEventCreate(&mut end, 0))?;
+            }
+            events.push((start, end));
+        }
+        Ok(RankEvents { events })
+    }
+
+    fn record(&self, node: &Node, end: bool) -> Result<()> {
+        for (rank, (s, e)) in self.events.iter().enumerate() {
+            node.context(rank).bind_to_thread()?;
+            let event = if end { *e } else { *s };
+            // SAFETY: the event belongs to this rank's context.
+            unsafe {
+                cuda(
+                    "cuEventRecord",
+                    cu::cuEventRecord(event, node.compute_stream(rank)),
+                )?
+            };
+        }
+        Ok(())
+    }
+
+    /// The slowest rank's time between the two records.
+    fn slowest_ms(&self, node: &Node) -> Result<f64> {
+        let mut slowest = 0.0f64;
+        for (rank, (s, e)) in self.events.iter().enumerate() {
+            node.context(rank).bind_to_thread()?;
+            let mut ms = 0.0f32;
+            // SAFETY: both events were recorded on this rank's stream.
+            unsafe {
+                cuda("cuEventSynchronize", cu::cuEventSynchronize(*e))?;
+                cuda("cuEventElapsedTime", cu::cuEventElapsedTime_v2(&mut ms, *s, *e))?;
+            }
+            slowest = slowest.max(ms as f64);
+        }
+        Ok(slowest)
+    }
+}
+
+impl Drop for RankEvents {
+    fn drop(&mut self) {
+        for (s, e) in &self.events {
+            // SAFETY: created by cuEventCreate, destroyed once.
+            unsafe {
+                cu::cuEventDestroy_v2(*s);
+                cu::cuEventDestroy_v2(*e);
+            }
+        }
+    }
+}
+
+/// Times `op` (one operation on the first `ranks` ranks, enqueued without
+/// waiting): `warmup` operations, then `samples` samples of `PER_SAMPLE`
+/// operations back to back between events on every rank's compute stream,
+/// so that host launch costs overlap the GPU work as in a real model step.
+/// Returns the per-operation times of the samples (slowest rank); `sync`
+/// waits for the operations (and reports device-side errors).
+fn time_ops(
+    node: &mut Node,
+    ranks: usize,
+    op: &mut dyn FnMut(&mut Node) -> Result<()>,
+    sync: &dyn Fn(&Node) -> Result<()>,
+    warmup: usize,
+    samples: usize,
+) -> Result<Vec<f64>> {
+    let events = RankEvents::new(node, ranks)?;
+    for _ in 0..warmup {
+        op(node)?;
+    }
+    sync(node)?;
+    let mut times = Vec::new();
+    for _ in 0..samples {
+        events.record(node, false)?;
+        for _ in 0..PER_SAMPLE {
+            op(node)?;
+        }
+        events.record(node, true)?;
+        sync(node)?;
+        times.push(events.slowest_ms(node)? / PER_SAMPLE as f64);
+    }
+    Ok(times)
+}
+
+/// Operations per timing sample (see [`time_ops`]).
+const PER_SAMPLE: usize = 10;
+
+/// Median per-call time of `f` (work enqueued on `rank`'s compute stream).
 fn event_time(
-    node: &Node,
+    node: &mut Node,
     rank: usize,
-    f: impl Fn() -> Result<()>,
+    f: impl Fn(&Node) -> Result<()>,
     warmup: usize,
     iters: usize,
 ) -> Result<f64> {
-    let stream = node.compute_stream(rank);
     node.context(rank).bind_to_thread()?;
-    let (mut start, mut end) = (std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: plain driver calls on this rank's current context and stream.
-    unsafe {
-        cuda("cuEventCreate", cu::cuEventCreate(&mut start, 0))?;
-        cuda("cuEventCreate", cu::cuEventCreate(&mut end, 0))?;
-    }
-    let timed = || -> Result<Vec<f64>> {
-        let mut times = Vec::new();
-        for i in 0..warmup + iters {
-            unsafe { cuda("cuEventRecord", cu::cuEventRecord(start, stream))? };
-            f()?;
-            let mut ms = 0.0f32;
-            unsafe {
-                cuda("cuEventRecord", cu::cuEventRecord(end, stream))?;
-                cuda("cuEventSynchronize", cu::cuEventSynchronize(end))?;
-                cuda(
-                    "cuEventElapsedTime",
-                    cu::cuEventElapsedTime_v2(&mut ms, start, end),
-                )?;
-            }
-            if i >= warmup {
-                times.push(ms as f64);
-            }
-        }
-        Ok(times)
-    };
-    let times = timed();
-    unsafe {
-        cu::cuEventDestroy_v2(start);
-        cu::cuEventDestroy_v2(end);
-    }
-    Ok(median(&times?))
+    let sync = |nd: &Node| -> Result<()> { Ok(nd.synchronize(rank)?) };
+    let times = time_ops(node, rank + 1, &mut |nd| f(nd), &sync, warmup, iters)?;
+    Ok(median(&times))
 }
 
 struct Problem {
@@ -498,14 +571,14 @@ fn run_variant(
     let ok = !nan && worst.is_finite() && worst < 2e-2;
     let mut all = Vec::new();
     if !cli.check_only && ok {
-        for i in 0..cli.warmup + cli.iters {
-            node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
-            node.wait(Duration::from_secs(60))?;
-            let ms = node.elapsed_ms()?.into_iter().fold(0.0f32, f32::max) as f64;
-            if i >= cli.warmup {
-                all.push(ms);
-            }
-        }
+        all = time_ops(
+            node,
+            world,
+            &mut |nd| Ok(nd.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?),
+            &|nd| Ok(nd.wait(Duration::from_secs(60))?),
+            cli.warmup,
+            cli.iters,
+        )?;
     }
     Ok(VariantResult {
         name: dir_name(dir),
@@ -642,7 +715,7 @@ fn main() -> Result<()> {
         let cublas_ms = event_time(
             nd,
             0,
-            || {
+            |nd: &Node| {
                 handles[0].gemm(
                     nd.ptr(0, &p.a),
                     nd.ptr(0, &p.b),
@@ -660,7 +733,7 @@ fn main() -> Result<()> {
         let copy_ms = event_time(
             nd,
             0,
-            || {
+            |nd: &Node| {
                 for peer in 1..world {
                     let src = nd.ptr(peer, &p.a) + (peer * block_bytes) as u64;
                     let dst = nd.ptr(0, &p.a) + (peer * block_bytes) as u64;

@@ -10,15 +10,15 @@
 //!   from every rank's inputs); a second launch on the same inputs must give
 //!   the same bits (the sum is in rank order). A local (unfused) variant is
 //!   checked against its own partial.
-//! * **time**: as for all-gather: warm-up, then the median of the slowest
-//!   rank's event time per launch.
+//! * **time**: as for all-gather (samples of launches back to back, median
+//!   of the slowest rank's time per launch).
 //!
 //! Per shape it also times cuBLAS's local GEMM and the peer copies of what
 //! each rank sends in a reduce-scatter ((W - 1) blocks of M/W rows).
 
 use super::{
     Cli, Cublas, GemmArgs, ShapeResult, Variant, VariantResult, compare, cuda, dir_name,
-    event_time, find_manifest, grid, median, random_bf16, user_args,
+    event_time, find_manifest, grid, median, random_bf16, time_ops, user_args,
 };
 use anyhow::Result;
 use cudarc::driver::sys as cu;
@@ -151,7 +151,7 @@ pub(crate) fn run_shape(
     let cublas_ms = event_time(
         node,
         0,
-        || {
+        |node: &Node| {
             cublas[0].gemm(
                 node.ptr(0, &p.a),
                 node.ptr(0, &p.b),
@@ -170,7 +170,7 @@ pub(crate) fn run_shape(
     let comm_ms = event_time(
         node,
         0,
-        || {
+        |node: &Node| {
             for peer in 1..world {
                 let src = node.ptr(peer, &p.p) + (peer * block_bytes) as u64;
                 let dst = node.ptr(0, &p.p) + (peer * block_bytes) as u64;
@@ -279,14 +279,14 @@ fn run_variant(
     };
     let mut all = Vec::new();
     if !cli.check_only && ok {
-        for i in 0..cli.warmup + cli.iters {
-            node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
-            node.wait(Duration::from_secs(60))?;
-            let ms = node.elapsed_ms()?.into_iter().fold(0.0f32, f32::max) as f64;
-            if i >= cli.warmup {
-                all.push(ms);
-            }
-        }
+        all = time_ops(
+            node,
+            world,
+            &mut |nd| Ok(nd.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?),
+            &|nd| Ok(nd.wait(Duration::from_secs(60))?),
+            cli.warmup,
+            cli.iters,
+        )?;
     }
     Ok(VariantResult {
         name: dir_name(dir),
