@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs] [--rs-mode push|pull] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs|ar] [--rs-mode push|pull] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -18,7 +18,8 @@
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
 # --rs-mode pull builds chunk-fuse-reductions{mode=pull} instead of push
-# (directories <style>_pull_c<n>).
+# (directories <style>_pull_c<n>). --op ar builds GEMM + one-shot
+# all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -59,11 +60,19 @@ while [ $# -gt 0 ]; do
 done
 case $OP in
   ag) ;;
+  ar)
+    # One-shot all-reduce at decode size: every tile waits for the peer's
+    # same chunk, so a row of tiles runs together (GROUP_M = 1).
+    BACKEND=ldst
+    GROUP_M=1
+    AUTO=0
+    [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192"
+    ;;
   rs)
     BACKEND=ldst
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
-  *) echo "build.sh: --op is ag or rs, not $OP" >&2; exit 2 ;;
+  *) echo "build.sh: --op is ag, rs or ar, not $OP" >&2; exit 2 ;;
 esac
 # The backend as the results name it.
 LABEL=$BACKEND
@@ -106,7 +115,7 @@ for shape in $SHAPES; do
   IFS=, read -r BM BN BK WARPS <<<"$tiles"
   IFS=, read -r M K N <<<"$shape"
   dir="$OUT/${M}x${K}x${N}_w${WORLD}"
-  [ "$OP" = rs ] && dir="$OUT/rs_${M}x${K}x${N}_w${WORLD}"
+  [ "$OP" != ag ] && dir="$OUT/${OP}_${M}x${K}x${N}_w${WORLD}"
   mkdir -p "$dir"
   counts=""
   for c in $CHUNKS; do counts="$counts $c"; done
@@ -121,7 +130,16 @@ for shape in $SHAPES; do
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
-      if [ "$OP" = rs ]; then
+      if [ "$OP" = ar ]; then
+        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+chunk.plan @gemm_ar world_size($WORLD) {
+  chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
+  chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16>
+  chunk.produce @tiles @P dim(0) tile($BM) index("pid_m")
+  chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm(one_shot)
+}
+PLAN
+      elif [ "$OP" = rs ]; then
         cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
 chunk.plan @gemm_rs world_size($WORLD) {
   chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)

@@ -9,6 +9,8 @@
 #              then the watchdog test
 #   bench      the all-gather benchmark (build/bench/full) + PyTorch baselines
 #   bench-rs   the reduce-scatter benchmark (build/bench/full-rs) + PyTorch
+#              (reduce-scatter and all-reduce baselines)
+#   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar)
 #   tune       local/fused timing of build/bench/tune/*
 #
 # Stages run in the order given, each under a time limit; results go to
@@ -48,6 +50,9 @@ for stage in "$@"; do
       run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 15
       run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
       ;;
+    bench-ar)
+      run bench-ar "$OUT/synco_ar.log" $BENCH --variants build/bench/full-ar --out "$OUT/synco_ar.json" --iters 15
+      ;;
     tune)
       for cfg in build/bench/tune/*; do
         run "tune $(basename "$cfg")" "$OUT/tune_$(basename "$cfg").log" \
@@ -55,7 +60,7 @@ for stage in "$@"; do
       done
       ;;
     *)
-      echo "usage: $0 check|bench|bench-rs|tune..." >&2
+      echo "usage: $0 check|bench|bench-rs|bench-ar|tune..." >&2
       exit 2
       ;;
   esac

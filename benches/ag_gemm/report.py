@@ -1,8 +1,10 @@
 """Merges the benchmark outputs into <prefix>.json, a markdown table
 (<prefix>.md) and a plot (<prefix>.png); prefix `results` for all-gather +
-GEMM, `results_rs` for GEMM + reduce-scatter (--op rs).
+GEMM, `results_rs` for GEMM + reduce-scatter (--op rs), `results_ar` for
+GEMM + one-shot all-reduce (--op ar; baseline: GEMM then NCCL all-reduce,
+from the reduce-scatter run's PyTorch rows).
 
-  python3 report.py [--op ag|rs] --synco synco.json --torch torch.json \
+  python3 report.py [--op ag|rs|ar] --synco synco.json --torch torch.json \
       --machine gpus.txt --commit HASH --out-dir DIR
 
 Definitions (all times measured in the same run):
@@ -25,13 +27,20 @@ def main():
     ap.add_argument("--machine", default=None)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--op", choices=["ag", "rs"], default="ag")
+    ap.add_argument("--op", choices=["ag", "rs", "ar"], default="ag")
     args = ap.parse_args()
     synco = [s for s in json.load(open(args.synco)) if s.get("op", "ag") == args.op]
     torch_data = json.load(open(args.torch))
-    torch_rows = {(r["m"], r["k"], r["n"]): r for r in torch_data["results"] if r.get("op", "ag") == args.op}
-    prefix = "results" if args.op == "ag" else "results_rs"
-    title = "All-gather + GEMM" if args.op == "ag" else "GEMM + reduce-scatter"
+    # The all-reduce baseline (GEMM then NCCL all-reduce) is in the
+    # reduce-scatter run's rows.
+    torch_op = "rs" if args.op == "ar" else args.op
+    torch_rows = {(r["m"], r["k"], r["n"]): r for r in torch_data["results"] if r.get("op", "ag") == torch_op}
+    if args.op == "ar":
+        for r in torch_rows.values():
+            r["torch_b2b_ms"] = r.get("torch_b2b_allreduce_ms")
+            r.pop("torch_async_tp_ms", None)
+    prefix = {"ag": "results", "rs": "results_rs", "ar": "results_ar"}[args.op]
+    title = {"ag": "All-gather + GEMM", "rs": "GEMM + reduce-scatter", "ar": "GEMM + all-reduce (one-shot)"}[args.op]
     rows = []
     for shape in synco:
         key = (shape["m"], shape["k"], shape["n"])
@@ -109,11 +118,11 @@ def main():
                       f"faster than both PyTorch baselines on {beats} of {len(rs)}."]
     lines += ["", "Machine:", "```", machine.strip(), "```",
               f"PyTorch {torch_data.get('torch')}, NCCL {torch_data.get('nccl')}."]
-    if args.op == "rs":
+    if args.op in ("rs", "ar"):
         det = all(r["deterministic"] for r in rows)
         lines += ["", f"Deterministic (second launch on the same inputs, same bits) on every checked variant: {det}."]
         ar = [r for r in rows if r["m"] == 1024 and r.get("torch_b2b_allreduce_ms")]
-        if ar:
+        if ar and args.op == "rs":
             lines += ["", "PyTorch GEMM then NCCL all-reduce at M = 1024 (ms, for the all-reduce target): "
                       + ", ".join(f"{r['m']}x{r['k']}x{r['n_local']}: {r['torch_b2b_allreduce_ms']:.3f}" for r in ar)]
     open(f"{args.out_dir}/{prefix}.md", "w").write("\n".join(lines) + "\n")

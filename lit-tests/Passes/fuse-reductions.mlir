@@ -136,7 +136,7 @@ module {
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend 'copy_engine' is not implemented for reductions}}
+    // expected-error @below {{chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend 'copy_engine' is not implemented for reductions}}
     chunk.reduce_scatter @P into @C dim(0) chunks(2)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
@@ -166,14 +166,154 @@ module {
 
 // -----
 
-// All-reduce is not fused yet.
+// A one-shot all-reduce (2 ranks): every tile, in the kernel's own order,
+// waits for the peer's acknowledgement of the previous epoch, pushes its
+// partial into the peer's @P, arrives, waits for the peer's partials of its
+// chunk (pushed into this rank's @P), adds them in rank order and stores
+// the sum into @C, then acknowledges. Arrival counters 0..4, then
+// acknowledgements 4..8.
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
+// CHECK:      %[[T:.*]] = arith.addi %{{.*}}, %{{.*}} {synco.tile_index = "P"}
+// CHECK:      %[[PTRS:.*]] = "tt.addptr"(%{{.*}}, %{{.*}}) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>)
+// CHECK:      %[[V:.*]] = arith.truncf
+// CHECK:      %[[CHUNK:.*]] = arith.divsi
+// CHECK:      %[[ARRIVAL:.*]] = arith.addi %[[CHUNK]], %{{.*}} : i32
+// CHECK:      %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: %[[ACK:.*]] = arith.addi %[[CHUNK]], %[[C4]] : i32
+// CHECK:      %[[PEER:.*]] = arith.subi %{{.*}}, %[[RANK]] : i32
+// CHECK-NEXT: %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %[[PEER]] : !tt.ptr<i32>
+// CHECK:      %[[PREV:.*]] = arith.subi %[[EPOCH]], %{{.*}} : i32
+// CHECK-NEXT: chunk.wait %[[FLAGS]][%[[ACK]]], %[[PREV]] count(2) : !tt.ptr<i32>
+// CHECK-NEXT: %[[REMOTE:.*]] = chunk.peer_ptr %[[PTRS]], %[[PEER]] : tensor<128x64x!tt.ptr<bf16>>
+// CHECK-NEXT: "tt.store"(%[[REMOTE]], %[[V]])
+// CHECK-NEXT: chunk.arrive %[[PF]][%[[ARRIVAL]]] : !tt.ptr<i32>
+// CHECK-NEXT: chunk.wait %[[FLAGS]][%[[ARRIVAL]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
+// CHECK:      %[[THEIRS:.*]] = "tt.load"(%[[PTRS]]
+// CHECK:      %[[X0:.*]] = arith.select %[[FIRST:.*]], %[[V]], %[[THEIRS]]
+// CHECK:      %[[X1:.*]] = arith.select %[[FIRST]], %[[THEIRS]], %[[V]]
+// CHECK:      %[[SUM:.*]] = arith.addf
+// CHECK:      "tt.store"(%{{.*}}, %{{.*}})
+// CHECK-NEXT: chunk.arrive %[[PF]][%[[ACK]]] : !tt.ptr<i32>
+// CHECK-NEXT: "tt.return"
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index keeps the kernel's order (the same on every rank)}}
+    // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the peer and adds the peer's, in rank order, after 2 arrivals per chunk (counters 0..8)}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Two-shot all-reduce is not fused yet.
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: only reduce-scatter is fused so far; this transfer belongs to 'all_reduce_C'}}
+    // expected-error @below {{chunk-fuse-reductions: a two-shot all-reduce is not fused yet ('all_reduce_C_rs'); use algorithm(one_shot)}}
+    chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// A one-shot all-reduce chunk whose tiles cannot all wait at once.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x8320xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x8320xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    // expected-error @below {{chunk-fuse-reductions: all-reduce chunks of 512 rows hold 520 tiles, more than the 128 that can wait for the peer at once: the kernel would deadlock; use chunks of 128 rows}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// One-shot all-reduce stages the peer's partial in @P: 2 ranks only.
+module {
+  chunk.plan @p world_size(4) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    // expected-error @below {{chunk-fuse-reductions: a one-shot all-reduce stages the peer's partial in @P itself, which holds one peer's: world_size 2 only so far, not 4}}
     chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({

@@ -1,5 +1,9 @@
-//! `chunk-fuse-reductions`: fuse a reduce-scatter into the GEMM tiles that
-//! produce its partials.
+//! `chunk-fuse-reductions`: fuse a reduce-scatter, or a one-shot
+//! all-reduce, into the GEMM tiles that produce its partials.
+//!
+//! (The one-shot all-reduce, 2 ranks, is [`fuse_all_reduce`]: every tile
+//! pushes its partial to the peer and adds the peer's, in the kernel's own
+//! order on both ranks. The rest of this comment is the reduce-scatter.)
 //!
 //! Input: a plan whose `chunk.reduce_scatter @P into @C ... backend(ldst)`
 //! was expanded into reducing transfers that wait for
@@ -47,7 +51,7 @@
 //! in. Own rows of `@P` are never written. `@C` is a kernel argument: the
 //! user's if `@C` is bound, else the ABI's `synco_buffer_C`.
 //!
-//! Options: `mode=push|pull` (see above).
+//! Options: `mode=push|pull` (see above; reduce-scatter only).
 //! Preconditions: collectives expanded (reduce-scatter with backend
 //! `ldst`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
 //! stores `@P` once per tile, a 2D tile of `T` rows, at the addresses of a
@@ -60,7 +64,10 @@
 
 use crate::{
     abi::{AbiArgs, buffer_arg},
-    plan::{FlagKind, FlagRange, Plan, bound_kernel, fail, flag_layout, internal, loc, plans},
+    plan::{
+        FlagKind, FlagRange, Plan, ReductionKind, bound_kernel, fail, flag_layout, internal, loc,
+        plans, reduction_kind,
+    },
     tiles::{TILE_INDEX_ATTR, kernel_arg, stores_of},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
@@ -68,7 +75,7 @@ use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-fuse-reductions",
-    description: "Fuse reduce-scatter transfers into the kernel tiles that produce the partials (SM pull, reduction in the tile epilogue)",
+    description: "Fuse reduce-scatter and one-shot all-reduce transfers into the kernel tiles that produce the partials (SM stores and loads, reduction in the tile epilogue)",
     anchor: "builtin.module",
     options: &[synco_chunk::PassOption {
         name: "mode",
@@ -128,16 +135,19 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     Ok(())
 }
 
-/// Only reduce-scatter on the SM backend is fused so far.
+/// Reduce-scatter and one-shot all-reduce, on the SM backend.
 fn check_fusable(t: Op) -> Result<(), PassFailed> {
     let group = ir::str_attr(t, "group").unwrap_or_default();
-    if !group.starts_with("reduce_scatter") {
+    if group.ends_with("_rs") || group.ends_with("_ag") {
         return Err(fail(
             t,
             format!(
-                "chunk-fuse-reductions: only reduce-scatter is fused so far; this transfer belongs to '{group}'"
+                "chunk-fuse-reductions: a two-shot all-reduce is not fused yet ('{group}'); use algorithm(one_shot)"
             ),
         ));
+    }
+    if !group.starts_with("reduce_scatter") && !group.starts_with("all_reduce") {
+        return Err(internal(t, "a reducing transfer of no known collective"));
     }
     let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
     let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
@@ -146,7 +156,7 @@ fn check_fusable(t: Op) -> Result<(), PassFailed> {
         return Err(fail(
             t,
             format!(
-                "chunk-fuse-reductions: a reduce-scatter fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend '{}' is not implemented for reductions",
+                "chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend '{}' is not implemented for reductions",
                 backend.map_or("?", |b| b.keyword())
             ),
         ));
@@ -199,12 +209,23 @@ fn fuse(
         .buffer(&out_name)
         .ok_or_else(|| internal(transfer, "a destination that is not in the plan"))?;
     let block = m / w;
-    if out.shape != [block, n] || out.element != partial.element {
+    let all_reduce = reduction_kind(plan, name) == Some(ReductionKind::AllReduce);
+    let out_rows = if all_reduce { m } else { block };
+    if out.shape != [out_rows, n] || out.element != partial.element {
         return Err(fail(
             transfer,
             format!(
-                "chunk-fuse-reductions: @{out_name} must be a {block}x{n}x{} block of @{name}",
-                partial.element
+                "chunk-fuse-reductions: @{out_name} must be {out_rows}x{n}x{}, like {} @{name}",
+                partial.element,
+                if all_reduce { "" } else { "a block of" }
+            ),
+        ));
+    }
+    if all_reduce && w != 2 {
+        return Err(fail(
+            transfer,
+            format!(
+                "chunk-fuse-reductions: a one-shot all-reduce stages the peer's partial in @{name} itself, which holds one peer's: world_size 2 only so far, not {w}"
             ),
         ));
     }
@@ -279,6 +300,24 @@ fn fuse(
     let element = ir::tensor_element(ir::type_of(value))
         .ok_or_else(|| internal(store, "a tensor without an element type"))?;
 
+    if all_reduce {
+        return fuse_all_reduce(AllReduceSite {
+            abi,
+            produce,
+            name,
+            out_name: &out_name,
+            marked,
+            store,
+            p_arg,
+            out_ptr,
+            element,
+            element_bytes,
+            tile,
+            range,
+            tiles_per_chunk,
+            world_size: w,
+        });
+    }
     let b = Builder::before(store).with_loc(ir::location_of(produce));
     let count = |c: i64| ir::int_attr_of(ir::i64_type(b.ctx), c);
     let t = ir::result(marked, 0);
@@ -436,4 +475,143 @@ fn block_shift(
     let blocks = b.to_i64(b.subi(to, from));
     let elems = b.muli(blocks, b.const_i64(block_elems));
     b.addptr(ptrs, b.splat(elems, shape))
+}
+
+/// What [`fuse_all_reduce`] needs of the plan and the kernel's store.
+struct AllReduceSite<'a> {
+    abi: AbiArgs,
+    produce: Op,
+    name: &'a str,
+    out_name: &'a str,
+    marked: Op,
+    store: Op,
+    p_arg: Value,
+    out_ptr: Value,
+    element: ir::Type,
+    element_bytes: i64,
+    tile: i64,
+    range: &'a FlagRange,
+    tiles_per_chunk: i64,
+    world_size: i64,
+}
+
+/// Most tiles one all-reduce chunk may have: every tile of a chunk waits
+/// for the peers' same chunk, so they must all be resident at once (one
+/// program per SM on 132 SMs, with some room).
+const MAX_ALL_REDUCE_CHUNK_TILES: i64 = 128;
+
+/// One-shot all-reduce, every tile (same order on every rank, 2 ranks; the
+/// peer's partial is staged in this rank's `@P`, which the rank itself
+/// never writes):
+///
+/// ```mlir
+/// chunk.wait %flags[W*n + g], %epoch - 1 count(n)    // peer consumed my last push
+/// tt.store peer_ptr(%ptrs, peer), %v                 // push my partial
+/// chunk.arrive peer_ptr(%flags, peer)[g]
+/// chunk.wait %flags[g], %epoch count(n)              // the peer's pushes of chunk g
+/// tt.store %c_ptrs, truncf(x_0 + x_1)                 // rank order, f32
+/// chunk.arrive peer_ptr(%flags, peer)[W*n + g]       // consumed
+/// ```
+fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
+    let AllReduceSite {
+        abi,
+        produce,
+        name,
+        out_name,
+        marked,
+        store,
+        p_arg,
+        out_ptr,
+        element,
+        element_bytes,
+        tile,
+        range,
+        tiles_per_chunk,
+        world_size,
+    } = site;
+    if tiles_per_chunk > MAX_ALL_REDUCE_CHUNK_TILES {
+        return Err(fail(
+            produce,
+            format!(
+                "chunk-fuse-reductions: all-reduce chunks of {} rows hold {tiles_per_chunk} tiles, more than the {MAX_ALL_REDUCE_CHUNK_TILES} that can wait for the peer at once: the kernel would deadlock; use chunks of {tile} rows",
+                range.rows_per_chunk
+            ),
+        ));
+    }
+    let operands = ir::operands(store);
+    let (ptrs, value) = (operands[0], operands[1]);
+    let mask = operands.get(2).copied();
+    let shape = ir::tensor_shape(ir::type_of(value)).unwrap_or_default();
+    let b = Builder::before(store).with_loc(ir::location_of(produce));
+    let count = |c: i64| ir::int_attr_of(ir::i64_type(b.ctx), c);
+    let chunks = range.chunks_per_rank * world_size;
+    let t = ir::result(marked, 0);
+    let chunk = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(range.rows_per_chunk));
+    let arrival = b.addi(chunk, b.const_i32(range.base));
+    let ack = b.addi(chunk, b.const_i32(range.base + chunks));
+    let peer = b.subi(b.const_i32(1), abi.rank);
+    let peer_flags = ir::result(
+        b.op("chunk.peer_ptr", &[abi.flags, peer], &[ir::type_of(abi.flags)], &[]),
+        0,
+    );
+    // Push this rank's partial into the peer's @P, once the peer has read
+    // the previous epoch's.
+    let previous = b.subi(abi.epoch, b.const_i32(1));
+    b.op(
+        "chunk.wait",
+        &[abi.flags, ack, previous],
+        &[],
+        &[("count", count(tiles_per_chunk))],
+    );
+    let remote = ir::result(
+        b.op("chunk.peer_ptr", &[ptrs, peer], &[ir::type_of(ptrs)], &[]),
+        0,
+    );
+    match mask {
+        Some(m) => b.store_masked(remote, value, m),
+        None => b.store(remote, value),
+    };
+    b.op("chunk.arrive", &[peer_flags, arrival], &[], &[]);
+    // The peer's partial of this chunk, pushed into this rank's @P.
+    b.op(
+        "chunk.wait",
+        &[abi.flags, arrival, abi.epoch],
+        &[],
+        &[("count", count(tiles_per_chunk))],
+    );
+    let zeros = b.zeros(ir::type_of(value));
+    let theirs = match mask {
+        Some(m) => b.load_masked(ptrs, m, zeros),
+        None => b.load_masked(ptrs, b.splat(b.const_bool(true), &shape), zeros),
+    };
+    // Rank order: rank 0's partial first on both ranks, so both get the
+    // same bits.
+    let f32t = ir::parse_type(b.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
+    let first = b.splat(b.cmpi(Cmp::Eq, abi.rank, b.const_i32(0)), &shape);
+    let x0 = b.convert_float(b.select(first, value, theirs), f32t);
+    let x1 = b.convert_float(b.select(first, theirs, value), f32t);
+    let sum = b.convert_float(b.addf(x0, x1), element);
+    // @C has @P's shape: the same rows, another buffer.
+    let between = b.divsi(
+        b.subi(b.ptr_to_int(out_ptr), b.ptr_to_int(p_arg)),
+        b.const_i64(element_bytes),
+    );
+    b.assume_multiple_of(between, 16);
+    let out_ptrs = b.addptr(ptrs, b.splat(between, &shape));
+    match mask {
+        Some(m) => b.store_masked(out_ptrs, sum, m),
+        None => b.store(out_ptrs, sum),
+    };
+    b.op("chunk.arrive", &[peer_flags, ack], &[], &[]);
+    ir::erase(store);
+    Diagnostic::remark(
+        loc(produce),
+        format!(
+            "tiles of @{name} all-reduce into @{out_name}: every tile pushes its partial to the peer and adds the peer's, in rank order, after {tiles_per_chunk} arrivals per chunk (counters {}..{})",
+            range.base,
+            range.base + range.count(world_size)
+        ),
+    )
+    .emit();
+    Ok(())
 }

@@ -217,6 +217,9 @@ pub enum FlagKind {
 #[derive(Clone, Debug)]
 pub struct FlagRange {
     pub kind: FlagKind,
+    /// Flags per chunk: 1, or 2 for a one-shot all-reduce (arrivals, then
+    /// acknowledgements, each a range of `W * chunks_per_rank`).
+    pub counters_per_chunk: i64,
     pub buffer: String,
     /// The dimension chunks split.
     pub dim: usize,
@@ -228,7 +231,7 @@ pub struct FlagRange {
 
 impl FlagRange {
     pub fn count(&self, world_size: i64) -> i64 {
-        self.chunks_per_rank * world_size
+        self.chunks_per_rank * world_size * self.counters_per_chunk
     }
 }
 
@@ -276,6 +279,7 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         }
         let range = FlagRange {
             kind: FlagKind::Arrival,
+            counters_per_chunk: 1,
             buffer: name,
             dim,
             rows_per_chunk,
@@ -312,8 +316,13 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
                 format!("chunks of @{name} do not split its per-rank blocks evenly"),
             ));
         }
+        let counters_per_chunk = match reduction_kind(plan, &name) {
+            Some(ReductionKind::AllReduce) => 2,
+            _ => 1,
+        };
         let range = FlagRange {
             kind: FlagKind::Reduction,
+            counters_per_chunk,
             buffer: name,
             dim,
             rows_per_chunk,
@@ -324,6 +333,34 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         out.push(range);
     }
     Ok(out)
+}
+
+/// The collective that reduces a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReductionKind {
+    ReduceScatter,
+    /// A one-shot all-reduce (every rank reduces every rank's partial).
+    AllReduce,
+    /// A two-shot all-reduce (reduce-scatter, then all-gather).
+    AllReduceTwoShot,
+}
+
+/// What reduces `buffer`, from the group of its reducing transfers.
+pub fn reduction_kind(plan: &Plan, buffer: &str) -> Option<ReductionKind> {
+    let t = plan.ops_named("chunk.transfer").into_iter().find(|t| {
+        ir::attr(*t, "reduce").is_some()
+            && ir::attr(*t, "src")
+                .and_then(region_parts)
+                .is_some_and(|(b, _, _)| b == buffer)
+    })?;
+    let group = ir::str_attr(t, "group").unwrap_or_default();
+    Some(if group.starts_with("reduce_scatter") {
+        ReductionKind::ReduceScatter
+    } else if group.ends_with("_rs") {
+        ReductionKind::AllReduceTwoShot
+    } else {
+        ReductionKind::AllReduce
+    })
 }
 
 /// Buffers that reducing transfers read: the partials of a reduce-scatter

@@ -38,6 +38,11 @@ pub static PIPELINES: &[(&str, &str, &str)] = &[
         "Fuse a reduce-scatter plan into the GEMM kernel that produces its partials, down to plain TTIR",
         FUSE,
     ),
+    (
+        "synco-gemm-ar",
+        "Fuse a one-shot all-reduce plan into the GEMM kernel that produces its partials, down to plain TTIR",
+        FUSE,
+    ),
 ];
 
 /// Registers every upstream MLIR pass, every pass in [`PASSES`] and every

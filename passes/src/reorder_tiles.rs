@@ -33,6 +33,10 @@
 //! sequence) and one more window. The tile index is found from the
 //! kernel's stores of `@P`.
 //!
+//! Producers of a one-shot all-reduce's partial keep the kernel's order:
+//! every rank waits for the same tiles of its peers, so all ranks must run
+//! them in the same order.
+//!
 //! The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
 //! `chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
 //! was done.
@@ -45,7 +49,10 @@
 //! has a marked tile index.
 
 use crate::{
-    plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
+    plan::{
+        FlagKind, ReductionKind, bound_kernel, fail, flag_layout, internal, loc, plans,
+        reduction_kind,
+    },
     tiles::{Access, TILE_INDEX_ATTR, find_tile_index},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
@@ -116,6 +123,13 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 // Consumers start at their own block.
                 Access::Load => Order::Rotate { first_block: 0 },
                 // Producers of partials: own chunks after the peers'.
+                // A one-shot all-reduce: every rank waits for the same
+                // tiles of every peer, so all ranks keep the kernel's order.
+                Access::Store
+                    if reduction_kind(&plan, &name) == Some(ReductionKind::AllReduce) =>
+                {
+                    Order::Identity
+                }
                 Access::Store => {
                     let chunks_per_rank = flag_layout(&plan)?
                         .iter()
@@ -151,6 +165,8 @@ fn program_id(value: Value) -> Option<(Op, i64)> {
 enum Order {
     /// Blocks in rank order from block `rank + first_block`.
     Rotate { first_block: i64 },
+    /// The kernel's own order (only marked).
+    Identity,
     /// Peers' chunks and own chunks interleaved (see the module doc).
     Interleave {
         world_size: i64,
@@ -169,6 +185,7 @@ impl Order {
             Order::Rotate { .. } => {
                 format!("{start} at the next rank's block (this rank's block last)")
             }
+            Order::Identity => "keeps the kernel's order (the same on every rank)".into(),
             Order::Interleave {
                 chunks_per_rank, ..
             } => format!(
@@ -181,6 +198,12 @@ impl Order {
     fn build(self, b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
         match self {
             Order::Rotate { first_block } => rotate(b, t, rank, first_block, per_rank, all),
+            Order::Identity => {
+                // A no-op the later passes can find by its mark
+                // (canonicalize folds it away).
+                let same = b.addi(t, b.const_i32(0));
+                ir::defining_op(same).expect("an op result")
+            }
             Order::Interleave {
                 world_size,
                 chunks_per_rank,

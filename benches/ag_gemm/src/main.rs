@@ -15,8 +15,8 @@
 //! Per shape it also times, in the same run, cuBLAS and the local Triton GEMM
 //! on pre-gathered A and the copy-engine all-gather alone. Results are JSON.
 //!
-//! Shapes whose variants say `"op": "rs"` are GEMM + reduce-scatter
-//! problems instead (see [`rs`]).
+//! Shapes whose variants say `"op": "rs"` (`"ar"`) are GEMM +
+//! reduce-scatter (all-reduce) problems instead (see [`rs`]).
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -63,8 +63,8 @@ struct Cli {
 
 #[derive(Deserialize, Clone)]
 struct Variant {
-    /// `ag` (all-gather + GEMM, the default) or `rs` (GEMM +
-    /// reduce-scatter).
+    /// `ag` (all-gather + GEMM, the default), `rs` (GEMM + reduce-scatter)
+    /// or `ar` (GEMM + one-shot all-reduce).
     #[serde(default = "all_gather")]
     op: String,
     style: String,
@@ -702,7 +702,7 @@ fn main() -> Result<()> {
         }
         let nd = node.as_mut().context("node")?;
         nd.reset_heap();
-        if v0.op == "rs" {
+        if v0.op == "rs" || v0.op == "ar" {
             let shape = rs::run_shape(nd, &handles, &shape_dir, &variant_dirs, &cli, seed)?;
             results.push(shape);
             std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;

@@ -1,4 +1,5 @@
-//! GEMM + reduce-scatter (variants with `"op": "rs"`).
+//! GEMM + reduce-scatter (variants with `"op": "rs"`) and GEMM + all-reduce
+//! (`"op": "ar"`: C is [M, N] on every rank, the whole sum).
 //!
 //! Each rank holds A_r [M, K] and B_r [K, N] (K is the per-rank K) and
 //! computes the partial P_r = A_r @ B_r [M, N]; rank r must end with rows
@@ -45,13 +46,13 @@ struct RsProblem {
 }
 
 impl RsProblem {
-    fn alloc(node: &mut Node, m: usize, k: usize, n: usize) -> Result<RsProblem> {
-        let world = node.world_size();
+    /// `out_rows`: M / W for a reduce-scatter, M for an all-reduce.
+    fn alloc(node: &mut Node, m: usize, k: usize, n: usize, out_rows: usize) -> Result<RsProblem> {
         Ok(RsProblem {
             a: node.alloc(m * k * 2)?,
             b: node.alloc(k * n * 2)?,
             p: node.alloc(m * n * 2)?,
-            c: node.alloc(m / world * n * 2)?,
+            c: node.alloc(out_rows * n * 2)?,
             a_tmp: node.alloc(m * k * 2)?,
             b_tmp: node.alloc(k * n * 2)?,
             reference: node.alloc(m * n * 4)?,
@@ -146,7 +147,8 @@ pub(crate) fn run_shape(
         variant_dirs[0].join("variant.json"),
     )?)?;
     let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
-    let p = RsProblem::alloc(node, m, k, n)?;
+    let all_reduce = v0.op == "ar";
+    let p = RsProblem::alloc(node, m, k, n, if all_reduce { m } else { m / world })?;
     p.prepare(node, cublas, seed)?;
     let cublas_ms = event_time(
         node,
@@ -165,15 +167,17 @@ pub(crate) fn run_shape(
         cli.warmup,
         cli.iters,
     )?;
-    // What each rank sends: its partial of every other rank's block.
-    let block_bytes = m / world * n * 2;
+    // What each rank sends: its partial of every other rank's block, or,
+    // for a one-shot all-reduce, its whole partial to every other rank.
+    let block_bytes = if all_reduce { m * n * 2 } else { m / world * n * 2 };
     let comm_ms = event_time(
         node,
         0,
         |node: &Node| {
             for peer in 1..world {
-                let src = node.ptr(peer, &p.p) + (peer * block_bytes) as u64;
-                let dst = node.ptr(0, &p.p) + (peer * block_bytes) as u64;
+                let at = if all_reduce { 0 } else { (peer * block_bytes) as u64 };
+                let src = node.ptr(peer, &p.p) + at;
+                let dst = node.ptr(0, &p.p) + at;
                 // SAFETY: both ranges lie in symmetric buffers of this size.
                 unsafe {
                     cuda(
@@ -190,7 +194,7 @@ pub(crate) fn run_shape(
     let mut variants = Vec::new();
     for dir in variant_dirs {
         let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
-        let result = run_variant(node, &p, dir, &v, cli)
+        let result = run_variant(node, &p, dir, &v, cli, all_reduce)
             .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
         eprintln!(
             "{:<28} {:<22} ok={} err={:.2e} det={:?} median={:.3} ms {}",
@@ -206,7 +210,7 @@ pub(crate) fn run_shape(
         variants.push(result);
     }
     Ok(ShapeResult {
-        op: "rs".into(),
+        op: v0.op.clone(),
         shape: dir_name(shape_dir),
         m,
         k,
@@ -226,6 +230,7 @@ fn run_variant(
     dir: &Path,
     v: &Variant,
     cli: &Cli,
+    all_reduce: bool,
 ) -> Result<VariantResult> {
     let manifest = find_manifest(dir)?;
     let kernel = FusedKernel::load(node, &manifest)?;
@@ -247,7 +252,9 @@ fn run_variant(
     let mut nan = false;
     let mut first_outputs = Vec::new();
     for rank in 0..world {
-        let (out, reference) = if v.fused {
+        let (out, reference) = if v.fused && all_reduce {
+            (node.read(rank, &p.c)?, node.read(rank, &p.reference)?)
+        } else if v.fused {
             let reference = node.read(rank, &p.reference)?;
             let rows = rank * block * p.n * 4..(rank + 1) * block * p.n * 4;
             (node.read(rank, &p.c)?, reference[rows].to_vec())
