@@ -7,7 +7,10 @@
 #     into generic MLIR, specialised as Triton's JIT would;
 #  3. synco compile fuses the plan into it (synco-ag-gemm pipeline) and takes
 #     it through Triton to sm_90a PTX and a cubin, with the launch manifest
-#     (ABI arguments and the copy-engine schedule) the runtime loads.
+#     (ABI arguments and the copy-engine schedule) the runtime loads;
+#  4. the same GEMM with a reduce-scatter plan (examples/gemm_rs/plan.mlir,
+#     synco-gemm-rs): tiles push partials to their owner and count per
+#     chunk; owners reduce in the tile epilogue.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/target/debug"
@@ -40,3 +43,12 @@ PTX="$OUT/fused/matmul_kernel_grouped.ptx"
 echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spin, $(grep -c 'globaltimer' "$PTX") timeout clock reads"
 echo "kernel parameters (manifest): $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(", ".join(p["name"] for p in m["params"]))' "$OUT/fused/matmul_kernel_grouped.json")"
 echo "copy-engine schedule (manifest): $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print(f["world_size"], "ranks,", f["num_flags"], "chunk flags, copies driven by each rank:", [len(c) for c in f["copies"]])' "$OUT/fused/matmul_kernel_grouped.json")"
+
+echo
+echo "== 4. the same GEMM with a reduce-scatter plan (examples/gemm_rs/plan.mlir) -> synco-gemm-rs -> cubin =="
+"$BIN/synco" compile "$OUT/matmul.mlir" --plan "$ROOT/examples/gemm_rs/plan.mlir" \
+  --pass-pipeline='builtin.module(synco-gemm-rs)' \
+  --emit=cubin --num-warps 8 --num-stages 4 --out-dir "$OUT/fused-rs"
+PTX="$OUT/fused-rs/matmul_kernel_grouped.ptx"
+echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'atom.global.sys.release.add' "$PTX") release/sys counter arrivals, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys counter spins"
+echo "kernel parameters (manifest): $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(", ".join(p["name"] for p in m["params"] if p["role"] == "synco"))' "$OUT/fused-rs/matmul_kernel_grouped.json") (Synco's)"

@@ -1,4 +1,4 @@
-// chunk-lower-transfers, backend ldst (experimental): the fused kernel's
+// chunk-lower-transfers, backend ldst: the fused kernel's
 // first `copy-programs` programs copy the chunks from the peer (vector
 // loads through the heap mapping), count themselves done per chunk
 // (acq_rel/sys add), and the last one publishes the flag (release/sys
@@ -6,13 +6,8 @@
 // program id shifted down.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4 experimental-ldst=true})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4})' \
 // RUN:   | FileCheck %s
-// Without experimental-ldst=true, the backend is refused:
-// RUN: not synco-opt %s --split-input-file -o /dev/null \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers)' 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=GATED
-// GATED: error: chunk-lower-transfers: the ldst backend is experimental
 
 // CHECK:      \22copy_programs\22:4
 // CHECK-SAME: \22num_flags\22:4

@@ -20,11 +20,8 @@
 //!
 //! `copies[r]` is rank `r`'s list, in schedule order.
 //!
-//! Backend `ldst` (experimental, behind `experimental-ldst=true`: on
-//! 2 x H200 it was correct with one chunk per rank in a 1D-grid kernel, and
-//! timed out with more chunks per rank and in a persistent kernel; the
-//! cause is not found yet): the chunks are copied by SM programs of the
-//! fused kernel itself (see [`crate::sm_copies`]): the kernel's 1D grid gets
+//! Backend `ldst`: the chunks are copied by SM programs of the fused kernel
+//! itself (see [`crate::sm_copies`]; 1D grids only): the kernel's 1D grid gets
 //! `copy-programs` extra programs in front, recorded as `copy_programs` in
 //! the schedule (the runtime launches them), and the flag array gets one
 //! completion counter per flag after the flags.
@@ -32,8 +29,7 @@
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
 //! Options:
-//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks;
-//! * `experimental-ldst=true`: allow the `ldst` backend (see above).
+//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks.
 //!
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
@@ -58,12 +54,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
             name: "copy-programs",
             description: "Programs of the fused kernel that copy ldst chunks",
             default: "16",
-        },
-        synco_chunk::PassOption {
-            name: "experimental-ldst",
-            description: "Allow the ldst backend (timed out on GPUs beyond one chunk per rank)",
-            default: "false",
-        },
+        }
     ],
     run,
 };
@@ -97,14 +88,6 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             .collect();
         let mut schedule = schedule(&plan)?;
         if !sm_transfers.is_empty() {
-            if options[1] != "true" {
-                return Err(fail(
-                    sm_transfers[0],
-                    "chunk-lower-transfers: the ldst backend is experimental: on 2 x H200 it was correct with one \
-                     chunk per rank in a 1D-grid kernel but timed out with more chunks and in a persistent kernel; \
-                     use copy_engine, or chunk-lower-transfers{experimental-ldst=true} to try it",
-                ));
-            }
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
             let layout = flag_layout(&plan)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);
