@@ -319,7 +319,6 @@ fn fuse(
         });
     }
     let b = Builder::before(store).with_loc(ir::location_of(produce));
-    let count = |c: i64| ir::int_attr_of(ir::i64_type(b.ctx), c);
     let t = ir::result(marked, 0);
     let chunk = b.divsi(
         b.muli(t, b.const_i32(tile)),
@@ -335,12 +334,7 @@ fn fuse(
     let own_yield =
         yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let ob = Builder::before(own_yield).with_loc(ir::location_of(produce));
-    ob.op(
-        "chunk.wait",
-        &[abi.flags, flag, abi.epoch],
-        &[],
-        &[("count", count((w - 1) * tiles_per_chunk))],
-    );
+    wait(&ob, abi, flag, abi.epoch, (w - 1) * tiles_per_chunk);
     let f32t = ir::parse_type(ob.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
     let mut sum: Option<Value> = None;
     for s in 0..w {
@@ -354,10 +348,7 @@ fn fuse(
         let partial_ptrs = match mode {
             // Pushed into this rank's @P, in the rows of block s.
             Mode::Push => block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape),
-            Mode::Pull => ir::result(
-                ob.op("chunk.peer_ptr", &[ptrs, peer], &[ir::type_of(ptrs)], &[]),
-                0,
-            ),
+            Mode::Pull => peer_ptr(&ob, ptrs, peer),
         };
         let pulled = ob.load_masked(partial_ptrs, load_mask, ob.zeros(ir::type_of(value)));
         let x = ob.convert_float(ob.select(is_me, value, pulled), f32t);
@@ -383,24 +374,13 @@ fn fuse(
     }
     let out_ptrs = ob.addptr(ptrs, ob.splat(shift, &shape));
     let reduced = ob.convert_float(sum, element);
-    match mask {
-        Some(m) => ob.store_masked(out_ptrs, reduced, m),
-        None => ob.store(out_ptrs, reduced),
-    };
+    store_under(&ob, out_ptrs, reduced, mask);
     for s in 0..w {
         let peer = ob.const_i32(s);
         let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
         ob.if_then(other, |ib| {
-            let peer_flags = ir::result(
-                ib.op(
-                    "chunk.peer_ptr",
-                    &[abi.flags, peer],
-                    &[ir::type_of(abi.flags)],
-                    &[],
-                ),
-                0,
-            );
-            ib.op("chunk.arrive", &[peer_flags, flag], &[], &[]);
+            let peer_flags = peer_ptr(&ib, abi.flags, peer);
+            arrive(&ib, peer_flags, flag);
         });
     }
 
@@ -410,42 +390,27 @@ fn fuse(
         yield_of(peer_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce));
     let previous = pb.subi(abi.epoch, pb.const_i32(1));
-    pb.op(
-        "chunk.wait",
-        &[abi.flags, flag, previous],
-        &[],
-        &[("count", count(tiles_per_chunk))],
-    );
+    wait(&pb, abi, flag, previous, tiles_per_chunk);
     match mode {
         Mode::Pull => ir::move_before(store, peer_yield),
         Mode::Push => {
             // Into the owner's @P, in the rows of this rank's block.
             let slot = block_shift(&pb, ptrs, abi.rank, owner, block * n, &shape);
-            let remote = ir::result(
-                pb.op("chunk.peer_ptr", &[slot, owner], &[ir::type_of(ptrs)], &[]),
-                0,
-            );
-            match mask {
-                Some(m) => pb.store_masked(remote, value, m),
-                None => pb.store(remote, value),
-            };
+            let remote = peer_ptr(&pb, slot, owner);
+            store_under(&pb, remote, value, mask);
             ir::erase(store);
         }
     }
-    let owner_flags = ir::result(
-        pb.op(
-            "chunk.peer_ptr",
-            &[abi.flags, owner],
-            &[ir::type_of(abi.flags)],
-            &[],
-        ),
-        0,
-    );
-    pb.op("chunk.arrive", &[owner_flags, flag], &[], &[]);
+    let owner_flags = peer_ptr(&pb, abi.flags, owner);
+    arrive(&pb, owner_flags, flag);
 
     let how = match mode {
-        Mode::Push => "other rows push their partial into the owner's @P and arrive at its counter; own rows add",
-        Mode::Pull => "other rows store their partial and arrive at the owner's counter; own rows pull and add",
+        Mode::Push => {
+            "other rows push their partial into the owner's @P and arrive at its counter; own rows add"
+        }
+        Mode::Pull => {
+            "other rows store their partial and arrive at the owner's counter; own rows pull and add"
+        }
     };
     Diagnostic::remark(
         loc(produce),
@@ -543,42 +508,25 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     let mask = operands.get(2).copied();
     let shape = ir::tensor_shape(ir::type_of(value)).unwrap_or_default();
     let b = Builder::before(store).with_loc(ir::location_of(produce));
-    let count = |c: i64| ir::int_attr_of(ir::i64_type(b.ctx), c);
     let chunks = range.chunks_per_rank * world_size;
     let t = ir::result(marked, 0);
-    let chunk = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(range.rows_per_chunk));
+    let chunk = b.divsi(
+        b.muli(t, b.const_i32(tile)),
+        b.const_i32(range.rows_per_chunk),
+    );
     let arrival = b.addi(chunk, b.const_i32(range.base));
     let ack = b.addi(chunk, b.const_i32(range.base + chunks));
     let peer = b.subi(b.const_i32(1), abi.rank);
-    let peer_flags = ir::result(
-        b.op("chunk.peer_ptr", &[abi.flags, peer], &[ir::type_of(abi.flags)], &[]),
-        0,
-    );
+    let peer_flags = peer_ptr(&b, abi.flags, peer);
     // Push this rank's partial into the peer's @P, once the peer has read
     // the previous epoch's.
     let previous = b.subi(abi.epoch, b.const_i32(1));
-    b.op(
-        "chunk.wait",
-        &[abi.flags, ack, previous],
-        &[],
-        &[("count", count(tiles_per_chunk))],
-    );
-    let remote = ir::result(
-        b.op("chunk.peer_ptr", &[ptrs, peer], &[ir::type_of(ptrs)], &[]),
-        0,
-    );
-    match mask {
-        Some(m) => b.store_masked(remote, value, m),
-        None => b.store(remote, value),
-    };
-    b.op("chunk.arrive", &[peer_flags, arrival], &[], &[]);
+    wait(&b, abi, ack, previous, tiles_per_chunk);
+    let remote = peer_ptr(&b, ptrs, peer);
+    store_under(&b, remote, value, mask);
+    arrive(&b, peer_flags, arrival);
     // The peer's partial of this chunk, pushed into this rank's @P.
-    b.op(
-        "chunk.wait",
-        &[abi.flags, arrival, abi.epoch],
-        &[],
-        &[("count", count(tiles_per_chunk))],
-    );
+    wait(&b, abi, arrival, abi.epoch, tiles_per_chunk);
     let zeros = b.zeros(ir::type_of(value));
     let theirs = match mask {
         Some(m) => b.load_masked(ptrs, m, zeros),
@@ -598,11 +546,8 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     );
     b.assume_multiple_of(between, 16);
     let out_ptrs = b.addptr(ptrs, b.splat(between, &shape));
-    match mask {
-        Some(m) => b.store_masked(out_ptrs, sum, m),
-        None => b.store(out_ptrs, sum),
-    };
-    b.op("chunk.arrive", &[peer_flags, ack], &[], &[]);
+    store_under(&b, out_ptrs, sum, mask);
+    arrive(&b, peer_flags, ack);
     ir::erase(store);
     Diagnostic::remark(
         loc(produce),
@@ -614,4 +559,36 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     )
     .emit();
     Ok(())
+}
+
+/// `chunk.peer_ptr %ptr, %peer`.
+fn peer_ptr(b: &Builder, ptr: Value, peer: Value) -> Value {
+    ir::result(
+        b.op("chunk.peer_ptr", &[ptr, peer], &[ir::type_of(ptr)], &[]),
+        0,
+    )
+}
+
+/// `chunk.wait %flags[%flag], %epoch count(n)` on this rank's flags.
+fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64) {
+    let count = ir::int_attr_of(ir::i64_type(b.ctx), n);
+    b.op(
+        "chunk.wait",
+        &[abi.flags, flag, epoch],
+        &[],
+        &[("count", count)],
+    );
+}
+
+/// `chunk.arrive %flags[%flag]`.
+fn arrive(b: &Builder, flags: Value, flag: Value) {
+    b.op("chunk.arrive", &[flags, flag], &[], &[]);
+}
+
+/// A `tt.store` under the kernel store's mask, if it had one.
+fn store_under(b: &Builder, ptrs: Value, value: Value, mask: Option<Value>) {
+    match mask {
+        Some(m) => b.store_masked(ptrs, value, m),
+        None => b.store(ptrs, value),
+    };
 }

@@ -125,9 +125,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 // Producers of partials: own chunks after the peers'.
                 // A one-shot all-reduce: every rank waits for the same
                 // tiles of every peer, so all ranks keep the kernel's order.
-                Access::Store
-                    if reduction_kind(&plan, &name) == Some(ReductionKind::AllReduce) =>
-                {
+                Access::Store if reduction_kind(&plan, &name) == Some(ReductionKind::AllReduce) => {
                     Order::Identity
                 }
                 Access::Store => {
@@ -179,7 +177,11 @@ impl Order {
     /// What the order does to the row tile index, after "the row tile
     /// index" (`rotated`: the words for a 1D order, else a 2D grid's).
     fn describe(self, rotated: bool) -> String {
-        let start = if rotated { "is rotated to start" } else { "starts" };
+        let start = if rotated {
+            "is rotated to start"
+        } else {
+            "starts"
+        };
         match self {
             Order::Rotate { first_block: 0 } => format!("{start} at this rank's block"),
             Order::Rotate { .. } => {
@@ -222,7 +224,6 @@ fn remap(
     tiles_per_rank: i64,
     tiles: i64,
 ) -> Result<(Op, String), PassFailed> {
-
     // A 2D grid whose row index is the fast axis: make it the slow one.
     if let Some((pid0, 0)) = program_id(t) {
         let pid1 = ir::find_all(kernel, "tt.get_program_id")

@@ -33,7 +33,7 @@
 //! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
 //! on all_gather / all_to_all / reduce_scatter (all_reduce is left alone).
 
-use crate::plan::{Plan, fail, int_option, loc, plans};
+use crate::plan::{BufferDecl, Plan, fail, int_option, loc, plans};
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
 use synco_cost_model::{AllGatherGemm, Machine, choose};
 use synco_ir::{self as ir, Op};
@@ -99,10 +99,16 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     Ok(())
 }
 
-/// The finest count that splits a rank's block of the partial into chunks
-/// of whole produced tiles (see the module doc).
-fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(), PassFailed> {
-    let Some(partial) = ir::attr(op, "src")
+/// A collective's buffer (attribute `key`), the rows of a rank's block
+/// along its `dim`, and the largest tile of the `tile_op` ops (consume or
+/// produce) on that buffer.
+fn collective_blocks(
+    plan: &Plan,
+    op: Op,
+    key: &str,
+    tile_op: &str,
+) -> Result<(BufferDecl, i64, i64), PassFailed> {
+    let Some(buffer) = ir::attr(op, key)
         .and_then(ir::symbol_value)
         .and_then(|n| plan.buffer(&n).cloned())
     else {
@@ -112,16 +118,23 @@ fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(),
         ));
     };
     let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
-    let block = partial.shape[dim] / plan.world_size;
+    let block = buffer.shape[dim] / plan.world_size;
     let tile = plan
-        .ops_named("chunk.produce")
+        .ops_named(tile_op)
         .into_iter()
-        .filter(|p| {
-            ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(&partial.name)
+        .filter(|c| {
+            ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&buffer.name)
         })
-        .filter_map(|p| ir::int_attr(p, "tile"))
+        .filter_map(|c| ir::int_attr(c, "tile"))
         .max()
         .unwrap_or(1);
+    Ok((buffer, block, tile))
+}
+
+/// The finest count that splits a rank's block of the partial into chunks
+/// of whole produced tiles (see the module doc).
+fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(), PassFailed> {
+    let (partial, block, tile) = collective_blocks(plan, op, "src", "chunk.produce")?;
     let valid = |n: i64| n >= 1 && block % n == 0 && (block / n) % tile == 0;
     let chosen = match forced {
         Some(n) if !valid(n) => {
@@ -170,26 +183,8 @@ fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result
     } else {
         "dst"
     };
-    let Some(buffer) = ir::attr(op, key)
-        .and_then(ir::symbol_value)
-        .and_then(|n| plan.buffer(&n).cloned())
-    else {
-        return Err(fail(
-            op,
-            "chunk-select-chunk-size: the collective's buffer is not in the plan",
-        ));
-    };
+    let (buffer, block, tile) = collective_blocks(plan, op, key, "chunk.consume")?;
     let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
-    let block = buffer.shape[dim] / plan.world_size;
-    let tile = plan
-        .ops_named("chunk.consume")
-        .into_iter()
-        .filter(|c| {
-            ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&buffer.name)
-        })
-        .filter_map(|c| ir::int_attr(c, "tile"))
-        .max()
-        .unwrap_or(1);
     let valid = |n: i64| block % n == 0 && (block / n) % tile == 0;
     let candidates: Vec<i64> = CANDIDATES.into_iter().filter(|&n| valid(n)).collect();
     let chosen = if let Some(n) = forced {

@@ -283,7 +283,10 @@ impl RankEvents {
             // SAFETY: both events were recorded on this rank's stream.
             unsafe {
                 cuda("cuEventSynchronize", cu::cuEventSynchronize(*e))?;
-                cuda("cuEventElapsedTime", cu::cuEventElapsedTime_v2(&mut ms, *s, *e))?;
+                cuda(
+                    "cuEventElapsedTime",
+                    cu::cuEventElapsedTime_v2(&mut ms, *s, *e),
+                )?;
             }
             slowest = slowest.max(ms as f64);
         }
@@ -569,12 +572,61 @@ fn run_variant(
     }
     // bf16 operands with fp32 accumulation land between 1e-3 and 1e-2.
     let ok = !nan && worst.is_finite() && worst < 2e-2;
+    let launch = Launch {
+        kernel: &kernel,
+        grid: g,
+        args: &args,
+        bindings: &bindings,
+    };
+    let checked = Checked {
+        worst,
+        nan,
+        ok,
+        deterministic: None,
+    };
+    finish_variant(node, &launch, dir, v, cli, checked)
+}
+
+/// One fused operation's launch on every rank.
+struct Launch<'a> {
+    kernel: &'a FusedKernel,
+    grid: (u32, u32, u32),
+    /// The kernel's own arguments, per rank.
+    args: &'a [Vec<Arg>],
+    bindings: &'a [(&'a str, Buffer)],
+}
+
+/// What a variant's correctness check found.
+struct Checked {
+    worst: f64,
+    nan: bool,
+    ok: bool,
+    deterministic: Option<bool>,
+}
+
+/// Times a variant whose check passed (unless `--check-only`) and reports
+/// it.
+fn finish_variant(
+    node: &mut Node,
+    launch: &Launch,
+    dir: &Path,
+    v: &Variant,
+    cli: &Cli,
+    checked: Checked,
+) -> Result<VariantResult> {
     let mut all = Vec::new();
-    if !cli.check_only && ok {
+    if !cli.check_only && checked.ok {
         all = time_ops(
             node,
-            world,
-            &mut |nd| Ok(nd.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?),
+            node.world_size(),
+            &mut |nd| {
+                Ok(nd.launch(
+                    launch.kernel,
+                    launch.grid,
+                    &|rank| launch.args[rank].clone(),
+                    launch.bindings,
+                )?)
+            },
             &|nd| Ok(nd.wait(Duration::from_secs(60))?),
             cli.warmup,
             cli.iters,
@@ -587,12 +639,12 @@ fn run_variant(
         chunks: v.chunks,
         auto: v.auto,
         fused: v.fused,
-        rel_error: Some(worst),
-        nan,
-        ok,
+        rel_error: Some(checked.worst),
+        nan: checked.nan,
+        ok: checked.ok,
         median_ms: (!all.is_empty()).then(|| median(&all)),
         all_ms: all,
-        deterministic: None,
+        deterministic: checked.deterministic,
         error: None,
     })
 }

@@ -18,8 +18,8 @@
 //! each rank sends in a reduce-scatter ((W - 1) blocks of M/W rows).
 
 use super::{
-    Cli, Cublas, GemmArgs, ShapeResult, Variant, VariantResult, compare, cuda, dir_name,
-    event_time, find_manifest, grid, median, random_bf16, time_ops, user_args,
+    Checked, Cli, Cublas, GemmArgs, Launch, ShapeResult, Variant, VariantResult, compare, cuda,
+    dir_name, event_time, find_manifest, finish_variant, grid, random_bf16, user_args,
 };
 use anyhow::Result;
 use cudarc::driver::sys as cu;
@@ -169,13 +169,21 @@ pub(crate) fn run_shape(
     )?;
     // What each rank sends: its partial of every other rank's block, or,
     // for a one-shot all-reduce, its whole partial to every other rank.
-    let block_bytes = if all_reduce { m * n * 2 } else { m / world * n * 2 };
+    let block_bytes = if all_reduce {
+        m * n * 2
+    } else {
+        m / world * n * 2
+    };
     let comm_ms = event_time(
         node,
         0,
         |node: &Node| {
             for peer in 1..world {
-                let at = if all_reduce { 0 } else { (peer * block_bytes) as u64 };
+                let at = if all_reduce {
+                    0
+                } else {
+                    (peer * block_bytes) as u64
+                };
                 let src = node.ptr(peer, &p.p) + at;
                 let dst = node.ptr(0, &p.p) + at;
                 // SAFETY: both ranges lie in symmetric buffers of this size.
@@ -240,13 +248,13 @@ fn run_variant(
     let args: Vec<Vec<Arg>> = (0..world)
         .map(|rank| user_args(node, &p.gemm(), rank, &kernel))
         .collect::<Result<_>>()?;
-    let launch = |node: &mut Node| -> Result<()> {
+    let run_once = |node: &mut Node| -> Result<()> {
         node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
         node.wait(Duration::from_secs(60))?;
         Ok(())
     };
     p.poison(node)?;
-    launch(node)?;
+    run_once(node)?;
     let block = p.m / world;
     let mut worst = 0.0f64;
     let mut nan = false;
@@ -275,7 +283,7 @@ fn run_variant(
     let mut ok = !nan && worst.is_finite() && worst < 2e-2;
     let deterministic = if v.fused && ok {
         p.poison(node)?;
-        launch(node)?;
+        run_once(node)?;
         let same = (0..world).try_fold(true, |same, rank| -> Result<bool> {
             Ok(same && node.read(rank, &p.c)? == first_outputs[rank])
         })?;
@@ -284,30 +292,17 @@ fn run_variant(
     } else {
         None
     };
-    let mut all = Vec::new();
-    if !cli.check_only && ok {
-        all = time_ops(
-            node,
-            world,
-            &mut |nd| Ok(nd.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?),
-            &|nd| Ok(nd.wait(Duration::from_secs(60))?),
-            cli.warmup,
-            cli.iters,
-        )?;
-    }
-    Ok(VariantResult {
-        name: dir_name(dir),
-        style: v.style.clone(),
-        backend: v.backend.clone(),
-        chunks: v.chunks,
-        auto: v.auto,
-        fused: v.fused,
-        rel_error: Some(worst),
+    let launch = Launch {
+        kernel: &kernel,
+        grid: g,
+        args: &args,
+        bindings: &bindings,
+    };
+    let checked = Checked {
+        worst,
         nan,
         ok,
-        median_ms: (!all.is_empty()).then(|| median(&all)),
-        all_ms: all,
         deterministic,
-        error: None,
-    })
+    };
+    finish_variant(node, &launch, dir, v, cli, checked)
 }
