@@ -3,7 +3,11 @@
 //!
 //! (The one-shot all-reduce, 2 ranks, is [`fuse_all_reduce`]: every tile
 //! pushes its partial to the peer and adds the peer's, in the kernel's own
-//! order on both ranks. The rest of this comment is the reduce-scatter.)
+//! order on both ranks. Its precondition beyond the reduce-scatter's: the
+//! kernel runs the tiles of a chunk together (a row of tiles with Triton's
+//! GROUP_M = 1 swizzle), since each waits for the peer's same chunk; chunks
+//! of more than 128 tiles are refused. The rest of this comment is the
+//! reduce-scatter.)
 //!
 //! Input: a plan whose `chunk.reduce_scatter @P into @C ... backend(ldst)`
 //! was expanded into reducing transfers that wait for
@@ -13,8 +17,8 @@
 //!
 //! The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`,
 //! where the tile's rows start at `t' * T` (`t'` is the tile index marked by
-//! `chunk-reorder-tiles`, which already makes every rank compute the blocks
-//! other ranks own first and its own block last). With `g` the global chunk
+//! `chunk-reorder-tiles`, which already orders the tiles so that a rank's
+//! own chunks come after the peers' chunks they wait for). With `g` the global chunk
 //! holding the rows, its owner `o = g / chunks_per_rank`, `n` the tiles that
 //! write one chunk and `flags[g]` the chunk's counter:
 //!
@@ -113,9 +117,9 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             .into_iter()
             .filter(|t| ir::attr(*t, "reduce").is_some())
             .collect();
-        let Some(first) = reducing.first().copied() else {
+        if reducing.is_empty() {
             continue;
-        };
+        }
         for t in &reducing {
             check_fusable(*t)?;
         }
@@ -124,7 +128,17 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             .into_iter()
             .filter(|r| r.kind == FlagKind::Reduction)
         {
-            fuse(&plan, kernel, abi, &range, first, mode)?;
+            // A transfer of this partial: it names the reduction's output.
+            let transfer = reducing
+                .iter()
+                .copied()
+                .find(|t| {
+                    ir::attr(*t, "src")
+                        .and_then(crate::plan::region_parts)
+                        .is_some_and(|(b, _, _)| b == range.buffer)
+                })
+                .ok_or_else(|| internal(plan.op, "a reduction range without its transfers"))?;
+            fuse(&plan, kernel, abi, &range, transfer, mode)?;
         }
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in reducing {

@@ -120,7 +120,8 @@ pub struct FusedKernel {
 
 impl FusedKernel {
     /// Loads `<manifest>` and the cubin it names on every GPU of `node`,
-    /// and places its flags in the symmetric heap.
+    /// and places its flags in the symmetric heap (they stay there for the
+    /// node's life: a few bytes per chunk).
     pub fn load(node: &mut Node, manifest_path: &Path) -> Result<FusedKernel> {
         let manifest = LaunchManifest::load(manifest_path)?;
         let cubin_path = manifest.cubin_path(manifest_path);
