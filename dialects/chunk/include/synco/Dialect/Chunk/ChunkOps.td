@@ -245,6 +245,11 @@ def Chunk_ReduceScatterOp : Chunk_CollectiveOp<"reduce_scatter"> {
     block `r` (along `dim`) of the element-wise reduction of all partials.
     `dst` has `src`'s shape with `dim` divided by `world_size`.
 
+    When kernel tiles produce `src` (`chunk.produce`) and the backend is
+    `ldst`, `chunk-fuse-reductions` fuses the reduction into those tiles:
+    they hand their partial to its owner (push or pull) and the owner's
+    tiles add the partials, in rank order, in their epilogue.
+
     ```mlir
     chunk.reduce_scatter @C_partial into @C dim(0) chunks(auto) reduce(sum)
     ```
@@ -273,7 +278,9 @@ def Chunk_AllReduceOp : Chunk_CollectiveOp<"all_reduce"> {
     Every rank holds a partial `src`; afterwards every rank holds the
     element-wise reduction in `dst` (same shape). `algorithm` is `one_shot`
     (every rank reads every partial; best for small buffers) or `two_shot`
-    (reduce-scatter, then all-gather).
+    (reduce-scatter, then all-gather). A `one_shot` all-reduce of a
+    `chunk.produce`d partial on 2 ranks with backend `ldst` is fused into the
+    producing tiles by `chunk-fuse-reductions`.
 
     ```mlir
     chunk.all_reduce @C_partial into @C dim(0) chunks(2) algorithm(one_shot)
