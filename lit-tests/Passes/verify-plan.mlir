@@ -90,3 +90,19 @@ module {
 chunk.plan @two world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
 }
+
+// -----
+
+module {
+  chunk.plan @unbound_partial world_size(2) kernel(@k) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16>
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-error @below {{@P is produced by kernel tiles but not bound to an argument of @k: add bind(i)}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

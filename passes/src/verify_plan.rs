@@ -8,7 +8,8 @@
 //! * every `bind(i)` is an argument of that kernel, a `!tt.ptr<T>` whose `T`
 //!   is the buffer's element type;
 //! * no two buffers bind the same argument;
-//! * every consumed buffer is bound (the kernel must read it).
+//! * every consumed buffer is bound (the kernel must read it), and so is
+//!   every produced one (the kernel must write it).
 //!
 //! Options: none. Pre/postconditions: none; the IR is not changed.
 
@@ -68,17 +69,19 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             }
             bound.push((arg, &buffer.name));
         }
-        for consume in plan.ops_named("chunk.consume") {
-            let name = ir::attr(consume, "buffer")
-                .and_then(ir::symbol_value)
-                .unwrap_or_default();
-            if plan.buffer(&name).is_some_and(|b| b.arg.is_none()) {
-                return Err(fail(
-                    consume,
-                    format!(
-                        "@{name} is consumed by kernel tiles but not bound to an argument of @{kernel_name}: add bind(i)"
-                    ),
-                ));
+        for (op_name, verb) in [("chunk.consume", "consumed"), ("chunk.produce", "produced")] {
+            for tiles in plan.ops_named(op_name) {
+                let name = ir::attr(tiles, "buffer")
+                    .and_then(ir::symbol_value)
+                    .unwrap_or_default();
+                if plan.buffer(&name).is_some_and(|b| b.arg.is_none()) {
+                    return Err(fail(
+                        tiles,
+                        format!(
+                            "@{name} is {verb} by kernel tiles but not bound to an argument of @{kernel_name}: add bind(i)"
+                        ),
+                    ));
+                }
             }
         }
     }
