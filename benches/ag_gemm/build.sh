@@ -26,7 +26,9 @@ BIN="$ROOT/target/release"
 OUT="${OUT:-$ROOT/build/bench/ag_gemm}"
 # A shape may carry its own tiles: M,K,N@BM,BN,BK,WARPS. The N_local = 1024
 # shapes have too few 128x256 tiles to fill 132 SMs; their tiles are the
-# best of the tune run in benches/ag_gemm/README.md.
+# best of the tune run in benches/ag_gemm/README.md. With --world W other
+# than 2 and no --shapes, N_local (all-gather) or K_local (reductions) of
+# the default shapes is scaled by 2/W (the same layer on more ranks).
 SHAPES="1024,4096,7168 1024,8192,14336 1024,8192,1024@64,128,64,4 4096,4096,7168 4096,8192,14336 4096,8192,1024@128,128,64,8 8192,4096,7168 8192,8192,14336 8192,8192,1024@128,128,64,8"
 STYLES="grouped"
 CHUNKS="1 2 4 8 16"
@@ -114,6 +116,11 @@ for shape in $SHAPES; do
   case $shape in *@*) tiles=${shape#*@}; shape=${shape%@*} ;; esac
   IFS=, read -r BM BN BK WARPS <<<"$tiles"
   IFS=, read -r M K N <<<"$shape"
+  if [ "$SHAPES_SET" = 0 ] && [ "$WORLD" != 2 ]; then
+    # The default shapes are the 2-rank ones: on W ranks each rank holds
+    # 2/W of the weight (N_local for all-gather, K_local for reductions).
+    if [ "$OP" = ag ]; then N=$((N * 2 / WORLD)); else K=$((K * 2 / WORLD)); fi
+  fi
   dir="$OUT/${M}x${K}x${N}_w${WORLD}"
   [ "$OP" != ag ] && dir="$OUT/${OP}_${M}x${K}x${N}_w${WORLD}"
   mkdir -p "$dir"

@@ -166,6 +166,13 @@ def main():
     parser.add_argument("--op", choices=["ag", "rs"], default="ag")
     args = parser.parse_args()
     shapes = SHAPES if args.op == "ag" else RS_SHAPES
+    # The default shapes are the 2-rank ones: on W ranks each rank holds 2/W
+    # of the weight (N_local for all-gather, K_local for reduce-scatter), as
+    # build.sh scales them.
+    if args.op == "ag":
+        shapes = [(m, k, n * 2 // args.world) for m, k, n in shapes]
+    else:
+        shapes = [(m, k * 2 // args.world, n) for m, k, n in shapes]
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split(",")) for s in args.shapes.split(";")]
     port = 29511 if args.op == "ag" else 29512
