@@ -462,6 +462,62 @@ unsafe fn eval_expr(e: mlir_sys::MlirAffineExpr, r: i64) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// The plans of `text` (a module), in a context with the chunk dialect.
+    fn with_plans(text: &str, check: impl FnOnce(Vec<Plan>)) {
+        let context = synco_chunk::create_context();
+        let module = melior::ir::Module::parse(&context, text).expect("parses");
+        check(plans(module.as_operation().to_raw()));
+    }
+
+    /// An expanded 2-rank plan whose partial @P is reduced by `group`.
+    fn reduced_plan(group: &str) -> String {
+        format!(
+            r#"chunk.plan @p world_size(2) {{
+              chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+              chunk.buffer @C : !chunk.buffer<512x64xbf16>
+              chunk.produce @tiles @P dim(0) tile(128)
+              chunk.transfer @C_p0_c0 local ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {{group = "{group}"}}
+              chunk.transfer @C_p0_c1 local ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {{group = "{group}"}}
+              chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) {{group = "{group}"}}
+              chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) {{group = "{group}"}}
+            }}"#
+        )
+    }
+
+    #[test]
+    fn reductions_get_counters_after_the_consumed_flags() {
+        with_plans(&reduced_plan("reduce_scatter_C"), |plans| {
+            let plan = &plans[0];
+            assert_eq!(reduced_buffers(plan), vec!["P".to_string()]);
+            assert_eq!(
+                reduction_kind(plan, "P"),
+                Some(ReductionKind::ReduceScatter)
+            );
+            let layout = flag_layout(plan).expect("a layout");
+            let [range] = &layout[..] else {
+                panic!("one range, got {layout:?}")
+            };
+            assert_eq!(range.kind, FlagKind::Reduction);
+            assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (256, 2));
+            assert_eq!(range.count(2), 4);
+        });
+        // A one-shot all-reduce: arrival and acknowledgement counters.
+        with_plans(&reduced_plan("all_reduce_C"), |plans| {
+            assert_eq!(
+                reduction_kind(&plans[0], "P"),
+                Some(ReductionKind::AllReduce)
+            );
+            let layout = flag_layout(&plans[0]).expect("a layout");
+            assert_eq!(layout[0].count(2), 8);
+        });
+        with_plans(&reduced_plan("all_reduce_C_rs"), |plans| {
+            assert_eq!(
+                reduction_kind(&plans[0], "P"),
+                Some(ReductionKind::AllReduceTwoShot)
+            );
+        });
+    }
+
     #[test]
     fn evaluates_region_offsets_and_rank_maps() {
         let context = synco_chunk::create_context();
