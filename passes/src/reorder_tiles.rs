@@ -60,7 +60,7 @@ use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-reorder-tiles",
-    description: "Remap the kernel's tile index so tiles consume chunks in arrival order",
+    description: "Remap the kernel's tile index so tiles consume chunks in arrival order and produce partials before their owners need them",
     anchor: "builtin.module",
     options: &[],
     run,
@@ -122,12 +122,12 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             let order = match access {
                 // Consumers start at their own block.
                 Access::Load => Order::Rotate { first_block: 0 },
-                // Producers of partials: own chunks after the peers'.
                 // A one-shot all-reduce: every rank waits for the same
                 // tiles of every peer, so all ranks keep the kernel's order.
                 Access::Store if reduction_kind(&plan, &name) == Some(ReductionKind::AllReduce) => {
                     Order::Identity
                 }
+                // Other producers of partials: own chunks after the peers'.
                 Access::Store => {
                     let chunks_per_rank = flag_layout(&plan)?
                         .iter()
