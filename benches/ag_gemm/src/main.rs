@@ -338,6 +338,59 @@ fn time_ops(
     Ok(times)
 }
 
+/// The baselines of a shape, on rank 0: cuBLAS on `gemm` (bf16 out), and
+/// peer copies of `bytes` from every peer's `buffer` at byte offset
+/// `at(peer)` into the same place on rank 0 (the communication alone).
+fn time_baselines(
+    node: &mut Node,
+    cublas: &Cublas,
+    gemm: &GemmArgs,
+    buffer: Buffer,
+    at: &dyn Fn(usize) -> usize,
+    bytes: usize,
+    cli: &Cli,
+) -> Result<(f64, f64)> {
+    let gemm_ms = event_time(
+        node,
+        0,
+        |nd: &Node| {
+            cublas.gemm(
+                nd.ptr(0, &gemm.a),
+                nd.ptr(0, &gemm.b),
+                nd.ptr(0, &gemm.c),
+                gemm.m,
+                gemm.n,
+                gemm.k,
+                true,
+            )
+        },
+        cli.warmup,
+        cli.iters,
+    )?;
+    let copy_ms = event_time(
+        node,
+        0,
+        |nd: &Node| {
+            for peer in 1..nd.world_size() {
+                let offset = at(peer) as u64;
+                let src = nd.ptr(peer, &buffer) + offset;
+                let dst = nd.ptr(0, &buffer) + offset;
+                // SAFETY: both ranges lie in symmetric buffers of this size.
+                unsafe {
+                    cuda(
+                        "cuMemcpyAsync",
+                        cu::cuMemcpyAsync(dst, src, bytes, nd.compute_stream(0)),
+                    )?
+                };
+            }
+            Ok(())
+        },
+        cli.warmup,
+        cli.iters,
+    )?;
+    Ok((gemm_ms, copy_ms))
+}
+
 /// Operations per timing sample (see [`time_ops`]).
 const PER_SAMPLE: usize = 10;
 
@@ -764,43 +817,11 @@ fn main() -> Result<()> {
         // Baselines of this run: cuBLAS on gathered A, and the gather alone.
         fill_inputs(nd, &p, seed, true)?;
         nd.synchronize_all()?;
-        let cublas_ms = event_time(
-            nd,
-            0,
-            |nd: &Node| {
-                handles[0].gemm(
-                    nd.ptr(0, &p.a),
-                    nd.ptr(0, &p.b),
-                    nd.ptr(0, &p.c),
-                    m,
-                    n,
-                    k,
-                    true,
-                )
-            },
-            cli.warmup,
-            cli.iters,
-        )?;
         let block_bytes = m / world * k * 2;
-        let copy_ms = event_time(
-            nd,
-            0,
-            |nd: &Node| {
-                for peer in 1..world {
-                    let src = nd.ptr(peer, &p.a) + (peer * block_bytes) as u64;
-                    let dst = nd.ptr(0, &p.a) + (peer * block_bytes) as u64;
-                    unsafe {
-                        cuda(
-                            "cuMemcpyAsync",
-                            cu::cuMemcpyAsync(dst, src, block_bytes, nd.compute_stream(0)),
-                        )?
-                    };
-                }
-                Ok(())
-            },
-            cli.warmup,
-            cli.iters,
-        )?;
+        // What rank 0 receives: every peer's block of A, into its place.
+        let at = |peer: usize| peer * block_bytes;
+        let (cublas_ms, copy_ms) =
+            time_baselines(nd, &handles[0], &p.gemm(), p.a, &at, block_bytes, &cli)?;
         let mut variants = Vec::new();
         for (i, dir) in variant_dirs.iter().enumerate() {
             let v: Variant =

@@ -18,11 +18,10 @@
 //! each rank sends in a reduce-scatter ((W - 1) blocks of M/W rows).
 
 use super::{
-    Checked, Cli, Cublas, GemmArgs, Launch, ShapeResult, Variant, VariantResult, compare, cuda,
-    dir_name, event_time, find_manifest, finish_variant, grid, random_bf16, user_args,
+    Checked, Cli, Cublas, GemmArgs, Launch, ShapeResult, Variant, VariantResult, compare, dir_name,
+    find_manifest, finish_variant, grid, random_bf16, time_baselines, user_args,
 };
 use anyhow::Result;
-use cudarc::driver::sys as cu;
 use std::{path::Path, path::PathBuf, time::Duration};
 use synco_runtime::{Arg, Buffer, FusedKernel, Node};
 
@@ -150,23 +149,6 @@ pub(crate) fn run_shape(
     let all_reduce = v0.op == "ar";
     let p = RsProblem::alloc(node, m, k, n, if all_reduce { m } else { m / world })?;
     p.prepare(node, cublas, seed)?;
-    let cublas_ms = event_time(
-        node,
-        0,
-        |node: &Node| {
-            cublas[0].gemm(
-                node.ptr(0, &p.a),
-                node.ptr(0, &p.b),
-                node.ptr(0, &p.p),
-                m,
-                n,
-                k,
-                true,
-            )
-        },
-        cli.warmup,
-        cli.iters,
-    )?;
     // What each rank sends: its partial of every other rank's block, or,
     // for a one-shot all-reduce, its whole partial to every other rank.
     let block_bytes = if all_reduce {
@@ -174,31 +156,9 @@ pub(crate) fn run_shape(
     } else {
         m / world * n * 2
     };
-    let comm_ms = event_time(
-        node,
-        0,
-        |node: &Node| {
-            for peer in 1..world {
-                let at = if all_reduce {
-                    0
-                } else {
-                    (peer * block_bytes) as u64
-                };
-                let src = node.ptr(peer, &p.p) + at;
-                let dst = node.ptr(0, &p.p) + at;
-                // SAFETY: both ranges lie in symmetric buffers of this size.
-                unsafe {
-                    cuda(
-                        "cuMemcpyAsync",
-                        cu::cuMemcpyAsync(dst, src, block_bytes, node.compute_stream(0)),
-                    )?
-                };
-            }
-            Ok(())
-        },
-        cli.warmup,
-        cli.iters,
-    )?;
+    let at = |peer: usize| if all_reduce { 0 } else { peer * block_bytes };
+    let (cublas_ms, comm_ms) =
+        time_baselines(node, &cublas[0], &p.gemm(), p.p, &at, block_bytes, cli)?;
     let mut variants = Vec::new();
     for dir in variant_dirs {
         let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
