@@ -172,7 +172,7 @@ PLAN
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$RS_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$RS_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS ldst-2d-grid=true},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1); then
         echo "$log" >&2

@@ -21,24 +21,27 @@
 //! `copies[r]` is rank `r`'s list, in schedule order.
 //!
 //! Backend `ldst`: the chunks are copied by SM programs of the fused kernel
-//! itself (see [`crate::sm_copies`]; 1D grids only): the kernel's 1D grid gets
+//! itself (see [`crate::sm_copies`]): the kernel's 1D grid gets
 //! `copy-programs` extra programs in front, recorded as `copy_programs` in
 //! the schedule (the runtime launches them), and the flag array gets one
-//! completion counter per flag after the flags.
+//! completion counter per flag after the flags. A 2D grid gets an extra
+//! plane of copy programs instead (`copy_plane` in the schedule), behind
+//! `ldst-2d-grid=true` until it has run on a GPU.
 //!
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
 //! Options:
-//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks.
+//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks;
+//! * `ldst-2d-grid=true`: allow the `ldst` backend in 2D-grid kernels.
 //!
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
 //! buffers (no transfers, consumers or producers).
 
-use crate::fuse_reductions::FUSED_ATTR;
 use crate::plan::{
     Plan, dst_buffer, fail, flag_layout, internal, plans, region_offsets, region_parts,
 };
+use crate::{fuse_reductions::FUSED_ATTR, sm_copies};
 use serde_json::{Value as Json, json};
 use synco_chunk::{PassDescriptor, PassFailed, attrs};
 use synco_ir as ir;
@@ -49,11 +52,18 @@ pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-lower-transfers",
     description: "Lower chunk.transfer ops: copy-engine transfers become the host transfer schedule",
     anchor: "builtin.module",
-    options: &[synco_chunk::PassOption {
-        name: "copy-programs",
-        description: "Programs of the fused kernel that copy ldst chunks",
-        default: "16",
-    }],
+    options: &[
+        synco_chunk::PassOption {
+            name: "copy-programs",
+            description: "Programs of the fused kernel that copy ldst chunks",
+            default: "16",
+        },
+        synco_chunk::PassOption {
+            name: "ldst-2d-grid",
+            description: "Allow the ldst backend in kernels with a 2D grid (an extra grid plane of copy programs; not run on a GPU yet)",
+            default: "false",
+        },
+    ],
     run,
 };
 
@@ -89,8 +99,19 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
             let layout = flag_layout(&plan)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);
-            crate::sm_copies::lower(&plan, kernel, abi, &sm_transfers, programs, &layout, flags)?;
+            let placement = sm_copies::placement(kernel, sm_transfers[0], options[1] == "true")?;
+            sm_copies::lower(
+                &plan,
+                kernel,
+                abi,
+                &sm_transfers,
+                programs,
+                placement,
+                &layout,
+                flags,
+            )?;
             schedule["copy_programs"] = json!(programs);
+            schedule["copy_plane"] = json!(placement == sm_copies::CopyPrograms::Plane);
             schedule["num_flags"] = json!(2 * flags);
         }
         let ctx = ir::context_of(module);

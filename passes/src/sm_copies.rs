@@ -21,9 +21,15 @@
 //! every launch of the kernel, so they need no reset either: the program
 //! whose increment completes a multiple of `C` is the launch's last.
 //!
+//! A kernel with a 2D grid keeps its program ids: the runtime launches one
+//! more *copy plane* in front, `program_id(2) = 0` (dispatched first, as a
+//! grid is dispatched x fastest, then y, then z), whose programs with
+//! linear id `x + y * num_programs(0) < C` copy and the rest return at
+//! once; the kernel runs in plane 1. The schedule records `copy_plane`.
+//!
 //! Supported: pull transfers of contiguous chunks (whole rows, as
 //! all_gather along dimension 0 produces) whose element count is a multiple
-//! of the copy block, in kernels with a 1D grid.
+//! of the copy block, in kernels with a 1D or 2D grid.
 
 use crate::{
     abi::AbiArgs,
@@ -89,29 +95,61 @@ struct SmCopy {
     arg: usize,
 }
 
-/// Rewrites `kernel` so its first `programs` programs copy `transfers`.
-/// Returns the index of the first counter in the flag array.
+/// Where the copy programs go (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyPrograms {
+    /// The first program ids of a 1D grid.
+    Front,
+    /// A plane of a 2D grid in front of the kernel's (`program_id(2) = 0`).
+    Plane,
+}
+
+/// Where `kernel` can take copy programs: in front of a 1D grid, or in an
+/// extra plane of a 2D one; an error for a 3D grid, or for a 2D grid when
+/// `allow_plane` is off.
+pub fn placement(kernel: Op, at: Op, allow_plane: bool) -> Result<CopyPrograms, PassFailed> {
+    let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
+    let axes: Vec<i64> = ir::find_all(kernel, "tt.get_program_id")
+        .into_iter()
+        .chain(ir::find_all(kernel, "tt.get_num_programs"))
+        .filter_map(|op| ir::int_attr(op, "axis"))
+        .collect();
+    if axes.contains(&2) {
+        return Err(fail(
+            at,
+            format!(
+                "the ldst backend needs a 1D or 2D grid, but kernel @{kernel_name} reads axis 2"
+            ),
+        ));
+    }
+    if !axes.contains(&1) {
+        return Ok(CopyPrograms::Front);
+    }
+    if !allow_plane {
+        return Err(fail(
+            at,
+            format!(
+                "kernel @{kernel_name} has a 2D grid: the ldst backend puts its copy programs in an extra grid plane there, \
+                 which has not run on a GPU yet; use copy_engine, a 1D grid, or chunk-lower-transfers{{ldst-2d-grid=true}} to try it"
+            ),
+        ));
+    }
+    Ok(CopyPrograms::Plane)
+}
+
+/// Rewrites `kernel` so that `programs` copy programs copy `transfers`,
+/// placed as `placement` says.
+#[allow(clippy::too_many_arguments)]
 pub fn lower(
     plan: &Plan,
     kernel: Op,
     abi: AbiArgs,
     transfers: &[Op],
     programs: i64,
+    placement: CopyPrograms,
     layout: &[FlagRange],
     counter_base: i64,
 ) -> Result<(), PassFailed> {
-    let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
-    for pid in ir::find_all(kernel, "tt.get_program_id") {
-        if ir::int_attr(pid, "axis") != Some(0) {
-            return Err(fail(
-                transfers[0],
-                format!(
-                    "the ldst backend needs a 1D grid, but kernel @{kernel_name} reads program_id({})",
-                    ir::int_attr(pid, "axis").unwrap_or(-1)
-                ),
-            ));
-        }
-    }
     let mut copies = Vec::new();
     for &t in transfers {
         if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
@@ -218,20 +256,26 @@ pub fn lower(
         .collect();
     let b = Builder::before(first);
     let i32t = ir::i32_type(b.ctx);
-    let axis0 = ir::int_attr_of(i32t, 0);
-    let pid = ir::result(
-        b.op("tt.get_program_id", &[], &[i32t], &[("axis", axis0)]),
-        0,
-    );
-    let nprog = ir::result(
-        b.op("tt.get_num_programs", &[], &[i32t], &[("axis", axis0)]),
-        0,
-    );
+    let grid = |name: &str, axis: i64| {
+        let axis = ir::int_attr_of(i32t, axis);
+        ir::result(b.op(name, &[], &[i32t], &[("axis", axis)]), 0)
+    };
+    let pid = grid("tt.get_program_id", 0);
+    let nprog = grid("tt.get_num_programs", 0);
     let c = b.const_i32(programs);
-    let is_copier = b.cmpi(Cmp::Slt, pid, c);
-    let compute_pid = b.subi(pid, c);
-    let compute_nprog = b.subi(nprog, c);
-    let (_, then_block, else_block) = b.if_else(is_copier);
+    // The copy programs' ids, and the condition that a program copies.
+    let (copier_id, is_copy_program) = match placement {
+        CopyPrograms::Front => (pid, b.cmpi(Cmp::Slt, pid, c)),
+        CopyPrograms::Plane => {
+            let id = b.addi(pid, b.muli(grid("tt.get_program_id", 1), nprog));
+            let plane = grid("tt.get_program_id", 2);
+            (id, b.cmpi(Cmp::Eq, plane, b.const_i32(0)))
+        }
+    };
+    // In front of a 1D grid, the kernel sees only the programs after them.
+    let compute_ids =
+        (placement == CopyPrograms::Front).then(|| (b.subi(pid, c), b.subi(nprog, c)));
+    let (_, then_block, else_block) = b.if_else(is_copy_program);
     // The original body (everything but the return) runs in the else branch...
     let else_yield = ir::ops_in(else_block)[0];
     for op in body {
@@ -239,8 +283,12 @@ pub fn lower(
             unsafe { mlir_sys::mlirOperationMoveBefore(op, else_yield) };
         }
     }
-    // ... and sees only the compute programs.
+    // ... and sees only the compute programs (in a plane of their own, they
+    // keep their ids).
     for op in old_ids {
+        let Some((compute_pid, compute_nprog)) = compute_ids else {
+            break;
+        };
         let replacement = if ir::op_name(op) == "tt.get_program_id" {
             compute_pid
         } else {
@@ -250,9 +298,14 @@ pub fn lower(
         ir::erase(op);
     }
     let then_yield = ir::ops_in(then_block)[0];
-    let cb = Builder::before(then_yield);
+    let mut cb = Builder::before(then_yield);
+    if placement == CopyPrograms::Plane {
+        // Programs of the copy plane past the first C have nothing to do.
+        let (_, copy_block, _) = cb.if_else(cb.cmpi(Cmp::Slt, copier_id, c));
+        cb = Builder::before(ir::ops_in(copy_block)[0]);
+    }
     for copy in &copies {
-        emit_copy(&cb, kernel, abi, copy, pid, c, programs, counter_base)?;
+        emit_copy(&cb, kernel, abi, copy, copier_id, c, programs, counter_base)?;
     }
     Ok(())
 }

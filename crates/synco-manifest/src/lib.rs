@@ -187,6 +187,11 @@ pub struct FusedPlan {
     /// `ldst` chunks (0 when the copy engine moves everything).
     #[serde(default)]
     pub copy_programs: u32,
+    /// The copy programs are an extra plane of a 2D grid
+    /// (`program_id(2) = 0`, in front of the kernel's plane) instead of
+    /// programs in front of a 1D grid.
+    #[serde(default)]
+    pub copy_plane: bool,
     pub buffers: Vec<PlanBuffer>,
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.

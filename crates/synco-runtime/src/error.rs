@@ -44,6 +44,11 @@ pub enum RuntimeError {
          (a plan buffer without a binding?)"
     )]
     MissingAbiValue { kernel: String, name: String },
+    #[error(
+        "the kernel's {programs} copy programs do not fit in one plane of its {plane}-program 2D grid; \
+         compile with fewer (chunk-lower-transfers{{copy-programs=N}})"
+    )]
+    CopyPlane { programs: u32, plane: u32 },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]

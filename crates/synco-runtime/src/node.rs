@@ -364,13 +364,24 @@ impl Node {
                 node: world,
             });
         }
-        // Copy programs (ldst backend) come first in the 1D grid.
-        let copy_programs = kernel
+        // Copy programs (ldst backend) come first: in front of a 1D grid,
+        // or as a plane in front of a 2D one.
+        let (copy_programs, copy_plane) = kernel
             .manifest
             .fused
             .as_ref()
-            .map_or(0, |f| f.copy_programs);
-        let grid = (grid.0 + copy_programs, grid.1, grid.2);
+            .map_or((0, false), |f| (f.copy_programs, f.copy_plane));
+        let grid = if copy_plane {
+            if copy_programs > grid.0 * grid.1 {
+                return Err(RuntimeError::CopyPlane {
+                    programs: copy_programs,
+                    plane: grid.0 * grid.1,
+                });
+            }
+            (grid.0, grid.1, grid.2 + 1)
+        } else {
+            (grid.0 + copy_programs, grid.1, grid.2)
+        };
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
         let epoch = kernel.epochs.get() + 1;
