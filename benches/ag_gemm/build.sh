@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs|ar] [--rs-mode push|pull] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -19,7 +19,9 @@
 # backend ldst (the only one that reduces), default shapes the issue's;
 # --rs-mode pull builds chunk-fuse-reductions{mode=pull} instead of push
 # (directories <style>_pull_c<n>). --op ar builds GEMM + one-shot
-# all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes).
+# all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
+# --op ar2 the two-shot all-reduce (the reduce-scatter shapes; behind
+# chunk-fuse-reductions{two-shot=true}, not run on a GPU yet).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -40,6 +42,7 @@ COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
 OP=ag
 RS_MODE=push
+FUSE_OPTIONS=""
 SHAPES_SET=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -67,14 +70,21 @@ case $OP in
     # same chunk, so a row of tiles runs together (GROUP_M = 1).
     BACKEND=ldst
     GROUP_M=1
-    AUTO=0
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192"
+    ;;
+  ar2)
+    # Two-shot all-reduce (reduce-scatter, then the owners push the sums):
+    # fused only with chunk-fuse-reductions{two-shot=true}, not run on a
+    # GPU yet.
+    BACKEND=ldst
+    FUSE_OPTIONS=" two-shot=true"
+    [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rs)
     BACKEND=ldst
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
-  *) echo "build.sh: --op is ag, rs or ar, not $OP" >&2; exit 2 ;;
+  *) echo "build.sh: --op is ag, rs, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
 # The backend as the results name it.
 LABEL=$BACKEND
@@ -137,7 +147,16 @@ for shape in $SHAPES; do
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
-      if [ "$OP" = ar ]; then
+      if [ "$OP" = ar2 ]; then
+        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+chunk.plan @gemm_ar2 world_size($WORLD) {
+  chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
+  chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16>
+  chunk.produce @tiles @P dim(0) tile($BM) index("pid_m")
+  chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm(two_shot)
+}
+PLAN
+      elif [ "$OP" = ar ]; then
         cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
 chunk.plan @gemm_ar world_size($WORLD) {
   chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
@@ -172,7 +191,7 @@ PLAN
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$RS_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS ldst-2d-grid=true},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$RS_MODE$FUSE_OPTIONS},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS ldst-2d-grid=true},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1); then
         echo "$log" >&2

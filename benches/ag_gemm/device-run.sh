@@ -11,6 +11,7 @@
 #   bench-rs   the reduce-scatter benchmark (build/bench/full-rs) + PyTorch
 #              (reduce-scatter and all-reduce baselines)
 #   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar)
+#   bench-ar2  the two-shot all-reduce benchmark (build/bench/full-ar2)
 #   tune       local/fused timing of build/bench/tune/*
 #
 # Stages run in the order given, each under a time limit; results go to
@@ -53,6 +54,9 @@ for stage in "$@"; do
     bench-ar)
       run bench-ar "$OUT/synco_ar.log" $BENCH --variants build/bench/full-ar --out "$OUT/synco_ar.json" --iters 15
       ;;
+    bench-ar2)
+      run bench-ar2 "$OUT/synco_ar2.log" $BENCH --variants build/bench/full-ar2 --out "$OUT/synco_ar2.json" --iters 15
+      ;;
     tune)
       for cfg in build/bench/tune/*; do
         run "tune $(basename "$cfg")" "$OUT/tune_$(basename "$cfg").log" \
@@ -60,7 +64,7 @@ for stage in "$@"; do
       done
       ;;
     *)
-      echo "usage: $0 check|bench|bench-rs|bench-ar|tune..." >&2
+      echo "usage: $0 check|bench|bench-rs|bench-ar|bench-ar2|tune..." >&2
       exit 2
       ;;
   esac

@@ -27,20 +27,21 @@ def main():
     ap.add_argument("--machine", default=None)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--op", choices=["ag", "rs", "ar"], default="ag")
+    ap.add_argument("--op", choices=["ag", "rs", "ar", "ar2"], default="ag")
     args = ap.parse_args()
     synco = [s for s in json.load(open(args.synco)) if s.get("op", "ag") == args.op]
     torch_data = json.load(open(args.torch))
     # The all-reduce baseline (GEMM then NCCL all-reduce) is in the
     # reduce-scatter run's rows.
-    torch_op = "rs" if args.op == "ar" else args.op
+    torch_op = "rs" if args.op in ("ar", "ar2") else args.op
     torch_rows = {(r["m"], r["k"], r["n"]): r for r in torch_data["results"] if r.get("op", "ag") == torch_op}
-    if args.op == "ar":
+    if args.op in ("ar", "ar2"):
         for r in torch_rows.values():
             r["torch_b2b_ms"] = r.get("torch_b2b_allreduce_ms")
             r.pop("torch_async_tp_ms", None)
-    prefix = {"ag": "results", "rs": "results_rs", "ar": "results_ar"}[args.op]
-    title = {"ag": "All-gather + GEMM", "rs": "GEMM + reduce-scatter", "ar": "GEMM + all-reduce (one-shot)"}[args.op]
+    prefix = {"ag": "results", "rs": "results_rs", "ar": "results_ar", "ar2": "results_ar2"}[args.op]
+    title = {"ag": "All-gather + GEMM", "rs": "GEMM + reduce-scatter", "ar": "GEMM + all-reduce (one-shot)",
+             "ar2": "GEMM + all-reduce (two-shot)"}[args.op]
     rows = []
     for shape in synco:
         key = (shape["m"], shape["k"], shape["n"])
@@ -123,7 +124,7 @@ def main():
                       f"faster than both PyTorch baselines on {beats} of {len(rs)}."]
     lines += ["", "Machine:", "```", machine.strip(), "```",
               f"PyTorch {torch_data.get('torch')}, NCCL {torch_data.get('nccl')}."]
-    if args.op in ("rs", "ar"):
+    if args.op in ("rs", "ar", "ar2"):
         det = all(r["deterministic"] for r in rows)
         lines += ["", f"Deterministic (second launch on the same inputs, same bits) on every checked variant: {det}."]
         ar = [r for r in rows if r["m"] == 1024 and r.get("torch_b2b_allreduce_ms")]

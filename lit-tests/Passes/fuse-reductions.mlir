@@ -232,14 +232,14 @@ module {
 
 // -----
 
-// Two-shot all-reduce is not fused yet.
+// Two-shot all-reduce is fused only on request (fuse-reductions-two-shot.mlir).
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a two-shot all-reduce is not fused yet ('all_reduce_C_rs'); use algorithm(one_shot)}}
+    // expected-error @below {{chunk-fuse-reductions: a fused two-shot all-reduce ('all_reduce_C_rs') has not run on a GPU yet; use algorithm(one_shot), or chunk-fuse-reductions{two-shot=true} to try it}}
     chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({

@@ -104,3 +104,28 @@ chunk.plan @rs_odd world_size(2) {
   // expected-error @below {{chunk-select-chunk-size: no chunk count in [1, 2, 4, 8, 16] splits a block of 192 rows into whole 128-row tiles}}
   chunk.reduce_scatter @P into @C dim(0) chunks(auto) backend(ldst)
 }
+
+// -----
+
+// All-reduce: two-shot as a reduce-scatter; one-shot the finest count.
+// CHECK-LABEL: chunk.plan @ar2
+// CHECK:       chunk.all_reduce @P into @C dim(0) chunks(4)
+chunk.plan @ar2 world_size(2) {
+  chunk.buffer @P : !chunk.buffer<8192x64xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<8192x64xbf16>
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-remark @below {{chunks(auto) -> chunks(4) for @P: the finest count whose chunks hold at least 8 whole 128-row tiles (one swizzle group)}}
+  chunk.all_reduce @P into @C dim(0) chunks(auto) backend(ldst)
+}
+
+// -----
+
+// CHECK-LABEL: chunk.plan @ar1
+// CHECK:       chunk.all_reduce @P into @C dim(0) chunks(4) backend(ldst) algorithm(one_shot)
+chunk.plan @ar1 world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+  chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-remark @below {{chunks(auto) -> chunks(4) for @P: the finest count whose chunks hold at least 1 whole 128-row tiles}}
+  chunk.all_reduce @P into @C dim(0) chunks(auto) backend(ldst) algorithm(one_shot)
+}

@@ -81,11 +81,18 @@ pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-fuse-reductions",
     description: "Fuse reduce-scatter and one-shot all-reduce transfers into the kernel tiles that produce the partials (SM stores and loads, reduction in the tile epilogue)",
     anchor: "builtin.module",
-    options: &[synco_chunk::PassOption {
-        name: "mode",
-        description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
-        default: "push",
-    }],
+    options: &[
+        synco_chunk::PassOption {
+            name: "mode",
+            description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
+            default: "push",
+        },
+        synco_chunk::PassOption {
+            name: "two-shot",
+            description: "Fuse two-shot all-reduces (reduce-scatter, then the owners push the sums; not run on a GPU yet)",
+            default: "false",
+        },
+    ],
     run,
 };
 
@@ -120,8 +127,9 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
         if reducing.is_empty() {
             continue;
         }
+        let two_shot_allowed = options[1] == "true";
         for t in &reducing {
-            check_fusable(*t)?;
+            check_fusable(*t, two_shot_allowed)?;
         }
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
         for range in flag_layout(&plan)?
@@ -140,8 +148,14 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 .ok_or_else(|| internal(plan.op, "a reduction range without its transfers"))?;
             fuse(&plan, kernel, abi, &range, transfer, mode)?;
         }
+        // A two-shot all-reduce's gathering transfers move the sums the
+        // owners now push themselves.
+        let gathers = plan.ops_named("chunk.transfer").into_iter().filter(|t| {
+            ir::str_attr(*t, "group")
+                .is_some_and(|g| g.starts_with("all_reduce") && g.ends_with("_ag"))
+        });
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
-            for t in reducing {
+            for t in reducing.into_iter().chain(gathers) {
                 ir::set_attr(t, FUSED_ATTR, unit);
             }
         }
@@ -149,14 +163,15 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     Ok(())
 }
 
-/// Reduce-scatter and one-shot all-reduce, on the SM backend.
-fn check_fusable(t: Op) -> Result<(), PassFailed> {
+/// Reduce-scatter and all-reduce, on the SM backend (two-shot only when
+/// allowed).
+fn check_fusable(t: Op, two_shot_allowed: bool) -> Result<(), PassFailed> {
     let group = ir::str_attr(t, "group").unwrap_or_default();
-    if group.ends_with("_rs") || group.ends_with("_ag") {
+    if group.ends_with("_rs") && !two_shot_allowed {
         return Err(fail(
             t,
             format!(
-                "chunk-fuse-reductions: a two-shot all-reduce is not fused yet ('{group}'); use algorithm(one_shot)"
+                "chunk-fuse-reductions: a fused two-shot all-reduce ('{group}') has not run on a GPU yet; use algorithm(one_shot), or chunk-fuse-reductions{{two-shot=true}} to try it"
             ),
         ));
     }
@@ -223,15 +238,21 @@ fn fuse(
         .buffer(&out_name)
         .ok_or_else(|| internal(transfer, "a destination that is not in the plan"))?;
     let block = m / w;
-    let all_reduce = reduction_kind(plan, name) == Some(ReductionKind::AllReduce);
-    let out_rows = if all_reduce { m } else { block };
+    let kind = reduction_kind(plan, name);
+    let all_reduce = kind == Some(ReductionKind::AllReduce);
+    let two_shot = kind == Some(ReductionKind::AllReduceTwoShot);
+    let out_rows = if all_reduce || two_shot { m } else { block };
     if out.shape != [out_rows, n] || out.element != partial.element {
         return Err(fail(
             transfer,
             format!(
                 "chunk-fuse-reductions: @{out_name} must be {out_rows}x{n}x{}, like {} @{name}",
                 partial.element,
-                if all_reduce { "" } else { "a block of" }
+                if all_reduce || two_shot {
+                    ""
+                } else {
+                    "a block of"
+                }
             ),
         ));
     }
@@ -379,23 +400,39 @@ fn fuse(
         ob.subi(ob.ptr_to_int(out_ptr), ob.ptr_to_int(p_arg)),
         ob.const_i64(element_bytes),
     );
-    let shift = ob.subi(
-        between,
-        ob.muli(ob.to_i64(abi.rank), ob.const_i64(block * n)),
-    );
+    // (A two-shot all-reduce's @C has @P's shape: no shift by the block.)
+    let shift = if two_shot {
+        between
+    } else {
+        ob.subi(
+            between,
+            ob.muli(ob.to_i64(abi.rank), ob.const_i64(block * n)),
+        )
+    };
     if n % 16 == 0 {
         ob.assume_multiple_of(shift, 16);
     }
     let out_ptrs = ob.addptr(ptrs, ob.splat(shift, &shape));
     let reduced = ob.convert_float(sum, element);
     store_under(&ob, out_ptrs, reduced, mask);
+    // A two-shot all-reduce: the sum to every peer's @C too, counted on
+    // its gathered-rows counter (the launch ends when those are complete,
+    // see `completion`).
+    let gathered = ob.addi(flag, ob.const_i32(range.chunks_per_rank * w));
     for s in 0..w {
         let peer = ob.const_i32(s);
         let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
         ob.if_then(other, |ib| {
             let peer_flags = peer_ptr(&ib, abi.flags, peer);
+            if two_shot {
+                store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
+                arrive(&ib, peer_flags, gathered);
+            }
             arrive(&ib, peer_flags, flag);
         });
+    }
+    if two_shot {
+        record_completion(plan, range, tiles_per_chunk);
     }
 
     // Other ranks' rows: the kernel's own store, between an acknowledgement
@@ -605,4 +642,27 @@ fn store_under(b: &Builder, ptrs: Value, value: Value, mask: Option<Value>) {
         Some(m) => b.store_masked(ptrs, value, m),
         None => b.store(ptrs, value),
     };
+}
+
+/// Discardable attribute on a plan: per rank, the `[flag, count]` pairs the
+/// launch must wait for after the kernel (`chunk-lower-transfers` moves
+/// them into the schedule's `completion`).
+pub const COMPLETION_ATTR: &str = "synco.completion";
+
+/// A two-shot all-reduce ends on rank `r` once every other rank's sums
+/// arrived: the gathered-rows counter of every chunk `r` does not own
+/// reaches `epoch * tiles_per_chunk`.
+fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64) {
+    let chunks = range.chunks_per_rank * plan.world_size;
+    let per_rank: Vec<Vec<[i64; 2]>> = (0..plan.world_size)
+        .map(|r| {
+            (0..chunks)
+                .filter(|g| g / range.chunks_per_rank != r)
+                .map(|g| [range.base + chunks + g, tiles_per_chunk])
+                .collect()
+        })
+        .collect();
+    let text = serde_json::to_string(&per_rank).unwrap_or_default();
+    let ctx = ir::context_of(plan.op);
+    ir::set_attr(plan.op, COMPLETION_ATTR, ir::string_attr(ctx, &text));
 }

@@ -278,7 +278,12 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
                          "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base})
         })
         .collect();
+    // What the launch waits for after the kernel (chunk-fuse-reductions).
+    let completion: Json = ir::str_attr(plan.op, crate::fuse_reductions::COMPLETION_ATTR)
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!([]));
     Ok(json!({
+        "completion": completion,
         "plan": plan.name,
         "world_size": w,
         "num_flags": num_flags,

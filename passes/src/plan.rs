@@ -217,8 +217,9 @@ pub enum FlagKind {
 #[derive(Clone, Debug)]
 pub struct FlagRange {
     pub kind: FlagKind,
-    /// Flags per chunk: 1, or 2 for a one-shot all-reduce (arrivals, then
-    /// acknowledgements, each a range of `W * chunks_per_rank`).
+    /// Flags per chunk: 1, or 2 for an all-reduce (one-shot: arrivals, then
+    /// acknowledgements; two-shot: the reduce-scatter's counters, then the
+    /// gathered rows'), each a range of `W * chunks_per_rank`.
     pub counters_per_chunk: i64,
     pub buffer: String,
     /// The dimension chunks split.
@@ -317,7 +318,7 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             ));
         }
         let counters_per_chunk = match reduction_kind(plan, &name) {
-            Some(ReductionKind::AllReduce) => 2,
+            Some(ReductionKind::AllReduce | ReductionKind::AllReduceTwoShot) => 2,
             _ => 1,
         };
         let range = FlagRange {

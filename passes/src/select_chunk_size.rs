@@ -30,8 +30,11 @@
 //!   (fields of `synco_cost_model::Machine`), e.g. fitted from a benchmark's
 //!   chunk-count sweep. Default: `Machine::H200_NVLINK`.
 //!
+//! An all-reduce of such a partial: two-shot, as a reduce-scatter; one-shot,
+//! the finest count (its chunks' tiles wait for the peers together).
+//!
 //! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
-//! on all_gather / all_to_all / reduce_scatter (all_reduce is left alone).
+//! on any collective.
 
 use crate::plan::{BufferDecl, Plan, fail, int_option, loc, plans};
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
@@ -91,7 +94,15 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             }
             match name.as_str() {
                 "chunk.all_gather" | "chunk.all_to_all" => select(&plan, op, forced, &machine)?,
-                "chunk.reduce_scatter" => select_reduce_scatter(&plan, op, forced)?,
+                "chunk.reduce_scatter" => select_reduce_scatter(&plan, op, forced, false)?,
+                // A two-shot all-reduce starts as a reduce-scatter; a
+                // one-shot one waits chunk by chunk on every rank.
+                "chunk.all_reduce" => {
+                    let one_shot = ir::int_attr(op, "algorithm")
+                        .and_then(synco_chunk::attrs::Algorithm::from_value)
+                        == Some(synco_chunk::attrs::Algorithm::OneShot);
+                    select_reduce_scatter(&plan, op, forced, one_shot)?
+                }
                 _ => {}
             }
         }
@@ -133,7 +144,16 @@ fn collective_blocks(
 
 /// The finest count that splits a rank's block of the partial into chunks
 /// of whole produced tiles (see the module doc).
-fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(), PassFailed> {
+///
+/// `one_shot` (a one-shot all-reduce): the finest count, so that the tiles
+/// of a chunk, which wait for the peers' same chunk together, are as few as
+/// possible.
+fn select_reduce_scatter(
+    plan: &Plan,
+    op: Op,
+    forced: Option<i64>,
+    one_shot: bool,
+) -> Result<(), PassFailed> {
     let (partial, block, tile) = collective_blocks(plan, op, "src", "chunk.produce")?;
     let valid = |n: i64| n >= 1 && block % n == 0 && (block / n) % tile == 0;
     let chosen = match forced {
@@ -147,7 +167,8 @@ fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(),
         }
         Some(n) => n,
         None => {
-            let whole_groups = |n: i64| block / n >= MIN_REDUCE_CHUNK_TILES * tile;
+            let min_tiles = if one_shot { 1 } else { MIN_REDUCE_CHUNK_TILES };
+            let whole_groups = |n: i64| block / n >= min_tiles * tile;
             let Some(best) = CANDIDATES
                 .into_iter()
                 .rev()
@@ -164,8 +185,9 @@ fn select_reduce_scatter(plan: &Plan, op: Op, forced: Option<i64>) -> Result<(),
             Diagnostic::remark(
                 loc(op),
                 format!(
-                    "chunks(auto) -> chunks({best}) for @{}: the finest count whose chunks hold at least {MIN_REDUCE_CHUNK_TILES} whole {tile}-row tiles (one swizzle group)",
-                    partial.name
+                    "chunks(auto) -> chunks({best}) for @{}: the finest count whose chunks hold at least {min_tiles} whole {tile}-row tiles{}",
+                    partial.name,
+                    if one_shot { "" } else { " (one swizzle group)" }
                 ),
             )
             .emit();

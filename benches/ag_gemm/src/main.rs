@@ -63,8 +63,8 @@ struct Cli {
 
 #[derive(Deserialize, Clone)]
 struct Variant {
-    /// `ag` (all-gather + GEMM, the default), `rs` (GEMM + reduce-scatter)
-    /// or `ar` (GEMM + one-shot all-reduce).
+    /// `ag` (all-gather + GEMM, the default), `rs` (GEMM + reduce-scatter),
+    /// `ar` (GEMM + one-shot all-reduce) or `ar2` (two-shot).
     #[serde(default = "all_gather")]
     op: String,
     style: String,
@@ -807,7 +807,7 @@ fn main() -> Result<()> {
         }
         let nd = node.as_mut().context("node")?;
         nd.reset_heap();
-        if v0.op == "rs" || v0.op == "ar" {
+        if matches!(v0.op.as_str(), "rs" | "ar" | "ar2") {
             let shape = rs::run_shape(nd, &handles, &shape_dir, &variant_dirs, &cli, seed)?;
             results.push(shape);
             std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;

@@ -1,5 +1,6 @@
 //! GEMM + reduce-scatter (variants with `"op": "rs"`) and GEMM + all-reduce
-//! (`"op": "ar"`: C is [M, N] on every rank, the whole sum).
+//! (`"op": "ar"` one-shot, `"ar2"` two-shot: C is [M, N] on every rank, the
+//! whole sum).
 //!
 //! Each rank holds A_r [M, K] and B_r [K, N] (K is the per-rank K) and
 //! computes the partial P_r = A_r @ B_r [M, N]; rank r must end with rows
@@ -146,15 +147,16 @@ pub(crate) fn run_shape(
         variant_dirs[0].join("variant.json"),
     )?)?;
     let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
-    let all_reduce = v0.op == "ar";
+    let all_reduce = v0.op == "ar" || v0.op == "ar2";
     let p = RsProblem::alloc(node, m, k, n, if all_reduce { m } else { m / world })?;
     p.prepare(node, cublas, seed)?;
-    // What each rank sends: its partial of every other rank's block, or,
-    // for a one-shot all-reduce, its whole partial to every other rank.
-    let block_bytes = if all_reduce {
-        m * n * 2
-    } else {
-        m / world * n * 2
+    // What each rank sends: its partial of every other rank's block (and,
+    // two-shot, its block of the sum to every other rank: twice that), or,
+    // one-shot, its whole partial to every other rank.
+    let block_bytes = match v0.op.as_str() {
+        "ar" => m * n * 2,
+        "ar2" => 2 * (m / world) * n * 2,
+        _ => m / world * n * 2,
     };
     let at = |peer: usize| if all_reduce { 0 } else { peer * block_bytes };
     let (cublas_ms, comm_ms) =

@@ -196,6 +196,12 @@ pub struct FusedPlan {
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.
     pub copies: Vec<Vec<Copy>>,
+    /// `completion[r]`: `(flag, count)` pairs rank `r`'s launch waits for
+    /// after its kernel (flag >= epoch * count): rows other ranks' kernels
+    /// write into this rank's buffers (a fused two-shot all-reduce). Empty
+    /// for other plans.
+    #[serde(default)]
+    pub completion: Vec<Vec<(i64, i64)>>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -444,6 +444,28 @@ impl Node {
                 &abi,
                 self.scratch[rank].0,
             )?;
+            // Rows that peers' kernels write here (a two-shot all-reduce's
+            // sums): the launch is done when their counters are complete.
+            let completion = kernel
+                .manifest
+                .fused
+                .as_ref()
+                .and_then(|f| f.completion.get(rank));
+            for &(flag, count) in completion.into_iter().flatten() {
+                let target = (epoch as i64 * count) as u32;
+                unsafe {
+                    check(
+                        g,
+                        "cuStreamWaitValue32",
+                        sys::cuStreamWaitValue32_v2(
+                            gpu.compute,
+                            flags + 4 * flag as u64,
+                            target,
+                            sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                        ),
+                    )?;
+                }
+            }
             unsafe {
                 check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
                 // The next launch's copies overwrite rows this kernel reads.

@@ -1,0 +1,65 @@
+// chunk-fuse-reductions{two-shot=true}: a two-shot all-reduce is the
+// reduce-scatter (push) whose owners, after storing the sum of a tile into
+// their @C, push it into every peer's @C at the same rows and count it on
+// the peer's gathered-rows counter (flags 4..8, after the reduce-scatter's
+// 0..4). The plan records, per rank, the counters its launch waits for
+// after the kernel (synco.completion; chunk-lower-transfers moves it into
+// the schedule): rank 0 the rows of chunks 2 and 3 (flags 6, 7), rank 1
+// those of chunks 0 and 1, each from 2 tiles.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{two-shot=true})' \
+// RUN:   | FileCheck %s
+// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{two-shot=true},chunk-lower-transfers)' \
+// RUN:   | FileCheck %s --check-prefix=SCHEDULE
+// SCHEDULE: \22completion\22:{{\[\[\[6,2\],\[7,2\]\],\[\[4,2\],\[5,2\]\]\]}}
+
+// CHECK:      chunk.plan @p world_size(2) attributes {synco.completion = "{{\[\[\[6,2\],\[7,2\]\],\[\[4,2\],\[5,2\]\]\]}}"}
+// CHECK:      chunk.transfer @C_rs_p0_c0 {{.*}} {group = "all_reduce_C_rs", synco.fused}
+// CHECK:      chunk.transfer @C_ag_p1_c1 {{.*}} {group = "all_reduce_C_ag", synco.fused}
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      scf.if
+// CHECK:        chunk.wait %{{.*}}[%[[FLAG:.*]]], %{{.*}} count(2) : !tt.ptr<i32>
+// CHECK:        "tt.store"(%[[OUT:.*]], %[[SUM:.*]])
+// CHECK:        %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT:   %[[GATHERED:.*]] = arith.addi %[[FLAG]], %[[C4]] : i32
+// CHECK:        scf.if
+// CHECK-NEXT:     %[[PF:.*]] = chunk.peer_ptr %{{.*}}, %{{.*}} : !tt.ptr<i32>
+// CHECK-NEXT:     %[[REMOTE:.*]] = chunk.peer_ptr %[[OUT]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
+// CHECK-NEXT:     "tt.store"(%[[REMOTE]], %[[SUM]])
+// CHECK-NEXT:     chunk.arrive %[[PF]][%[[GATHERED]]] : !tt.ptr<i32>
+// CHECK-NEXT:     chunk.arrive %[[PF]][%[[FLAG]]] : !tt.ptr<i32>
+// CHECK:      } else {
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    // expected-remark @below {{tiles of @P reduce into @C}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
