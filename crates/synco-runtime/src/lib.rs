@@ -22,7 +22,13 @@
 //!    the epoch;
 //! 3. the kernel on each rank's compute stream, with the user's arguments,
 //!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
-//!    buffer) and Triton's scratch pointers.
+//!    buffer, plan buffers) and Triton's scratch pointers, with the `ldst`
+//!    backend's copy programs in front of the grid (or in a plane in front
+//!    of a 2D grid);
+//! 4. after the kernel, stream waits (`cuStreamWaitValue32`, >=) on the
+//!    counters the manifest's `completion` lists: rows that peers' kernels
+//!    write into this rank (a fused two-shot all-reduce), so that the
+//!    launch ends when they have all arrived.
 //!
 //! [`Node::wait`] is the watchdog: it waits for every rank with a deadline,
 //! then reads each rank's error buffer. A device-side wait that timed out
