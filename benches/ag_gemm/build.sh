@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -18,7 +18,9 @@
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
 # --rs-mode pull builds chunk-fuse-reductions{mode=pull} instead of push
-# (directories <style>_pull_c<n>). --op ar builds GEMM + one-shot
+# (directories <style>_pull_c<n>); --rs-mode copy_engine has the host's side
+# stream move the partials (backend copy_engine; directories
+# <style>_copy_engine_c<n>; not run on a GPU yet). --op ar builds GEMM + one-shot
 # all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
 # --op ar2 the two-shot all-reduce (the reduce-scatter shapes; behind
 # chunk-fuse-reductions{two-shot=true}, not run on a GPU yet).
@@ -82,13 +84,21 @@ case $OP in
     ;;
   rs)
     BACKEND=ldst
+    if [ "$RS_MODE" = copy_engine ]; then
+      # The host's side stream moves the partials: not run on a GPU yet.
+      BACKEND=copy_engine
+      FUSE_OPTIONS=" copy-engine=true"
+    fi
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   *) echo "build.sh: --op is ag, rs, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
+# chunk-fuse-reductions' transport option (the copy engine is the plan's backend).
+FUSE_MODE=$RS_MODE
+[ "$RS_MODE" = copy_engine ] && FUSE_MODE=push
 # The backend as the results name it.
 LABEL=$BACKEND
-[ "$OP" = rs ] && [ "$RS_MODE" != push ] && LABEL="${BACKEND}_$RS_MODE"
+[ "$OP" = rs ] && [ "$RS_MODE" = pull ] && LABEL="${BACKEND}_$RS_MODE"
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
 # unit strides are constants, everything else is a multiple of 16.
@@ -191,7 +201,7 @@ PLAN
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$RS_MODE$FUSE_OPTIONS},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS ldst-2d-grid=true},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE$FUSE_OPTIONS},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS ldst-2d-grid=true},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1); then
         echo "$log" >&2

@@ -129,14 +129,15 @@ module {
 
 // -----
 
-// The copy engine does not reduce.
+// The copy engine moves partials only on request
+// (fuse-reductions-copy-engine.mlir).
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend 'copy_engine' is not implemented for reductions}}
+    // expected-error @below {{chunk-fuse-reductions: a reduce-scatter moved by the copy engine has not run on a GPU yet; use backend(ldst), or chunk-fuse-reductions{copy-engine=true} to try it}}
     chunk.reduce_scatter @P into @C dim(0) chunks(2)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({

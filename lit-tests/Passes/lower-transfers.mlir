@@ -17,7 +17,7 @@
 // CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:32768,\22dst_pitch\22:16384,\22dst_rank\22:0,\22flag\22:2,\22name\22:\22A_p1_c0\22,\22order\22:2,\22row_elems\22:16384,\22rows\22:1,\22src_buffer\22:\22A\22,\22src_offset\22:32768,\22src_pitch\22:16384,\22src_rank\22:1}
 // CHECK-SAME: {{.*}}\22flag\22:3,\22name\22:\22A_p1_c1\22,\22order\22:3
 // CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:0,{{.*}}\22dst_rank\22:1,\22flag\22:0,
-// CHECK-SAME: \22num_flags\22:4,\22plan\22:\22p\22,\22world_size\22:2}"}
+// CHECK-SAME: \22num_flags\22:4,\22plan\22:\22p\22,\22reduction_copies\22:[],\22world_size\22:2}"}
 // CHECK:      chunk.plan @p world_size(2) {
 // CHECK-NEXT:   chunk.buffer @A
 // CHECK-NEXT: }

@@ -1,7 +1,7 @@
 //! `chunk-fuse-reductions`: fuse a reduce-scatter, or a one-shot
 //! all-reduce, into the GEMM tiles that produce its partials.
 //!
-//! (The one-shot all-reduce, 2 ranks, is [`fuse_all_reduce`]: every tile
+//! (The one-shot all-reduce, 2 ranks, is `fuse_all_reduce`: every tile
 //! pushes its partial to the peer and adds the peer's, in the kernel's own
 //! order on both ranks. Its precondition beyond the reduce-scatter's: the
 //! kernel runs the tiles of a chunk together (a row of tiles with Triton's
@@ -40,7 +40,7 @@
 //! }
 //! ```
 //!
-//! Where partials travel is the option `mode`:
+//! Where partials travel is the option `mode`, or the copy engine:
 //!
 //! * `push` (default): a tile stores its partial for rank `o` straight into
 //!   `o`'s `@P` over NVLink, in the block of rows of the source rank (rank
@@ -48,14 +48,24 @@
 //!   them too), so the bytes move while the GEMM still computes other
 //!   tiles, and owners read their peers' partials from local memory;
 //! * `pull`: a tile stores its partial locally, at its own rows; owners
-//!   load it from the producer's `@P` over NVLink in their epilogue.
+//!   load it from the producer's `@P` over NVLink in their epilogue;
+//! * the reduce-scatter's `backend(copy_engine)` (behind
+//!   `copy-engine=true`: not run on a GPU yet): a tile stores its partial
+//!   in place and counts it on its own rank; the host's side stream copies
+//!   each finished chunk into the owner's `@P` (rows of the source's block)
+//!   and sets the owner's flag for that source (see `record_copies`, and
+//!   `CeFlags` for the flags); no program waits for remote stores.
 //!
 //! Every tile waits only for its own chunk, and the sum is the same bits on
 //! every run: partials are added in rank order whatever order they arrive
 //! in. Own rows of `@P` are never written. `@C` is a kernel argument: the
 //! user's if `@C` is bound, else the ABI's `synco_buffer_C`.
 //!
-//! Options: `mode=push|pull` (see above; reduce-scatter only).
+//! Options: `mode=push|pull` (see above; reduce-scatter only);
+//! `copy-engine=true` (allow the copy-engine transport); `two-shot=true`
+//! (fuse two-shot all-reduces: the reduce-scatter's owners also push each
+//! sum to every peer's `@C`, and the launch waits for the peers' sums,
+//! recorded in the plan's `synco.completion`; not run on a GPU yet).
 //! Preconditions: collectives expanded (reduce-scatter with backend
 //! `ldst`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
 //! stores `@P` once per tile, a 2D tile of `T` rows, at the addresses of a
@@ -88,6 +98,11 @@ pub static PASS: PassDescriptor = PassDescriptor {
             default: "push",
         },
         synco_chunk::PassOption {
+            name: "copy-engine",
+            description: "Fuse reduce-scatters whose backend is copy_engine (the host's side stream moves the partials; not run on a GPU yet)",
+            default: "false",
+        },
+        synco_chunk::PassOption {
             name: "two-shot",
             description: "Fuse two-shot all-reduces (reduce-scatter, then the owners push the sums; not run on a GPU yet)",
             default: "false",
@@ -96,11 +111,13 @@ pub static PASS: PassDescriptor = PassDescriptor {
     run,
 };
 
-/// How partials reach their owner (the pass option `mode`).
+/// How partials reach their owner (the pass option `mode`, or the copy
+/// engine when the reduce-scatter's backend is `copy_engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Push,
     Pull,
+    CopyEngine,
 }
 
 /// Marks a transfer that a pass lowered into the kernel.
@@ -127,9 +144,10 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
         if reducing.is_empty() {
             continue;
         }
-        let two_shot_allowed = options[1] == "true";
+        let copy_engine_allowed = options[1] == "true";
+        let two_shot_allowed = options[2] == "true";
         for t in &reducing {
-            check_fusable(*t, two_shot_allowed)?;
+            check_fusable(*t, two_shot_allowed, copy_engine_allowed)?;
         }
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
         for range in flag_layout(&plan)?
@@ -165,7 +183,11 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 
 /// Reduce-scatter and all-reduce, on the SM backend (two-shot only when
 /// allowed).
-fn check_fusable(t: Op, two_shot_allowed: bool) -> Result<(), PassFailed> {
+fn check_fusable(
+    t: Op,
+    two_shot_allowed: bool,
+    copy_engine_allowed: bool,
+) -> Result<(), PassFailed> {
     let group = ir::str_attr(t, "group").unwrap_or_default();
     if group.ends_with("_rs") && !two_shot_allowed {
         return Err(fail(
@@ -181,6 +203,17 @@ fn check_fusable(t: Op, two_shot_allowed: bool) -> Result<(), PassFailed> {
     let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
     let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
         == Some(attrs::TransferMode::Local);
+    if backend == Some(attrs::Backend::CopyEngine) && !local && group.starts_with("reduce_scatter")
+    {
+        if copy_engine_allowed {
+            return Ok(());
+        }
+        return Err(fail(
+            t,
+            "chunk-fuse-reductions: a reduce-scatter moved by the copy engine has not run on a GPU yet; \
+             use backend(ldst), or chunk-fuse-reductions{copy-engine=true} to try it",
+        ));
+    }
     if backend != Some(attrs::Backend::Ldst) && !local {
         return Err(fail(
             t,
@@ -335,6 +368,11 @@ fn fuse(
     let element = ir::tensor_element(ir::type_of(value))
         .ok_or_else(|| internal(store, "a tensor without an element type"))?;
 
+    let mode = if crate::plan::reduced_by_copy_engine(plan, name) {
+        Mode::CopyEngine
+    } else {
+        mode
+    };
     if all_reduce {
         return fuse_all_reduce(AllReduceSite {
             abi,
@@ -369,7 +407,19 @@ fn fuse(
     let own_yield =
         yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let ob = Builder::before(own_yield).with_loc(ir::location_of(produce));
-    wait(&ob, abi, flag, abi.epoch, (w - 1) * tiles_per_chunk);
+    let ce = CeFlags::new(range, w);
+    if mode == Mode::CopyEngine {
+        // One flag per source, set to the epoch by the copy engine.
+        for s in 0..w {
+            let peer = ob.const_i32(s);
+            ob.if_then(ob.cmpi(Cmp::Ne, abi.rank, peer), |ib| {
+                let arrived = ce.arrived(&ib, chunk, peer);
+                wait(&ib, abi, arrived, abi.epoch, 1);
+            });
+        }
+    } else {
+        wait(&ob, abi, flag, abi.epoch, (w - 1) * tiles_per_chunk);
+    }
     let f32t = ir::parse_type(ob.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
     let mut sum: Option<Value> = None;
     for s in 0..w {
@@ -382,7 +432,9 @@ fn fuse(
         };
         let partial_ptrs = match mode {
             // Pushed into this rank's @P, in the rows of block s.
-            Mode::Push => block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape),
+            Mode::Push | Mode::CopyEngine => {
+                block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape)
+            }
             Mode::Pull => peer_ptr(&ob, ptrs, peer),
         };
         let pulled = ob.load_masked(partial_ptrs, load_mask, ob.zeros(ir::type_of(value)));
@@ -428,7 +480,12 @@ fn fuse(
                 store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
                 arrive(&ib, peer_flags, gathered);
             }
-            arrive(&ib, peer_flags, flag);
+            let consumed = if mode == Mode::CopyEngine {
+                ce.consumed(&ib, chunk)
+            } else {
+                flag
+            };
+            arrive(&ib, peer_flags, consumed);
         });
     }
     if two_shot {
@@ -441,9 +498,27 @@ fn fuse(
         yield_of(peer_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce));
     let previous = pb.subi(abi.epoch, pb.const_i32(1));
-    wait(&pb, abi, flag, previous, tiles_per_chunk);
+    if mode == Mode::CopyEngine {
+        // The copy engine has copied the previous epoch's partial.
+        let copied = ce.copied(&pb, chunk);
+        wait(&pb, abi, copied, previous, 1);
+    } else {
+        wait(&pb, abi, flag, previous, tiles_per_chunk);
+    }
     match mode {
         Mode::Pull => ir::move_before(store, peer_yield),
+        Mode::CopyEngine => {
+            ir::move_before(store, peer_yield);
+            // Counted here; the side stream copies the chunk once complete.
+            arrive(&pb, abi.flags, flag);
+            record_copies(
+                plan,
+                range,
+                tiles_per_chunk,
+                block * n * element_bytes,
+                n * element_bytes,
+            );
+        }
         Mode::Push => {
             // Into the owner's @P, in the rows of this rank's block.
             let slot = block_shift(&pb, ptrs, abi.rank, owner, block * n, &shape);
@@ -452,10 +527,15 @@ fn fuse(
             ir::erase(store);
         }
     }
-    let owner_flags = peer_ptr(&pb, abi.flags, owner);
-    arrive(&pb, owner_flags, flag);
+    if mode != Mode::CopyEngine {
+        let owner_flags = peer_ptr(&pb, abi.flags, owner);
+        arrive(&pb, owner_flags, flag);
+    }
 
     let how = match mode {
+        Mode::CopyEngine => {
+            "other rows store their partial and count it; the copy engine moves each finished chunk to its owner; own rows add"
+        }
         Mode::Push => {
             "other rows push their partial into the owner's @P and arrive at its counter; own rows add"
         }
@@ -665,4 +745,106 @@ fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64) {
     let text = serde_json::to_string(&per_rank).unwrap_or_default();
     let ctx = ir::context_of(plan.op);
     ir::set_attr(plan.op, COMPLETION_ATTR, ir::string_attr(ctx, &text));
+}
+
+/// The flags of a reduce-scatter moved by the copy engine, after the
+/// range's base (`G = W * chunks_per_rank` global chunks): `produced[g]`
+/// (this rank's tiles of chunk g, a counter), `arrived[g * W + s]` (set to
+/// the epoch by the copy engine once source s's partial of chunk g is in),
+/// `consumed[g]` (the owner's tiles that read this rank's partial, a
+/// counter), `copied[g]` (set to the epoch once the copy engine has read
+/// this rank's partial of chunk g).
+struct CeFlags {
+    base: i64,
+    chunks: i64,
+    world_size: i64,
+}
+
+impl CeFlags {
+    fn new(range: &FlagRange, world_size: i64) -> CeFlags {
+        CeFlags {
+            base: range.base,
+            chunks: range.chunks_per_rank * world_size,
+            world_size,
+        }
+    }
+
+    fn produced_index(&self, g: i64) -> i64 {
+        self.base + g
+    }
+
+    fn arrived_index(&self, g: i64, source: i64) -> i64 {
+        self.base + self.chunks + g * self.world_size + source
+    }
+
+    fn consumed_index(&self, g: i64) -> i64 {
+        self.base + self.chunks * (1 + self.world_size) + g
+    }
+
+    fn copied_index(&self, g: i64) -> i64 {
+        self.base + self.chunks * (2 + self.world_size) + g
+    }
+
+    fn arrived(&self, b: &Builder, chunk: Value, source: Value) -> Value {
+        let first = b.const_i32(self.arrived_index(0, 0));
+        b.addi(
+            first,
+            b.addi(b.muli(chunk, b.const_i32(self.world_size)), source),
+        )
+    }
+
+    fn consumed(&self, b: &Builder, chunk: Value) -> Value {
+        b.addi(chunk, b.const_i32(self.consumed_index(0)))
+    }
+
+    fn copied(&self, b: &Builder, chunk: Value) -> Value {
+        b.addi(chunk, b.const_i32(self.copied_index(0)))
+    }
+}
+
+/// Discardable attribute on a plan: per rank, the copies of finished
+/// partial chunks its side stream drives (`chunk-lower-transfers` moves
+/// them into the schedule's `reduction_copies`).
+pub const REDUCTION_COPIES_ATTR: &str = "synco.reduction_copies";
+
+/// The side stream of rank `s` copies each chunk `g` of its partial that
+/// rank `o` owns, in the order the kernel computes them (chunk by chunk,
+/// ranks s+1, s+2, ...): once `produced[g]` reaches `epoch * n` and the
+/// owner consumed the previous epoch's (`consumed[g]`), from `s`'s @P rows
+/// of `g` to the rows of block `s` in `o`'s @P; then the epoch into `o`'s
+/// `arrived[g * W + s]` and into `s`'s `copied[g]`.
+fn record_copies(
+    plan: &Plan,
+    range: &FlagRange,
+    tiles_per_chunk: i64,
+    block_bytes: i64,
+    row_bytes: i64,
+) {
+    let w = plan.world_size;
+    let flags = CeFlags::new(range, w);
+    let per_rank: Vec<Vec<serde_json::Value>> = (0..w)
+        .map(|s| {
+            (0..range.chunks_per_rank)
+                .flat_map(|c| (1..w).map(move |k| (c, (s + k) % w)))
+                .map(|(c, o)| {
+                    let g = o * range.chunks_per_rank + c;
+                    let rows = c * range.rows_per_chunk;
+                    serde_json::json!({
+                        "buffer": range.buffer,
+                        "owner": o,
+                        "src_offset": o * block_bytes + rows * row_bytes,
+                        "dst_offset": s * block_bytes + rows * row_bytes,
+                        "bytes": range.rows_per_chunk * row_bytes,
+                        "produced": [flags.produced_index(g), tiles_per_chunk],
+                        "consumed": [flags.consumed_index(g), tiles_per_chunk],
+                        "arrived": flags.arrived_index(g, s),
+                        "copied": flags.copied_index(g),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let text = serde_json::to_string(&per_rank).unwrap_or_default();
+    let ctx = ir::context_of(plan.op);
+    ir::set_attr(plan.op, REDUCTION_COPIES_ATTR, ir::string_attr(ctx, &text));
 }

@@ -282,7 +282,12 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
     let completion: Json = ir::str_attr(plan.op, crate::fuse_reductions::COMPLETION_ATTR)
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_else(|| json!([]));
+    let reduction_copies: Json =
+        ir::str_attr(plan.op, crate::fuse_reductions::REDUCTION_COPIES_ATTR)
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| json!([]));
     Ok(json!({
+        "reduction_copies": reduction_copies,
         "completion": completion,
         "plan": plan.name,
         "world_size": w,

@@ -1,6 +1,6 @@
 //! Reading `chunk.plan` ops, and what the passes share about them.
 
-use synco_chunk::{Diagnostic, PassFailed};
+use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir::{self as ir, Op};
 
 /// A `chunk.buffer`.
@@ -219,7 +219,9 @@ pub struct FlagRange {
     pub kind: FlagKind,
     /// Flags per chunk: 1, or 2 for an all-reduce (one-shot: arrivals, then
     /// acknowledgements; two-shot: the reduce-scatter's counters, then the
-    /// gathered rows'), each a range of `W * chunks_per_rank`.
+    /// gathered rows'), each a range of `W * chunks_per_rank`; `3 + W` for
+    /// a reduce-scatter moved by the copy engine (see
+    /// `chunk-fuse-reductions`).
     pub counters_per_chunk: i64,
     pub buffer: String,
     /// The dimension chunks split.
@@ -319,6 +321,9 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         }
         let counters_per_chunk = match reduction_kind(plan, &name) {
             Some(ReductionKind::AllReduce | ReductionKind::AllReduceTwoShot) => 2,
+            // Produced, consumed and copied counters per chunk, and an
+            // arrival flag per chunk and source rank.
+            _ if reduced_by_copy_engine(plan, &name) => 3 + plan.world_size,
             _ => 1,
         };
         let range = FlagRange {
@@ -334,6 +339,21 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         out.push(range);
     }
     Ok(out)
+}
+
+/// Whether the copy engine moves `buffer`'s partials between ranks (the
+/// reducing transfers that cross ranks have backend `copy_engine`).
+pub fn reduced_by_copy_engine(plan: &Plan, buffer: &str) -> bool {
+    plan.ops_named("chunk.transfer").into_iter().any(|t| {
+        ir::attr(t, "reduce").is_some()
+            && ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+                != Some(attrs::TransferMode::Local)
+            && ir::int_attr(t, "backend").and_then(attrs::Backend::from_value)
+                == Some(attrs::Backend::CopyEngine)
+            && ir::attr(t, "src")
+                .and_then(region_parts)
+                .is_some_and(|(b, _, _)| b == buffer)
+    })
 }
 
 /// The collective that reduces a buffer.

@@ -178,6 +178,25 @@ pub struct Copy {
     pub flag: Option<i64>,
 }
 
+/// One chunk of a partial the side stream copies to its owner: after
+/// `produced.0 >= epoch * produced.1` (this rank's tiles of the chunk are
+/// done) and `consumed.0 >= (epoch - 1) * consumed.1` (the owner read the
+/// previous epoch's), `bytes` from `buffer` at `src_offset` here to
+/// `dst_offset` on `owner`; then the epoch into flag `arrived` on the
+/// owner and flag `copied` here. Offsets in bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReductionCopy {
+    pub buffer: String,
+    pub owner: i64,
+    pub src_offset: i64,
+    pub dst_offset: i64,
+    pub bytes: i64,
+    pub produced: (i64, i64),
+    pub consumed: (i64, i64),
+    pub arrived: i64,
+    pub copied: i64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FusedPlan {
     pub plan: String,
@@ -202,6 +221,11 @@ pub struct FusedPlan {
     /// for other plans.
     #[serde(default)]
     pub completion: Vec<Vec<(i64, i64)>>,
+    /// `reduction_copies[r]`: chunks of a partial that rank `r`'s side
+    /// stream copies to their owner as the kernel finishes them (a
+    /// reduce-scatter moved by the copy engine), in order.
+    #[serde(default)]
+    pub reduction_copies: Vec<Vec<ReductionCopy>>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -162,7 +162,9 @@ impl FusedKernel {
                 modules.push(module);
             }
         }
-        let count = manifest.fused.as_ref().map_or(1, |f| f.num_flags.max(1)) as usize;
+        // The flags, then one word for the launch's epoch (see
+        // `Node::enqueue_reduction_copies`).
+        let count = manifest.fused.as_ref().map_or(0, |f| f.num_flags) as usize + 1;
         let flags = node.alloc_flags(4 * count)?;
         Ok(FusedKernel {
             manifest,

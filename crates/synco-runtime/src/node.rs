@@ -406,6 +406,7 @@ impl Node {
             }
             if let Some(fused) = &kernel.manifest.fused {
                 self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags)?;
+                self.enqueue_reduction_copies(rank, fused, bindings, epoch, kernel.flags)?;
             }
             // Triton's global scratch: per program.
             let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
@@ -548,6 +549,98 @@ impl Node {
                         sys::cuStreamWriteValue32_v2(gpu.copy, flags + 4 * flag as u64, epoch, 0),
                     )?;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The side stream's copies of finished partial chunks to their owners
+    /// (a reduce-scatter moved by the copy engine; see
+    /// `synco_manifest::ReductionCopy`). The owner's flag is written by a
+    /// 4-byte peer copy of this launch's epoch, kept in the word after the
+    /// kernel's flags, so every stream memory operation stays local.
+    fn enqueue_reduction_copies(
+        &self,
+        rank: usize,
+        fused: &synco_manifest::FusedPlan,
+        bindings: &[(&str, Buffer)],
+        epoch: u32,
+        flags: Buffer,
+    ) -> Result<()> {
+        let Some(copies) = fused.reduction_copies.get(rank).filter(|c| !c.is_empty()) else {
+            return Ok(());
+        };
+        let gpu = &self.gpus[rank];
+        let local_flags = self.ptr(rank, &flags);
+        let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
+        let epoch_word = flag(local_flags, fused.num_flags);
+        let wait_geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+        unsafe {
+            check(
+                rank,
+                "cuStreamWriteValue32",
+                sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
+            )?;
+        }
+        for copy in copies {
+            let buffer = bindings
+                .iter()
+                .find(|(n, _)| *n == copy.buffer)
+                .map(|(_, b)| *b)
+                .ok_or_else(|| RuntimeError::UnboundBuffer(copy.buffer.clone()))?;
+            let owner = copy.owner as usize;
+            let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitValue32",
+                    sys::cuStreamWaitValue32_v2(
+                        gpu.copy,
+                        flag(local_flags, copy.produced.0),
+                        target(copy.produced, epoch),
+                        wait_geq,
+                    ),
+                )?;
+                check(
+                    rank,
+                    "cuStreamWaitValue32",
+                    sys::cuStreamWaitValue32_v2(
+                        gpu.copy,
+                        flag(local_flags, copy.consumed.0),
+                        target(copy.consumed, epoch - 1),
+                        wait_geq,
+                    ),
+                )?;
+                check(
+                    rank,
+                    "cuMemcpyAsync",
+                    sys::cuMemcpyAsync(
+                        self.ptr(owner, &buffer) + copy.dst_offset as u64,
+                        self.ptr(rank, &buffer) + copy.src_offset as u64,
+                        copy.bytes as usize,
+                        gpu.copy,
+                    ),
+                )?;
+                check(
+                    rank,
+                    "cuMemcpyAsync",
+                    sys::cuMemcpyAsync(
+                        flag(self.ptr(owner, &flags), copy.arrived),
+                        epoch_word,
+                        4,
+                        gpu.copy,
+                    ),
+                )?;
+                check(
+                    rank,
+                    "cuStreamWriteValue32",
+                    sys::cuStreamWriteValue32_v2(
+                        gpu.copy,
+                        flag(local_flags, copy.copied),
+                        epoch,
+                        0,
+                    ),
+                )?;
             }
         }
         Ok(())

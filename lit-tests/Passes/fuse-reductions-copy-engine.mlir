@@ -1,0 +1,83 @@
+// chunk-fuse-reductions{copy-engine=true}: a reduce-scatter whose backend
+// is copy_engine. Tiles of other ranks' rows store their partial in place
+// (after the copy engine has read the previous epoch's: copied[g] >= epoch
+// - 1) and count it on this rank's produced[g]; the host's side stream
+// copies each finished chunk into the owner's @P (rows of the source's
+// block) and sets the owner's arrived[g * 2 + s] to the epoch; the owner's
+// tiles wait for that flag of every other source, add, store @C and count
+// consumed[g] on the source. Flags: produced 0..4, arrived 4..12,
+// consumed 12..16, copied 16..20.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{copy-engine=true})' \
+// RUN:   | FileCheck %s
+// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{copy-engine=true},chunk-lower-transfers)' \
+// RUN:   | FileCheck %s --check-prefix=SCHEDULE
+// Rank 0's side stream copies its partial of chunks 2 and 3 (rank 1's) in
+// order: chunk 2 is rows 512..768 (byte 65536 with 128-byte rows), into
+// rows 0..256 of rank 1's @P (the block of source 0).
+// SCHEDULE: \22num_flags\22:20
+// SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,\22buffer\22:\22P\22,\22bytes\22:32768,\22consumed\22:[14,2],\22copied\22:18,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[2,2],\22src_offset\22:65536}
+
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>):
+// CHECK:      %[[C256:.*]] = arith.constant 256 : i32
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.divsi %{{.*}}, %[[C256]] : i32
+// CHECK:      %[[FLAG:.*]] = arith.addi %[[CHUNK]], %{{.*}} : i32
+// CHECK:      scf.if %{{.*}} {
+// Own rows: the copy engine's flag of each other source, then the sum.
+// CHECK:        scf.if
+// CHECK:          %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT:     %[[C2:.*]] = arith.constant 2 : i32
+// CHECK-NEXT:     %[[G2:.*]] = arith.muli %[[CHUNK]], %[[C2]] : i32
+// CHECK-NEXT:     %[[GS:.*]] = arith.addi %[[G2]], %{{.*}} : i32
+// CHECK-NEXT:     %[[ARRIVED:.*]] = arith.addi %[[C4]], %[[GS]] : i32
+// CHECK-NEXT:     chunk.wait %[[FLAGS]][%[[ARRIVED]]], %[[EPOCH]] : !tt.ptr<i32>
+// CHECK:        arith.addf
+// CHECK:        "tt.store"
+// CHECK:        %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>
+// CHECK-NEXT:   %[[C12:.*]] = arith.constant 12 : i32
+// CHECK-NEXT:   %[[CONSUMED:.*]] = arith.addi %[[CHUNK]], %[[C12]] : i32
+// CHECK-NEXT:   chunk.arrive %[[PF]][%[[CONSUMED]]] : !tt.ptr<i32>
+// CHECK:      } else {
+// Other ranks' rows: the copy engine read last epoch's, store, count here.
+// CHECK:        %[[PREV:.*]] = arith.subi %[[EPOCH]], %{{.*}} : i32
+// CHECK-NEXT:   %[[C16:.*]] = arith.constant 16 : i32
+// CHECK-NEXT:   %[[COPIED:.*]] = arith.addi %[[CHUNK]], %[[C16]] : i32
+// CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[COPIED]]], %[[PREV]] : !tt.ptr<i32>
+// CHECK-NEXT:   "tt.store"
+// CHECK-NEXT:   chunk.arrive %[[FLAGS]][%[[FLAG]]] : !tt.ptr<i32>
+// CHECK-NEXT: }
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    // expected-remark @below {{tiles of @P reduce into @C: other rows store their partial and count it; the copy engine moves each finished chunk to its owner; own rows add 1 peer partial(s)}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(copy_engine)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
