@@ -599,8 +599,7 @@ fn run_variant(
         .collect::<Result<_>>()?;
     node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
     node.wait(Duration::from_secs(60))?;
-    let mut worst = 0.0f64;
-    let mut nan = false;
+    let mut checked = Checked::default();
     for (rank, handle) in cublas.iter().enumerate().take(world) {
         node.context(rank).bind_to_thread()?;
         handle.gemm(
@@ -614,28 +613,13 @@ fn run_variant(
         )?;
         let c = node.read(rank, &p.c)?;
         let r = node.read(rank, &p.reference)?;
-        let (err, has_nan) = compare(&c, &r);
-        // NaN stays NaN (f64::max would drop it).
-        worst = if err.is_nan() || worst.is_nan() {
-            f64::NAN
-        } else {
-            worst.max(err)
-        };
-        nan |= has_nan;
+        checked.add(compare(&c, &r));
     }
-    // bf16 operands with fp32 accumulation land between 1e-3 and 1e-2.
-    let ok = !nan && worst.is_finite() && worst < 2e-2;
     let launch = Launch {
         kernel: &kernel,
         grid: g,
         args: &args,
         bindings: &bindings,
-    };
-    let checked = Checked {
-        worst,
-        nan,
-        ok,
-        deterministic: None,
     };
     finish_variant(node, &launch, dir, v, cli, checked)
 }
@@ -650,11 +634,27 @@ struct Launch<'a> {
 }
 
 /// What a variant's correctness check found.
+#[derive(Default)]
 struct Checked {
     worst: f64,
     nan: bool,
     ok: bool,
     deterministic: Option<bool>,
+}
+
+impl Checked {
+    /// Adds one rank's comparison (see [`compare`]): the worst error so
+    /// far (NaN stays NaN; f64::max would drop it), and any NaN output.
+    fn add(&mut self, (err, has_nan): (f64, bool)) {
+        self.worst = if err.is_nan() || self.worst.is_nan() {
+            f64::NAN
+        } else {
+            self.worst.max(err)
+        };
+        self.nan |= has_nan;
+        // bf16 operands with fp32 accumulation land between 1e-3 and 1e-2.
+        self.ok = !self.nan && self.worst.is_finite() && self.worst < 2e-2;
+    }
 }
 
 /// Times a variant whose check passed (unless `--check-only`) and reports
