@@ -52,6 +52,15 @@ impl Gpu {
     }
 }
 
+/// The symmetric buffer bound to the plan's buffer `name`.
+fn bound(bindings: &[(&str, Buffer)], name: &str) -> Result<Buffer> {
+    bindings
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, b)| *b)
+        .ok_or_else(|| RuntimeError::UnboundBuffer(name.into()))
+}
+
 pub struct Node {
     pub(crate) gpus: Vec<Gpu>,
     heap_bytes: usize,
@@ -432,8 +441,7 @@ impl Node {
                     "synco_errors" => Arg::Ptr(gpu.errors),
                     other => {
                         let buffer = other.strip_prefix("synco_buffer_")?;
-                        let (_, b) = bindings.iter().find(|(n, _)| *n == buffer)?;
-                        Arg::Ptr(self.ptr(rank, b))
+                        Arg::Ptr(self.ptr(rank, &bound(bindings, buffer).ok()?))
                     }
                 })
             };
@@ -490,11 +498,7 @@ impl Node {
     ) -> Result<()> {
         let gpu = &self.gpus[rank];
         let place = |name: &str| -> Result<(Buffer, i64)> {
-            let buffer = bindings
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, b)| *b)
-                .ok_or_else(|| RuntimeError::UnboundBuffer(name.into()))?;
+            let buffer = bound(bindings, name)?;
             let elem = fused
                 .buffers
                 .iter()
@@ -583,11 +587,7 @@ impl Node {
             )?;
         }
         for copy in copies {
-            let buffer = bindings
-                .iter()
-                .find(|(n, _)| *n == copy.buffer)
-                .map(|(_, b)| *b)
-                .ok_or_else(|| RuntimeError::UnboundBuffer(copy.buffer.clone()))?;
+            let buffer = bound(bindings, &copy.buffer)?;
             let owner = copy.owner as usize;
             let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
             unsafe {
