@@ -157,22 +157,15 @@ for shape in $SHAPES; do
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
-      if [ "$OP" = ar2 ]; then
+      if [ "$OP" = ar ] || [ "$OP" = ar2 ]; then
+        algorithm=one_shot
+        [ "$OP" = ar2 ] && algorithm=two_shot
         cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
-chunk.plan @gemm_ar2 world_size($WORLD) {
+chunk.plan @gemm_$OP world_size($WORLD) {
   chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16>
   chunk.produce @tiles @P dim(0) tile($BM) index("pid_m")
-  chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm(two_shot)
-}
-PLAN
-      elif [ "$OP" = ar ]; then
-        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
-chunk.plan @gemm_ar world_size($WORLD) {
-  chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
-  chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16>
-  chunk.produce @tiles @P dim(0) tile($BM) index("pid_m")
-  chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm(one_shot)
+  chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm($algorithm)
 }
 PLAN
       elif [ "$OP" = rs ]; then
