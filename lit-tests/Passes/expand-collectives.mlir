@@ -104,6 +104,32 @@ chunk.plan @rs world_size(2) {
 
 // -----
 
+// reduce_scatter moved by the copy engine, W = 4: also a staging buffer of
+// W - 1 = 3 blocks of P (unbound: the caller binds it), where the copy
+// engine lands the peers' partials of the rank's own block.
+// CHECK-LABEL: chunk.plan @rs_copy_engine world_size(4)
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<768x64xbf16>{{$}}
+// CHECK-NEXT:  chunk.transfer @C_p0_c0 local
+// CHECK:       chunk.transfer @C_p3_c0 pull copy_engine
+chunk.plan @rs_copy_engine world_size(4) {
+  chunk.buffer @P : !chunk.buffer<1024x64xbf16>
+  chunk.buffer @C : !chunk.buffer<256x64xbf16>
+  chunk.produce @tiles @P dim(0) tile(128)
+  chunk.reduce_scatter @P into @C dim(0) chunks(1) backend(copy_engine)
+}
+
+// -----
+
+chunk.plan @rs_staging_clash world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xbf16>
+  chunk.buffer @C : !chunk.buffer<512x64xbf16>
+  chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>
+  // expected-error @below {{chunk-expand-collectives: the copy engine's staging buffer @P_staging would clash with the plan's buffer of that name}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(1) backend(copy_engine)
+}
+
+// -----
+
 // all_reduce, one-shot: every block of every rank's partial reduced locally.
 // CHECK-LABEL: chunk.plan @ar_one_shot world_size(2)
 // CHECK:       chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> {{.*}} to <@C[(d0) -> (0, 0)] [512, 64]> {{.*}} order(0) reduce(sum) {group = "all_reduce_C"}

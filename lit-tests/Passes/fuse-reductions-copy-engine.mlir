@@ -1,12 +1,15 @@
 // chunk-fuse-reductions{copy-engine=true}: a reduce-scatter whose backend
-// is copy_engine. Tiles of other ranks' rows store their partial in place
-// (after the copy engine has read the previous epoch's: copied[g] >= epoch
-// - 1) and count it on this rank's produced[g]; the host's side stream
-// copies each finished chunk into the owner's @P (rows of the source's
-// block) and sets the owner's arrived[g * 2 + s] to the epoch; the owner's
-// tiles wait for that flag of every other source, add, store @C and count
-// consumed[g] on the source. Flags: produced 0..4, arrived 4..12,
-// consumed 12..16, copied 16..20.
+// is copy_engine. chunk-expand-collectives declares @P_staging (W - 1 = 1
+// block of @P, a kernel argument after @C). Tiles of other ranks' rows
+// store their partial in place (after the copy engine has read the
+// previous epoch's: copied[g] >= epoch - 1) and count it on this rank's
+// produced[g]; the host's side stream copies each finished chunk into the
+// owner's @P_staging (slot (s - o - 1) mod W, never rows the owner's own
+// tiles write) and sets the owner's arrived[g * 2 + s] to the epoch; the
+// owner's tiles wait for that flag of every other source, load the
+// partial from @P_staging, add, store @C and count consumed[g] on the
+// source. Flags: produced 0..4, arrived 4..12, consumed 12..16, copied
+// 16..20.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{copy-engine=true})' \
@@ -14,13 +17,16 @@
 // RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{copy-engine=true},chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
 // Rank 0's side stream copies its partial of chunks 2 and 3 (rank 1's) in
-// order: chunk 2 is rows 512..768 (byte 65536 with 128-byte rows), into
-// rows 0..256 of rank 1's @P (the block of source 0).
+// order: chunk 2 is rows 512..768 of @P (byte 65536 with 128-byte rows),
+// into rows 0..256 of rank 1's @P_staging (slot 0, the only one with 2
+// ranks); chunk 3 follows at byte 32768.
 // SCHEDULE: \22num_flags\22:20
-// SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,\22buffer\22:\22P\22,\22bytes\22:32768,\22consumed\22:[14,2],\22copied\22:18,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[2,2],\22src_offset\22:65536}
+// SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,\22bytes\22:32768,\22consumed\22:[14,2],\22copied\22:18,\22dst_buffer\22:\22P_staging\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[2,2],\22src_buffer\22:\22P\22,\22src_offset\22:65536},{\22arrived\22:10,{{.*}}\22dst_offset\22:32768,\22owner\22:1,{{.*}}\22src_offset\22:98304}]
 
+// CHECK-LABEL: chunk.plan @p
+// CHECK:      chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>{{$}}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
-// CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>):
+// CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
 // CHECK:      %[[C256:.*]] = arith.constant 256 : i32
 // CHECK-NEXT: %[[CHUNK:.*]] = arith.divsi %{{.*}}, %[[C256]] : i32
 // CHECK:      %[[FLAG:.*]] = arith.addi %[[CHUNK]], %{{.*}} : i32
@@ -33,6 +39,25 @@
 // CHECK-NEXT:     %[[GS:.*]] = arith.addi %[[G2]], %{{.*}} : i32
 // CHECK-NEXT:     %[[ARRIVED:.*]] = arith.addi %[[C4]], %[[GS]] : i32
 // CHECK-NEXT:     chunk.wait %[[FLAGS]][%[[ARRIVED]]], %[[EPOCH]] : !tt.ptr<i32>
+// Source 0's partial: @P_staging + (slot - rank) * 512 * 64 elements from
+// the own row's address in @P (slot = (0 - 1 + 2 - rank) mod 2).
+// CHECK:        %[[SI:.*]] = "tt.ptr_to_int"(%[[STAGING]])
+// CHECK-NEXT:   %[[PI:.*]] = "tt.ptr_to_int"(%[[P]])
+// CHECK-NEXT:   %[[BYTES:.*]] = arith.subi %[[SI]], %[[PI]] : i64
+// CHECK-NEXT:   %[[C2B:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:   %[[ELEMS:.*]] = arith.divsi %[[BYTES]], %[[C2B]] : i64
+// CHECK-NEXT:   %[[R64:.*]] = arith.extsi %[[RANK]] : i32 to i64
+// CHECK-NEXT:   %[[W:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:   %[[C1:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:   %[[D:.*]] = arith.subi %[[C1]], %[[R64]] : i64
+// CHECK-NEXT:   %[[SLOT:.*]] = arith.remsi %[[D]], %[[W]] : i64
+// CHECK-NEXT:   %[[BLOCKS:.*]] = arith.subi %[[SLOT]], %[[R64]] : i64
+// CHECK-NEXT:   %[[BLOCK:.*]] = arith.constant 32768 : i64
+// CHECK-NEXT:   %[[OFF:.*]] = arith.muli %[[BLOCKS]], %[[BLOCK]] : i64
+// CHECK-NEXT:   %[[SHIFT:.*]] = arith.addi %[[ELEMS]], %[[OFF]] {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK-NEXT:   %[[SPLAT:.*]] = "tt.splat"(%[[SHIFT]])
+// CHECK-NEXT:   %[[FROM:.*]] = "tt.addptr"(%{{.*}}, %[[SPLAT]])
+// CHECK:        "tt.load"(%[[FROM]]
 // CHECK:        arith.addf
 // CHECK:        "tt.store"
 // CHECK:        %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>

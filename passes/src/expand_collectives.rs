@@ -25,6 +25,13 @@
 //! Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
 //! wait for those tiles (`after [@producer]`).
 //!
+//! A `reduce_scatter @P` with `backend(copy_engine)` also declares
+//! `chunk.buffer @P_staging`: `W - 1` blocks of `P`'s shape, unbound (a
+//! kernel argument the caller binds), where the copy engine lands the
+//! peers' partials of the rank's own block (source `s` on rank `r` in slot
+//! `(s - r - 1) mod W`; see [`crate::plan::staging_slot`]), so that no copy
+//! overwrites rows the rank's own tiles write.
+//!
 //! Options: none.
 //! Preconditions: every collective has an explicit chunk count (run
 //! `chunk-select-chunk-size` for `chunks(auto)`).
@@ -53,7 +60,9 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 "chunk.all_reduce" => Kind::AllReduce,
                 _ => continue,
             };
-            Expansion::new(&plan, op, kind)?.emit_all()?;
+            let expansion = Expansion::new(&plan, op, kind)?;
+            expansion.declare_staging()?;
+            expansion.emit_all()?;
             ir::erase(op);
         }
     }
@@ -314,6 +323,44 @@ impl<'p> Expansion<'p> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The staging buffer of a reduce-scatter moved by the copy engine
+    /// (see the module docs); nothing for other collectives.
+    fn declare_staging(&self) -> Result<(), PassFailed> {
+        if self.kind != Kind::ReduceScatter || self.backend != attrs::Backend::CopyEngine {
+            return Ok(());
+        }
+        let name = crate::plan::staging_name(&self.src);
+        if self.plan.buffer(&name).is_some() {
+            return Err(fail(
+                self.op,
+                format!(
+                    "chunk-expand-collectives: the copy engine's staging buffer @{name} would clash with the plan's buffer of that name"
+                ),
+            ));
+        }
+        let Some(src) = self.plan.buffer(&self.src) else {
+            return Err(internal(self.op, "the reduced buffer left the plan"));
+        };
+        let mut shape = src.shape.clone();
+        shape[self.dim] = self.block * (self.plan.world_size - 1);
+        let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+        let text = format!("!chunk.buffer<{}x{}>", dims.join("x"), src.element);
+        let ctx = self.b.ctx;
+        let Some(ty) = ir::parse_type(ctx, &text) else {
+            return Err(internal(self.op, &format!("cannot build the type {text}")));
+        };
+        self.b.op(
+            "chunk.buffer",
+            &[],
+            &[],
+            &[
+                ("sym_name", ir::string_attr(ctx, &name)),
+                ("type", ir::type_attr(ty)),
+            ],
+        );
         Ok(())
     }
 

@@ -52,9 +52,11 @@
 //! * the reduce-scatter's `backend(copy_engine)` (behind
 //!   `copy-engine=true`: not run on a GPU yet): a tile stores its partial
 //!   in place and counts it on its own rank; the host's side stream copies
-//!   each finished chunk into the owner's `@P` (rows of the source's block)
-//!   and sets the owner's flag for that source (see `record_copies`, and
-//!   `CeFlags` for the flags); no program waits for remote stores.
+//!   each finished chunk into the owner's `@P_staging` (declared by
+//!   `chunk-expand-collectives`; the owner's own tiles still write the
+//!   other blocks of its `@P`) and sets the owner's flag for that source
+//!   (see `record_copies`, and `CeFlags` for the flags); no program waits
+//!   for remote stores.
 //!
 //! Every tile waits only for its own chunk, and the sum is the same bits on
 //! every run: partials are added in rank order whatever order they arrive
@@ -373,6 +375,21 @@ fn fuse(
     } else {
         mode
     };
+    // The copy engine lands peers' partials in the staging buffer.
+    let staging_ptr = if mode == Mode::CopyEngine {
+        let staging = crate::plan::staging_name(name);
+        let ptr = buffer_arg(kernel, &staging).ok_or_else(|| {
+            fail(
+                transfer,
+                format!(
+                    "chunk-fuse-reductions: the copy engine's staging buffer @{staging} is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first"
+                ),
+            )
+        })?;
+        Some(ptr)
+    } else {
+        None
+    };
     if all_reduce {
         return fuse_all_reduce(AllReduceSite {
             abi,
@@ -430,12 +447,16 @@ fn fuse(
             Some(m) => ob.andi(m, not_me),
             None => not_me,
         };
-        let partial_ptrs = match mode {
+        let partial_ptrs = match (mode, staging_ptr) {
+            // Copied into this rank's staging buffer, in source s's slot.
+            (Mode::CopyEngine, Some(staging)) => {
+                staging_shift(&ob, ptrs, p_arg, staging, abi.rank, s, w, block * n, element_bytes, &shape)
+            }
             // Pushed into this rank's @P, in the rows of block s.
-            Mode::Push | Mode::CopyEngine => {
+            (Mode::Push | Mode::CopyEngine, _) => {
                 block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape)
             }
-            Mode::Pull => peer_ptr(&ob, ptrs, peer),
+            (Mode::Pull, _) => peer_ptr(&ob, ptrs, peer),
         };
         let pulled = ob.load_masked(partial_ptrs, load_mask, ob.zeros(ir::type_of(value)));
         let x = ob.convert_float(ob.select(is_me, value, pulled), f32t);
@@ -571,6 +592,39 @@ fn block_shift(
     let blocks = b.to_i64(b.subi(to, from));
     let elems = b.muli(blocks, b.const_i64(block_elems));
     b.addptr(ptrs, b.splat(elems, shape))
+}
+
+/// Pointers into the staging buffer for `ptrs` (the rank's own rows of
+/// `@P`): the same rows of the rank's block, in source `source`'s slot
+/// ([`crate::plan::staging_slot`]). One shift in elements, through
+/// `tt.addptr`, so the loads stay vectorised.
+#[allow(clippy::too_many_arguments)]
+fn staging_shift(
+    b: &Builder,
+    ptrs: Value,
+    p_arg: Value,
+    staging: Value,
+    rank: Value,
+    source: i64,
+    world_size: i64,
+    block_elems: i64,
+    element_bytes: i64,
+    shape: &[i64],
+) -> Value {
+    let between = b.divsi(
+        b.subi(b.ptr_to_int(staging), b.ptr_to_int(p_arg)),
+        b.const_i64(element_bytes),
+    );
+    // slot - rank, in blocks: (source - rank - 1) mod W - rank.
+    let rank = b.to_i64(rank);
+    let w = b.const_i64(world_size);
+    let slot = b.remsi(b.subi(b.const_i64(source - 1 + world_size), rank), w);
+    let blocks = b.subi(slot, rank);
+    let shift = b.addi(between, b.muli(blocks, b.const_i64(block_elems)));
+    if block_elems % 16 == 0 {
+        b.assume_multiple_of(shift, 16);
+    }
+    b.addptr(ptrs, b.splat(shift, shape))
 }
 
 /// What [`fuse_all_reduce`] needs of the plan and the kernel's store.
@@ -811,8 +865,9 @@ pub const REDUCTION_COPIES_ATTR: &str = "synco.reduction_copies";
 /// rank `o` owns, in the order the kernel computes them (chunk by chunk,
 /// ranks s+1, s+2, ...): once `produced[g]` reaches `epoch * n` and the
 /// owner consumed the previous epoch's (`consumed[g]`), from `s`'s @P rows
-/// of `g` to the rows of block `s` in `o`'s @P; then the epoch into `o`'s
-/// `arrived[g * W + s]` and into `s`'s `copied[g]`.
+/// of `g` to the same rows of slot `staging_slot(s, o)` of `o`'s
+/// `@P_staging`; then the epoch into `o`'s `arrived[g * W + s]` and into
+/// `s`'s `copied[g]`.
 fn record_copies(
     plan: &Plan,
     range: &FlagRange,
@@ -829,11 +884,13 @@ fn record_copies(
                 .map(|(c, o)| {
                     let g = o * range.chunks_per_rank + c;
                     let rows = c * range.rows_per_chunk;
+                    let slot = crate::plan::staging_slot(s, o, w);
                     serde_json::json!({
-                        "buffer": range.buffer,
+                        "src_buffer": range.buffer,
+                        "dst_buffer": crate::plan::staging_name(&range.buffer),
                         "owner": o,
                         "src_offset": o * block_bytes + rows * row_bytes,
-                        "dst_offset": s * block_bytes + rows * row_bytes,
+                        "dst_offset": slot * block_bytes + rows * row_bytes,
                         "bytes": range.rows_per_chunk * row_bytes,
                         "produced": [flags.produced_index(g), tiles_per_chunk],
                         "consumed": [flags.consumed_index(g), tiles_per_chunk],

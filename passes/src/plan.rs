@@ -341,6 +341,18 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     Ok(out)
 }
 
+/// The buffer where the copy engine lands the peers' partials of a
+/// reduce-scatter of `buffer` (declared by `chunk-expand-collectives`).
+pub fn staging_name(buffer: &str) -> String {
+    format!("{buffer}_staging")
+}
+
+/// Where rank `rank`'s staging buffer holds source `source`'s partial, in
+/// blocks: the `W - 1` peers after `rank`, in rank-rotated order.
+pub fn staging_slot(source: i64, rank: i64, world_size: i64) -> i64 {
+    (source - rank - 1).rem_euclid(world_size)
+}
+
 /// Whether the copy engine moves `buffer`'s partials between ranks (the
 /// reducing transfers that cross ranks have backend `copy_engine`).
 pub fn reduced_by_copy_engine(plan: &Plan, buffer: &str) -> bool {

@@ -33,6 +33,9 @@ struct RsProblem {
     p: Buffer,
     /// The reduce-scatter's output block.
     c: Buffer,
+    /// Where the copy engine lands peers' partials (`P_staging`: W - 1
+    /// blocks of P; used by the copy-engine transport only).
+    staging: Buffer,
     /// Scratch for the reference: another rank's A and B.
     a_tmp: Buffer,
     b_tmp: Buffer,
@@ -53,6 +56,7 @@ impl RsProblem {
             b: node.alloc(k * n * 2)?,
             p: node.alloc(m * n * 2)?,
             c: node.alloc(out_rows * n * 2)?,
+            staging: node.alloc((m - m / node.world_size()) * n * 2)?,
             a_tmp: node.alloc(m * k * 2)?,
             b_tmp: node.alloc(k * n * 2)?,
             reference: node.alloc(m * n * 4)?,
@@ -205,7 +209,7 @@ fn run_variant(
     let manifest = find_manifest(dir)?;
     let kernel = FusedKernel::load(node, &manifest)?;
     let world = node.world_size();
-    let bindings = [("P", p.p), ("C", p.c)];
+    let bindings = [("P", p.p), ("C", p.c), ("P_staging", p.staging)];
     let g = grid(v);
     let args: Vec<Vec<Arg>> = (0..world)
         .map(|rank| user_args(node, &p.gemm(), rank, &kernel))

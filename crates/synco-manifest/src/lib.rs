@@ -181,12 +181,14 @@ pub struct Copy {
 /// One chunk of a partial the side stream copies to its owner: after
 /// `produced.0 >= epoch * produced.1` (this rank's tiles of the chunk are
 /// done) and `consumed.0 >= (epoch - 1) * consumed.1` (the owner read the
-/// previous epoch's), `bytes` from `buffer` at `src_offset` here to
-/// `dst_offset` on `owner`; then the epoch into flag `arrived` on the
-/// owner and flag `copied` here. Offsets in bytes.
+/// previous epoch's), `bytes` from `src_buffer` at `src_offset` here to
+/// `dst_buffer` (the staging buffer) at `dst_offset` on `owner`; then the
+/// epoch into flag `arrived` on the owner and flag `copied` here. Offsets
+/// in bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReductionCopy {
-    pub buffer: String,
+    pub src_buffer: String,
+    pub dst_buffer: String,
     pub owner: i64,
     pub src_offset: i64,
     pub dst_offset: i64,

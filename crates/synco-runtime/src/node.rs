@@ -587,7 +587,8 @@ impl Node {
             )?;
         }
         for copy in copies {
-            let buffer = bound(bindings, &copy.buffer)?;
+            let src = bound(bindings, &copy.src_buffer)?;
+            let dst = bound(bindings, &copy.dst_buffer)?;
             let owner = copy.owner as usize;
             let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
             unsafe {
@@ -615,8 +616,8 @@ impl Node {
                     rank,
                     "cuMemcpyAsync",
                     sys::cuMemcpyAsync(
-                        self.ptr(owner, &buffer) + copy.dst_offset as u64,
-                        self.ptr(rank, &buffer) + copy.src_offset as u64,
+                        self.ptr(owner, &dst) + copy.dst_offset as u64,
+                        self.ptr(rank, &src) + copy.src_offset as u64,
                         copy.bytes as usize,
                         gpu.copy,
                     ),
