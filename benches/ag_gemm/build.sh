@@ -20,10 +20,9 @@
 # --rs-mode pull builds chunk-fuse-reductions{mode=pull} instead of push
 # (directories <style>_pull_c<n>); --rs-mode copy_engine has the host's side
 # stream move the partials (backend copy_engine; directories
-# <style>_copy_engine_c<n>; not run on a GPU yet). --op ar builds GEMM + one-shot
+# <style>_copy_engine_c<n>). --op ar builds GEMM + one-shot
 # all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
-# --op ar2 the two-shot all-reduce (the reduce-scatter shapes; behind
-# chunk-fuse-reductions{two-shot=true}, not run on a GPU yet).
+# --op ar2 the two-shot all-reduce (the reduce-scatter shapes).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -44,7 +43,6 @@ COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
 OP=ag
 RS_MODE=push
-FUSE_OPTIONS=""
 SHAPES_SET=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,19 +73,15 @@ case $OP in
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192"
     ;;
   ar2)
-    # Two-shot all-reduce (reduce-scatter, then the owners push the sums):
-    # fused only with chunk-fuse-reductions{two-shot=true}, not run on a
-    # GPU yet.
+    # Two-shot all-reduce (reduce-scatter, then the owners push the sums).
     BACKEND=ldst
-    FUSE_OPTIONS=" two-shot=true"
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rs)
     BACKEND=ldst
     if [ "$RS_MODE" = copy_engine ]; then
-      # The host's side stream moves the partials: not run on a GPU yet.
+      # The host's side stream moves the partials.
       BACKEND=copy_engine
-      FUSE_OPTIONS=" copy-engine=true"
     fi
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
@@ -194,7 +188,7 @@ PLAN
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE$FUSE_OPTIONS},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS ldst-2d-grid=true},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1); then
         echo "$log" >&2

@@ -1,4 +1,4 @@
-// chunk-fuse-reductions{copy-engine=true}: a reduce-scatter whose backend
+// chunk-fuse-reductions: a reduce-scatter whose backend
 // is copy_engine. chunk-expand-collectives declares @P_staging (W - 1 = 1
 // block of @P, a kernel argument after @C). Tiles of other ranks' rows
 // store their partial in place (after the copy engine has read the
@@ -12,9 +12,9 @@
 // 16..20.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{copy-engine=true})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
 // RUN:   | FileCheck %s
-// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{copy-engine=true},chunk-lower-transfers)' \
+// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions,chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
 // Rank 0's side stream copies its partial of chunks 2 and 3 (rank 1's) in
 // order: chunk 2 is rows 512..768 of @P (byte 65536 with 128-byte rows),

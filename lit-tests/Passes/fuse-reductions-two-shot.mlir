@@ -1,4 +1,4 @@
-// chunk-fuse-reductions{two-shot=true}: a two-shot all-reduce is the
+// chunk-fuse-reductions: a two-shot all-reduce is the
 // reduce-scatter (push) whose owners, after storing the sum of a tile into
 // their @C, push it into every peer's @C at the same rows and count it on
 // the peer's gathered-rows counter (flags 4..8, after the reduce-scatter's
@@ -8,9 +8,9 @@
 // those of chunks 0 and 1, each from 2 tiles.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{two-shot=true})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
 // RUN:   | FileCheck %s
-// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{two-shot=true},chunk-lower-transfers)' \
+// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions,chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
 // SCHEDULE: \22completion\22:{{\[\[\[6,2\],\[7,2\]\],\[\[4,2\],\[5,2\]\]\]}}
 

@@ -129,16 +129,16 @@ module {
 
 // -----
 
-// The copy engine moves partials only on request
-// (fuse-reductions-copy-engine.mlir).
+// The copy engine moves a reduce-scatter's partials
+// (fuse-reductions-copy-engine.mlir), not an all-reduce's.
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a reduce-scatter moved by the copy engine has not run on a GPU yet; use backend(ldst), or chunk-fuse-reductions{copy-engine=true} to try it}}
-    chunk.reduce_scatter @P into @C dim(0) chunks(2)
+    // expected-error @below {{chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter with backend(copy_engine); backend 'copy_engine' is not implemented for this one}}
+    chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(two_shot)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%p: !tt.ptr<bf16>, %n: i32):
@@ -205,43 +205,6 @@ module {
     // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the peer and adds the peer's, in rank order, after 2 arrivals per chunk (counters 0..8)}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot)
-  }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
-    %c128 = arith.constant 128 : i32
-    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
-    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
-    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
-    %rows = arith.addi %rs, %r : tensor<128xi32>
-    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
-    %c64t = arith.constant dense<64> : tensor<128x1xi32>
-    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
-    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
-    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
-    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
-    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
-    %off = arith.addi %rb, %cb : tensor<128x64xi32>
-    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
-    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
-    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
-    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
-    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
-    "tt.return"() : () -> ()
-  }) : () -> ()
-}
-
-// -----
-
-// Two-shot all-reduce is fused only on request (fuse-reductions-two-shot.mlir).
-module {
-  chunk.plan @p world_size(2) {
-    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
-    chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a fused two-shot all-reduce ('all_reduce_C_rs') has not run on a GPU yet; use algorithm(one_shot), or chunk-fuse-reductions{two-shot=true} to try it}}
-    chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%p: !tt.ptr<bf16>, %n: i32):

@@ -1,11 +1,11 @@
-// chunk-lower-transfers{ldst-2d-grid=true}, backend ldst in a 2D-grid
+// chunk-lower-transfers, backend ldst in a 2D-grid
 // kernel: the runtime launches one more grid plane in front
 // (program_id(2) = 0, recorded as copy_plane); its programs with linear id
 // x + y * num_programs(0) below copy-programs copy the chunks, the others
 // return; the kernel runs in the next plane and keeps its program ids.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4 ldst-2d-grid=true})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4})' \
 // RUN:   | FileCheck %s
 
 // CHECK:      \22copy_plane\22:true

@@ -58,23 +58,6 @@ module {
 
 // -----
 
-// A 2D grid: the copy programs go in an extra grid plane, which has not
-// run on a GPU yet (lower-transfers-ldst-2d.mlir: with the option).
-module {
-  chunk.plan @p world_size(2) {
-    chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
-    // expected-error @below {{kernel @grid2d has a 2D grid: the ldst backend puts its copy programs in an extra grid plane there, which has not run on a GPU yet; use copy_engine, a 1D grid, or chunk-lower-transfers{ldst-2d-grid=true} to try it}}
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
-  }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "grid2d", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
-    %p1 = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
-    "tt.return"() : () -> ()
-  }) : () -> ()
-}
-
-// -----
-
 // Gathering columns: chunks are not contiguous.
 module {
   chunk.plan @p world_size(2) {

@@ -49,8 +49,7 @@
 //!   tiles, and owners read their peers' partials from local memory;
 //! * `pull`: a tile stores its partial locally, at its own rows; owners
 //!   load it from the producer's `@P` over NVLink in their epilogue;
-//! * the reduce-scatter's `backend(copy_engine)` (behind
-//!   `copy-engine=true`: not run on a GPU yet): a tile stores its partial
+//! * the reduce-scatter's `backend(copy_engine)`: a tile stores its partial
 //!   in place and counts it on its own rank; the host's side stream copies
 //!   each finished chunk into the owner's `@P_staging` (declared by
 //!   `chunk-expand-collectives`; the owner's own tiles still write the
@@ -63,13 +62,13 @@
 //! in. Own rows of `@P` are never written. `@C` is a kernel argument: the
 //! user's if `@C` is bound, else the ABI's `synco_buffer_C`.
 //!
-//! Options: `mode=push|pull` (see above; reduce-scatter only);
-//! `copy-engine=true` (allow the copy-engine transport); `two-shot=true`
-//! (fuse two-shot all-reduces: the reduce-scatter's owners also push each
-//! sum to every peer's `@C`, and the launch waits for the peers' sums,
-//! recorded in the plan's `synco.completion`; not run on a GPU yet).
-//! Preconditions: collectives expanded (reduce-scatter with backend
-//! `ldst`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
+//! A two-shot all-reduce fuses as its reduce-scatter whose owners also
+//! push each sum to every peer's `@C` and count it there; the launch
+//! waits for the peers' sums, recorded in the plan's `synco.completion`.
+//!
+//! Options: `mode=push|pull` (see above; reduce-scatters on `ldst` only).
+//! Preconditions: collectives expanded (reductions with backend `ldst`,
+//! or a reduce-scatter with `copy_engine`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
 //! stores `@P` once per tile, a 2D tile of `T` rows, at the addresses of a
 //! row-major `[M, N]` array (what the plan declares); `@C` is `[M/W, N]`;
 //! `@P` and `@C` start at multiples of 16 elements (the runtime's symmetric
@@ -91,23 +90,13 @@ use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-fuse-reductions",
-    description: "Fuse reduce-scatter and one-shot all-reduce transfers into the kernel tiles that produce the partials (SM stores and loads, reduction in the tile epilogue)",
+    description: "Fuse reduce-scatter and all-reduce (one-shot, two-shot) into the kernel tiles that produce the partials (SM or copy-engine transport, reduction in the tile epilogue)",
     anchor: "builtin.module",
     options: &[
         synco_chunk::PassOption {
             name: "mode",
             description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
             default: "push",
-        },
-        synco_chunk::PassOption {
-            name: "copy-engine",
-            description: "Fuse reduce-scatters whose backend is copy_engine (the host's side stream moves the partials; not run on a GPU yet)",
-            default: "false",
-        },
-        synco_chunk::PassOption {
-            name: "two-shot",
-            description: "Fuse two-shot all-reduces (reduce-scatter, then the owners push the sums; not run on a GPU yet)",
-            default: "false",
         },
     ],
     run,
@@ -146,10 +135,8 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
         if reducing.is_empty() {
             continue;
         }
-        let copy_engine_allowed = options[1] == "true";
-        let two_shot_allowed = options[2] == "true";
         for t in &reducing {
-            check_fusable(*t, two_shot_allowed, copy_engine_allowed)?;
+            check_fusable(*t)?;
         }
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
         for range in flag_layout(&plan)?
@@ -183,22 +170,10 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     Ok(())
 }
 
-/// Reduce-scatter and all-reduce, on the SM backend (two-shot only when
-/// allowed).
-fn check_fusable(
-    t: Op,
-    two_shot_allowed: bool,
-    copy_engine_allowed: bool,
-) -> Result<(), PassFailed> {
+/// Reduce-scatter and all-reduce on the SM backend, or a reduce-scatter
+/// moved by the copy engine.
+fn check_fusable(t: Op) -> Result<(), PassFailed> {
     let group = ir::str_attr(t, "group").unwrap_or_default();
-    if group.ends_with("_rs") && !two_shot_allowed {
-        return Err(fail(
-            t,
-            format!(
-                "chunk-fuse-reductions: a fused two-shot all-reduce ('{group}') has not run on a GPU yet; use algorithm(one_shot), or chunk-fuse-reductions{{two-shot=true}} to try it"
-            ),
-        ));
-    }
     if !group.starts_with("reduce_scatter") && !group.starts_with("all_reduce") {
         return Err(internal(t, "a reducing transfer of no known collective"));
     }
@@ -207,20 +182,13 @@ fn check_fusable(
         == Some(attrs::TransferMode::Local);
     if backend == Some(attrs::Backend::CopyEngine) && !local && group.starts_with("reduce_scatter")
     {
-        if copy_engine_allowed {
-            return Ok(());
-        }
-        return Err(fail(
-            t,
-            "chunk-fuse-reductions: a reduce-scatter moved by the copy engine has not run on a GPU yet; \
-             use backend(ldst), or chunk-fuse-reductions{copy-engine=true} to try it",
-        ));
+        return Ok(());
     }
     if backend != Some(attrs::Backend::Ldst) && !local {
         return Err(fail(
             t,
             format!(
-                "chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials); backend '{}' is not implemented for reductions",
+                "chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter with backend(copy_engine); backend '{}' is not implemented for this one",
                 backend.map_or("?", |b| b.keyword())
             ),
         ));
@@ -567,10 +535,14 @@ fn fuse(
     Diagnostic::remark(
         loc(produce),
         format!(
-            "tiles of @{name} reduce into @{out_name}: {how} {} peer partial(s) per tile after {} arrivals per chunk \
+            "tiles of @{name} reduce into @{out_name}: {how} {} peer partial(s) per tile after {} per chunk \
              (counters {}..{}, {tiles_per_chunk} tiles per chunk)",
             w - 1,
-            (w - 1) * tiles_per_chunk,
+            if mode == Mode::CopyEngine {
+                format!("{} copy-engine flag(s)", w - 1)
+            } else {
+                format!("{} arrivals", (w - 1) * tiles_per_chunk)
+            },
             range.base,
             range.base + range.count(w)
         ),

@@ -25,14 +25,13 @@
 //! `copy-programs` extra programs in front, recorded as `copy_programs` in
 //! the schedule (the runtime launches them), and the flag array gets one
 //! completion counter per flag after the flags. A 2D grid gets an extra
-//! plane of copy programs instead (`copy_plane` in the schedule), behind
-//! `ldst-2d-grid=true` until it has run on a GPU.
+//! plane of copy programs instead (`copy_plane` in the schedule; grid axis
+//! 2, index 0, in front of the kernel's own programs).
 //!
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
 //! Options:
-//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks;
-//! * `ldst-2d-grid=true`: allow the `ldst` backend in 2D-grid kernels.
+//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks.
 //!
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
@@ -57,11 +56,6 @@ pub static PASS: PassDescriptor = PassDescriptor {
             name: "copy-programs",
             description: "Programs of the fused kernel that copy ldst chunks",
             default: "16",
-        },
-        synco_chunk::PassOption {
-            name: "ldst-2d-grid",
-            description: "Allow the ldst backend in kernels with a 2D grid (an extra grid plane of copy programs; not run on a GPU yet)",
-            default: "false",
         },
     ],
     run,
@@ -99,7 +93,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
             let layout = flag_layout(&plan)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);
-            let placement = sm_copies::placement(kernel, sm_transfers[0], options[1] == "true")?;
+            let placement = sm_copies::placement(kernel, sm_transfers[0])?;
             sm_copies::lower(
                 &plan,
                 kernel,

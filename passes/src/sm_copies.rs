@@ -105,9 +105,8 @@ pub enum CopyPrograms {
 }
 
 /// Where `kernel` can take copy programs: in front of a 1D grid, or in an
-/// extra plane of a 2D one; an error for a 3D grid, or for a 2D grid when
-/// `allow_plane` is off.
-pub fn placement(kernel: Op, at: Op, allow_plane: bool) -> Result<CopyPrograms, PassFailed> {
+/// extra plane of a 2D one; an error for a 3D grid.
+pub fn placement(kernel: Op, at: Op) -> Result<CopyPrograms, PassFailed> {
     let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
     let axes: Vec<i64> = ir::find_all(kernel, "tt.get_program_id")
         .into_iter()
@@ -124,15 +123,6 @@ pub fn placement(kernel: Op, at: Op, allow_plane: bool) -> Result<CopyPrograms, 
     }
     if !axes.contains(&1) {
         return Ok(CopyPrograms::Front);
-    }
-    if !allow_plane {
-        return Err(fail(
-            at,
-            format!(
-                "kernel @{kernel_name} has a 2D grid: the ldst backend puts its copy programs in an extra grid plane there, \
-                 which has not run on a GPU yet; use copy_engine, a 1D grid, or chunk-lower-transfers{{ldst-2d-grid=true}} to try it"
-            ),
-        ));
     }
     Ok(CopyPrograms::Plane)
 }

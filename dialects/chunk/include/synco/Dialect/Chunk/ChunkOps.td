@@ -80,12 +80,15 @@ def Chunk_BufferOp : Chunk_Op<"buffer", [Symbol, HasParent<"PlanOp">]> {
   let description = [{
     Declares a buffer that exists on every rank with the same shape. With
     `bind(i)`, the buffer is the fused kernel's `i`-th argument (a pointer to
-    its first element on the executing rank); without, the runtime allocates
-    it (staging buffers, for instance).
+    its first element on the executing rank); without, `chunk-bind-kernel`
+    appends an argument `synco_buffer_<name>` that the caller binds to a
+    symmetric buffer at launch (a reduction's output, or the staging buffer
+    `chunk-expand-collectives` declares for a reduce-scatter moved by the
+    copy engine).
 
     ```mlir
     chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
-    chunk.buffer @staging : !chunk.buffer<2x4096x4096xf32>
+    chunk.buffer @P_staging : !chunk.buffer<4096x4096xbf16>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
