@@ -22,7 +22,8 @@
 # stream move the partials (backend copy_engine; directories
 # <style>_copy_engine_c<n>). --op ar builds GEMM + one-shot
 # all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
-# --op ar2 the two-shot all-reduce (the reduce-scatter shapes).
+# --op ar2 the two-shot all-reduce (the reduce-scatter shapes; --rs-mode
+# copy_engine: moved by the copy engine, directories <style>_copy_engine_c<n>).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -73,8 +74,10 @@ case $OP in
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192"
     ;;
   ar2)
-    # Two-shot all-reduce (reduce-scatter, then the owners push the sums).
+    # Two-shot all-reduce (reduce-scatter, then the owners push the sums;
+    # with --rs-mode copy_engine the host's side stream moves both).
     BACKEND=ldst
+    [ "$RS_MODE" = copy_engine ] && BACKEND=copy_engine
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rs)
@@ -183,7 +186,7 @@ PLAN
       fi
       tag=$style
       [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
-      [ "$OP" = rs ] && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
+      { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
       vdir="$dir/${tag}_c$c"
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"

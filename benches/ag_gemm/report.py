@@ -51,7 +51,12 @@ def main():
         by_style = {}
         for v in fused:
             backend = v.get("backend", "copy_engine")
-            key = v["style"] if backend == "copy_engine" else f"{v['style']}+{backend}"
+            if args.op == "ag":
+                key = v["style"] if backend == "copy_engine" else f"{v['style']}+{backend}"
+            else:
+                # How the partials travel: SM push (ldst), SM pull, copy engine.
+                transport = {"ldst": "push", "ldst_pull": "pull", "copy_engine": "copy_engine"}.get(backend, backend)
+                key = f"{v['style']}+{transport}"
             by_style.setdefault(key, []).append(v)
         floor = max(shape["cublas_gemm_ms"], shape["comm_ms"])
         for style, variants in by_style.items():

@@ -10,7 +10,7 @@
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
 // RUN:   | FileCheck %s
-// RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions,chunk-lower-transfers)' \
+// RUN: synco-opt %s --split-input-file --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions,chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
 // SCHEDULE: \22completion\22:{{\[\[\[6,2\],\[7,2\]\],\[\[4,2\],\[5,2\]\]\]}}
 
@@ -21,10 +21,10 @@
 // CHECK:      scf.if
 // CHECK:        chunk.wait %{{.*}}[%[[FLAG:.*]]], %{{.*}} count(2) : !tt.ptr<i32>
 // CHECK:        "tt.store"(%[[OUT:.*]], %[[SUM:.*]])
-// CHECK:        %[[C4:.*]] = arith.constant 4 : i32
-// CHECK-NEXT:   %[[GATHERED:.*]] = arith.addi %[[FLAG]], %[[C4]] : i32
 // CHECK:        scf.if
 // CHECK-NEXT:     %[[PF:.*]] = chunk.peer_ptr %{{.*}}, %{{.*}} : !tt.ptr<i32>
+// CHECK-NEXT:     %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT:     %[[GATHERED:.*]] = arith.addi %[[FLAG]], %[[C4]] : i32
 // CHECK-NEXT:     %[[REMOTE:.*]] = chunk.peer_ptr %[[OUT]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
 // CHECK-NEXT:     "tt.store"(%[[REMOTE]], %[[SUM]])
 // CHECK-NEXT:     chunk.arrive %[[PF]][%[[GATHERED]]] : !tt.ptr<i32>
@@ -38,6 +38,81 @@ module {
     // expected-remark @below {{tiles of @P reduce into @C}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// backend(copy_engine): the reduce-scatter as in
+// fuse-reductions-copy-engine.mlir (flags 0..20: produced, arrived,
+// consumed, copied), then the copy engine sends the sums: an owner's tiles
+// wait until the previous epoch's sums of their chunk were sent
+// (sent[g] >= epoch - 1, flags 24..28), store them into @C and count them
+// (reduced[g], flags 20..24); each rank's side stream then copies every
+// finished own chunk of @C to the same rows of every peer's @C and sets
+// the peer's gathered[g] (flags 28..32), which the launch waits for.
+// SCHEDULE: \22completion\22:{{\[\[\[30,1\],\[31,1\]\],\[\[28,1\],\[29,1\]\]\]}}
+// Rank 0: its partials of chunks 2 and 3 into rank 1's staging, then its
+// sums of chunk 0 (rows 0..256) and 1 into rank 1's @C.
+// SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,{{.*}}\22dst_buffer\22:\22P_staging\22,{{.*}}},{{.*}}},{\22arrived\22:28,\22bytes\22:32768,\22consumed\22:null,\22copied\22:24,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[20,2],\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:29,{{.*}}\22copied\22:25,{{.*}}\22dst_offset\22:32768,\22owner\22:1,\22produced\22:[21,2],{{.*}}\22src_offset\22:32768}]
+
+// CHECK-LABEL: chunk.plan @p_copy_engine
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %{{.*}}: !tt.ptr<bf16>):
+// CHECK:      %[[C256:.*]] = arith.constant 256 : i32
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.divsi %{{.*}}, %[[C256]] : i32
+// CHECK:      scf.if
+// CHECK:        %[[C24:.*]] = arith.constant 24 : i32
+// CHECK-NEXT:   %[[SENT:.*]] = arith.addi %[[CHUNK]], %[[C24]] : i32
+// CHECK-NEXT:   %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:   %[[PREV:.*]] = arith.subi %[[EPOCH]], %[[ONE]] : i32
+// CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[SENT]]], %[[PREV]] : !tt.ptr<i32>
+// CHECK-NEXT:   "tt.store"
+// CHECK-NEXT:   %[[C20:.*]] = arith.constant 20 : i32
+// CHECK-NEXT:   %[[REDUCED:.*]] = arith.addi %[[CHUNK]], %[[C20]] : i32
+// CHECK-NEXT:   chunk.arrive %[[FLAGS]][%[[REDUCED]]] : !tt.ptr<i32>
+// No SM stores into peers' @C: only the consumed acknowledgement.
+// CHECK-NEXT:   %{{.*}} = arith.constant 0 : i32
+// CHECK-NEXT:   %{{.*}} = arith.cmpi ne
+// CHECK-NEXT:   scf.if
+// CHECK-NEXT:     %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>
+// CHECK-NEXT:     %{{.*}} = arith.constant 12 : i32
+// CHECK-NEXT:     %[[CONSUMED:.*]] = arith.addi %[[CHUNK]], %{{.*}} : i32
+// CHECK-NEXT:     chunk.arrive %[[PF]][%[[CONSUMED]]] : !tt.ptr<i32>
+// CHECK-NEXT:   }
+// CHECK:      } else {
+module {
+  chunk.plan @p_copy_engine world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    // expected-remark @below {{tiles of @P reduce into @C: other rows store their partial and count it; the copy engine moves each finished chunk to its owner; own rows add 1 peer partial(s) per tile after 1 copy-engine flag(s) per chunk}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.all_reduce @P into @C dim(0) chunks(2) backend(copy_engine)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%p: !tt.ptr<bf16>, %n: i32):

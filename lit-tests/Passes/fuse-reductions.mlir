@@ -129,16 +129,17 @@ module {
 
 // -----
 
-// The copy engine moves a reduce-scatter's partials
-// (fuse-reductions-copy-engine.mlir), not an all-reduce's.
+// The copy engine moves the partials of a reduce-scatter
+// (fuse-reductions-copy-engine.mlir) and of a two-shot all-reduce
+// (fuse-reductions-two-shot.mlir), not those of a one-shot all-reduce.
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter with backend(copy_engine); backend 'copy_engine' is not implemented for this one}}
-    chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(two_shot)
+    // expected-error @below {{chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter or two-shot all-reduce with backend(copy_engine); backend 'copy_engine' is not implemented for this one}}
+    chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(one_shot)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%p: !tt.ptr<bf16>, %n: i32):

@@ -25,7 +25,8 @@
 //! Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
 //! wait for those tiles (`after [@producer]`).
 //!
-//! A `reduce_scatter @P` with `backend(copy_engine)` also declares
+//! A `reduce_scatter @P` with `backend(copy_engine)` (or a two-shot
+//! `all_reduce`, whose first phase is one) also declares
 //! `chunk.buffer @P_staging`: `W - 1` blocks of `P`'s shape, unbound (a
 //! kernel argument the caller binds), where the copy engine lands the
 //! peers' partials of the rank's own block (source `s` on rank `r` in slot
@@ -329,7 +330,9 @@ impl<'p> Expansion<'p> {
     /// The staging buffer of a reduce-scatter moved by the copy engine
     /// (see the module docs); nothing for other collectives.
     fn declare_staging(&self) -> Result<(), PassFailed> {
-        if self.kind != Kind::ReduceScatter || self.backend != attrs::Backend::CopyEngine {
+        let scatters = self.kind == Kind::ReduceScatter
+            || (self.kind == Kind::AllReduce && self.algorithm != attrs::Algorithm::OneShot);
+        if !scatters || self.backend != attrs::Backend::CopyEngine {
             return Ok(());
         }
         let name = crate::plan::staging_name(&self.src);

@@ -171,7 +171,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 }
 
 /// Reduce-scatter and all-reduce on the SM backend, or a reduce-scatter
-/// moved by the copy engine.
+/// (or two-shot all-reduce) moved by the copy engine.
 fn check_fusable(t: Op) -> Result<(), PassFailed> {
     let group = ir::str_attr(t, "group").unwrap_or_default();
     if !group.starts_with("reduce_scatter") && !group.starts_with("all_reduce") {
@@ -180,15 +180,16 @@ fn check_fusable(t: Op) -> Result<(), PassFailed> {
     let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
     let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
         == Some(attrs::TransferMode::Local);
-    if backend == Some(attrs::Backend::CopyEngine) && !local && group.starts_with("reduce_scatter")
-    {
+    // A reduce-scatter, alone or as a two-shot all-reduce's first phase.
+    let scatters = group.starts_with("reduce_scatter") || group.ends_with("_rs");
+    if backend == Some(attrs::Backend::CopyEngine) && !local && scatters {
         return Ok(());
     }
     if backend != Some(attrs::Backend::Ldst) && !local {
         return Err(fail(
             t,
             format!(
-                "chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter with backend(copy_engine); backend '{}' is not implemented for this one",
+                "chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter or two-shot all-reduce with backend(copy_engine); backend '{}' is not implemented for this one",
                 backend.map_or("?", |b| b.keyword())
             ),
         ));
@@ -455,17 +456,27 @@ fn fuse(
     }
     let out_ptrs = ob.addptr(ptrs, ob.splat(shift, &shape));
     let reduced = ob.convert_float(sum, element);
+    let gathered_by_copy_engine = two_shot && mode == Mode::CopyEngine;
+    if gathered_by_copy_engine {
+        // The copy engine has sent the previous epoch's sums of this chunk.
+        let sent = ce.sent(&ob, chunk);
+        wait(&ob, abi, sent, ob.subi(abi.epoch, ob.const_i32(1)), 1);
+    }
     store_under(&ob, out_ptrs, reduced, mask);
-    // A two-shot all-reduce: the sum to every peer's @C too, counted on
-    // its gathered-rows counter (the launch ends when those are complete,
-    // see `completion`).
-    let gathered = ob.addi(flag, ob.const_i32(range.chunks_per_rank * w));
+    if gathered_by_copy_engine {
+        // Counted here; the side stream sends the chunk's sums once complete.
+        arrive(&ob, abi.flags, ce.reduced(&ob, chunk));
+    }
+    // A two-shot all-reduce on SMs: the sum to every peer's @C too,
+    // counted on its gathered-rows counter (the launch ends when those are
+    // complete, see `completion`).
     for s in 0..w {
         let peer = ob.const_i32(s);
         let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
         ob.if_then(other, |ib| {
             let peer_flags = peer_ptr(&ib, abi.flags, peer);
-            if two_shot {
+            if two_shot && !gathered_by_copy_engine {
+                let gathered = ib.addi(flag, ib.const_i32(range.chunks_per_rank * w));
                 store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
                 arrive(&ib, peer_flags, gathered);
             }
@@ -478,7 +489,8 @@ fn fuse(
         });
     }
     if two_shot {
-        record_completion(plan, range, tiles_per_chunk);
+        let ce = (mode == Mode::CopyEngine).then_some(&ce);
+        record_completion(plan, range, tiles_per_chunk, ce);
     }
 
     // Other ranks' rows: the kernel's own store, between an acknowledgement
@@ -506,6 +518,7 @@ fn fuse(
                 tiles_per_chunk,
                 block * n * element_bytes,
                 n * element_bytes,
+                two_shot.then_some(out_name.as_str()),
             );
         }
         Mode::Push => {
@@ -757,14 +770,18 @@ pub const COMPLETION_ATTR: &str = "synco.completion";
 
 /// A two-shot all-reduce ends on rank `r` once every other rank's sums
 /// arrived: the gathered-rows counter of every chunk `r` does not own
-/// reaches `epoch * tiles_per_chunk`.
-fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64) {
+/// reaches `epoch * tiles_per_chunk` (SM stores), or its `gathered` flag
+/// the epoch (the copy engine: `ce`).
+fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64, ce: Option<&CeFlags>) {
     let chunks = range.chunks_per_rank * plan.world_size;
     let per_rank: Vec<Vec<[i64; 2]>> = (0..plan.world_size)
         .map(|r| {
             (0..chunks)
                 .filter(|g| g / range.chunks_per_rank != r)
-                .map(|g| [range.base + chunks + g, tiles_per_chunk])
+                .map(|g| match ce {
+                    Some(ce) => [ce.gathered_index(g), 1],
+                    None => [range.base + chunks + g, tiles_per_chunk],
+                })
                 .collect()
         })
         .collect();
@@ -779,7 +796,12 @@ fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64) {
 /// the epoch by the copy engine once source s's partial of chunk g is in),
 /// `consumed[g]` (the owner's tiles that read this rank's partial, a
 /// counter), `copied[g]` (set to the epoch once the copy engine has read
-/// this rank's partial of chunk g).
+/// this rank's partial of chunk g); a two-shot all-reduce also has
+/// `reduced[g]` (the owner's tiles that stored their sums, a counter),
+/// `sent[g]` (set to the epoch once the copy engine has sent the owner's
+/// sums to every peer) and `gathered[g]` (set to the epoch on every peer
+/// once the sums are in its `@C`).
+#[derive(Clone, Copy)]
 struct CeFlags {
     base: i64,
     chunks: i64,
@@ -811,6 +833,26 @@ impl CeFlags {
         self.base + self.chunks * (2 + self.world_size) + g
     }
 
+    fn reduced_index(&self, g: i64) -> i64 {
+        self.base + self.chunks * (3 + self.world_size) + g
+    }
+
+    fn sent_index(&self, g: i64) -> i64 {
+        self.base + self.chunks * (4 + self.world_size) + g
+    }
+
+    fn gathered_index(&self, g: i64) -> i64 {
+        self.base + self.chunks * (5 + self.world_size) + g
+    }
+
+    fn reduced(&self, b: &Builder, chunk: Value) -> Value {
+        b.addi(chunk, b.const_i32(self.reduced_index(0)))
+    }
+
+    fn sent(&self, b: &Builder, chunk: Value) -> Value {
+        b.addi(chunk, b.const_i32(self.sent_index(0)))
+    }
+
     fn arrived(&self, b: &Builder, chunk: Value, source: Value) -> Value {
         let first = b.const_i32(self.arrived_index(0, 0));
         b.addi(
@@ -839,19 +881,25 @@ pub const REDUCTION_COPIES_ATTR: &str = "synco.reduction_copies";
 /// owner consumed the previous epoch's (`consumed[g]`), from `s`'s @P rows
 /// of `g` to the same rows of slot `staging_slot(s, o)` of `o`'s
 /// `@P_staging`; then the epoch into `o`'s `arrived[g * W + s]` and into
-/// `s`'s `copied[g]`.
+/// `s`'s `copied[g]`. A two-shot all-reduce (`gather` names its `@C`)
+/// then sends each of `s`'s own chunks of sums: once `reduced[g]` reaches
+/// `epoch * n`, from `s`'s `@C` rows of `g` to the same rows of every
+/// peer's, the epoch into each peer's `gathered[g]`, and, after the last
+/// peer, into `s`'s `sent[g]`.
 fn record_copies(
     plan: &Plan,
     range: &FlagRange,
     tiles_per_chunk: i64,
     block_bytes: i64,
     row_bytes: i64,
+    gather: Option<&str>,
 ) {
     let w = plan.world_size;
     let flags = CeFlags::new(range, w);
+    let chunk_bytes = range.rows_per_chunk * row_bytes;
     let per_rank: Vec<Vec<serde_json::Value>> = (0..w)
         .map(|s| {
-            (0..range.chunks_per_rank)
+            let partials = (0..range.chunks_per_rank)
                 .flat_map(|c| (1..w).map(move |k| (c, (s + k) % w)))
                 .map(|(c, o)| {
                     let g = o * range.chunks_per_rank + c;
@@ -863,14 +911,34 @@ fn record_copies(
                         "owner": o,
                         "src_offset": o * block_bytes + rows * row_bytes,
                         "dst_offset": slot * block_bytes + rows * row_bytes,
-                        "bytes": range.rows_per_chunk * row_bytes,
+                        "bytes": chunk_bytes,
                         "produced": [flags.produced_index(g), tiles_per_chunk],
                         "consumed": [flags.consumed_index(g), tiles_per_chunk],
                         "arrived": flags.arrived_index(g, s),
                         "copied": flags.copied_index(g),
                     })
+                });
+            let sums = gather.into_iter().flat_map(move |out| {
+                (0..range.chunks_per_rank).flat_map(move |c| {
+                    let g = s * range.chunks_per_rank + c;
+                    (1..w).map(move |k| {
+                        let offset = g * chunk_bytes;
+                        serde_json::json!({
+                            "src_buffer": out,
+                            "dst_buffer": out,
+                            "owner": (s + k) % w,
+                            "src_offset": offset,
+                            "dst_offset": offset,
+                            "bytes": chunk_bytes,
+                            "produced": [flags.reduced_index(g), tiles_per_chunk],
+                            "consumed": null,
+                            "arrived": flags.gathered_index(g),
+                            "copied": if k == w - 1 { Some(flags.sent_index(g)) } else { None },
+                        })
+                    })
                 })
-                .collect()
+            });
+            partials.chain(sums).collect()
         })
         .collect();
     let text = serde_json::to_string(&per_rank).unwrap_or_default();

@@ -220,8 +220,8 @@ pub struct FlagRange {
     /// Flags per chunk: 1, or 2 for an all-reduce (one-shot: arrivals, then
     /// acknowledgements; two-shot: the reduce-scatter's counters, then the
     /// gathered rows'), each a range of `W * chunks_per_rank`; `3 + W` for
-    /// a reduce-scatter moved by the copy engine (see
-    /// `chunk-fuse-reductions`).
+    /// a reduce-scatter moved by the copy engine, `6 + W` for a two-shot
+    /// all-reduce moved by it (see `chunk-fuse-reductions`).
     pub counters_per_chunk: i64,
     pub buffer: String,
     /// The dimension chunks split.
@@ -319,11 +319,16 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
                 format!("chunks of @{name} do not split its per-rank blocks evenly"),
             ));
         }
-        let counters_per_chunk = match reduction_kind(plan, &name) {
-            Some(ReductionKind::AllReduce | ReductionKind::AllReduceTwoShot) => 2,
+        let kind = reduction_kind(plan, &name);
+        let counters_per_chunk = match kind {
             // Produced, consumed and copied counters per chunk, and an
-            // arrival flag per chunk and source rank.
-            _ if reduced_by_copy_engine(plan, &name) => 3 + plan.world_size,
+            // arrival flag per chunk and source rank; a two-shot
+            // all-reduce's reduced, sent and gathered too.
+            _ if reduced_by_copy_engine(plan, &name) => {
+                let gather = if kind == Some(ReductionKind::AllReduceTwoShot) { 3 } else { 0 };
+                3 + plan.world_size + gather
+            }
+            Some(ReductionKind::AllReduce | ReductionKind::AllReduceTwoShot) => 2,
             _ => 1,
         };
         let range = FlagRange {

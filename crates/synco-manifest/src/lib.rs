@@ -178,13 +178,14 @@ pub struct Copy {
     pub flag: Option<i64>,
 }
 
-/// One chunk of a partial the side stream copies to its owner: after
+/// One copy the side stream makes once kernel tiles have finished a chunk
+/// (a reduce-scatter or two-shot all-reduce moved by the copy engine): after
 /// `produced.0 >= epoch * produced.1` (this rank's tiles of the chunk are
-/// done) and `consumed.0 >= (epoch - 1) * consumed.1` (the owner read the
-/// previous epoch's), `bytes` from `src_buffer` at `src_offset` here to
-/// `dst_buffer` (the staging buffer) at `dst_offset` on `owner`; then the
-/// epoch into flag `arrived` on the owner and flag `copied` here. Offsets
-/// in bytes.
+/// done) and, if given, `consumed.0 >= (epoch - 1) * consumed.1` (the
+/// destination read the previous epoch's), `bytes` from `src_buffer` at
+/// `src_offset` here to `dst_buffer` at `dst_offset` on rank `owner`; then
+/// the epoch into flag `arrived` on `owner` and, if given, flag `copied`
+/// here. Offsets in bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReductionCopy {
     pub src_buffer: String,
@@ -194,9 +195,11 @@ pub struct ReductionCopy {
     pub dst_offset: i64,
     pub bytes: i64,
     pub produced: (i64, i64),
-    pub consumed: (i64, i64),
+    #[serde(default)]
+    pub consumed: Option<(i64, i64)>,
     pub arrived: i64,
-    pub copied: i64,
+    #[serde(default)]
+    pub copied: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

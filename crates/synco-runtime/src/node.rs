@@ -558,8 +558,8 @@ impl Node {
         Ok(())
     }
 
-    /// The side stream's copies of finished partial chunks to their owners
-    /// (a reduce-scatter moved by the copy engine; see
+    /// The side stream's copies of finished chunks (partials to their owners, a two-shot all-reduce's sums to every peer)
+    /// (a reduce-scatter or two-shot all-reduce moved by the copy engine; see
     /// `synco_manifest::ReductionCopy`). The owner's flag is written by a
     /// 4-byte peer copy of this launch's epoch, kept in the word after the
     /// kernel's flags, so every stream memory operation stays local.
@@ -602,16 +602,18 @@ impl Node {
                         wait_geq,
                     ),
                 )?;
-                check(
-                    rank,
-                    "cuStreamWaitValue32",
-                    sys::cuStreamWaitValue32_v2(
-                        gpu.copy,
-                        flag(local_flags, copy.consumed.0),
-                        target(copy.consumed, epoch - 1),
-                        wait_geq,
-                    ),
-                )?;
+                if let Some(consumed) = copy.consumed {
+                    check(
+                        rank,
+                        "cuStreamWaitValue32",
+                        sys::cuStreamWaitValue32_v2(
+                            gpu.copy,
+                            flag(local_flags, consumed.0),
+                            target(consumed, epoch - 1),
+                            wait_geq,
+                        ),
+                    )?;
+                }
                 check(
                     rank,
                     "cuMemcpyAsync",
@@ -632,16 +634,18 @@ impl Node {
                         gpu.copy,
                     ),
                 )?;
-                check(
-                    rank,
-                    "cuStreamWriteValue32",
-                    sys::cuStreamWriteValue32_v2(
-                        gpu.copy,
-                        flag(local_flags, copy.copied),
-                        epoch,
-                        0,
-                    ),
-                )?;
+                if let Some(copied) = copy.copied {
+                    check(
+                        rank,
+                        "cuStreamWriteValue32",
+                        sys::cuStreamWriteValue32_v2(
+                            gpu.copy,
+                            flag(local_flags, copied),
+                            epoch,
+                            0,
+                        ),
+                    )?;
+                }
             }
         }
         Ok(())
