@@ -4,9 +4,12 @@
 //
 // The kernel's output argument (c_ptr, argument 2) is the partial; C is not
 // one of the kernel's arguments, so chunk-bind-kernel adds it to the fused
-// kernel as synco_buffer_C. Tiles of the other rank's rows run first and
-// count per chunk; tiles of the rank's own rows pull the peer's partial and
-// reduce it in their epilogue (chunk-fuse-reductions).
+// kernel as synco_buffer_C. Tiles of the other rank's rows run first, push
+// their partial into its owner's P and count per chunk; tiles of the rank's
+// own rows wait for their chunk and add the peer's partial in their epilogue
+// (chunk-fuse-reductions). With backend(copy_engine) the tiles store their
+// partial locally and the host's side stream copies each finished chunk
+// into the owner's P_staging (a buffer chunk-expand-collectives declares).
 chunk.plan @gemm_rs world_size(2) {
   chunk.buffer @P : !chunk.buffer<8192x4096xbf16> bind(2)
   chunk.buffer @C : !chunk.buffer<4096x4096xbf16>

@@ -92,13 +92,11 @@ pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-fuse-reductions",
     description: "Fuse reduce-scatter and all-reduce (one-shot, two-shot) into the kernel tiles that produce the partials (SM or copy-engine transport, reduction in the tile epilogue)",
     anchor: "builtin.module",
-    options: &[
-        synco_chunk::PassOption {
-            name: "mode",
-            description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
-            default: "push",
-        },
-    ],
+    options: &[synco_chunk::PassOption {
+        name: "mode",
+        description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
+        default: "push",
+    }],
     run,
 };
 
@@ -418,9 +416,18 @@ fn fuse(
         };
         let partial_ptrs = match (mode, staging_ptr) {
             // Copied into this rank's staging buffer, in source s's slot.
-            (Mode::CopyEngine, Some(staging)) => {
-                staging_shift(&ob, ptrs, p_arg, staging, abi.rank, s, w, block * n, element_bytes, &shape)
-            }
+            (Mode::CopyEngine, Some(staging)) => staging_shift(
+                &ob,
+                ptrs,
+                p_arg,
+                staging,
+                abi.rank,
+                s,
+                w,
+                block * n,
+                element_bytes,
+                &shape,
+            ),
             // Pushed into this rank's @P, in the rows of block s.
             (Mode::Push | Mode::CopyEngine, _) => {
                 block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape)

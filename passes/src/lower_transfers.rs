@@ -51,13 +51,11 @@ pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-lower-transfers",
     description: "Lower chunk.transfer ops: copy-engine transfers become the host transfer schedule",
     anchor: "builtin.module",
-    options: &[
-        synco_chunk::PassOption {
-            name: "copy-programs",
-            description: "Programs of the fused kernel that copy ldst chunks",
-            default: "16",
-        },
-    ],
+    options: &[synco_chunk::PassOption {
+        name: "copy-programs",
+        description: "Programs of the fused kernel that copy ldst chunks",
+        default: "16",
+    }],
     run,
 };
 

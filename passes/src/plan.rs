@@ -325,7 +325,11 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             // arrival flag per chunk and source rank; a two-shot
             // all-reduce's reduced, sent and gathered too.
             _ if reduced_by_copy_engine(plan, &name) => {
-                let gather = if kind == Some(ReductionKind::AllReduceTwoShot) { 3 } else { 0 };
+                let gather = if kind == Some(ReductionKind::AllReduceTwoShot) {
+                    3
+                } else {
+                    0
+                };
                 3 + plan.world_size + gather
             }
             Some(ReductionKind::AllReduce | ReductionKind::AllReduceTwoShot) => 2,

@@ -19,10 +19,17 @@
 //! 2. on each rank's copy stream, after the previous launch on that rank is
 //!    done, the manifest's copy-engine schedule: each chunk is copied from
 //!    its source rank's heap, then `cuStreamWriteValue32` sets its flag to
-//!    the epoch;
+//!    the epoch; and the copies of chunks the kernel's tiles produce (a
+//!    reduction moved by the copy engine: `reduction_copies`), each after
+//!    `cuStreamWaitValue32` on the tiles' counter, to a peer (the owner's
+//!    staging buffer, or a two-shot all-reduce's sums into every peer's
+//!    output), the peer's flag then set by a 4-byte copy of the epoch;
 //! 3. the kernel on each rank's compute stream, with the user's arguments,
 //!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
-//!    buffer, plan buffers) and Triton's scratch pointers, with the `ldst`
+//!    buffer, plan buffers: every plan buffer without `bind(i)`, a
+//!    reduction's output or staging buffer, is a symmetric buffer the caller
+//!    binds by name in `launch`'s `bindings`) and Triton's scratch
+//!    pointers, with the `ldst`
 //!    backend's copy programs in front of the grid (or in a plane in front
 //!    of a 2D grid);
 //! 4. after the kernel, stream waits (`cuStreamWaitValue32`, >=) on the

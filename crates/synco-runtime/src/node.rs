@@ -638,12 +638,7 @@ impl Node {
                     check(
                         rank,
                         "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(
-                            gpu.copy,
-                            flag(local_flags, copied),
-                            epoch,
-                            0,
-                        ),
+                        sys::cuStreamWriteValue32_v2(gpu.copy, flag(local_flags, copied), epoch, 0),
                     )?;
                 }
             }
