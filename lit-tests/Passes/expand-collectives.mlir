@@ -108,7 +108,7 @@ chunk.plan @rs world_size(2) {
 // W - 1 = 3 blocks of P (unbound: the caller binds it), where the copy
 // engine lands the peers' partials of the rank's own block.
 // CHECK-LABEL: chunk.plan @rs_copy_engine world_size(4)
-// CHECK:       chunk.buffer @P_staging : !chunk.buffer<768x64xbf16>{{$}}
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<768x64xbf16> {synco.staging}
 // CHECK-NEXT:  chunk.transfer @C_p0_c0 local
 // CHECK:       chunk.transfer @C_p3_c0 pull copy_engine
 chunk.plan @rs_copy_engine world_size(4) {

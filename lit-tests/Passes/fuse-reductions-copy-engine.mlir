@@ -24,7 +24,7 @@
 // SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,\22bytes\22:32768,\22consumed\22:[14,2],\22copied\22:18,\22dst_buffer\22:\22P_staging\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[2,2],\22src_buffer\22:\22P\22,\22src_offset\22:65536},{\22arrived\22:10,{{.*}}\22dst_offset\22:32768,\22owner\22:1,{{.*}}\22src_offset\22:98304}]
 
 // CHECK-LABEL: chunk.plan @p
-// CHECK:      chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>{{$}}
+// CHECK:      chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
 // CHECK:      %[[C256:.*]] = arith.constant 256 : i32

@@ -80,7 +80,7 @@ module {
 // SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,{{.*}}\22dst_buffer\22:\22P_staging\22,{{.*}}},{{.*}}},{\22arrived\22:28,\22bytes\22:32768,\22consumed\22:null,\22copied\22:24,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[20,2],\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:29,{{.*}}\22copied\22:25,{{.*}}\22dst_offset\22:32768,\22owner\22:1,\22produced\22:[21,2],{{.*}}\22src_offset\22:32768}]
 
 // CHECK-LABEL: chunk.plan @p_copy_engine
-// CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %{{.*}}: !tt.ptr<bf16>):
 // CHECK:      %[[C256:.*]] = arith.constant 256 : i32

@@ -27,8 +27,9 @@
 //!
 //! A `reduce_scatter @P` with `backend(copy_engine)` (or a two-shot
 //! `all_reduce`, whose first phase is one) also declares
-//! `chunk.buffer @P_staging`: `W - 1` blocks of `P`'s shape, unbound (a
-//! kernel argument the caller binds), where the copy engine lands the
+//! `chunk.buffer @P_staging {synco.staging}`: `W - 1` blocks of `P`'s
+//! shape, unbound (a kernel argument that the runtime allocates with the
+//! kernel), where the copy engine lands the
 //! peers' partials of the rank's own block (source `s` on rank `r` in slot
 //! `(s - r - 1) mod W`; see [`crate::plan::staging_slot`]), so that no copy
 //! overwrites rows the rank's own tiles write.
@@ -355,6 +356,9 @@ impl<'p> Expansion<'p> {
         let Some(ty) = ir::parse_type(ctx, &text) else {
             return Err(internal(self.op, &format!("cannot build the type {text}")));
         };
+        let Some(unit) = ir::parse_attr(ctx, "unit") else {
+            return Err(internal(self.op, "cannot build a unit attribute"));
+        };
         self.b.op(
             "chunk.buffer",
             &[],
@@ -362,6 +366,7 @@ impl<'p> Expansion<'p> {
             &[
                 ("sym_name", ir::string_attr(ctx, &name)),
                 ("type", ir::type_attr(ty)),
+                (crate::plan::STAGING_ATTR, unit),
             ],
         );
         Ok(())

@@ -13,7 +13,16 @@ pub struct BufferDecl {
     pub element: String,
     /// The kernel argument it is bound to.
     pub arg: Option<usize>,
+    /// Declared by a pass as scratch of the fused operation (attribute
+    /// [`STAGING_ATTR`]): the runtime allocates it, nobody binds it.
+    pub staging: bool,
 }
+
+/// Discardable unit attribute on a `chunk.buffer` that a pass declared as
+/// the fused operation's scratch (the copy engine's staging buffer of a
+/// reduction): the launch manifest marks it, and the runtime allocates it
+/// with the kernel.
+pub const STAGING_ATTR: &str = "synco.staging";
 
 impl BufferDecl {
     pub fn element_bytes(&self) -> Option<i64> {
@@ -123,6 +132,7 @@ fn read_buffer(op: Op) -> Option<BufferDecl> {
         shape,
         element,
         arg: ir::int_attr(op, "arg").map(|a| a as usize),
+        staging: ir::attr(op, STAGING_ATTR).is_some(),
     })
 }
 

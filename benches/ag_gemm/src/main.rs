@@ -621,7 +621,10 @@ fn run_variant(
         args: &args,
         bindings: &bindings,
     };
-    finish_variant(node, &launch, dir, v, cli, checked)
+    let result = finish_variant(node, &launch, dir, v, cli, checked)?;
+    // Its flags and staging buffers go back to the heap for the next one.
+    node.unload(kernel)?;
+    Ok(result)
 }
 
 /// One fused operation's launch on every rank.

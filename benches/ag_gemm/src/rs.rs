@@ -33,9 +33,6 @@ struct RsProblem {
     p: Buffer,
     /// The reduce-scatter's output block.
     c: Buffer,
-    /// Where the copy engine lands peers' partials (`P_staging`: W - 1
-    /// blocks of P; used by the copy-engine transport only).
-    staging: Buffer,
     /// Scratch for the reference: another rank's A and B.
     a_tmp: Buffer,
     b_tmp: Buffer,
@@ -56,7 +53,6 @@ impl RsProblem {
             b: node.alloc(k * n * 2)?,
             p: node.alloc(m * n * 2)?,
             c: node.alloc(out_rows * n * 2)?,
-            staging: node.alloc((m - m / node.world_size()) * n * 2)?,
             a_tmp: node.alloc(m * k * 2)?,
             b_tmp: node.alloc(k * n * 2)?,
             reference: node.alloc(m * n * 4)?,
@@ -209,7 +205,7 @@ fn run_variant(
     let manifest = find_manifest(dir)?;
     let kernel = FusedKernel::load(node, &manifest)?;
     let world = node.world_size();
-    let bindings = [("P", p.p), ("C", p.c), ("P_staging", p.staging)];
+    let bindings = [("P", p.p), ("C", p.c)];
     let g = grid(v);
     let args: Vec<Vec<Arg>> = (0..world)
         .map(|rank| user_args(node, &p.gemm(), rank, &kernel))
@@ -256,5 +252,8 @@ fn run_variant(
         args: &args,
         bindings: &bindings,
     };
-    finish_variant(node, &launch, dir, v, cli, checked)
+    let result = finish_variant(node, &launch, dir, v, cli, checked)?;
+    // Its flags and staging buffers go back to the heap for the next one.
+    node.unload(kernel)?;
+    Ok(result)
 }

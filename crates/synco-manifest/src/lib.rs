@@ -126,6 +126,10 @@ pub struct PlanBuffer {
     pub shape: Vec<i64>,
     pub element: String,
     pub element_bytes: Option<i64>,
+    /// Scratch of the fused operation (the copy engine's staging buffer of
+    /// a reduction): the runtime allocates it with the kernel.
+    #[serde(default)]
+    pub staging: bool,
 }
 
 impl PlanBuffer {

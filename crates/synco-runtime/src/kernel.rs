@@ -2,7 +2,7 @@
 
 use crate::{
     error::{Result, RuntimeError},
-    node::{Buffer, Node, check},
+    node::{ALIGN, Buffer, Node, check},
 };
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUmodule, CUstream};
 use std::{ffi::CString, path::Path};
@@ -112,10 +112,15 @@ pub struct FusedKernel {
     /// plan, so kernels with other flag layouts never see each other's
     /// values.
     pub(crate) flags: Buffer,
+    /// The plan's staging buffers (`PlanBuffer::staging`), by name: the
+    /// kernel's own, never bound by the caller.
+    pub(crate) staging: Vec<(String, Buffer)>,
+    /// Flags and staging buffers: one region at the heap's end.
+    pub(crate) storage: Buffer,
     /// Launches so far: the last launch's epoch.
     pub(crate) epochs: std::cell::Cell<u32>,
     functions: Vec<CUfunction>,
-    _modules: Vec<CUmodule>,
+    modules: Vec<CUmodule>,
 }
 
 impl FusedKernel {
@@ -163,16 +168,56 @@ impl FusedKernel {
             }
         }
         // The flags, then one word for the launch's epoch (see
-        // `Node::enqueue_reduction_copies`).
+        // `Node::enqueue_reduction_copies`); then the staging buffers.
+        let aligned = |bytes: usize| bytes.div_ceil(ALIGN) * ALIGN;
         let count = manifest.fused.as_ref().map_or(0, |f| f.num_flags) as usize + 1;
-        let flags = node.alloc_flags(4 * count)?;
+        let staging_sizes: Vec<(String, usize)> = manifest
+            .fused
+            .iter()
+            .flat_map(|f| &f.buffers)
+            .filter(|b| b.staging)
+            .map(|b| (b.name.clone(), b.bytes().max(0) as usize))
+            .collect();
+        let total = aligned(4 * count)
+            + staging_sizes
+                .iter()
+                .map(|(_, b)| aligned(*b))
+                .sum::<usize>();
+        let storage = node.alloc_kernel_storage(total)?;
+        let flags = Buffer {
+            offset: storage.offset,
+            bytes: 4 * count,
+        };
+        for rank in 0..node.world_size() {
+            node.fill(rank, &flags, 0)?;
+        }
+        let mut offset = storage.offset + aligned(4 * count);
+        let staging = staging_sizes
+            .into_iter()
+            .map(|(name, bytes)| {
+                let buffer = Buffer { offset, bytes };
+                offset += aligned(bytes);
+                (name, buffer)
+            })
+            .collect();
         Ok(FusedKernel {
             manifest,
             flags,
+            staging,
+            storage,
             epochs: std::cell::Cell::new(0),
             functions,
-            _modules: modules,
+            modules,
         })
+    }
+
+    /// Unloads the cubin from every GPU (see `Node::unload`).
+    pub(crate) fn unload_modules(self, node: &Node) -> Result<()> {
+        for (rank, module) in self.modules.into_iter().enumerate() {
+            node.gpus[rank].bind()?;
+            unsafe { check(rank, "cuModuleUnload", sys::cuModuleUnload(module))? };
+        }
+        Ok(())
     }
 
     /// Number of the kernel's own (role `user`) parameters.

@@ -9,7 +9,10 @@
 //! the fused kernels use (see `synco-passes`' ABI).
 //!
 //! [`FusedKernel::load`] reads a cubin and its launch manifest (no Python,
-//! no MLIR). [`Node::launch`] runs one fused operation on every rank:
+//! no MLIR) and places the kernel's own storage at the heap's end: its
+//! flags and the plan's staging buffers (`synco.staging`), which
+//! [`Node::unload`] gives back. [`Node::launch`] runs one fused operation
+//! on every rank:
 //!
 //! 1. a new epoch of the kernel: its launch count. Flags are never reset: a
 //!    flag is ready when it holds the current epoch or more, a counter that
@@ -26,10 +29,10 @@
 //!    output), the peer's flag then set by a 4-byte copy of the epoch;
 //! 3. the kernel on each rank's compute stream, with the user's arguments,
 //!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
-//!    buffer, plan buffers: every plan buffer without `bind(i)`, a
-//!    reduction's output or staging buffer, is a symmetric buffer the caller
-//!    binds by name in `launch`'s `bindings`) and Triton's scratch
-//!    pointers, with the `ldst`
+//!    buffer, plan buffers: a plan buffer without `bind(i)`, such as a
+//!    reduction's output, is a symmetric buffer the caller binds by name in
+//!    `launch`'s `bindings`; a staging buffer is the kernel's own) and
+//!    Triton's scratch pointers, with the `ldst`
 //!    backend's copy programs in front of the grid (or in a plane in front
 //!    of a 2D grid);
 //! 4. after the kernel, stream waits (`cuStreamWaitValue32`, >=) on the

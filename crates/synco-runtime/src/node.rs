@@ -14,7 +14,7 @@ use std::{
 };
 
 /// Alignment of every symmetric buffer in the heap.
-const ALIGN: usize = 512;
+pub(crate) const ALIGN: usize = 512;
 
 pub(crate) fn check(gpu: usize, call: &'static str, code: CUresult) -> Result<()> {
     if code == CUresult::CUDA_SUCCESS {
@@ -66,9 +66,10 @@ pub struct Node {
     heap_bytes: usize,
     /// Bytes used from the heap's start by [`Node::alloc`].
     used: usize,
-    /// Bytes used from the heap's end by kernels' flags (they must be
-    /// symmetric too: peers bump each other's counters).
-    flags_used: usize,
+    /// Bytes used from the heap's end by kernels' own storage: flags and
+    /// staging buffers (symmetric too: peers bump each other's counters
+    /// and copy into each other's staging).
+    kernel_bytes: usize,
     epoch: u32,
     /// Scratch for Triton's global scratch pointer, per rank.
     scratch: Vec<(CUdeviceptr, usize)>,
@@ -190,7 +191,7 @@ impl Node {
             gpus,
             heap_bytes,
             used: 0,
-            flags_used: 0,
+            kernel_bytes: 0,
             epoch: 0,
         })
     }
@@ -206,7 +207,7 @@ impl Node {
 
     /// The heap's end that flags have not taken.
     fn buffers_end(&self) -> usize {
-        self.heap_bytes - self.flags_used
+        self.heap_bytes - self.kernel_bytes
     }
 
     /// Places a symmetric buffer of `bytes` in every rank's heap.
@@ -222,10 +223,11 @@ impl Node {
         Ok(Buffer { offset, bytes })
     }
 
-    /// Places a kernel's flags (zeroed on every rank) at the heap's end, so
-    /// that [`Node::reset_heap`] keeps them.
-    pub(crate) fn alloc_flags(&mut self, bytes: usize) -> Result<Buffer> {
-        let taken = (self.flags_used + bytes).div_ceil(ALIGN) * ALIGN;
+    /// Places a kernel's own storage (its flags, then its staging buffers)
+    /// at the heap's end, so that [`Node::reset_heap`] keeps it; the
+    /// kernel's [`Node::unload`] gives it back.
+    pub(crate) fn alloc_kernel_storage(&mut self, bytes: usize) -> Result<Buffer> {
+        let taken = (self.kernel_bytes + bytes).div_ceil(ALIGN) * ALIGN;
         let offset = self
             .heap_bytes
             .checked_sub(taken)
@@ -236,12 +238,28 @@ impl Node {
                 free: self.buffers_end().saturating_sub(self.used),
             });
         };
-        self.flags_used = taken;
-        let buffer = Buffer { offset, bytes };
-        for rank in 0..self.world_size() {
-            self.fill(rank, &buffer, 0)?;
+        // The region up to the previous storage (alignment padding
+        // included), so that `unload` can give back exactly this much.
+        let region = taken - self.kernel_bytes;
+        self.kernel_bytes = taken;
+        Ok(Buffer {
+            offset,
+            bytes: region,
+        })
+    }
+
+    /// Unloads `kernel` from every GPU once its launches are done (call
+    /// [`Node::wait`] first). Its storage at the heap's end is given back
+    /// if no kernel loaded later still holds storage below it (kernels
+    /// loaded and unloaded one after another, as a benchmark does, reuse
+    /// the same bytes); otherwise it stays until the node closes.
+    pub fn unload(&mut self, kernel: FusedKernel) -> Result<()> {
+        let storage = kernel.storage;
+        kernel.unload_modules(self)?;
+        if storage.offset == self.buffers_end() {
+            self.kernel_bytes -= storage.bytes;
         }
-        Ok(buffer)
+        Ok(())
     }
 
     /// Frees every buffer (the heap is reused from its start); kernels'
@@ -356,7 +374,9 @@ impl Node {
 
     /// Starts one fused operation on every rank (see the crate docs).
     /// `args(rank)` gives the kernel's own arguments; `bindings` maps the
-    /// plan's buffers to symmetric buffers, for the copy schedule.
+    /// plan's buffers to symmetric buffers, for the copy schedule and the
+    /// `synco_buffer_<name>` arguments (the kernel's staging buffers come
+    /// with it and need no binding).
     pub fn launch(
         &mut self,
         kernel: &FusedKernel,
@@ -393,6 +413,12 @@ impl Node {
         };
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
+        let bindings: Vec<(&str, Buffer)> = bindings
+            .iter()
+            .copied()
+            .chain(kernel.staging.iter().map(|(name, b)| (name.as_str(), *b)))
+            .collect();
+        let bindings = bindings.as_slice();
         let epoch = kernel.epochs.get() + 1;
         kernel.epochs.set(epoch);
         self.epoch = epoch;

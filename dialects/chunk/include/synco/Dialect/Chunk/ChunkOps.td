@@ -81,14 +81,16 @@ def Chunk_BufferOp : Chunk_Op<"buffer", [Symbol, HasParent<"PlanOp">]> {
     Declares a buffer that exists on every rank with the same shape. With
     `bind(i)`, the buffer is the fused kernel's `i`-th argument (a pointer to
     its first element on the executing rank); without, `chunk-bind-kernel`
-    appends an argument `synco_buffer_<name>` that the caller binds to a
-    symmetric buffer at launch (a reduction's output, or the staging buffer
-    `chunk-expand-collectives` declares for a reduce-scatter moved by the
-    copy engine).
+    appends an argument `synco_buffer_<name>`: a symmetric buffer that the
+    caller binds at launch (a reduction's output), or, when a pass declared
+    it as the fused operation's scratch (unit attribute `synco.staging`: the
+    staging buffer `chunk-expand-collectives` declares for a reduction moved
+    by the copy engine), that the runtime allocates with the kernel.
 
     ```mlir
     chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
-    chunk.buffer @P_staging : !chunk.buffer<4096x4096xbf16>
+    chunk.buffer @C : !chunk.buffer<4096x4096xbf16>
+    chunk.buffer @P_staging : !chunk.buffer<4096x4096xbf16> {synco.staging}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
