@@ -16,6 +16,10 @@
 // RUN:   | FileCheck %s
 // RUN: synco-opt %s --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions,chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
+// Bound before the expansion declared the staging buffer: no argument for it.
+// RUN: not synco-opt %s --pass-pipeline='builtin.module(chunk-bind-kernel,chunk-expand-collectives,chunk-reorder-tiles,chunk-fuse-reductions)' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ORDER
+// ORDER: fuse-reductions-copy-engine.mlir:{{[0-9]+}}:5: error: chunk-fuse-reductions: the copy engine's staging buffer @P_staging is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first
 // Rank 0's side stream copies its partial of chunks 2 and 3 (rank 1's) in
 // order: chunk 2 is rows 512..768 of @P (byte 65536 with 128-byte rows),
 // into rows 0..256 of rank 1's @P_staging (slot 0, the only one with 2

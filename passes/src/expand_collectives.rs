@@ -29,10 +29,10 @@
 //! `all_reduce`, whose first phase is one) also declares
 //! `chunk.buffer @P_staging {synco.staging}`: `W - 1` blocks of `P`'s
 //! shape, unbound (a kernel argument that the runtime allocates with the
-//! kernel), where the copy engine lands the
-//! peers' partials of the rank's own block (source `s` on rank `r` in slot
-//! `(s - r - 1) mod W`; see [`crate::plan::staging_slot`]), so that no copy
-//! overwrites rows the rank's own tiles write.
+//! kernel), where the copy engine lands the peers' partials of the rank's
+//! own block (source `s` on rank `r` in slot `(s - r - 1) mod W`; see
+//! [`crate::plan::staging_slot`]), so that no copy overwrites rows the
+//! rank's own tiles write.
 //!
 //! Options: none.
 //! Preconditions: every collective has an explicit chunk count (run

@@ -63,19 +63,27 @@
 //! user's if `@C` is bound, else the ABI's `synco_buffer_C`.
 //!
 //! A two-shot all-reduce fuses as its reduce-scatter whose owners also
-//! push each sum to every peer's `@C` and count it there; the launch
-//! waits for the peers' sums, recorded in the plan's `synco.completion`.
+//! send each sum to every peer's `@C`: with `ldst`, the owner's tiles store
+//! it there and count it on the peer; with `copy_engine`, they count it
+//! locally and the side stream copies each finished chunk (`record_copies`).
+//! The launch waits for the peers' sums, recorded in the plan's
+//! `synco.completion`.
 //!
-//! Options: `mode=push|pull` (see above; reduce-scatters on `ldst` only).
-//! Preconditions: collectives expanded (reductions with backend `ldst`,
-//! or a reduce-scatter with `copy_engine`), `chunk-bind-kernel` and `chunk-reorder-tiles` ran; the kernel
-//! stores `@P` once per tile, a 2D tile of `T` rows, at the addresses of a
-//! row-major `[M, N]` array (what the plan declares); `@C` is `[M/W, N]`;
-//! `@P` and `@C` start at multiples of 16 elements (the runtime's symmetric
-//! buffers are 512-byte aligned).
+//! Options: `mode=push|pull` (see above; reductions on `ldst` only).
+//! Preconditions: collectives expanded (reductions with backend `ldst`; a
+//! reduce-scatter or two-shot all-reduce with `copy_engine`, whose staging
+//! buffer `chunk-expand-collectives` declared), `chunk-bind-kernel` and
+//! `chunk-reorder-tiles` ran; the kernel stores `@P` once per tile, a 2D
+//! tile of `T` rows, at the addresses of a row-major `[M, N]` array (what
+//! the plan declares); `@C` is `[M/W, N]` (reduce-scatter) or `[M, N]`
+//! (all-reduce); `@P`, `@C` and the staging buffer start at multiples of 16
+//! elements (the runtime's symmetric buffers are 512-byte aligned).
 //! Postconditions: the fused transfers are marked `synco.fused` (for
-//! `chunk-lower-transfers`, which drops them); the flag array holds one
-//! counter per chunk of `@P` (see `plan::flag_layout`).
+//! `chunk-lower-transfers`, which drops them); the flag array holds the
+//! counters and flags of every chunk of `@P` (see `plan::flag_layout` and
+//! `CeFlags`); the plan records the side stream's copies
+//! (`synco.reduction_copies`) and the launch's completion waits
+//! (`synco.completion`) where there are any.
 
 use crate::{
     abi::{AbiArgs, buffer_arg},
@@ -342,20 +350,20 @@ fn fuse(
     } else {
         mode
     };
-    // The copy engine lands peers' partials in the staging buffer.
+    // The copy engine lands peers' partials in the staging buffer (read
+    // only in that mode).
     let staging_ptr = if mode == Mode::CopyEngine {
         let staging = crate::plan::staging_name(name);
-        let ptr = buffer_arg(kernel, &staging).ok_or_else(|| {
+        buffer_arg(kernel, &staging).ok_or_else(|| {
             fail(
                 transfer,
                 format!(
                     "chunk-fuse-reductions: the copy engine's staging buffer @{staging} is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first"
                 ),
             )
-        })?;
-        Some(ptr)
+        })?
     } else {
-        None
+        p_arg
     };
     if all_reduce {
         return fuse_all_reduce(AllReduceSite {
@@ -414,13 +422,13 @@ fn fuse(
             Some(m) => ob.andi(m, not_me),
             None => not_me,
         };
-        let partial_ptrs = match (mode, staging_ptr) {
+        let partial_ptrs = match mode {
             // Copied into this rank's staging buffer, in source s's slot.
-            (Mode::CopyEngine, Some(staging)) => staging_shift(
+            Mode::CopyEngine => staging_shift(
                 &ob,
                 ptrs,
                 p_arg,
-                staging,
+                staging_ptr,
                 abi.rank,
                 s,
                 w,
@@ -429,10 +437,8 @@ fn fuse(
                 &shape,
             ),
             // Pushed into this rank's @P, in the rows of block s.
-            (Mode::Push | Mode::CopyEngine, _) => {
-                block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape)
-            }
-            (Mode::Pull, _) => peer_ptr(&ob, ptrs, peer),
+            Mode::Push => block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape),
+            Mode::Pull => peer_ptr(&ob, ptrs, peer),
         };
         let pulled = ob.load_masked(partial_ptrs, load_mask, ob.zeros(ir::type_of(value)));
         let x = ob.convert_float(ob.select(is_me, value, pulled), f32t);

@@ -584,9 +584,11 @@ impl Node {
         Ok(())
     }
 
-    /// The side stream's copies of finished chunks (partials to their owners, a two-shot all-reduce's sums to every peer)
-    /// (a reduce-scatter or two-shot all-reduce moved by the copy engine; see
-    /// `synco_manifest::ReductionCopy`). The owner's flag is written by a
+    /// The side stream's copies of chunks the kernel's tiles finish, for a
+    /// reduction moved by the copy engine: partials into their owner's
+    /// staging buffer, and a two-shot all-reduce's sums into every peer's
+    /// output (see `synco_manifest::ReductionCopy`). The peer's flag is
+    /// written by a
     /// 4-byte peer copy of this launch's epoch, kept in the word after the
     /// kernel's flags, so every stream memory operation stays local.
     fn enqueue_reduction_copies(
