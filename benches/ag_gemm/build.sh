@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -24,6 +24,8 @@
 # all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
 # --op ar2 the two-shot all-reduce (the reduce-scatter shapes; --rs-mode
 # copy_engine: moved by the copy engine, directories <style>_copy_engine_c<n>).
+# --rs-mode auto (rs, ar2): backend(auto), chunk-select-backend picks
+# (directories <style>_auto-backend_c<n>).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -78,6 +80,7 @@ case $OP in
     # with --rs-mode copy_engine the host's side stream moves both).
     BACKEND=ldst
     [ "$RS_MODE" = copy_engine ] && BACKEND=copy_engine
+    [ "$RS_MODE" = auto ] && BACKEND=auto
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rs)
@@ -86,13 +89,15 @@ case $OP in
       # The host's side stream moves the partials.
       BACKEND=copy_engine
     fi
+    # chunk-select-backend picks one of the two per shape.
+    [ "$RS_MODE" = auto ] && BACKEND=auto
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   *) echo "build.sh: --op is ag, rs, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
 # chunk-fuse-reductions' transport option (the copy engine is the plan's backend).
 FUSE_MODE=$RS_MODE
-[ "$RS_MODE" = copy_engine ] && FUSE_MODE=push
+{ [ "$RS_MODE" = copy_engine ] || [ "$RS_MODE" = auto ]; } && FUSE_MODE=push
 # The backend as the results name it.
 LABEL=$BACKEND
 [ "$OP" = rs ] && [ "$RS_MODE" = pull ] && LABEL="${BACKEND}_$RS_MODE"
@@ -187,11 +192,12 @@ PLAN
       tag=$style
       [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
       { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
+      [ "$BACKEND" = auto ] && tag="${style}_auto-backend"
       vdir="$dir/${tag}_c$c"
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages $STAGES 2>&1); then
         echo "$log" >&2

@@ -35,8 +35,9 @@
 //! rank's own tiles write.
 //!
 //! Options: none.
-//! Preconditions: every collective has an explicit chunk count (run
-//! `chunk-select-chunk-size` for `chunks(auto)`).
+//! Preconditions: every collective has an explicit chunk count and
+//! backend (run `chunk-select-chunk-size` for `chunks(auto)`,
+//! `chunk-select-backend` for `backend(auto)`).
 //! Postconditions: no collective ops remain in plans; the plans verify.
 //! Not yet supported (refused with an error): the `ring` algorithm.
 
@@ -113,6 +114,14 @@ impl<'p> Expansion<'p> {
             return Err(fail(
                 op,
                 "chunk-expand-collectives: algorithm 'ring' is not supported yet; use 'direct'",
+            ));
+        }
+        if ir::int_attr(op, "backend").and_then(attrs::Backend::from_value)
+            == Some(attrs::Backend::Auto)
+        {
+            return Err(fail(
+                op,
+                "chunk-expand-collectives: backend(auto) has no backend yet; run chunk-select-backend first",
             ));
         }
         let Some(chunks) = ir::int_attr(op, "chunks") else {

@@ -6,7 +6,7 @@
 //! `synco-opt --pass-pipeline='builtin.module(<name>)'` can use them.
 //!
 //! The all-gather + GEMM pipeline, in order (`synco-ag-gemm`):
-//! `chunk-select-chunk-size`, `chunk-expand-collectives`,
+//! `chunk-select-backend`, `chunk-select-chunk-size`, `chunk-expand-collectives`,
 //! `chunk-verify-plan`, `chunk-bind-kernel`, `chunk-reorder-tiles`,
 //! `chunk-insert-waits`, `chunk-fuse-reductions`, `chunk-lower-transfers`,
 //! `chunk-to-triton`, then `canonicalize` and `cse`. The GEMM +
@@ -24,6 +24,7 @@ pub mod lower_transfers;
 pub mod plan;
 pub mod registry;
 pub mod reorder_tiles;
+pub mod select_backend;
 pub mod select_chunk_size;
 pub mod sm_copies;
 pub mod tiles;

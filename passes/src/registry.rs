@@ -4,11 +4,12 @@ use synco_chunk::PassDescriptor;
 
 use crate::{
     bind_kernel, chunk_to_triton, expand_collectives, fuse_reductions, insert_waits,
-    kernel_summary, lower_transfers, reorder_tiles, select_chunk_size, verify_plan,
+    kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size, verify_plan,
 };
 
 /// All of Synco's passes, in pipeline order.
 pub static PASSES: &[&PassDescriptor] = &[
+    &select_backend::PASS,
     &select_chunk_size::PASS,
     &expand_collectives::PASS,
     &verify_plan::PASS,
@@ -22,7 +23,7 @@ pub static PASSES: &[&PassDescriptor] = &[
 ];
 
 /// The passes that fuse a plan into its kernel, down to plain TTIR.
-const FUSE: &str = "chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
+const FUSE: &str = "chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
      chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-lower-transfers,chunk-to-triton,\
      canonicalize,cse";
 
@@ -40,7 +41,7 @@ pub static PIPELINES: &[(&str, &str, &str)] = &[
     ),
     (
         "synco-gemm-ar",
-        "Fuse a one-shot all-reduce plan into the GEMM kernel that produces its partials, down to plain TTIR",
+        "Fuse an all-reduce plan (one-shot or two-shot) into the GEMM kernel that produces its partials, down to plain TTIR",
         FUSE,
     ),
 ];

@@ -149,6 +149,10 @@ BufferOp PlanOp::lookupBuffer(FlatSymbolRefAttr name) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult TransferOp::verify() {
+  if (getBackend() == Backend::automatic)
+    return emitOpError() << "backend 'auto' is for collectives: "
+                            "chunk-select-backend picks one before they are "
+                            "expanded into transfers";
   int64_t worldSize = worldSizeOf(*this);
   if (failed(verifyRankMap(*this, getSrcRank(), "source rank", worldSize)) ||
       failed(verifyRankMap(*this, getDstRank(), "destination rank", worldSize)))

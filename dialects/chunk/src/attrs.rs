@@ -58,6 +58,7 @@ chunk_enum! {
         Ldst = 2 => "ldst",
         Nvshmem = 3 => "nvshmem",
         NcclDevice = 4 => "nccl_device",
+        Auto = 5 => "auto",
     }
 }
 

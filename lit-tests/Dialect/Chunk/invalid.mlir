@@ -52,6 +52,17 @@ chunk.plan @p world_size(2) {
 
 chunk.plan @p world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op backend 'auto' is for collectives: chunk-select-backend picks one before they are expanded into transfers}}
+  chunk.transfer @t pull auto
+      from #chunk.region<@A[(r) -> (512, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (512, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{'chunk.transfer' op destination rank affine_map<(d0) -> (d0 + 1)> gives rank 2 on rank 1, outside [0, 2)}}
   chunk.transfer @t push copy_engine
       from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
@@ -213,7 +224,7 @@ chunk.plan @p world_size(2) {
 
 chunk.plan @p world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
-  // expected-error @below {{expected string or keyword containing one of the following enum values for attribute 'backend' [copy_engine, tma, ldst, nvshmem, nccl_device]}}
+  // expected-error @below {{expected string or keyword containing one of the following enum values for attribute 'backend' [copy_engine, tma, ldst, nvshmem, nccl_device, auto]}}
   chunk.all_gather @A dim(0) chunks(1) backend(carrier_pigeon)
 }
 

@@ -44,15 +44,20 @@ def Chunk_Backend : I32EnumAttr<"Backend", "how a chunk is moved", [
     I32EnumAttrCase<"tma", 1>,
     I32EnumAttrCase<"ldst", 2>,
     I32EnumAttrCase<"nvshmem", 3>,
-    I32EnumAttrCase<"nccl_device", 4>]> {
+    I32EnumAttrCase<"nccl_device", 4>,
+    I32EnumAttrCase<"automatic", 5, "auto">]> {
   let cppNamespace = "::synco::chunk";
   let description = [{
     * `copy_engine`: `cudaMemcpyAsync`-style copies on a side stream, with a
       flag written by the stream when the copy is done;
     * `tma`: bulk tensor copies issued by dedicated programs of the fused
       kernel;
-    * `ldst`: plain SM loads and stores issued by dedicated programs;
-    * `nvshmem`, `nccl_device`: reserved for multi-node device APIs.
+    * `ldst`: plain SM loads and stores issued by dedicated programs (for a
+      reduction fused into its GEMM: by the tiles that produce the
+      partials);
+    * `nvshmem`, `nccl_device`: reserved for multi-node device APIs;
+    * `auto` (collectives only): `chunk-select-backend` picks one of the
+      above before the collective is expanded.
   }];
 }
 
