@@ -2,7 +2,8 @@
 
 use crate::{
     error::{Result, RuntimeError},
-    node::{ALIGN, Buffer, Node, check},
+    heap::{ALIGN, Buffer},
+    node::{Node, check},
 };
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUmodule, CUstream};
 use std::{ffi::CString, path::Path};

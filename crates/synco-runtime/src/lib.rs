@@ -53,11 +53,13 @@
 //! handles of each heap and keeps everything else.
 
 mod error;
+mod heap;
 mod kernel;
 mod node;
 
 pub use error::RuntimeError;
+pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
-pub use node::{Buffer, Node};
+pub use node::Node;
 
 pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;

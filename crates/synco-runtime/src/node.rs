@@ -2,6 +2,7 @@
 
 use crate::{
     error::{Result, RuntimeError},
+    heap::{Buffer, HeapLayout},
     kernel::{Arg, FusedKernel},
 };
 use cudarc::driver::{
@@ -13,22 +14,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Alignment of every symmetric buffer in the heap.
-pub(crate) const ALIGN: usize = 512;
-
 pub(crate) fn check(gpu: usize, call: &'static str, code: CUresult) -> Result<()> {
     if code == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
         Err(RuntimeError::Cuda { call, gpu, code })
     }
-}
-
-/// A symmetric buffer: the same offset in every rank's heap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Buffer {
-    pub offset: usize,
-    pub bytes: usize,
 }
 
 pub(crate) struct Gpu {
@@ -63,13 +54,11 @@ fn bound(bindings: &[(&str, Buffer)], name: &str) -> Result<Buffer> {
 
 pub struct Node {
     pub(crate) gpus: Vec<Gpu>,
-    heap_bytes: usize,
-    /// Bytes used from the heap's start by [`Node::alloc`].
-    used: usize,
-    /// Bytes used from the heap's end by kernels' own storage: flags and
-    /// staging buffers (symmetric too: peers bump each other's counters
-    /// and copy into each other's staging).
-    kernel_bytes: usize,
+    /// What the heaps hold (the same on every rank): the caller's buffers
+    /// from the start, kernels' flags and staging buffers from the end
+    /// (symmetric too: peers bump each other's counters and copy into each
+    /// other's staging).
+    layout: HeapLayout,
     epoch: u32,
     /// Scratch for Triton's global scratch pointer, per rank.
     scratch: Vec<(CUdeviceptr, usize)>,
@@ -189,9 +178,7 @@ impl Node {
         Ok(Node {
             scratch: vec![(0, 0); world_size],
             gpus,
-            heap_bytes,
-            used: 0,
-            kernel_bytes: 0,
+            layout: HeapLayout::new(heap_bytes),
             epoch: 0,
         })
     }
@@ -205,47 +192,16 @@ impl Node {
         self.epoch
     }
 
-    /// The heap's end that flags have not taken.
-    fn buffers_end(&self) -> usize {
-        self.heap_bytes - self.kernel_bytes
-    }
-
     /// Places a symmetric buffer of `bytes` in every rank's heap.
     pub fn alloc(&mut self, bytes: usize) -> Result<Buffer> {
-        let offset = self.used.div_ceil(ALIGN) * ALIGN;
-        if offset + bytes > self.buffers_end() {
-            return Err(RuntimeError::HeapFull {
-                wanted: bytes,
-                free: self.buffers_end().saturating_sub(offset),
-            });
-        }
-        self.used = offset + bytes;
-        Ok(Buffer { offset, bytes })
+        self.layout.alloc(bytes)
     }
 
     /// Places a kernel's own storage (its flags, then its staging buffers)
     /// at the heap's end, so that [`Node::reset_heap`] keeps it; the
     /// kernel's [`Node::unload`] gives it back.
     pub(crate) fn alloc_kernel_storage(&mut self, bytes: usize) -> Result<Buffer> {
-        let taken = (self.kernel_bytes + bytes).div_ceil(ALIGN) * ALIGN;
-        let offset = self
-            .heap_bytes
-            .checked_sub(taken)
-            .filter(|o| *o >= self.used);
-        let Some(offset) = offset else {
-            return Err(RuntimeError::HeapFull {
-                wanted: bytes,
-                free: self.buffers_end().saturating_sub(self.used),
-            });
-        };
-        // The region up to the previous storage (alignment padding
-        // included), so that `unload` can give back exactly this much.
-        let region = taken - self.kernel_bytes;
-        self.kernel_bytes = taken;
-        Ok(Buffer {
-            offset,
-            bytes: region,
-        })
+        self.layout.alloc_kernel_storage(bytes)
     }
 
     /// Unloads `kernel` from every GPU once its launches are done (call
@@ -256,16 +212,14 @@ impl Node {
     pub fn unload(&mut self, kernel: FusedKernel) -> Result<()> {
         let storage = kernel.storage;
         kernel.unload_modules(self)?;
-        if storage.offset == self.buffers_end() {
-            self.kernel_bytes -= storage.bytes;
-        }
+        self.layout.release_kernel_storage(storage);
         Ok(())
     }
 
     /// Frees every buffer (the heap is reused from its start); kernels'
-    /// flags stay.
+    /// flags and staging buffers stay.
     pub fn reset_heap(&mut self) {
-        self.used = 0;
+        self.layout.reset();
     }
 
     /// The device address of `buffer` on `rank`.
