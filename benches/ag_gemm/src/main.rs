@@ -708,18 +708,24 @@ fn finish_variant(
 /// Withholds rank 1's copies: its tiles must time out, and the runtime must
 /// say so (rank 1, one of its chunks, this epoch), not hang.
 fn watchdog_test(cli: &Cli) -> Result<()> {
-    let shape = std::fs::read_dir(&cli.variants)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.is_dir())
-        .context("no shape")?;
-    let dir = std::fs::read_dir(&shape)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            let name = p.to_string_lossy();
-            p.join("variant.json").exists() && name.contains("_c") && !name.contains("_ldst")
+    // The first fused all-gather on the copy engine, in name order.
+    let mut candidates = Vec::new();
+    for shape in std::fs::read_dir(&cli.variants)?.filter_map(|e| e.ok().map(|e| e.path())) {
+        if shape.is_dir() {
+            candidates.extend(std::fs::read_dir(&shape)?.filter_map(|e| e.ok().map(|e| e.path())));
+        }
+    }
+    candidates.sort();
+    let (dir, v) = candidates
+        .into_iter()
+        .filter_map(|dir| {
+            let text = std::fs::read_to_string(dir.join("variant.json")).ok()?;
+            let v: Variant = serde_json::from_str(&text).ok()?;
+            (v.op == "ag" && v.backend == "copy_engine" && v.fused && v.chunks.is_some())
+                .then_some((dir, v))
         })
-        .context("no fused copy-engine variant")?;
-    let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
+        .next()
+        .context("no fused all-gather variant on the copy engine")?;
     let mut node = Node::open(v.world, 4 << 30)?;
     let p = Problem::alloc(&mut node, v.m, v.k, v.n)?;
     let manifest = find_manifest(&dir)?;
