@@ -616,20 +616,18 @@ fn run_variant(
         checked.add(compare(&c, &r));
     }
     let launch = Launch {
-        kernel: &kernel,
+        kernel,
         grid: g,
         args: &args,
         bindings: &bindings,
     };
-    let result = finish_variant(node, &launch, dir, v, cli, checked)?;
-    // Its flags and staging buffers go back to the heap for the next one.
-    node.unload(kernel)?;
-    Ok(result)
+    finish_variant(node, launch, dir, v, cli, checked)
 }
 
-/// One fused operation's launch on every rank.
+/// One fused operation's launch on every rank (the variant's kernel,
+/// unloaded once the variant is done).
 struct Launch<'a> {
-    kernel: &'a FusedKernel,
+    kernel: FusedKernel,
     grid: (u32, u32, u32),
     /// The kernel's own arguments, per rank.
     args: &'a [Vec<Arg>],
@@ -660,11 +658,12 @@ impl Checked {
     }
 }
 
-/// Times a variant whose check passed (unless `--check-only`) and reports
-/// it.
+/// Times a variant whose check passed (unless `--check-only`), unloads its
+/// kernel (its flags and staging buffers go back to the heap for the next
+/// variant) and reports it.
 fn finish_variant(
     node: &mut Node,
-    launch: &Launch,
+    launch: Launch,
     dir: &Path,
     v: &Variant,
     cli: &Cli,
@@ -677,7 +676,7 @@ fn finish_variant(
             node.world_size(),
             &mut |nd| {
                 Ok(nd.launch(
-                    launch.kernel,
+                    &launch.kernel,
                     launch.grid,
                     &|rank| launch.args[rank].clone(),
                     launch.bindings,
@@ -688,6 +687,7 @@ fn finish_variant(
             cli.iters,
         )?;
     }
+    node.unload(launch.kernel)?;
     Ok(VariantResult {
         name: dir_name(dir),
         style: v.style.clone(),

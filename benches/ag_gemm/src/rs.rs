@@ -247,13 +247,10 @@ fn run_variant(
         None
     };
     let launch = Launch {
-        kernel: &kernel,
+        kernel,
         grid: g,
         args: &args,
         bindings: &bindings,
     };
-    let result = finish_variant(node, &launch, dir, v, cli, checked)?;
-    // Its flags and staging buffers go back to the heap for the next one.
-    node.unload(kernel)?;
-    Ok(result)
+    finish_variant(node, launch, dir, v, cli, checked)
 }

@@ -542,9 +542,9 @@ impl Node {
     /// reduction moved by the copy engine: partials into their owner's
     /// staging buffer, and a two-shot all-reduce's sums into every peer's
     /// output (see `synco_manifest::ReductionCopy`). The peer's flag is
-    /// written by a
-    /// 4-byte peer copy of this launch's epoch, kept in the word after the
-    /// kernel's flags, so every stream memory operation stays local.
+    /// written by a 4-byte peer copy of this launch's epoch, kept in the
+    /// word after the kernel's flags, so every stream memory operation
+    /// stays local.
     fn enqueue_reduction_copies(
         &self,
         rank: usize,
