@@ -7,10 +7,14 @@
 #   check      correctness of every variant in build/bench/check (all-gather
 #              and reduce-scatter, every style, backend and chunk count),
 #              then the watchdog test
+#   check-shared  correctness of build/bench/check-w*/ (variants built for
+#              more ranks than the machine has GPUs: ranks share the GPUs,
+#              rank r on GPU r mod the GPU count; small shapes, no timing)
 #   bench      the all-gather benchmark (build/bench/full) + PyTorch baselines
 #   bench-rs   the reduce-scatter benchmark (build/bench/full-rs) + PyTorch
 #              (reduce-scatter and all-reduce baselines)
-#   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar)
+#   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar), and
+#              the PyTorch baselines unless bench-rs ran them
 #   bench-ar2  the two-shot all-reduce benchmark (build/bench/full-ar2)
 #   tune       local/fused timing of build/bench/tune/*
 #
@@ -43,6 +47,12 @@ for stage in "$@"; do
       run check "$OUT/check.log" $BENCH --variants build/bench/check --out "$OUT/check.json" --check-only
       run watchdog "$OUT/watchdog.log" $BENCH --variants build/bench/check --watchdog-test --out /dev/null
       ;;
+    check-shared)
+      for dir in build/bench/check-w*; do
+        run "check $(basename "$dir")" "$OUT/$(basename "$dir").log" \
+          $BENCH --variants "$dir" --out "$OUT/$(basename "$dir").json" --check-only --gpus "$(nvidia-smi -L | wc -l)"
+      done
+      ;;
     bench)
       run bench "$OUT/synco.log" $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 15
       run torch "$OUT/torch.log" python3 benches/ag_gemm/torch_baselines.py --world "$W" --out "$OUT/torch.json"
@@ -53,6 +63,9 @@ for stage in "$@"; do
       ;;
     bench-ar)
       run bench-ar "$OUT/synco_ar.log" $BENCH --variants build/bench/full-ar --out "$OUT/synco_ar.json" --iters 15
+      # The all-reduce baselines, unless bench-rs ran them in this call.
+      [ -f "$OUT/torch_rs.json" ] || \
+        run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
       ;;
     bench-ar2)
       run bench-ar2 "$OUT/synco_ar2.log" $BENCH --variants build/bench/full-ar2 --out "$OUT/synco_ar2.json" --iters 15
@@ -64,7 +77,7 @@ for stage in "$@"; do
       done
       ;;
     *)
-      echo "usage: $0 check|bench|bench-rs|bench-ar|bench-ar2|tune..." >&2
+      echo "usage: $0 check|check-shared|bench|bench-rs|bench-ar|bench-ar2|tune..." >&2
       exit 2
       ;;
   esac

@@ -124,7 +124,7 @@ chunk.plan @rs_staging_clash world_size(2) {
   chunk.buffer @P : !chunk.buffer<1024x64xbf16>
   chunk.buffer @C : !chunk.buffer<512x64xbf16>
   chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>
-  // expected-error @below {{chunk-expand-collectives: the copy engine's staging buffer @P_staging would clash with the plan's buffer of that name}}
+  // expected-error @below {{chunk-expand-collectives: the staging buffer @P_staging would clash with the plan's buffer of that name}}
   chunk.reduce_scatter @P into @C dim(0) chunks(1) backend(copy_engine)
 }
 
@@ -140,6 +140,22 @@ chunk.plan @ar_one_shot world_size(2) {
   chunk.buffer @P : !chunk.buffer<1024x64xf32>
   chunk.buffer @C : !chunk.buffer<1024x64xf32>
   chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(one_shot)
+}
+
+// -----
+
+// all_reduce, one-shot on 4 ranks: peers push whole partials, so the rank's
+// own P holds one (slot 0) and a staging buffer of W - 2 = 2 copies of P the
+// others; one transfer per peer and block.
+// CHECK-LABEL: chunk.plan @ar_one_shot_w4 world_size(4)
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
+// CHECK-NEXT:  chunk.transfer @C_p0_b0_c0 local
+// CHECK-COUNT-16: reduce(sum) {group = "all_reduce_C"}
+// CHECK-NOT:   chunk.transfer
+chunk.plan @ar_one_shot_w4 world_size(4) {
+  chunk.buffer @P : !chunk.buffer<1024x64xbf16>
+  chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+  chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
 }
 
 // -----

@@ -170,10 +170,10 @@ module {
 
 // A one-shot all-reduce (2 ranks): every tile, in the kernel's own order,
 // waits for the peer's acknowledgement of the previous epoch, pushes its
-// partial into the peer's @P, arrives, waits for the peer's partials of its
-// chunk (pushed into this rank's @P), adds them in rank order and stores
-// the sum into @C, then acknowledges. Arrival counters 0..4, then
-// acknowledgements 4..8.
+// partial into the peer's @P (slot 0: a one-shot all-reduce never stores
+// its own partial there), arrives, waits for the peer's partials of its
+// chunk, adds both in rank order and stores the sum into @C, then
+// acknowledges. Arrival counters 0..4, then acknowledgements 4..8.
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
 // CHECK:      %[[T:.*]] = arith.addi %{{.*}}, %{{.*}} {synco.tile_index = "P"}
@@ -183,27 +183,38 @@ module {
 // CHECK:      %[[ARRIVAL:.*]] = arith.addi %[[CHUNK]], %{{.*}} : i32
 // CHECK:      %[[C4:.*]] = arith.constant 4 : i32
 // CHECK-NEXT: %[[ACK:.*]] = arith.addi %[[CHUNK]], %[[C4]] : i32
-// CHECK:      %[[PEER:.*]] = arith.subi %{{.*}}, %[[RANK]] : i32
-// CHECK-NEXT: %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %[[PEER]] : !tt.ptr<i32>
 // CHECK:      %[[PREV:.*]] = arith.subi %[[EPOCH]], %{{.*}} : i32
 // CHECK-NEXT: chunk.wait %[[FLAGS]][%[[ACK]]], %[[PREV]] count(2) : !tt.ptr<i32>
-// CHECK-NEXT: %[[REMOTE:.*]] = chunk.peer_ptr %[[PTRS]], %[[PEER]] : tensor<128x64x!tt.ptr<bf16>>
-// CHECK-NEXT: "tt.store"(%[[REMOTE]], %[[V]])
-// CHECK-NEXT: chunk.arrive %[[PF]][%[[ARRIVAL]]] : !tt.ptr<i32>
-// CHECK-NEXT: chunk.wait %[[FLAGS]][%[[ARRIVAL]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
-// CHECK:      %[[THEIRS:.*]] = "tt.load"(%[[PTRS]]
-// CHECK:      %[[X0:.*]] = arith.select %[[FIRST:.*]], %[[V]], %[[THEIRS]]
-// CHECK:      %[[X1:.*]] = arith.select %[[FIRST]], %[[THEIRS]], %[[V]]
+// CHECK:      %[[NOT0:.*]] = arith.cmpi ne, %[[RANK]], %[[R0:.*]] : i32
+// CHECK-NEXT: scf.if %[[NOT0]] {
+// CHECK-NEXT:   %[[REMOTE:.*]] = chunk.peer_ptr %[[PTRS]], %[[R0]] : tensor<128x64x!tt.ptr<bf16>>
+// CHECK-NEXT:   "tt.store"(%[[REMOTE]], %[[V]])
+// CHECK-NEXT:   %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %[[R0]] : !tt.ptr<i32>
+// CHECK-NEXT:   chunk.arrive %[[PF]][%[[ARRIVAL]]] : !tt.ptr<i32>
+// CHECK-NEXT: }
+// CHECK:      scf.if
+// CHECK:      chunk.wait %[[FLAGS]][%[[ARRIVAL]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
+// CHECK:      %[[ME0:.*]] = "tt.splat"(%{{.*}}) : (i1) -> tensor<128x64xi1>
+// CHECK:      %[[NOTME0:.*]] = "tt.splat"(%{{.*}}) : (i1) -> tensor<128x64xi1>
+// CHECK-NEXT: %[[X0:.*]] = "tt.load"(%[[PTRS]], %[[NOTME0]]
+// CHECK-NEXT: %{{.*}} = arith.select %[[ME0]], %[[V]], %[[X0]]
+// CHECK:      %[[X1:.*]] = "tt.load"(%[[PTRS]]
+// CHECK-NEXT: %{{.*}} = arith.select %{{.*}}, %[[V]], %[[X1]]
 // CHECK:      %[[SUM:.*]] = arith.addf
 // CHECK:      "tt.store"(%{{.*}}, %{{.*}})
-// CHECK-NEXT: chunk.arrive %[[PF]][%[[ACK]]] : !tt.ptr<i32>
-// CHECK-NEXT: "tt.return"
+// CHECK:      scf.if
+// CHECK-NEXT:   %[[PF0:.*]] = chunk.peer_ptr %[[FLAGS]]
+// CHECK-NEXT:   chunk.arrive %[[PF0]][%[[ACK]]] : !tt.ptr<i32>
+// CHECK:      scf.if
+// CHECK-NEXT:   %[[PF1:.*]] = chunk.peer_ptr %[[FLAGS]]
+// CHECK-NEXT:   chunk.arrive %[[PF1]][%[[ACK]]] : !tt.ptr<i32>
+// CHECK:      "tt.return"
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index keeps the kernel's order (the same on every rank)}}
-    // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the peer and adds the peer's, in rank order, after 2 arrivals per chunk (counters 0..8)}}
+    // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the peer and adds theirs, in rank order, after 2 arrivals per chunk (counters 0..8)}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot)
   }
@@ -240,7 +251,7 @@ module {
     chunk.buffer @P : !chunk.buffer<1024x8320xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x8320xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
-    // expected-error @below {{chunk-fuse-reductions: all-reduce chunks of 512 rows hold 520 tiles, more than the 128 that can wait for the peer at once: the kernel would deadlock; use chunks of 128 rows}}
+    // expected-error @below {{chunk-fuse-reductions: all-reduce chunks of 512 rows hold 520 tiles, more than the 128 that can wait for the peers at once: the kernel would deadlock; use chunks of 128 rows}}
     chunk.produce @tiles @P dim(0) tile(128)
     chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
   }
@@ -271,14 +282,44 @@ module {
 
 // -----
 
-// One-shot all-reduce stages the peer's partial in @P: 2 ranks only.
+// A one-shot all-reduce of 4 ranks: each tile pushes its partial to the 3
+// peers, into the slot (rank - peer - 1) mod 4 for it there: slot 0 is the
+// peer's own @P, slots 1 and 2 are in @P_staging (a kernel argument after
+// @C, declared by chunk-expand-collectives). The counters count the 3
+// peers' 2 tiles per chunk; the sum adds the 4 partials in rank order, each
+// loaded from the slot of its source (masked off for the rank's own).
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
+// CHECK:      %[[PTRS:.*]] = "tt.addptr"(%{{.*}}, %{{.*}}) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>)
+// CHECK:      %[[V:.*]] = arith.truncf
+// CHECK:      chunk.wait %[[FLAGS]][%[[ACK:.*]]], %{{.*}} count(6) : !tt.ptr<i32>
+// CHECK:      scf.if
+// CHECK:        %[[SLOT:.*]] = arith.remsi %{{.*}}, %{{.*}} : i32
+// CHECK:        %[[TO_S:.*]] = "tt.ptr_to_int"(%[[STAGING]])
+// CHECK:        %[[FROM_P:.*]] = "tt.ptr_to_int"(%[[P]])
+// CHECK:        %[[PARTIALS:.*]] = arith.constant 65536 : i64
+// CHECK:        %[[IS_P:.*]] = arith.cmpi eq, %[[SLOT]], %{{.*}} : i32
+// CHECK:        %[[SHIFT:.*]] = arith.select %[[IS_P]], %{{.*}}, %{{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK:        %[[SLOT_PTRS:.*]] = "tt.addptr"(%[[PTRS]], %{{.*}})
+// CHECK-NEXT:   %[[REMOTE:.*]] = chunk.peer_ptr %[[SLOT_PTRS]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
+// CHECK-NEXT:   "tt.store"(%[[REMOTE]], %[[V]])
+// CHECK-NEXT:   %[[PF:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>
+// CHECK-NEXT:   chunk.arrive %[[PF]][%[[ARRIVAL:.*]]] : !tt.ptr<i32>
+// CHECK-COUNT-3: chunk.arrive %{{.*}}[%[[ARRIVAL]]] : !tt.ptr<i32>
+// CHECK:      chunk.wait %[[FLAGS]][%[[ARRIVAL]]], %[[EPOCH]] count(6) : !tt.ptr<i32>
+// CHECK-COUNT-4: "tt.load"
+// CHECK:      %[[SUM:.*]] = arith.truncf %{{.*}} : tensor<128x64xf32> to tensor<128x64xbf16>
+// CHECK:      "tt.store"(%{{.*}}, %[[SUM]])
+// CHECK-COUNT-4: chunk.arrive %{{.*}}[%[[ACK]]] : !tt.ptr<i32>
+// CHECK:      "tt.return"
+// CHECK:      synco.abi_buffers = ["C", "P_staging"]
 module {
   chunk.plan @p world_size(4) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
+    // expected-remark @below {{tiles of @P: the row tile index keeps the kernel's order (the same on every rank)}}
+    // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the 3 peers and adds theirs, in rank order, after 6 arrivals per chunk (counters 0..8, 2 peers' partials in @P_staging)}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: a one-shot all-reduce stages the peer's partial in @P itself, which holds one peer's: world_size 2 only so far, not 4}}
     chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({

@@ -34,6 +34,12 @@
 //! [`crate::plan::staging_slot`]), so that no copy overwrites rows the
 //! rank's own tiles write.
 //!
+//! A one-shot `all_reduce @P` of `W > 2` ranks declares `@P_staging` too:
+//! `W - 2` copies of `P`'s shape, where peers push their whole partials.
+//! Source `s` lands on rank `r` in slot `(s - r - 1) mod W`; slot 0 is the
+//! rank's own `P` (a one-shot all-reduce never stores its own partial
+//! there), slot `k > 0` is copy `k - 1` of the staging buffer.
+//!
 //! Options: none.
 //! Preconditions: every collective has an explicit chunk count and
 //! backend (run `chunk-select-chunk-size` for `chunks(auto)`,
@@ -337,20 +343,28 @@ impl<'p> Expansion<'p> {
         Ok(())
     }
 
-    /// The staging buffer of a reduce-scatter moved by the copy engine
-    /// (see the module docs); nothing for other collectives.
+    /// The staging buffer of a reduce-scatter moved by the copy engine, or
+    /// of a one-shot all-reduce of more than 2 ranks (see the module docs);
+    /// nothing for other collectives.
     fn declare_staging(&self) -> Result<(), PassFailed> {
-        let scatters = self.kind == Kind::ReduceScatter
-            || (self.kind == Kind::AllReduce && self.algorithm != attrs::Algorithm::OneShot);
-        if !scatters || self.backend != attrs::Backend::CopyEngine {
+        let w = self.plan.world_size;
+        let one_shot = self.kind == Kind::AllReduce && self.algorithm == attrs::Algorithm::OneShot;
+        let scatters =
+            self.kind == Kind::ReduceScatter || (self.kind == Kind::AllReduce && !one_shot);
+        // Rows of the staging buffer along the collective's dimension.
+        let rows = if scatters && self.backend == attrs::Backend::CopyEngine {
+            self.block * (w - 1)
+        } else if one_shot && w > 2 {
+            self.block * w * (w - 2)
+        } else {
             return Ok(());
-        }
+        };
         let name = crate::plan::staging_name(&self.src);
         if self.plan.buffer(&name).is_some() {
             return Err(fail(
                 self.op,
                 format!(
-                    "chunk-expand-collectives: the copy engine's staging buffer @{name} would clash with the plan's buffer of that name"
+                    "chunk-expand-collectives: the staging buffer @{name} would clash with the plan's buffer of that name"
                 ),
             ));
         }
@@ -358,7 +372,7 @@ impl<'p> Expansion<'p> {
             return Err(internal(self.op, "the reduced buffer left the plan"));
         };
         let mut shape = src.shape.clone();
-        shape[self.dim] = self.block * (self.plan.world_size - 1);
+        shape[self.dim] = rows;
         let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
         let text = format!("!chunk.buffer<{}x{}>", dims.join("x"), src.element);
         let ctx = self.b.ctx;

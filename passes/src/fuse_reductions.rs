@@ -1,13 +1,14 @@
 //! `chunk-fuse-reductions`: fuse a reduce-scatter, or a one-shot
 //! all-reduce, into the GEMM tiles that produce its partials.
 //!
-//! (The one-shot all-reduce, 2 ranks, is `fuse_all_reduce`: every tile
-//! pushes its partial to the peer and adds the peer's, in the kernel's own
-//! order on both ranks. Its precondition beyond the reduce-scatter's: the
-//! kernel runs the tiles of a chunk together (a row of tiles with Triton's
-//! GROUP_M = 1 swizzle), since each waits for the peer's same chunk; chunks
-//! of more than 128 tiles are refused. The rest of this comment is the
-//! reduce-scatter.)
+//! (The one-shot all-reduce is `fuse_all_reduce`: every tile pushes its
+//! partial to every peer and adds the peers', in the kernel's own order on
+//! every rank; with more than 2 ranks, peers' partials beyond the first
+//! land in `@P_staging`, declared by `chunk-expand-collectives`. Its
+//! precondition beyond the reduce-scatter's: the kernel runs the tiles of a
+//! chunk together (a row of tiles with Triton's GROUP_M = 1 swizzle), since
+//! each waits for the peers' same chunk; chunks of more than 128 tiles are
+//! refused. The rest of this comment is the reduce-scatter.)
 //!
 //! Input: a plan whose `chunk.reduce_scatter @P into @C ... backend(ldst)`
 //! was expanded into reducing transfers that wait for
@@ -266,14 +267,6 @@ fn fuse(
             ),
         ));
     }
-    if all_reduce && w != 2 {
-        return Err(fail(
-            transfer,
-            format!(
-                "chunk-fuse-reductions: a one-shot all-reduce stages the peer's partial in @{name} itself, which holds one peer's: world_size 2 only so far, not {w}"
-            ),
-        ));
-    }
     let out_ptr = match out.arg {
         Some(a) => kernel_arg(kernel, a),
         None => buffer_arg(kernel, &out_name),
@@ -366,6 +359,20 @@ fn fuse(
         p_arg
     };
     if all_reduce {
+        // Peers' partials beyond the first land in the staging buffer.
+        let staging = if w > 2 {
+            let staging = crate::plan::staging_name(name);
+            Some(buffer_arg(kernel, &staging).ok_or_else(|| {
+                fail(
+                    transfer,
+                    format!(
+                        "chunk-fuse-reductions: a one-shot all-reduce of {w} ranks stages peers' partials in @{staging}, which is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first"
+                    ),
+                )
+            })?)
+        } else {
+            None
+        };
         return fuse_all_reduce(AllReduceSite {
             abi,
             produce,
@@ -374,6 +381,8 @@ fn fuse(
             marked,
             store,
             p_arg,
+            staging,
+            partial_elems: m * n,
             out_ptr,
             element,
             element_bytes,
@@ -634,6 +643,10 @@ struct AllReduceSite<'a> {
     marked: Op,
     store: Op,
     p_arg: Value,
+    /// `@P_staging` (`W > 2`): slots 1.. of the peers' partials.
+    staging: Option<Value>,
+    /// Elements of one whole partial `P`.
+    partial_elems: i64,
     out_ptr: Value,
     element: ir::Type,
     element_bytes: i64,
@@ -648,17 +661,19 @@ struct AllReduceSite<'a> {
 /// program per SM on 132 SMs, with some room).
 const MAX_ALL_REDUCE_CHUNK_TILES: i64 = 128;
 
-/// One-shot all-reduce, every tile (same order on every rank, 2 ranks; the
-/// peer's partial is staged in this rank's `@P`, which the rank itself
-/// never writes):
+/// One-shot all-reduce, every tile (the kernel's own order, the same on
+/// every rank). Source `s`'s partial lands on rank `r` in slot
+/// `(s - r - 1) mod W` ([`crate::plan::staging_slot`]): slot 0 is `r`'s own
+/// `@P`, which a one-shot all-reduce never stores into, slot `k > 0` copy
+/// `k - 1` of `@P_staging`. With `n` tiles per chunk:
 ///
 /// ```mlir
-/// chunk.wait %flags[W*n + g], %epoch - 1 count(n)    // peer consumed my last push
-/// tt.store peer_ptr(%ptrs, peer), %v                 // push my partial
-/// chunk.arrive peer_ptr(%flags, peer)[g]
-/// chunk.wait %flags[g], %epoch count(n)              // the peer's pushes of chunk g
-/// tt.store %c_ptrs, truncf(x_0 + x_1)                 // rank order, f32
-/// chunk.arrive peer_ptr(%flags, peer)[W*n + g]       // consumed
+/// chunk.wait %flags[G + g], %epoch - 1 count((W - 1) * n) // peers read my last pushes
+/// tt.store peer_ptr(slot(rank, s) of %ptrs, s), %v       // for every peer s
+/// chunk.arrive peer_ptr(%flags, s)[g]
+/// chunk.wait %flags[g], %epoch count((W - 1) * n)        // every peer's pushes of chunk g
+/// tt.store %c_ptrs, truncf(x_0 + ... + x_{W-1})          // rank order, f32
+/// chunk.arrive peer_ptr(%flags, s)[G + g]                // consumed, for every peer s
 /// ```
 fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     let AllReduceSite {
@@ -669,6 +684,8 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
         marked,
         store,
         p_arg,
+        staging,
+        partial_elems,
         out_ptr,
         element,
         element_bytes,
@@ -681,7 +698,7 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
         return Err(fail(
             produce,
             format!(
-                "chunk-fuse-reductions: all-reduce chunks of {} rows hold {tiles_per_chunk} tiles, more than the {MAX_ALL_REDUCE_CHUNK_TILES} that can wait for the peer at once: the kernel would deadlock; use chunks of {tile} rows",
+                "chunk-fuse-reductions: all-reduce chunks of {} rows hold {tiles_per_chunk} tiles, more than the {MAX_ALL_REDUCE_CHUNK_TILES} that can wait for the peers at once: the kernel would deadlock; use chunks of {tile} rows",
                 range.rows_per_chunk
             ),
         ));
@@ -699,29 +716,50 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     );
     let arrival = b.addi(chunk, b.const_i32(range.base));
     let ack = b.addi(chunk, b.const_i32(range.base + chunks));
-    let peer = b.subi(b.const_i32(1), abi.rank);
-    let peer_flags = peer_ptr(&b, abi.flags, peer);
-    // Push this rank's partial into the peer's @P, once the peer has read
-    // the previous epoch's.
-    let previous = b.subi(abi.epoch, b.const_i32(1));
-    wait(&b, abi, ack, previous, tiles_per_chunk);
-    let remote = peer_ptr(&b, ptrs, peer);
-    store_under(&b, remote, value, mask);
-    arrive(&b, peer_flags, arrival);
-    // The peer's partial of this chunk, pushed into this rank's @P.
-    wait(&b, abi, arrival, abi.epoch, tiles_per_chunk);
-    let zeros = b.zeros(ir::type_of(value));
-    let theirs = match mask {
-        Some(m) => b.load_masked(ptrs, m, zeros),
-        None => b.load_masked(ptrs, b.splat(b.const_bool(true), &shape), zeros),
+    let peers_tiles = (world_size - 1) * tiles_per_chunk;
+    let slots = Slots {
+        ptrs,
+        p_arg,
+        staging,
+        partial_elems,
+        element_bytes,
+        world_size,
     };
-    // Rank order: rank 0's partial first on both ranks, so both get the
-    // same bits.
+    // Push this rank's partial into every peer's slot for it, once the
+    // peers have read the previous epoch's.
+    let previous = b.subi(abi.epoch, b.const_i32(1));
+    wait(&b, abi, ack, previous, peers_tiles);
+    for s in 0..world_size {
+        let peer = b.const_i32(s);
+        b.if_then(b.cmpi(Cmp::Ne, abi.rank, peer), |ib| {
+            let remote = peer_ptr(&ib, slots.of(&ib, abi.rank, peer, &shape), peer);
+            store_under(&ib, remote, value, mask);
+            arrive(&ib, peer_ptr(&ib, abi.flags, peer), arrival);
+        });
+    }
+    // Every peer's partial of this chunk, pushed into this rank's slots.
+    wait(&b, abi, arrival, abi.epoch, peers_tiles);
+    // Added in rank order on every rank, so all get the same bits.
     let f32t = ir::parse_type(b.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
-    let first = b.splat(b.cmpi(Cmp::Eq, abi.rank, b.const_i32(0)), &shape);
-    let x0 = b.convert_float(b.select(first, value, theirs), f32t);
-    let x1 = b.convert_float(b.select(first, theirs, value), f32t);
-    let sum = b.convert_float(b.addf(x0, x1), element);
+    let zeros = b.zeros(ir::type_of(value));
+    let mut sum: Option<Value> = None;
+    for s in 0..world_size {
+        let source = b.const_i32(s);
+        let is_me = b.splat(b.cmpi(Cmp::Eq, abi.rank, source), &shape);
+        let not_me = b.splat(b.cmpi(Cmp::Ne, abi.rank, source), &shape);
+        let load_mask = match mask {
+            Some(m) => b.andi(m, not_me),
+            None => not_me,
+        };
+        let theirs = b.load_masked(slots.of(&b, source, abi.rank, &shape), load_mask, zeros);
+        let x = b.convert_float(b.select(is_me, value, theirs), f32t);
+        sum = Some(match sum {
+            Some(acc) => b.addf(acc, x),
+            None => x,
+        });
+    }
+    let sum = sum.ok_or_else(|| internal(store, "an all-reduce without ranks"))?;
+    let sum = b.convert_float(sum, element);
     // @C has @P's shape: the same rows, another buffer.
     let between = b.divsi(
         b.subi(b.ptr_to_int(out_ptr), b.ptr_to_int(p_arg)),
@@ -730,18 +768,83 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     b.assume_multiple_of(between, 16);
     let out_ptrs = b.addptr(ptrs, b.splat(between, &shape));
     store_under(&b, out_ptrs, sum, mask);
-    arrive(&b, peer_flags, ack);
+    for s in 0..world_size {
+        let peer = b.const_i32(s);
+        b.if_then(b.cmpi(Cmp::Ne, abi.rank, peer), |ib| {
+            arrive(&ib, peer_ptr(&ib, abi.flags, peer), ack);
+        });
+    }
     ir::erase(store);
     Diagnostic::remark(
         loc(produce),
         format!(
-            "tiles of @{name} all-reduce into @{out_name}: every tile pushes its partial to the peer and adds the peer's, in rank order, after {tiles_per_chunk} arrivals per chunk (counters {}..{})",
+            "tiles of @{name} all-reduce into @{out_name}: every tile pushes its partial to {} and adds theirs, in rank order, after {peers_tiles} arrivals per chunk (counters {}..{}{})",
+            if world_size == 2 {
+                "the peer".to_string()
+            } else {
+                format!("the {} peers", world_size - 1)
+            },
             range.base,
-            range.base + range.count(world_size)
+            range.base + range.count(world_size),
+            if staging.is_some() {
+                format!(", {} peers' partials in @{}", world_size - 2, crate::plan::staging_name(name))
+            } else {
+                String::new()
+            }
         ),
     )
     .emit();
     Ok(())
+}
+
+/// Where a one-shot all-reduce's partials land: the kernel's pointers into
+/// `@P`, moved to the same elements of the slot that holds source `s`'s
+/// partial on rank `r`.
+struct Slots {
+    ptrs: Value,
+    p_arg: Value,
+    staging: Option<Value>,
+    partial_elems: i64,
+    element_bytes: i64,
+    world_size: i64,
+}
+
+impl Slots {
+    /// Pointers into rank `rank`'s slot for source `source` (both i32
+    /// values): `@P` itself for slot 0, else `@P_staging` + (slot - 1)
+    /// partials. One shift in elements through `tt.addptr`, so the
+    /// accesses stay vectorised.
+    fn of(&self, b: &Builder, source: Value, rank: Value, shape: &[i64]) -> Value {
+        let Some(staging) = self.staging else {
+            // Two ranks: the only slot is @P.
+            return self.ptrs;
+        };
+        let w = b.const_i32(self.world_size);
+        // (source - rank - 1) mod W, kept non-negative.
+        let slot = b.remsi(
+            b.addi(b.subi(source, rank), b.const_i32(self.world_size - 1)),
+            w,
+        );
+        let into_staging = b.addi(
+            b.divsi(
+                b.subi(b.ptr_to_int(staging), b.ptr_to_int(self.p_arg)),
+                b.const_i64(self.element_bytes),
+            ),
+            b.muli(
+                b.to_i64(b.subi(slot, b.const_i32(1))),
+                b.const_i64(self.partial_elems),
+            ),
+        );
+        let shift = b.select(
+            b.cmpi(Cmp::Eq, slot, b.const_i32(0)),
+            b.const_i64(0),
+            into_staging,
+        );
+        if self.partial_elems % 16 == 0 {
+            b.assume_multiple_of(shift, 16);
+        }
+        b.addptr(self.ptrs, b.splat(shift, shape))
+    }
 }
 
 /// `chunk.peer_ptr %ptr, %peer`.

@@ -59,6 +59,26 @@ struct Cli {
     /// checks fresh data; the seed used is in the JSON).
     #[arg(long)]
     seed: Option<u64>,
+    /// Run the ranks on this many GPUs, rank r on GPU r mod N (default:
+    /// one GPU per rank). Fewer GPUs than ranks checks plans of more ranks
+    /// than the machine has (with --check-only: ranks that share a GPU
+    /// share its SMs, so their times mean nothing); every rank's kernel
+    /// must then fit on its GPU beside the others (small shapes).
+    #[arg(long)]
+    gpus: Option<usize>,
+}
+
+impl Cli {
+    /// Opens the node for `world` ranks (see `--gpus`).
+    fn open_node(&self, world: usize, heap: usize) -> Result<Node> {
+        let devices = self.gpus.unwrap_or(world).min(world);
+        if devices < world && !self.check_only {
+            bail!(
+                "--gpus {devices} puts {world} ranks on {devices} GPUs: only correctness means something then; add --check-only"
+            );
+        }
+        Ok(Node::open_shared(world, devices, heap)?)
+    }
 }
 
 #[derive(Deserialize, Clone)]
@@ -726,7 +746,7 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
         })
         .next()
         .context("no fused all-gather variant on the copy engine")?;
-    let mut node = Node::open(v.world, 4 << 30)?;
+    let mut node = cli.open_node(v.world, 4 << 30)?;
     let p = Problem::alloc(&mut node, v.m, v.k, v.n)?;
     let manifest = find_manifest(&dir)?;
     let mut kernel = FusedKernel::load(&mut node, &manifest)?;
@@ -805,7 +825,7 @@ fn main() -> Result<()> {
         let seed = seed + results.len() as u64 * 1000;
         if node.as_ref().is_none_or(|nd| nd.world_size() != world) {
             let heap = 4 << 30;
-            let nd = Node::open(world, heap)?;
+            let nd = cli.open_node(world, heap)?;
             handles = (0..world)
                 .map(|r| {
                     nd.context(r).bind_to_thread().ok();

@@ -14,6 +14,8 @@ pub enum RuntimeError {
     Open { gpu: usize, message: String },
     #[error("this node has {found} GPUs, {wanted} were asked for")]
     NotEnoughGpus { wanted: usize, found: usize },
+    #[error("{world_size} ranks cannot share {devices} GPUs: give from 1 to {world_size} GPUs")]
+    BadSharing { world_size: usize, devices: usize },
     #[error("GPU {a} cannot access GPU {b}'s memory (no peer access)")]
     NoPeerAccess { a: usize, b: usize },
     #[error(transparent)]

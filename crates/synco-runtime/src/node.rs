@@ -22,8 +22,12 @@ pub(crate) fn check(gpu: usize, call: &'static str, code: CUresult) -> Result<()
     }
 }
 
+/// One rank: its GPU's context, streams, heap and events.
 pub(crate) struct Gpu {
+    /// The rank (errors name it).
     pub ordinal: usize,
+    /// The CUDA device the rank runs on.
+    pub device: usize,
     pub ctx: Arc<CudaContext>,
     pub compute: CUstream,
     pub copy: CUstream,
@@ -65,10 +69,27 @@ pub struct Node {
 }
 
 impl Node {
-    /// Opens GPUs `0..world_size`, each with a symmetric heap of
-    /// `heap_bytes` and an error buffer, and enables peer access
+    /// Opens GPUs `0..world_size`, one rank each, each with a symmetric
+    /// heap of `heap_bytes` and an error buffer, and enables peer access
     /// between every pair.
     pub fn open(world_size: usize, heap_bytes: usize) -> Result<Node> {
+        Node::open_shared(world_size, world_size, heap_bytes)
+    }
+
+    /// Opens `world_size` ranks on GPUs `0..devices`: rank `r` runs on GPU
+    /// `r mod devices`, and ranks on one GPU share its context (each has
+    /// its own streams and heap). This tests plans of more ranks than the
+    /// machine has GPUs, for correctness only: ranks that share a GPU
+    /// share its SMs and bandwidth, and a fused kernel whose tiles wait for
+    /// another rank's tiles completes only if the kernels of all ranks on
+    /// a GPU fit on it together (otherwise the watchdog reports the wait).
+    pub fn open_shared(world_size: usize, devices: usize, heap_bytes: usize) -> Result<Node> {
+        if devices == 0 || devices > world_size {
+            return Err(RuntimeError::BadSharing {
+                world_size,
+                devices,
+            });
+        }
         // SAFETY: only tries to load libcuda.so.
         if !unsafe { sys::is_culib_present() } {
             return Err(RuntimeError::NoDriver);
@@ -77,15 +98,16 @@ impl Node {
             gpu: 0,
             message: e.to_string(),
         })? as usize;
-        if found < world_size {
+        if found < devices {
             return Err(RuntimeError::NotEnoughGpus {
-                wanted: world_size,
+                wanted: devices,
                 found,
             });
         }
         let mut gpus = Vec::with_capacity(world_size);
         for ordinal in 0..world_size {
-            let ctx = CudaContext::new(ordinal).map_err(|e| RuntimeError::Open {
+            let device = ordinal % devices;
+            let ctx = CudaContext::new(device).map_err(|e| RuntimeError::Open {
                 gpu: ordinal,
                 message: e.to_string(),
             })?;
@@ -128,6 +150,7 @@ impl Node {
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
                 gpus.push(Gpu {
                     ordinal,
+                    device,
                     ctx,
                     compute,
                     copy,
@@ -143,7 +166,8 @@ impl Node {
         for a in 0..world_size {
             gpus[a].bind()?;
             for b in 0..world_size {
-                if a == b {
+                // Ranks on one GPU share its context: nothing to enable.
+                if gpus[a].device == gpus[b].device {
                     continue;
                 }
                 unsafe {
@@ -732,6 +756,24 @@ mod tests {
                     node.alloc(1 << 21),
                     Err(RuntimeError::HeapFull { .. })
                 ));
+            }
+        }
+    }
+
+    /// Sharing GPUs: at least one GPU, at most one per rank (checked
+    /// before the driver, so on any machine).
+    #[test]
+    fn refuses_impossible_sharing() {
+        for (world_size, devices) in [(4, 0), (2, 3)] {
+            match Node::open_shared(world_size, devices, 1 << 20) {
+                Err(e @ RuntimeError::BadSharing { .. }) => {
+                    assert!(
+                        e.to_string()
+                            .contains(&format!("{world_size} ranks cannot share {devices} GPUs"))
+                    );
+                }
+                Err(other) => panic!("unexpected error: {other}"),
+                Ok(_) => panic!("{world_size} ranks opened on {devices} GPUs"),
             }
         }
     }
