@@ -284,8 +284,10 @@ def Chunk_AllReduceOp : Chunk_CollectiveOp<"all_reduce"> {
     element-wise reduction in `dst` (same shape). `algorithm` is `one_shot`
     (every rank reads every partial; best for small buffers) or `two_shot`
     (reduce-scatter, then all-gather). A `one_shot` all-reduce of a
-    `chunk.produce`d partial on 2 ranks with backend `ldst` is fused into the
-    producing tiles by `chunk-fuse-reductions`.
+    `chunk.produce`d partial with backend `ldst` is fused into the producing
+    tiles by `chunk-fuse-reductions` (on more than 2 ranks peers' partials
+    land in a staging buffer `<src>_staging` that
+    `chunk-expand-collectives` declares).
 
     ```mlir
     chunk.all_reduce @C_partial into @C dim(0) chunks(2) algorithm(one_shot)

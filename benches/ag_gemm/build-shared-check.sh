@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Compiles correctness variants for W ranks that will share the GPUs of a
+# smaller machine (device-run.sh check-shared; ag-gemm-bench --gpus N), into
+# $OUT (default build/bench/check-w<W>):
+#
+#   build-shared-check.sh W          (W = 4 or 8)
+#
+# Every operation, transport and kernel style, for the chunk counts the
+# shapes allow. Ranks on one GPU run side by side, and a fused reduction's
+# tiles wait for other ranks' tiles, so all ranks' programs of a GPU must be
+# resident at once: on 2 GPUs (W / 2 ranks each) the shapes keep at most 128
+# programs of 128x256 tiles per GPU (one per SM), and the persistent style
+# runs 32 programs per rank.
+set -euo pipefail
+W="${1:?usage: build-shared-check.sh W (4 or 8)}"
+B="$(dirname "${BASH_SOURCE[0]}")/build.sh"
+export OUT="${OUT:-build/bench/check-w$W}"
+case "$W" in
+  # Reductions: M = 2048 (4 row tiles per rank's block), N = 1024 (4 column
+  # tiles): 64 programs per rank. One-shot all-reduce: M = 1024, 32.
+  4) AG="2048,1024,1024" RS="2048,1024,1024" AR="1024,1024,1024" CHUNKS="1 2 4" AR_CHUNKS="1 2" ;;
+  # 2 row tiles per block, N = 512: 32 programs per rank; one-shot: 16.
+  8) AG="2048,1024,1024" RS="2048,1024,512" AR="1024,1024,512" CHUNKS="1 2" AR_CHUNKS="1" ;;
+  *) echo "build-shared-check.sh: W must be 4 or 8, not $W" >&2; exit 2 ;;
+esac
+common=(--world "$W" --styles "grid2d grouped persistent" --num-sms 32 --no-auto --no-local)
+"$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS"
+"$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS" --backend ldst
+"$B" "${common[@]}" --op rs --shapes "$RS" --chunks "$CHUNKS"
+"$B" "${common[@]}" --op rs --rs-mode copy_engine --shapes "$RS" --chunks "$CHUNKS"
+"$B" "${common[@]}" --op ar --shapes "$AR" --chunks "$AR_CHUNKS"
+"$B" "${common[@]}" --op ar2 --shapes "$RS" --chunks "$CHUNKS"
+"$B" "${common[@]}" --op ar2 --rs-mode copy_engine --shapes "$RS" --chunks "$CHUNKS"
