@@ -50,6 +50,7 @@
 //
 // Own rows: 2 tiles per chunk, 1 peer.
 // CHECK-NEXT:   chunk.wait %[[FLAGS]][%[[FLAG]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
+// CHECK:        %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<128x64xbf16>
 // Rank 0's partial, then rank 1's: the tile's own value or the peer's,
 // pushed into this rank's @P in the rows of block s (s - rank blocks of
 // 512 x 64 elements away), or pulled from the peer's @P.
@@ -58,7 +59,6 @@
 // PUSH-NEXT:    %[[OFFS0:.*]] = "tt.splat"(%[[OFF0]])
 // PUSH-NEXT:    %[[SRC0:.*]] = "tt.addptr"(%[[PTRS]], %[[OFFS0]])
 // PULL:         %[[SRC0:.*]] = chunk.peer_ptr %[[PTRS]], %{{.*}} : tensor<128x64x!tt.ptr<bf16>>
-// CHECK-NEXT:   %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<128x64xbf16>
 // CHECK-NEXT:   %[[PART0:.*]] = "tt.load"(%[[SRC0]], %{{.*}}, %[[ZERO]]) {{.*}}operandSegmentSizes = array<i32: 1, 1, 1>
 // CHECK-NEXT:   %[[X0:.*]] = arith.select %{{.*}}, %[[V]], %[[PART0]] : tensor<128x64xi1>, tensor<128x64xbf16>
 // CHECK-NEXT:   %[[F0:.*]] = arith.extf %[[X0]] : tensor<128x64xbf16> to tensor<128x64xf32>

@@ -421,42 +421,24 @@ fn fuse(
     } else {
         wait(&ob, abi, flag, abi.epoch, (w - 1) * tiles_per_chunk);
     }
-    let f32t = ir::parse_type(ob.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
-    let mut sum: Option<Value> = None;
-    for s in 0..w {
-        let peer = ob.const_i32(s);
-        let is_me = ob.splat(ob.cmpi(Cmp::Eq, abi.rank, peer), &shape);
-        let not_me = ob.splat(ob.cmpi(Cmp::Ne, abi.rank, peer), &shape);
-        let load_mask = match mask {
-            Some(m) => ob.andi(m, not_me),
-            None => not_me,
-        };
-        let partial_ptrs = match mode {
-            // Copied into this rank's staging buffer, in source s's slot.
-            Mode::CopyEngine => staging_shift(
-                &ob,
-                ptrs,
-                p_arg,
-                staging_ptr,
-                abi.rank,
-                s,
-                w,
-                block * n,
-                element_bytes,
-                &shape,
-            ),
-            // Pushed into this rank's @P, in the rows of block s.
-            Mode::Push => block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape),
-            Mode::Pull => peer_ptr(&ob, ptrs, peer),
-        };
-        let pulled = ob.load_masked(partial_ptrs, load_mask, ob.zeros(ir::type_of(value)));
-        let x = ob.convert_float(ob.select(is_me, value, pulled), f32t);
-        sum = Some(match sum {
-            Some(acc) => ob.addf(acc, x),
-            None => x,
-        });
-    }
-    let sum = sum.ok_or_else(|| internal(plan.op, "a plan without ranks"))?;
+    let sum = rank_ordered_sum(&ob, abi, store, value, mask, w, |s, peer| match mode {
+        // Copied into this rank's staging buffer, in source s's slot.
+        Mode::CopyEngine => staging_shift(
+            &ob,
+            ptrs,
+            p_arg,
+            staging_ptr,
+            abi.rank,
+            s,
+            w,
+            block * n,
+            element_bytes,
+            &shape,
+        ),
+        // Pushed into this rank's @P, in the rows of block s.
+        Mode::Push => block_shift(&ob, ptrs, peer, abi.rank, block * n, &shape),
+        Mode::Pull => peer_ptr(&ob, ptrs, peer),
+    })?;
     // @C row = @P row - rank * block: shift every address by one offset, in
     // elements, through tt.addptr so the store stays vectorised (buffers
     // are aligned to 16 elements, rows hold a multiple of 16 elements).
@@ -584,6 +566,41 @@ fn fuse(
     )
     .emit();
     Ok(())
+}
+
+/// The sum in f32 of every rank's partial of the tile, added in rank order
+/// (so every rank gets the same bits whatever order they arrived in): the
+/// tile's own `value` for this rank, for every other rank `s` a load from
+/// `partial_of(s, s as an i32 value)` (masked off on the rank itself).
+fn rank_ordered_sum(
+    b: &Builder,
+    abi: AbiArgs,
+    store: Op,
+    value: Value,
+    mask: Option<Value>,
+    world_size: i64,
+    partial_of: impl Fn(i64, Value) -> Value,
+) -> Result<Value, PassFailed> {
+    let shape = ir::tensor_shape(ir::type_of(value)).unwrap_or_default();
+    let f32t = ir::parse_type(b.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
+    let zeros = b.zeros(ir::type_of(value));
+    let mut sum: Option<Value> = None;
+    for s in 0..world_size {
+        let source = b.const_i32(s);
+        let is_me = b.splat(b.cmpi(Cmp::Eq, abi.rank, source), &shape);
+        let not_me = b.splat(b.cmpi(Cmp::Ne, abi.rank, source), &shape);
+        let load_mask = match mask {
+            Some(m) => b.andi(m, not_me),
+            None => not_me,
+        };
+        let theirs = b.load_masked(partial_of(s, source), load_mask, zeros);
+        let x = b.convert_float(b.select(is_me, value, theirs), f32t);
+        sum = Some(match sum {
+            Some(acc) => b.addf(acc, x),
+            None => x,
+        });
+    }
+    sum.ok_or_else(|| internal(store, "a reduction without ranks"))
 }
 
 /// `ptrs` moved by `(to - from)` blocks of `block_elems` elements: from a
@@ -740,25 +757,9 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     // Every peer's partial of this chunk, pushed into this rank's slots.
     wait(&b, abi, arrival, abi.epoch, peers_tiles);
     // Added in rank order on every rank, so all get the same bits.
-    let f32t = ir::parse_type(b.ctx, "f32").ok_or_else(|| internal(store, "no f32 type"))?;
-    let zeros = b.zeros(ir::type_of(value));
-    let mut sum: Option<Value> = None;
-    for s in 0..world_size {
-        let source = b.const_i32(s);
-        let is_me = b.splat(b.cmpi(Cmp::Eq, abi.rank, source), &shape);
-        let not_me = b.splat(b.cmpi(Cmp::Ne, abi.rank, source), &shape);
-        let load_mask = match mask {
-            Some(m) => b.andi(m, not_me),
-            None => not_me,
-        };
-        let theirs = b.load_masked(slots.of(&b, source, abi.rank, &shape), load_mask, zeros);
-        let x = b.convert_float(b.select(is_me, value, theirs), f32t);
-        sum = Some(match sum {
-            Some(acc) => b.addf(acc, x),
-            None => x,
-        });
-    }
-    let sum = sum.ok_or_else(|| internal(store, "an all-reduce without ranks"))?;
+    let sum = rank_ordered_sum(&b, abi, store, value, mask, world_size, |_, source| {
+        slots.of(&b, source, abi.rank, &shape)
+    })?;
     let sum = b.convert_float(sum, element);
     // @C has @P's shape: the same rows, another buffer.
     let between = b.divsi(
