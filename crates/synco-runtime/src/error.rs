@@ -2,10 +2,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("CUDA call {call} failed on GPU {gpu}: {code:?}")]
+    #[error("CUDA call {call} failed on rank {rank}: {code:?}")]
     Cuda {
         call: &'static str,
-        gpu: usize,
+        rank: usize,
         code: cudarc::driver::sys::CUresult,
     },
     #[error("no CUDA driver (libcuda.so) on this machine: Synco's runtime needs NVIDIA GPUs")]

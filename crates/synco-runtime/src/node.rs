@@ -14,18 +14,17 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub(crate) fn check(gpu: usize, call: &'static str, code: CUresult) -> Result<()> {
+pub(crate) fn check(rank: usize, call: &'static str, code: CUresult) -> Result<()> {
     if code == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(RuntimeError::Cuda { call, gpu, code })
+        Err(RuntimeError::Cuda { call, rank, code })
     }
 }
 
-/// One rank: its GPU's context, streams, heap and events.
+/// One rank (its index in `Node::gpus`): its GPU's context, streams, heap
+/// and events.
 pub(crate) struct Gpu {
-    /// The rank (errors name it).
-    pub ordinal: usize,
     /// The CUDA device the rank runs on.
     pub device: usize,
     pub ctx: Arc<CudaContext>,
@@ -41,7 +40,7 @@ pub(crate) struct Gpu {
 impl Gpu {
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| RuntimeError::Open {
-            gpu: self.ordinal,
+            gpu: self.device,
             message: e.to_string(),
         })
     }
@@ -105,17 +104,17 @@ impl Node {
             });
         }
         let mut gpus = Vec::with_capacity(world_size);
-        for ordinal in 0..world_size {
-            let device = ordinal % devices;
+        for rank in 0..world_size {
+            let device = rank % devices;
             let ctx = CudaContext::new(device).map_err(|e| RuntimeError::Open {
-                gpu: ordinal,
+                gpu: device,
                 message: e.to_string(),
             })?;
             ctx.bind_to_thread().map_err(|e| RuntimeError::Open {
-                gpu: ordinal,
+                gpu: device,
                 message: e.to_string(),
             })?;
-            let g = ordinal;
+            let g = rank;
             unsafe {
                 let mut compute = std::ptr::null_mut();
                 check(
@@ -149,7 +148,6 @@ impl Node {
                 let mut end = std::ptr::null_mut();
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
                 gpus.push(Gpu {
-                    ordinal,
                     device,
                     ctx,
                     compute,
@@ -182,7 +180,10 @@ impl Node {
                         ),
                     )?;
                     if can == 0 {
-                        return Err(RuntimeError::NoPeerAccess { a, b });
+                        return Err(RuntimeError::NoPeerAccess {
+                            a: gpus[a].device,
+                            b: gpus[b].device,
+                        });
                     }
                     let code = sys::cuCtxEnablePeerAccess(gpus[b].ctx.cu_ctx(), 0);
                     if code != CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
@@ -667,7 +668,7 @@ impl Node {
                     if code != CUresult::CUDA_ERROR_NOT_READY {
                         return Err(RuntimeError::Cuda {
                             call: "cuStreamQuery",
-                            gpu: rank,
+                            rank,
                             code,
                         });
                     }
