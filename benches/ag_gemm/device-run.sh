@@ -17,6 +17,8 @@
 #              the PyTorch baselines unless bench-rs ran them
 #   bench-ar2  the two-shot all-reduce benchmark (build/bench/full-ar2)
 #   tune       local/fused timing of build/bench/tune/*
+#   timeline   like tune, for build/bench/timeline/*, with each fused
+#              variant's side-stream copies timed (--timeline)
 #
 # Stages run in the order given, each under a time limit; results go to
 # $OUT/results.tar.gz (JSON and logs; the device tool brings back only a
@@ -76,8 +78,14 @@ for stage in "$@"; do
           $BENCH --variants "$cfg" --out "$OUT/tune_$(basename "$cfg").json" --iters 20
       done
       ;;
+    timeline)
+      for cfg in build/bench/timeline/*; do
+        run "timeline $(basename "$cfg")" "$OUT/timeline_$(basename "$cfg").log" \
+          $BENCH --variants "$cfg" --out "$OUT/timeline_$(basename "$cfg").json" --iters 15 --timeline
+      done
+      ;;
     *)
-      echo "usage: $0 check|check-shared|bench|bench-rs|bench-ar|bench-ar2|tune..." >&2
+      echo "usage: $0 check|check-shared|bench|bench-rs|bench-ar|bench-ar2|tune|timeline..." >&2
       exit 2
       ;;
   esac

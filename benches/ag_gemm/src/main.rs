@@ -66,6 +66,11 @@ struct Cli {
     /// must then fit on its GPU beside the others (small shapes).
     #[arg(long)]
     gpus: Option<usize>,
+    /// After timing a fused variant, launch it once more recording when
+    /// each side-stream copy started and ended (`timeline` in the JSON,
+    /// rank 0's printed).
+    #[arg(long)]
+    timeline: bool,
 }
 
 impl Cli {
@@ -127,6 +132,59 @@ struct VariantResult {
     /// same bits.
     deterministic: Option<bool>,
     error: Option<String>,
+    /// With `--timeline`: one launch's side-stream copies and every rank's
+    /// launch time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeline: Option<Timeline>,
+}
+
+/// One launch of a fused variant, seen from the side streams.
+#[derive(Serialize)]
+struct Timeline {
+    /// Per rank, from the launch's start to its end (after the kernel and
+    /// the completion waits).
+    launch_ms: Vec<f32>,
+    copies: Vec<CopyTime>,
+}
+
+#[derive(Serialize)]
+struct CopyTime {
+    rank: usize,
+    what: String,
+    bytes: u64,
+    start_ms: f32,
+    data_end_ms: f32,
+    end_ms: f32,
+}
+
+/// Launches `launch` once with the node's timeline on.
+fn record_timeline(node: &mut Node, launch: &Launch) -> Result<Timeline> {
+    node.record_timeline(true)?;
+    let launched = node
+        .launch(
+            &launch.kernel,
+            launch.grid,
+            &|rank| launch.args[rank].clone(),
+            launch.bindings,
+        )
+        .and_then(|()| node.wait(Duration::from_secs(60)));
+    let spans = launched.and_then(|()| node.timeline());
+    node.record_timeline(false)?;
+    let copies = spans?
+        .into_iter()
+        .map(|c| CopyTime {
+            rank: c.rank,
+            what: c.what,
+            bytes: c.bytes,
+            start_ms: c.start_ms,
+            data_end_ms: c.data_end_ms,
+            end_ms: c.end_ms,
+        })
+        .collect();
+    Ok(Timeline {
+        launch_ms: node.elapsed_ms()?,
+        copies,
+    })
 }
 
 #[derive(Serialize)]
@@ -484,6 +542,7 @@ impl VariantResult {
             all_ms: vec![],
             deterministic: None,
             error: Some(error),
+            timeline: None,
         }
     }
 }
@@ -707,6 +766,24 @@ fn finish_variant(
             cli.iters,
         )?;
     }
+    let timeline = if cli.timeline && v.fused && checked.ok {
+        let timeline = record_timeline(node, &launch)?;
+        let rank0: Vec<String> = timeline
+            .copies
+            .iter()
+            .filter(|c| c.rank == 0)
+            .map(|c| format!("{:.3}-{:.3}-{:.3}", c.start_ms, c.data_end_ms, c.end_ms))
+            .collect();
+        eprintln!(
+            "timeline {}: launch {:.3} ms on rank 0; copies (start-data-flag ms): {}",
+            dir_name(dir),
+            timeline.launch_ms.first().copied().unwrap_or(f32::NAN),
+            rank0.join(" ")
+        );
+        Some(timeline)
+    } else {
+        None
+    };
     node.unload(launch.kernel)?;
     Ok(VariantResult {
         name: dir_name(dir),
@@ -722,6 +799,7 @@ fn finish_variant(
         all_ms: all,
         deterministic: checked.deterministic,
         error: None,
+        timeline,
     })
 }
 

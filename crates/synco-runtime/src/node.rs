@@ -65,6 +65,36 @@ pub struct Node {
     epoch: u32,
     /// Scratch for Triton's global scratch pointer, per rank.
     scratch: Vec<(CUdeviceptr, usize)>,
+    /// Whether launches time their side-stream copies (`record_timeline`),
+    /// and the last launch's copies with their events.
+    timeline_on: bool,
+    timeline: Vec<PendingCopy>,
+}
+
+/// A side-stream copy of the last launch, between CUDA events.
+struct PendingCopy {
+    rank: usize,
+    what: String,
+    bytes: u64,
+    start: CUevent,
+    data_end: CUevent,
+    end: CUevent,
+}
+
+/// When one side-stream copy of the last launch ran (see
+/// [`Node::record_timeline`]), in milliseconds after the launch started on
+/// its rank: `start` once the waits before it were satisfied (the chunk's
+/// tiles done, the owner done with the previous epoch's), `data_end` once
+/// its bytes were copied, `end` once its flag was written too.
+#[derive(Clone, Debug)]
+pub struct CopySpan {
+    pub rank: usize,
+    /// Source, destination and owner, e.g. `P -> P_staging on rank 1`.
+    pub what: String,
+    pub bytes: u64,
+    pub start_ms: f32,
+    pub data_end_ms: f32,
+    pub end_ms: f32,
 }
 
 impl Node {
@@ -205,6 +235,8 @@ impl Node {
             gpus,
             layout: HeapLayout::new(heap_bytes),
             epoch: 0,
+            timeline_on: false,
+            timeline: Vec::new(),
         })
     }
 
@@ -402,6 +434,8 @@ impl Node {
         kernel.epochs.set(epoch);
         self.epoch = epoch;
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
+        self.drop_timeline()?;
+        let mut spans = Vec::new();
         for rank in 0..world {
             let gpu = &self.gpus[rank];
             gpu.bind()?;
@@ -419,8 +453,15 @@ impl Node {
                 )?;
             }
             if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags)?;
-                self.enqueue_reduction_copies(rank, fused, bindings, epoch, kernel.flags)?;
+                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
+                self.enqueue_reduction_copies(
+                    rank,
+                    fused,
+                    bindings,
+                    epoch,
+                    kernel.flags,
+                    &mut spans,
+                )?;
             }
             // Triton's global scratch: per program.
             let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
@@ -490,7 +531,82 @@ impl Node {
                 )?;
             }
         }
+        self.timeline = spans;
         Ok(())
+    }
+
+    /// While `on`, every launch records CUDA events around each of its
+    /// side-stream copies, for [`Node::timeline`] (a diagnostic: two events
+    /// per copy; off by default).
+    pub fn record_timeline(&mut self, on: bool) -> Result<()> {
+        self.timeline_on = on;
+        if !on {
+            self.drop_timeline()?;
+        }
+        Ok(())
+    }
+
+    /// When the last launch's side-stream copies ran, rank by rank, in
+    /// milliseconds after the launch started on that rank (call
+    /// [`Node::wait`] first; empty unless [`Node::record_timeline`] was on).
+    pub fn timeline(&self) -> Result<Vec<CopySpan>> {
+        self.timeline
+            .iter()
+            .map(|copy| {
+                let gpu = &self.gpus[copy.rank];
+                gpu.bind()?;
+                let since_start = |event| -> Result<f32> {
+                    let mut ms = 0.0f32;
+                    // SAFETY: both events were recorded on this rank's
+                    // streams by the last launch, which has completed.
+                    unsafe {
+                        check(
+                            copy.rank,
+                            "cuEventElapsedTime",
+                            sys::cuEventElapsedTime_v2(&mut ms, gpu.start, event),
+                        )?
+                    };
+                    Ok(ms)
+                };
+                Ok(CopySpan {
+                    rank: copy.rank,
+                    what: copy.what.clone(),
+                    bytes: copy.bytes,
+                    start_ms: since_start(copy.start)?,
+                    data_end_ms: since_start(copy.data_end)?,
+                    end_ms: since_start(copy.end)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Destroys the events of the last launch's timeline.
+    fn drop_timeline(&mut self) -> Result<()> {
+        for copy in self.timeline.drain(..) {
+            self.gpus[copy.rank].bind()?;
+            // SAFETY: events this node created; a launch that recorded them
+            // may still run: CUDA releases them once it is done.
+            for event in [copy.start, copy.data_end, copy.end] {
+                unsafe { check(copy.rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
+            }
+        }
+        Ok(())
+    }
+
+    /// With the timeline on, an event recorded now on `rank`'s side stream.
+    fn side_stream_event(&self, rank: usize) -> Result<Option<CUevent>> {
+        if !self.timeline_on {
+            return Ok(None);
+        }
+        let gpu = &self.gpus[rank];
+        let mut event = std::ptr::null_mut();
+        // SAFETY: plain event creation and recording on this rank's
+        // context (bound by the caller).
+        unsafe {
+            check(rank, "cuEventCreate", sys::cuEventCreate(&mut event, 0))?;
+            check(rank, "cuEventRecord", sys::cuEventRecord(event, gpu.copy))?;
+        }
+        Ok(Some(event))
     }
 
     fn enqueue_copies(
@@ -500,6 +616,7 @@ impl Node {
         bindings: &[(&str, Buffer)],
         epoch: u32,
         flags: Buffer,
+        spans: &mut Vec<PendingCopy>,
     ) -> Result<()> {
         let gpu = &self.gpus[rank];
         let place = |name: &str| -> Result<(Buffer, i64)> {
@@ -518,6 +635,7 @@ impl Node {
             let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
             let dst = self.ptr(copy.dst_rank as usize, &dst_buf) + (copy.dst_offset * elem) as u64;
             let width = (copy.row_elems * elem) as usize;
+            let start = self.side_stream_event(rank)?;
             unsafe {
                 if copy.rows == 1 {
                     check(
@@ -550,6 +668,9 @@ impl Node {
                         sys::cuMemcpy2DAsync_v2(&params, gpu.copy),
                     )?;
                 }
+            }
+            let data_end = self.side_stream_event(rank)?;
+            unsafe {
                 if let Some(flag) = copy.flag {
                     let flags = self.ptr(copy.dst_rank as usize, &flags);
                     check(
@@ -558,6 +679,21 @@ impl Node {
                         sys::cuStreamWriteValue32_v2(gpu.copy, flags + 4 * flag as u64, epoch, 0),
                     )?;
                 }
+            }
+            if let (Some(start), Some(data_end), Some(end)) =
+                (start, data_end, self.side_stream_event(rank)?)
+            {
+                spans.push(PendingCopy {
+                    rank,
+                    what: format!(
+                        "{} of rank {} -> {}",
+                        copy.src_buffer, copy.src_rank, copy.dst_buffer
+                    ),
+                    bytes: (width * copy.rows as usize) as u64,
+                    start,
+                    data_end,
+                    end,
+                });
             }
         }
         Ok(())
@@ -577,6 +713,7 @@ impl Node {
         bindings: &[(&str, Buffer)],
         epoch: u32,
         flags: Buffer,
+        spans: &mut Vec<PendingCopy>,
     ) -> Result<()> {
         let Some(copies) = fused.reduction_copies.get(rank).filter(|c| !c.is_empty()) else {
             return Ok(());
@@ -621,6 +758,9 @@ impl Node {
                         ),
                     )?;
                 }
+            }
+            let start = self.side_stream_event(rank)?;
+            unsafe {
                 check(
                     rank,
                     "cuMemcpyAsync",
@@ -631,6 +771,9 @@ impl Node {
                         gpu.copy,
                     ),
                 )?;
+            }
+            let data_end = self.side_stream_event(rank)?;
+            unsafe {
                 check(
                     rank,
                     "cuMemcpyAsync",
@@ -648,6 +791,21 @@ impl Node {
                         sys::cuStreamWriteValue32_v2(gpu.copy, flag(local_flags, copied), epoch, 0),
                     )?;
                 }
+            }
+            if let (Some(start), Some(data_end), Some(end)) =
+                (start, data_end, self.side_stream_event(rank)?)
+            {
+                spans.push(PendingCopy {
+                    rank,
+                    what: format!(
+                        "{} -> {} on rank {}",
+                        copy.src_buffer, copy.dst_buffer, copy.owner
+                    ),
+                    bytes: copy.bytes as u64,
+                    start,
+                    data_end,
+                    end,
+                });
             }
         }
         Ok(())
