@@ -128,6 +128,9 @@ struct VariantResult {
     ok: bool,
     median_ms: Option<f64>,
     all_ms: Vec<f64>,
+    /// Median host time to issue one launch (every rank's copies, waits and
+    /// kernel) while timing.
+    host_launch_ms: Option<f64>,
     /// GEMM + reduce-scatter: a second launch on the same inputs gave the
     /// same bits.
     deterministic: Option<bool>,
@@ -397,23 +400,38 @@ fn time_ops(
     sync: &dyn Fn(&Node) -> Result<()>,
     warmup: usize,
     samples: usize,
-) -> Result<Vec<f64>> {
+) -> Result<Timing> {
     let events = RankEvents::new(node, ranks)?;
     for _ in 0..warmup {
         op(node)?;
     }
     sync(node)?;
-    let mut times = Vec::new();
+    let mut timing = Timing::default();
     for _ in 0..samples {
         events.record(node, false)?;
+        let issued = std::time::Instant::now();
         for _ in 0..PER_SAMPLE {
             op(node)?;
         }
+        timing
+            .host_ms
+            .push(issued.elapsed().as_secs_f64() * 1e3 / PER_SAMPLE as f64);
         events.record(node, true)?;
         sync(node)?;
-        times.push(events.slowest_ms(node)? / PER_SAMPLE as f64);
+        timing
+            .gpu_ms
+            .push(events.slowest_ms(node)? / PER_SAMPLE as f64);
     }
-    Ok(times)
+    Ok(timing)
+}
+
+/// Samples of [`time_ops`], per launch: between the events on the GPUs
+/// (the result), and on the host, issuing the launches (if that is not
+/// well below the GPU time, the host paces the GPUs).
+#[derive(Default)]
+struct Timing {
+    gpu_ms: Vec<f64>,
+    host_ms: Vec<f64>,
 }
 
 /// The baselines of a shape, on rank 0: cuBLAS on `gemm` (bf16 out), and
@@ -482,8 +500,8 @@ fn event_time(
 ) -> Result<f64> {
     node.context(rank).bind_to_thread()?;
     let sync = |nd: &Node| -> Result<()> { Ok(nd.synchronize(rank)?) };
-    let times = time_ops(node, rank + 1, &mut |nd| f(nd), &sync, warmup, iters)?;
-    Ok(median(&times))
+    let timing = time_ops(node, rank + 1, &mut |nd| f(nd), &sync, warmup, iters)?;
+    Ok(median(&timing.gpu_ms))
 }
 
 struct Problem {
@@ -540,6 +558,7 @@ impl VariantResult {
             ok: false,
             median_ms: None,
             all_ms: vec![],
+            host_launch_ms: None,
             deterministic: None,
             error: Some(error),
             timeline: None,
@@ -748,9 +767,9 @@ fn finish_variant(
     cli: &Cli,
     checked: Checked,
 ) -> Result<VariantResult> {
-    let mut all = Vec::new();
+    let mut timing = Timing::default();
     if !cli.check_only && checked.ok {
-        all = time_ops(
+        timing = time_ops(
             node,
             node.world_size(),
             &mut |nd| {
@@ -795,8 +814,9 @@ fn finish_variant(
         rel_error: Some(checked.worst),
         nan: checked.nan,
         ok: checked.ok,
-        median_ms: (!all.is_empty()).then(|| median(&all)),
-        all_ms: all,
+        median_ms: (!timing.gpu_ms.is_empty()).then(|| median(&timing.gpu_ms)),
+        host_launch_ms: (!timing.host_ms.is_empty()).then(|| median(&timing.host_ms)),
+        all_ms: timing.gpu_ms,
         deterministic: checked.deterministic,
         error: None,
         timeline,
@@ -936,12 +956,13 @@ fn main() -> Result<()> {
             let result = run_variant(nd, &handles, &p, dir, &v, &cli, seed + 1 + i as u64)
                 .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
             eprintln!(
-                "{:<28} {:<22} ok={} err={:.2e} median={:.3} ms {}",
+                "{:<28} {:<22} ok={} err={:.2e} median={:.3} ms host={:.3} ms {}",
                 shape_dir.file_name().unwrap_or_default().to_string_lossy(),
                 result.name,
                 result.ok,
                 result.rel_error.unwrap_or(f64::NAN),
                 result.median_ms.unwrap_or(f64::NAN),
+                result.host_launch_ms.unwrap_or(f64::NAN),
                 result.error.as_deref().unwrap_or("")
             );
             let _ = nd.clear_errors();

@@ -167,13 +167,14 @@ pub(crate) fn run_shape(
         let result = run_variant(node, &p, dir, &v, cli, all_reduce)
             .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
         eprintln!(
-            "{:<28} {:<22} ok={} err={:.2e} det={:?} median={:.3} ms {}",
+            "{:<28} {:<22} ok={} err={:.2e} det={:?} median={:.3} ms host={:.3} ms {}",
             dir_name(shape_dir),
             result.name,
             result.ok,
             result.rel_error.unwrap_or(f64::NAN),
             result.deterministic,
             result.median_ms.unwrap_or(f64::NAN),
+            result.host_launch_ms.unwrap_or(f64::NAN),
             result.error.as_deref().unwrap_or("")
         );
         let _ = node.clear_errors();
