@@ -147,6 +147,8 @@ struct Timeline {
     /// Per rank, from the launch's start to its end (after the kernel and
     /// the completion waits).
     launch_ms: Vec<f32>,
+    /// Per rank, when the compute stream reached the kernel.
+    kernel_start_ms: Vec<f32>,
     copies: Vec<CopyTime>,
 }
 
@@ -171,9 +173,11 @@ fn record_timeline(node: &mut Node, launch: &Launch) -> Result<Timeline> {
             launch.bindings,
         )
         .and_then(|()| node.wait(Duration::from_secs(60)));
-    let spans = launched.and_then(|()| node.timeline());
+    let recorded = launched.and_then(|()| node.timeline());
     node.record_timeline(false)?;
-    let copies = spans?
+    let recorded = recorded?;
+    let copies = recorded
+        .copies
         .into_iter()
         .map(|c| CopyTime {
             rank: c.rank,
@@ -186,6 +190,7 @@ fn record_timeline(node: &mut Node, launch: &Launch) -> Result<Timeline> {
         .collect();
     Ok(Timeline {
         launch_ms: node.elapsed_ms()?,
+        kernel_start_ms: recorded.kernel_start_ms,
         copies,
     })
 }
@@ -794,8 +799,13 @@ fn finish_variant(
             .map(|c| format!("{:.3}-{:.3}-{:.3}", c.start_ms, c.data_end_ms, c.end_ms))
             .collect();
         eprintln!(
-            "timeline {}: launch {:.3} ms on rank 0; copies (start-data-flag ms): {}",
+            "timeline {}: rank 0: kernel from {:.3}, launch done {:.3} ms; copies (start-data-flag ms): {}",
             dir_name(dir),
+            timeline
+                .kernel_start_ms
+                .first()
+                .copied()
+                .unwrap_or(f32::NAN),
             timeline.launch_ms.first().copied().unwrap_or(f32::NAN),
             rank0.join(" ")
         );

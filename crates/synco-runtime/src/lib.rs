@@ -60,6 +60,6 @@ mod node;
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
-pub use node::{CopySpan, Node};
+pub use node::{CopySpan, LaunchTimeline, Node};
 
 pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;

@@ -69,6 +69,19 @@ pub struct Node {
     /// and the last launch's copies with their events.
     timeline_on: bool,
     timeline: Vec<PendingCopy>,
+    /// With the timeline on: per rank, an event recorded on the compute
+    /// stream just before the last launch's kernel.
+    kernel_starts: Vec<(usize, CUevent)>,
+}
+
+/// The last launch seen from the streams (see [`Node::record_timeline`]).
+#[derive(Clone, Debug, Default)]
+pub struct LaunchTimeline {
+    /// Per rank, when the kernel could start: the compute stream reached it
+    /// (the launch's own copies and waits were issued before it, so on an
+    /// idle GPU this is later than the launch's start).
+    pub kernel_start_ms: Vec<f32>,
+    pub copies: Vec<CopySpan>,
 }
 
 /// A side-stream copy of the last launch, between CUDA events.
@@ -237,6 +250,7 @@ impl Node {
             epoch: 0,
             timeline_on: false,
             timeline: Vec::new(),
+            kernel_starts: Vec::new(),
         })
     }
 
@@ -436,6 +450,7 @@ impl Node {
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
         self.drop_timeline()?;
         let mut spans = Vec::new();
+        let mut kernel_starts = Vec::new();
         for rank in 0..world {
             let gpu = &self.gpus[rank];
             gpu.bind()?;
@@ -491,6 +506,15 @@ impl Node {
                     }
                 })
             };
+            if self.timeline_on {
+                let mut event = std::ptr::null_mut();
+                // SAFETY: an event on this rank's context, bound above.
+                unsafe {
+                    check(g, "cuEventCreate", sys::cuEventCreate(&mut event, 0))?;
+                    check(g, "cuEventRecord", sys::cuEventRecord(event, gpu.compute))?;
+                }
+                kernel_starts.push((rank, event));
+            }
             kernel.launch_on(
                 rank,
                 gpu.compute,
@@ -532,6 +556,7 @@ impl Node {
             }
         }
         self.timeline = spans;
+        self.kernel_starts = kernel_starts;
         Ok(())
     }
 
@@ -546,42 +571,58 @@ impl Node {
         Ok(())
     }
 
-    /// When the last launch's side-stream copies ran, rank by rank, in
-    /// milliseconds after the launch started on that rank (call
-    /// [`Node::wait`] first; empty unless [`Node::record_timeline`] was on).
-    pub fn timeline(&self) -> Result<Vec<CopySpan>> {
-        self.timeline
+    /// When the last launch's kernels could start and its side-stream
+    /// copies ran, rank by rank, in milliseconds after the launch started
+    /// on that rank (call [`Node::wait`] first; empty unless
+    /// [`Node::record_timeline`] was on).
+    pub fn timeline(&self) -> Result<LaunchTimeline> {
+        let since_start = |rank: usize, event: CUevent| -> Result<f32> {
+            let gpu = &self.gpus[rank];
+            gpu.bind()?;
+            let mut ms = 0.0f32;
+            // SAFETY: both events were recorded on this rank's streams by
+            // the last launch, which has completed.
+            unsafe {
+                check(
+                    rank,
+                    "cuEventElapsedTime",
+                    sys::cuEventElapsedTime_v2(&mut ms, gpu.start, event),
+                )?
+            };
+            Ok(ms)
+        };
+        let copies = self
+            .timeline
             .iter()
             .map(|copy| {
-                let gpu = &self.gpus[copy.rank];
-                gpu.bind()?;
-                let since_start = |event| -> Result<f32> {
-                    let mut ms = 0.0f32;
-                    // SAFETY: both events were recorded on this rank's
-                    // streams by the last launch, which has completed.
-                    unsafe {
-                        check(
-                            copy.rank,
-                            "cuEventElapsedTime",
-                            sys::cuEventElapsedTime_v2(&mut ms, gpu.start, event),
-                        )?
-                    };
-                    Ok(ms)
-                };
                 Ok(CopySpan {
                     rank: copy.rank,
                     what: copy.what.clone(),
                     bytes: copy.bytes,
-                    start_ms: since_start(copy.start)?,
-                    data_end_ms: since_start(copy.data_end)?,
-                    end_ms: since_start(copy.end)?,
+                    start_ms: since_start(copy.rank, copy.start)?,
+                    data_end_ms: since_start(copy.rank, copy.data_end)?,
+                    end_ms: since_start(copy.rank, copy.end)?,
                 })
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        let kernel_start_ms = self
+            .kernel_starts
+            .iter()
+            .map(|&(rank, event)| since_start(rank, event))
+            .collect::<Result<_>>()?;
+        Ok(LaunchTimeline {
+            kernel_start_ms,
+            copies,
+        })
     }
 
     /// Destroys the events of the last launch's timeline.
     fn drop_timeline(&mut self) -> Result<()> {
+        for (rank, event) in self.kernel_starts.drain(..) {
+            self.gpus[rank].bind()?;
+            // SAFETY: an event this node created (see below).
+            unsafe { check(rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
+        }
         for copy in self.timeline.drain(..) {
             self.gpus[copy.rank].bind()?;
             // SAFETY: events this node created; a launch that recorded them
