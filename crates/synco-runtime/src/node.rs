@@ -467,17 +467,6 @@ impl Node {
                     sys::cuStreamWaitEvent(gpu.copy, gpu.start, 0),
                 )?;
             }
-            if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
-                self.enqueue_reduction_copies(
-                    rank,
-                    fused,
-                    bindings,
-                    epoch,
-                    kernel.flags,
-                    &mut spans,
-                )?;
-            }
             // Triton's global scratch: per program.
             let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
             if scratch_bytes > self.scratch[rank].1 {
@@ -523,6 +512,20 @@ impl Node {
                 &abi,
                 self.scratch[rank].0,
             )?;
+            // The side stream's copies, issued after the kernel so that it
+            // does not wait for the host to issue them (they wait for the
+            // launch's start event, and for flags, on the GPU).
+            if let Some(fused) = &kernel.manifest.fused {
+                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
+                self.enqueue_reduction_copies(
+                    rank,
+                    fused,
+                    bindings,
+                    epoch,
+                    kernel.flags,
+                    &mut spans,
+                )?;
+            }
             // Rows that peers' kernels write here (a two-shot all-reduce's
             // sums): the launch is done when their counters are complete.
             let completion = kernel
