@@ -27,8 +27,9 @@
 //!    Triton's scratch pointers, with the `ldst`
 //!    backend's copy programs in front of the grid (or in a plane in front
 //!    of a 2D grid);
-//! 3. then (issued after the kernel, so that the kernel never waits for the
-//!    host to issue them) on each rank's copy stream, after the launch's
+//! 3. then (issued after every rank's kernel, so that no kernel waits for
+//!    the host to issue them, nor for another rank's) on each rank's copy
+//!    stream, after the launch's
 //!    start and the previous launch on that rank, the manifest's
 //!    copy-engine schedule: each chunk is copied from
 //!    its source rank's heap, then `cuStreamWriteValue32` sets its flag to

@@ -512,9 +512,16 @@ impl Node {
                 &abi,
                 self.scratch[rank].0,
             )?;
-            // The side stream's copies, issued after the kernel so that it
-            // does not wait for the host to issue them (they wait for the
-            // launch's start event, and for flags, on the GPU).
+        }
+        // Then each rank's side-stream copies and completion, issued after
+        // every rank's kernel so that no kernel waits for the host to issue
+        // them, nor for another rank's (the copies wait for the launch's
+        // start event, and for flags, on the GPU).
+        for rank in 0..world {
+            let gpu = &self.gpus[rank];
+            gpu.bind()?;
+            let g = rank;
+            let flags = self.ptr(rank, &kernel.flags);
             if let Some(fused) = &kernel.manifest.fused {
                 self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
                 self.enqueue_reduction_copies(
