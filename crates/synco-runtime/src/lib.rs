@@ -19,22 +19,22 @@
 //!    tiles bump `n` times per launch when it reaches `epoch * n`. Each loaded
 //!    kernel has its own flags (a symmetric buffer at the heap's end, so
 //!    peers can bump each other's counters) and its own epochs;
-//! 2. the kernel on each rank's compute stream, with the user's arguments,
+//! 2. on each rank's copy stream, after the launch's start and the
+//!    previous launch on that rank, the manifest's copy-engine schedule of
+//!    chunks the kernel waits for (an all-gather's): each chunk is copied
+//!    from its source rank's heap, then `cuStreamWriteValue32` sets its flag
+//!    to the epoch;
+//! 3. the kernel on each rank's compute stream, with the user's arguments,
 //!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
 //!    buffer, plan buffers: a plan buffer without `bind(i)`, such as a
 //!    reduction's output, is a symmetric buffer the caller binds by name in
 //!    `launch`'s `bindings`; a staging buffer is the kernel's own) and
 //!    Triton's scratch pointers, with the `ldst`
 //!    backend's copy programs in front of the grid (or in a plane in front
-//!    of a 2D grid);
-//! 3. then (issued after every rank's kernel, so that no kernel waits for
-//!    the host to issue them, nor for another rank's) on each rank's copy
-//!    stream, after the launch's
-//!    start and the previous launch on that rank, the manifest's
-//!    copy-engine schedule: each chunk is copied from
-//!    its source rank's heap, then `cuStreamWriteValue32` sets its flag to
-//!    the epoch; and the copies of chunks the kernel's tiles produce (a
-//!    reduction moved by the copy engine: `reduction_copies`), each after
+//!    of a 2D grid); then, issued after every rank's kernel (so that no
+//!    kernel waits for the host to issue them, nor for another rank's),
+//!    the copies of chunks the kernel's tiles produce (a reduction moved by
+//!    the copy engine: `reduction_copies`), each after
 //!    `cuStreamWaitValue32` on the tiles' counter, to a peer (the owner's
 //!    staging buffer, or a two-shot all-reduce's sums into every peer's
 //!    output), the peer's flag then set by a 4-byte copy of the epoch;

@@ -467,6 +467,13 @@ impl Node {
                     sys::cuStreamWaitEvent(gpu.copy, gpu.start, 0),
                 )?;
             }
+            // Copies the kernel waits for (an all-gather's chunks) go to
+            // the GPU before it: a copy the driver runs on SMs (between
+            // ranks that share a GPU) would otherwise queue behind tiles
+            // that wait for it.
+            if let Some(fused) = &kernel.manifest.fused {
+                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
+            }
             // Triton's global scratch: per program.
             let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
             if scratch_bytes > self.scratch[rank].1 {
@@ -513,17 +520,17 @@ impl Node {
                 self.scratch[rank].0,
             )?;
         }
-        // Then each rank's side-stream copies and completion, issued after
-        // every rank's kernel so that no kernel waits for the host to issue
-        // them, nor for another rank's (the copies wait for the launch's
-        // start event, and for flags, on the GPU).
+        // Then the copies that wait for the kernels' tiles (a reduction's
+        // partials and sums) and each rank's completion, issued after every
+        // rank's kernel so that no kernel waits for the host to issue them,
+        // nor for another rank's (the copies wait for the tiles' flags on
+        // the GPU).
         for rank in 0..world {
             let gpu = &self.gpus[rank];
             gpu.bind()?;
             let g = rank;
             let flags = self.ptr(rank, &kernel.flags);
             if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
                 self.enqueue_reduction_copies(
                     rank,
                     fused,
