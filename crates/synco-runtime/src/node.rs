@@ -593,21 +593,7 @@ impl Node {
     /// on that rank (call [`Node::wait`] first; empty unless
     /// [`Node::record_timeline`] was on).
     pub fn timeline(&self) -> Result<LaunchTimeline> {
-        let since_start = |rank: usize, event: CUevent| -> Result<f32> {
-            let gpu = &self.gpus[rank];
-            gpu.bind()?;
-            let mut ms = 0.0f32;
-            // SAFETY: both events were recorded on this rank's streams by
-            // the last launch, which has completed.
-            unsafe {
-                check(
-                    rank,
-                    "cuEventElapsedTime",
-                    sys::cuEventElapsedTime_v2(&mut ms, gpu.start, event),
-                )?
-            };
-            Ok(ms)
-        };
+        let since_start = |rank: usize, event: CUevent| self.ms_since_start(rank, event);
         let copies = self
             .timeline
             .iter()
@@ -647,6 +633,30 @@ impl Node {
             for event in [copy.start, copy.data_end, copy.end] {
                 unsafe { check(copy.rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
             }
+        }
+        Ok(())
+    }
+
+    /// With the timeline on, records a side-stream copy of `bytes` whose
+    /// start and data events were recorded (`events`), ending now.
+    fn close_span(
+        &self,
+        spans: &mut Vec<PendingCopy>,
+        rank: usize,
+        events: [Option<CUevent>; 2],
+        bytes: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
+        if let ([Some(start), Some(data_end)], Some(end)) = (events, self.side_stream_event(rank)?)
+        {
+            spans.push(PendingCopy {
+                rank,
+                what: what(),
+                bytes,
+                start,
+                data_end,
+                end,
+            });
         }
         Ok(())
     }
@@ -738,21 +748,18 @@ impl Node {
                     )?;
                 }
             }
-            if let (Some(start), Some(data_end), Some(end)) =
-                (start, data_end, self.side_stream_event(rank)?)
-            {
-                spans.push(PendingCopy {
-                    rank,
-                    what: format!(
+            self.close_span(
+                spans,
+                rank,
+                [start, data_end],
+                (width * copy.rows as usize) as u64,
+                || {
+                    format!(
                         "{} of rank {} -> {}",
                         copy.src_buffer, copy.src_rank, copy.dst_buffer
-                    ),
-                    bytes: (width * copy.rows as usize) as u64,
-                    start,
-                    data_end,
-                    end,
-                });
-            }
+                    )
+                },
+            )?;
         }
         Ok(())
     }
@@ -850,21 +857,12 @@ impl Node {
                     )?;
                 }
             }
-            if let (Some(start), Some(data_end), Some(end)) =
-                (start, data_end, self.side_stream_event(rank)?)
-            {
-                spans.push(PendingCopy {
-                    rank,
-                    what: format!(
-                        "{} -> {} on rank {}",
-                        copy.src_buffer, copy.dst_buffer, copy.owner
-                    ),
-                    bytes: copy.bytes as u64,
-                    start,
-                    data_end,
-                    end,
-                });
-            }
+            self.close_span(spans, rank, [start, data_end], copy.bytes as u64, || {
+                format!(
+                    "{} -> {} on rank {}",
+                    copy.src_buffer, copy.dst_buffer, copy.owner
+                )
+            })?;
         }
         Ok(())
     }
@@ -923,19 +921,26 @@ impl Node {
         self.gpus
             .iter()
             .enumerate()
-            .map(|(rank, gpu)| {
-                gpu.bind()?;
-                let mut ms = 0.0f32;
-                unsafe {
-                    check(
-                        rank,
-                        "cuEventElapsedTime",
-                        sys::cuEventElapsedTime_v2(&mut ms, gpu.start, gpu.end),
-                    )?
-                };
-                Ok(ms)
-            })
+            .map(|(rank, gpu)| self.ms_since_start(rank, gpu.end))
             .collect()
+    }
+
+    /// Milliseconds from `rank`'s last launch's start to `event`, recorded
+    /// on one of that rank's streams by the launch (which has completed).
+    fn ms_since_start(&self, rank: usize, event: CUevent) -> Result<f32> {
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
+        let mut ms = 0.0f32;
+        // SAFETY: both events belong to this rank's context and were
+        // recorded by a launch that has completed.
+        unsafe {
+            check(
+                rank,
+                "cuEventElapsedTime",
+                sys::cuEventElapsedTime_v2(&mut ms, gpu.start, event),
+            )?
+        };
+        Ok(ms)
     }
 
     /// Clears every rank's error buffer (after a reported error).
