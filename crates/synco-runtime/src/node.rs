@@ -468,9 +468,9 @@ impl Node {
                 )?;
             }
             // Copies the kernel waits for (an all-gather's chunks) go to
-            // the GPU before it: a copy the driver runs on SMs (between
-            // ranks that share a GPU) would otherwise queue behind tiles
-            // that wait for it.
+            // the GPU before it: issued after it, they timed out with ranks
+            // sharing a GPU (likely copies the driver runs on SMs, queued
+            // behind tiles that wait for them).
             if let Some(fused) = &kernel.manifest.fused {
                 self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
             }
