@@ -78,8 +78,8 @@ pub struct Node {
 #[derive(Clone, Debug, Default)]
 pub struct LaunchTimeline {
     /// Per rank, when the kernel could start: the compute stream reached it
-    /// (the launch's own copies and waits were issued before it, so on an
-    /// idle GPU this is later than the launch's start).
+    /// (an all-gather's copies and the kernels of lower ranks are issued
+    /// before it, so on an idle GPU this is later than the launch's start).
     pub kernel_start_ms: Vec<f32>,
     pub copies: Vec<CopySpan>,
 }
@@ -578,8 +578,9 @@ impl Node {
     }
 
     /// While `on`, every launch records CUDA events around each of its
-    /// side-stream copies, for [`Node::timeline`] (a diagnostic: two events
-    /// per copy; off by default).
+    /// side-stream copies and before each rank's kernel, for
+    /// [`Node::timeline`] (a diagnostic: three events per copy and one per
+    /// kernel, created at every launch; off by default).
     pub fn record_timeline(&mut self, on: bool) -> Result<()> {
         self.timeline_on = on;
         if !on {
@@ -623,7 +624,7 @@ impl Node {
     fn drop_timeline(&mut self) -> Result<()> {
         for (rank, event) in self.kernel_starts.drain(..) {
             self.gpus[rank].bind()?;
-            // SAFETY: an event this node created (see below).
+            // SAFETY: an event this node created (as below).
             unsafe { check(rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
         }
         for copy in self.timeline.drain(..) {
