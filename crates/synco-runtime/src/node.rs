@@ -502,13 +502,7 @@ impl Node {
                     }
                 })
             };
-            if self.timeline_on {
-                let mut event = std::ptr::null_mut();
-                // SAFETY: an event on this rank's context, bound above.
-                unsafe {
-                    check(g, "cuEventCreate", sys::cuEventCreate(&mut event, 0))?;
-                    check(g, "cuEventRecord", sys::cuEventRecord(event, gpu.compute))?;
-                }
+            if let Some(event) = self.timeline_event(rank, gpu.compute)? {
                 kernel_starts.push((rank, event));
             }
             kernel.launch_on(
@@ -664,16 +658,21 @@ impl Node {
 
     /// With the timeline on, an event recorded now on `rank`'s side stream.
     fn side_stream_event(&self, rank: usize) -> Result<Option<CUevent>> {
+        self.timeline_event(rank, self.gpus[rank].copy)
+    }
+
+    /// With the timeline on, an event recorded now on `stream`, one of
+    /// `rank`'s streams.
+    fn timeline_event(&self, rank: usize, stream: CUstream) -> Result<Option<CUevent>> {
         if !self.timeline_on {
             return Ok(None);
         }
-        let gpu = &self.gpus[rank];
         let mut event = std::ptr::null_mut();
         // SAFETY: plain event creation and recording on this rank's
         // context (bound by the caller).
         unsafe {
             check(rank, "cuEventCreate", sys::cuEventCreate(&mut event, 0))?;
-            check(rank, "cuEventRecord", sys::cuEventRecord(event, gpu.copy))?;
+            check(rank, "cuEventRecord", sys::cuEventRecord(event, stream))?;
         }
         Ok(Some(event))
     }
