@@ -6,6 +6,12 @@ usual ways. Synco fuses an all-gather of A into each of them.
   matmul tutorial (L2 reuse of B across neighbouring row tiles).
 * `matmul_kernel_persistent`: one program per SM looping over tiles, same
   swizzle.
+* `matmul_kernel_persistent_tma`: `matmul_kernel_persistent` with A and B
+  loaded by the Hopper tensor memory accelerator (TMA, device-side tensor
+  descriptors; the unit strides must be the constant 1) and the tile loop
+  flattened into the K loop, so that Triton's pipeliner overlaps a tile's
+  epilogue with the next tile's loads. C is stored through pointers, as in
+  the other three.
 
 All assume M, N, K are multiples of the block sizes (no masks), and
 row-major A, B, C given by their strides.
@@ -95,5 +101,36 @@ def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
             acc = tl.dot(a, b, acc)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(tl.bfloat16))
+
+
+@triton.jit
+def matmul_kernel_persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K,
+                                 stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, stride_ak],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, stride_bn],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = a_desc.load([pid_m * BLOCK_M, k])
+            b = b_desc.load([k, pid_n * BLOCK_N])
+            acc = tl.dot(a, b, acc)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(tl.bfloat16))

@@ -13,3 +13,7 @@ import() { # kernel output extra-constexprs...
 import matmul_kernel matmul.generic.mlir
 import matmul_kernel_grouped matmul_grouped.generic.mlir --constexpr GROUP_M=8
 import matmul_kernel_persistent matmul_persistent.generic.mlir --constexpr GROUP_M=8 --constexpr NUM_SMS=132
+# TMA descriptors need the unit strides as the constant 1.
+SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32'
+import matmul_kernel_persistent_tma matmul_persistent_tma.generic.mlir --constexpr GROUP_M=8 --constexpr NUM_SMS=132 \
+  --constexpr stride_ak=1 --constexpr stride_bn=1 --constexpr stride_cn=1
