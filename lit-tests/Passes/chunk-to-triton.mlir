@@ -21,39 +21,42 @@
 // CHECK-NEXT: %[[ELEMS:.*]] = arith.divsi %[[DELTA]], %[[FOUR]] {tt.divisibility = dense<16> : tensor<1xi32>}
 // CHECK-NEXT: %[[PA:.*]] = "tt.addptr"(%[[A]], %[[ELEMS]]) : (!tt.ptr<f32>, i64) -> !tt.ptr<f32>
 //
-// chunk.wait %flags[%c], %epoch: a bounded acquire/sys spin.
+// chunk.wait %flags[%c], %epoch: a bounded acquire/sys spin, one PTX loop
+// (reads the flag, then the error word, then the clock; sleeps 64 ns).
 // CHECK:      %[[FLAG:.*]] = "tt.addptr"(%[[FLAGS]], %[[C:.*]])
-// CHECK:      %[[START:.*]] = "tt.elementwise_inline_asm"() {asm_string = "mov.u64 $0, %globaltimer;", constraints = "=l", packed_element = 1 : i32, pure = false} : () -> i64
-// CHECK:      scf.while
-// CHECK:        arith.cmpi slt, %{{.*}}, %[[EPOCH]]
-// CHECK:        "tt.elementwise_inline_asm"(%[[ERR]]) {asm_string = "ld.relaxed.gpu.global.u32 $0, [$1];"
-// CHECK:        scf.condition
-// CHECK:      } do {
-// CHECK:        "tt.elementwise_inline_asm"(%[[FLAG]]) {asm_string = "nanosleep.u32 64;\0A\09ld.acquire.sys.global.u32 $0, [$1];", constraints = "=r,l"
-// CHECK:      scf.if
+// CHECK-NEXT: %[[SEEN:.*]] = "tt.elementwise_inline_asm"(%[[FLAG]], %[[EPOCH]], %[[ERR]])
+// CHECK-SAME:   mov.u64 %t0, %globaltimer;\0ASYNCO_WAIT:\0A\09ld.acquire.sys.global.u32 $0, [$1];\0A\09setp.ge.s32 %done, $0, $2;
+// CHECK-SAME:   ld.relaxed.gpu.global.u32 %err, [$3];
+// CHECK-SAME:   setp.ge.u64 %done, %t, 10000000000;
+// CHECK-SAME:   nanosleep.u32 64;\0A\09bra SYNCO_WAIT;\0ASYNCO_DONE:\0A\09}"
+// CHECK-SAME:   constraints = "=r,l,r,l", packed_element = 1 : i32, pure = false} : (!tt.ptr<i32>, i32, !tt.ptr<i32>) -> i32
+// CHECK-NOT:  scf.while
+// CHECK:      %[[SHORT:.*]] = arith.cmpi slt, %[[SEEN]], %[[EPOCH]]
+// CHECK:      scf.if %[[SHORT]]
 // CHECK:        "tt.atomic_cas"(%[[ERR]], %{{.*}}, %{{.*}}) {scope = 3 : i32, sem = 4 : i32}
 // CHECK:        scf.if
 // CHECK:          "tt.store"
 // CHECK:          "tt.store"
 // CHECK:          "tt.store"
 //
-// chunk.signal %flags[%c], %epoch: barrier, fence, release/sys exchange.
-// CHECK:      gpu.barrier
-// CHECK-NEXT: "tt.elementwise_inline_asm"() {asm_string = "fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
+// chunk.signal %flags[%c], %epoch: barrier and fence in one asm block (no
+// gpu.barrier, which stops Triton's pipeliner), release/sys exchange.
+// CHECK-NOT:  gpu.barrier
+// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
 // CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[EPOCH]], %{{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
 //
 // A relaxed, gpu-scope wait reads with ld.relaxed.gpu.
-// CHECK:      asm_string = "nanosleep.u32 64;\0A\09ld.relaxed.gpu.global.u32 $0, [$1];", constraints = "=r,l"
+// CHECK:      asm_string = "{{.*}}SYNCO_WAIT:\0A\09ld.relaxed.gpu.global.u32 $0, [$1];
 //
 // chunk.wait ... count(8): the flag must reach epoch * 8.
 // CHECK:      %[[EIGHT:.*]] = arith.constant 8 : i32
 // CHECK-NEXT: %[[TARGET:.*]] = arith.muli %[[EPOCH]], %[[EIGHT]]
-// CHECK:      scf.while
-// CHECK:        arith.cmpi slt, %{{.*}}, %[[TARGET]]
+// CHECK:      %[[SEEN8:.*]] = "tt.elementwise_inline_asm"(%{{.*}}, %[[TARGET]], %[[ERR]])
+// CHECK:      arith.cmpi slt, %[[SEEN8]], %[[TARGET]]
 //
-// chunk.arrive %flags[%c]: barrier, fence, release/sys add of 1.
-// CHECK:      gpu.barrier
-// CHECK-NEXT: "tt.elementwise_inline_asm"() {asm_string = "fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
+// chunk.arrive %flags[%c]: barrier and fence, release/sys add of 1.
+// CHECK-NOT:  gpu.barrier
+// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
 // CHECK:      %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[ONE]], %{{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 3 : i32}
 // CHECK-NOT:  synco.abi_first_arg
@@ -103,3 +106,51 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   "tt.store"(%q, %pa) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<4x!tt.ptr<f32>>, tensor<4x!tt.ptr<f32>>) -> ()
   "tt.return"() : () -> ()
 }) {synco.abi_first_arg = 1 : i32} : () -> ()
+
+// -----
+
+// A loop Triton flattens (tt.flatten) whose body ends in an op with
+// regions gets a side-effecting no-op before its yield (Triton 3.6's
+// loop flattening would otherwise take values used inside that last op for
+// epilogue outputs and build an invalid scf.if); a flattened loop ending in
+// a plain op, and a loop that is not flattened, are left alone.
+// CHECK-LABEL: sym_name = "flattened"
+// CHECK:       scf.for
+// CHECK:         scf.for
+// CHECK:         scf.if
+// CHECK-NEXT:      "tt.store"
+// CHECK-NEXT:    {{^ *}}}{{$}}
+// CHECK-NEXT:    "tt.elementwise_inline_asm"() {asm_string = "mov.u32 $0, 0;", constraints = "=r", packed_element = 1 : i32, pure = false} : () -> i32
+// CHECK-NEXT:  {{^ *}}} {tt.flatten}
+// CHECK-NEXT:  scf.for
+// CHECK-NEXT:    "tt.store"
+// CHECK-NEXT:  {{^ *}}} {tt.flatten}
+// CHECK-NEXT:  scf.for
+// CHECK-NEXT:    scf.if
+// CHECK-NEXT:      "tt.store"
+// CHECK-NEXT:    {{^ *}}}{{$}}
+// CHECK-NEXT:  {{^ *}}}{{$}}
+// CHECK-NEXT:  tt.return
+"tt.func"() <{function_type = (!tt.ptr<i32>, i32, i1) -> (), sym_name = "flattened", sym_visibility = "public"}> ({
+^bb0(%p: !tt.ptr<i32>, %n: i32, %c: i1):
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %s = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %c0) -> (i32) : i32 {
+      %a = arith.addi %acc, %k : i32
+      scf.yield %a : i32
+    }
+    scf.if %c {
+      "tt.store"(%p, %s) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<i32>, i32) -> ()
+    }
+  } {tt.flatten}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    "tt.store"(%p, %i) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<i32>, i32) -> ()
+  } {tt.flatten}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    scf.if %c {
+      "tt.store"(%p, %i) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<i32>, i32) -> ()
+    }
+  }
+  "tt.return"() : () -> ()
+}) : () -> ()

@@ -1,5 +1,9 @@
-// Every Triton op that Synco's lowering emits for chunk sync ops, written
-// by hand in generic TTIR and compiled through Triton 3.6 to sm_90a PTX.
+// The Triton-level sync primitives Synco's lowering is built from (peer
+// pointers, an acquire spin bounded by %globaltimer, the error record,
+// barrier + system fence + release atomics, a compare-and-swap spin),
+// written by hand in generic TTIR and compiled through Triton 3.6 to sm_90a
+// PTX. (chunk-to-triton's own output, with its spin and barrier as single
+// asm blocks, is compiled in Pipeline/fused-sync-ptx.test.)
 // Triton silently drops misspelled attributes, so each CHECK pins the PTX
 // instruction (with its memory order and scope) that the attribute must
 // produce.

@@ -9,14 +9,16 @@
 //!   difference in elements (assumed a multiple of 16: heap bases are
 //!   aligned) so that loads through it stay vectorised; element-wise for a
 //!   tensor of pointers;
-//! * `chunk.wait %flags[%c], %epoch count(n)` -> a bounded spin: while the
-//!   flag is below `epoch * n`, no error is recorded yet and `timeout_ns` has not
-//!   passed (`%globaltimer`), sleep 64 ns (`nanosleep`) and read the flag
-//!   with `ld.<sem>.<scope>`; on
-//!   timeout, claim the error buffer with an acq_rel/sys compare-and-swap
-//!   and record `[1, rank, c, epoch]`. Once an error is recorded, later
-//!   waits fall through, so the kernel ends and the host reports it;
-//! * `chunk.signal %flags[%c], %epoch` -> CTA barrier, `fence.acq_rel.sys`,
+//! * `chunk.wait %flags[%c], %epoch count(n)` -> a bounded spin, one PTX
+//!   loop in a `tt.elementwise_inline_asm`: read the flag with
+//!   `ld.<sem>.<scope>` until it reaches `epoch * n`, an error is recorded,
+//!   or `timeout_ns` have passed (`%globaltimer`), sleeping 64 ns
+//!   (`nanosleep`) between reads; if the flag fell short, claim the error
+//!   buffer with an acq_rel/sys compare-and-swap and record
+//!   `[1, rank, c, epoch]`. Once an error is recorded, later waits fall
+//!   through, so the kernel ends and the host reports it;
+//! * `chunk.signal %flags[%c], %epoch` -> CTA barrier (`bar.sync 0`),
+//!   `fence.acq_rel.sys`,
 //!   then an atomic exchange of the epoch into the flag with the op's
 //!   semantic and scope;
 //! * `chunk.arrive %flags[%c]` -> the same barrier and fence, then an atomic
@@ -24,6 +26,14 @@
 //!
 //! Plans are erased (their schedule was recorded by
 //! `chunk-lower-transfers`), as are Synco's marker attributes.
+//!
+//! A loop Triton flattens (`tt.flatten`, a persistent kernel's tile loop)
+//! whose body now ends in an op with regions (the fused epilogue's
+//! `scf.if`) gets a side-effecting no-op (`mov.u32 $0, 0;`) appended to its
+//! body: Triton 3.6's `tritongpu-fuse-nested-loops` takes every value used
+//! inside the epilogue's last op for an epilogue output and builds an
+//! invalid `scf.if` (triton-lang/triton PR 11863, open); the no-op keeps
+//! those uses inside the epilogue.
 //!
 //! Options: none.
 //! Preconditions: the kernel was bound (`chunk-bind-kernel`); no
@@ -79,6 +89,11 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         }
     }
     for op in ir::walk(module) {
+        if ir::op_name(op) == "scf.for" && ir::attr(op, FLATTEN_ATTR).is_some() {
+            guard_flattened_epilogue(op);
+        }
+    }
+    for op in ir::walk(module) {
         if ir::op_name(op) == "chunk.plan" {
             ir::erase(op);
         } else if ir::op_name(op) == "tt.func" {
@@ -87,6 +102,30 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         }
     }
     Ok(())
+}
+
+/// Triton's marker on a loop nest it should flatten into one loop.
+const FLATTEN_ATTR: &str = "tt.flatten";
+
+/// Appends a side-effecting no-op to `for_op`'s body when the op before its
+/// terminator has regions (see the module docs: Triton's loop flattening
+/// mistakes uses nested in a logue's last op for logue outputs).
+fn guard_flattened_epilogue(for_op: Op) {
+    let Some(body) = ir::regions(for_op)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+    else {
+        return;
+    };
+    let ops = ir::ops_in(body);
+    let [.., last, terminator] = ops.as_slice() else {
+        return;
+    };
+    if ir::regions(*last).is_empty() {
+        return;
+    }
+    let b = Builder::before(*terminator).with_loc(ir::location_of(*last));
+    b.inline_asm("mov.u32 $0, 0;", "=r", &[], ir::i32_type(b.ctx));
 }
 
 fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
@@ -172,11 +211,13 @@ pub fn pointee_bytes(ty: ir::Type) -> Option<i64> {
 
 /// Every thread of the program has finished its accesses (CTA barrier) and
 /// its writes are visible system-wide (`fence.acq_rel.sys`), before one
-/// thread publishes them with a release atomic.
+/// thread publishes them with a release atomic. The barrier is `bar.sync 0`
+/// in the asm rather than `gpu.barrier` (which Triton lowers to the same
+/// instruction): Triton's software pipeliner leaves a loop whose body holds
+/// a `gpu.barrier` alone, and a persistent kernel's tile loop signals.
 fn publish(b: &Builder) {
-    b.barrier();
     b.inline_asm(
-        "fence.acq_rel.sys;\n\tmov.u32 $0, 0;",
+        "bar.sync 0;\n\tfence.acq_rel.sys;\n\tmov.u32 $0, 0;",
         "=r",
         &[],
         ir::i32_type(b.ctx),
@@ -204,6 +245,29 @@ fn scope_of(op: Op) -> Scope {
 /// Nanoseconds a waiting program sleeps between two reads of its flag.
 const BACKOFF_NS: u32 = 64;
 
+/// The PTX of a bounded wait: read the flag `$1` with `ld.<sem>.<scope>`
+/// until it reaches `$2` (signed), the launch's error word `$3` is set, or
+/// `timeout_ns` pass on `%globaltimer`, sleeping `BACKOFF_NS` between reads;
+/// `$0` is the last value read. One asm block, not an `scf.while`: Triton's
+/// software pipeliner leaves a loop alone when its body holds another loop,
+/// and a wait sits inside the tile loop of a persistent kernel. Labels and
+/// registers are scoped by the braces, so copies of the block may coexist.
+fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64) -> String {
+    format!(
+        "{{\n\t.reg .pred %done;\n\t.reg .u32 %err;\n\t.reg .u64 %t0, %t;\n\t\
+         mov.u64 %t0, %globaltimer;\n\
+         SYNCO_WAIT:\n\t\
+         ld.{sem}.{scope}.global.u32 $0, [$1];\n\t\
+         setp.ge.s32 %done, $0, $2;\n\t@%done bra SYNCO_DONE;\n\t\
+         ld.relaxed.gpu.global.u32 %err, [$3];\n\t\
+         setp.ne.u32 %done, %err, 0;\n\t@%done bra SYNCO_DONE;\n\t\
+         mov.u64 %t, %globaltimer;\n\tsub.u64 %t, %t, %t0;\n\t\
+         setp.ge.u64 %done, %t, {timeout_ns};\n\t@%done bra SYNCO_DONE;\n\t\
+         nanosleep.u32 {BACKOFF_NS};\n\tbra SYNCO_WAIT;\n\
+         SYNCO_DONE:\n\t}}"
+    )
+}
+
 fn lower_wait(
     op: Op,
     b: &Builder,
@@ -228,37 +292,15 @@ fn lower_wait(
         Scope::Cta => "cta",
         Scope::Sys => "sys",
     };
-    let i32t = ir::i32_type(b.ctx);
     let flag = b.addptr(flags, chunk);
-    let zero = b.const_i32(0);
-    let timeout = b.const_i64(timeout_ns);
-    let start = b.global_timer();
-    // Back off between polls, so spinning programs leave the memory system
-    // to the transfers they wait for.
-    let load_flag = format!("nanosleep.u32 {BACKOFF_NS};\n\tld.{sem}.{scope}.global.u32 $0, [$1];");
-    let loop_op = b.while_loop(
-        &[zero, start],
-        |before, args| {
-            let (seen, now) = (args[0], args[1]);
-            let waiting = before.cmpi(Cmp::Slt, seen, target);
-            let in_time = before.cmpi(Cmp::Slt, before.subi(now, start), timeout);
-            // Once any wait of the launch failed, later waits fall through.
-            let status = before.inline_asm(
-                "ld.relaxed.gpu.global.u32 $0, [$1];",
-                "=r,l",
-                &[abi.errors],
-                i32t,
-            );
-            let healthy = before.cmpi(Cmp::Eq, status, before.const_i32(0));
-            let spin = before.andi(before.andi(waiting, in_time), healthy);
-            (spin, vec![seen, now])
-        },
-        |after, _| {
-            let value = after.inline_asm(&load_flag, "=r,l", &[flag], i32t);
-            vec![value, after.global_timer()]
-        },
+    // Once any wait of the launch failed (the error word is set), later
+    // waits fall through.
+    let seen = b.inline_asm(
+        &spin_wait_ptx(sem, scope, timeout_ns),
+        "=r,l,r,l",
+        &[flag, target, abi.errors],
+        ir::i32_type(b.ctx),
     );
-    let seen = ir::result(loop_op, 0);
     let timed_out = b.cmpi(Cmp::Slt, seen, target);
     let rank = abi.rank;
     let errors = abi.errors;
