@@ -70,3 +70,48 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// A persistent tile loop marked for Triton's loop flattening loses the
+// mark: flattened, Triton's pipeliner would issue a tile's first loads
+// while the previous tile runs, before the tile's wait.
+// CHECK-LABEL: sym_name = "persistent"
+// CHECK:       scf.for %[[TILE:.*]] = 
+// CHECK:         scf.if
+// CHECK-NEXT:      chunk.wait
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.for
+// CHECK:         "tt.load"
+// CHECK:       }
+// CHECK-NOT:   tt.flatten
+// CHECK:       tt.return
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated to start at this rank's block (4 row tiles per rank, 8 in all)}}
+    // expected-remark @below {{tiles of @A wait for their chunk (256 rows, flags 0..4) before 'scf.for'}}
+    // expected-remark @below {{the tile loop is no longer flattened (tt.flatten removed): Triton's pipeliner would load the next tile's data before its wait}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "persistent", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %k: i32):
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c8 = arith.constant 8 : i32
+    %c128 = arith.constant 128 : i32
+    %c132 = arith.constant 132 : i32
+    %start = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    scf.for %tile = %start to %c8 step %c132 : i32 {
+      %row = arith.muli %tile, %c128 : i32
+      %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+      scf.for %i = %c0 to %k step %c1 : i32 {
+        %q = "tt.addptr"(%p, %i) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+        %x = "tt.load"(%q) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+        "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+      }
+    } {tt.flatten}
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

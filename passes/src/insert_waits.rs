@@ -15,6 +15,12 @@
 //! so the tile spins (bounded, see `chunk.wait`) on one flag, before any of
 //! its loads of the buffer, and reads the chunk with acquire ordering.
 //!
+//! A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
+//! tile loop) loses the attribute, with a remark: once flattened, Triton's
+//! software pipeliner issues the loads of a tile's first K steps while the
+//! previous tile still runs, ahead of the tile's wait. Unflattened, the wait
+//! stays in front of the pipelined K loop.
+//!
 //! Options: none.
 //! Preconditions: collectives expanded; `chunk-bind-kernel` and
 //! `chunk-reorder-tiles` ran; chunks hold whole tiles.
@@ -120,7 +126,24 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 ),
             )
             .emit();
+            unflatten_enclosing_loops(first, consume);
         }
     }
     Ok(())
+}
+
+/// Removes Triton's `tt.flatten` from the loops around `op` (see the module
+/// docs), with a remark at the plan's `consume` op.
+fn unflatten_enclosing_loops(op: ir::Op, consume: ir::Op) {
+    let mut parent = ir::parent_op(op);
+    while let Some(p) = parent {
+        if ir::op_name(p) == "scf.for" && ir::remove_attr(p, "tt.flatten") {
+            Diagnostic::remark(
+                loc(consume),
+                "the tile loop is no longer flattened (tt.flatten removed): Triton's pipeliner would load the next tile's data before its wait",
+            )
+            .emit();
+        }
+        parent = ir::parent_op(p);
+    }
 }
