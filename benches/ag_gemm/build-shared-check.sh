@@ -23,7 +23,7 @@ case "$W" in
   8) AG="2048,1024,1024" RS="2048,1024,512" AR="1024,1024,512" CHUNKS="1 2" AR_CHUNKS="1" ;;
   *) echo "build-shared-check.sh: W must be 4 or 8, not $W" >&2; exit 2 ;;
 esac
-common=(--world "$W" --styles "grid2d grouped persistent" --num-sms 32 --no-auto --no-local)
+common=(--world "$W" --styles "grid2d grouped persistent persistent_tma" --num-sms 32 --no-auto --no-local)
 "$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS"
 "$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS" --backend ldst
 "$B" "${common[@]}" --op rs --shapes "$RS" --chunks "$CHUNKS"

@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent"]
+# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S]
@@ -44,6 +44,9 @@ LOCAL=1
 BACKEND=copy_engine
 COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
+# persistent_tma pipelines 3 stages unless --stages says otherwise (the
+# configuration benches/ag_gemm/experiments measured against cuBLAS)
+STAGES_SET=0
 OP=ag
 RS_MODE=push
 SHAPES_SET=0
@@ -62,7 +65,7 @@ while [ $# -gt 0 ]; do
     --num-sms) NUM_SMS="$2"; shift 2 ;;
     --block) IFS=, read -r BM BN BK <<<"$2"; shift 2 ;;
     --warps) WARPS="$2"; shift 2 ;;
-    --stages) STAGES="$2"; shift 2 ;;
+    --stages) STAGES="$2"; STAGES_SET=1; shift 2 ;;
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -107,7 +110,8 @@ mkdir -p "$OUT"
 SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32'
 SPECIALISE=(--constexpr stride_ak=1 --constexpr stride_bn=1 --constexpr stride_cn=1
   --divisible a_ptr,b_ptr,c_ptr,M,N,K,stride_am,stride_bk,stride_cm)
-declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persistent]=matmul_kernel_persistent)
+declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persistent]=matmul_kernel_persistent
+  [persistent_tma]=matmul_kernel_persistent_tma)
 # The kernel of a style, imported once per GROUP_M (echoes its path). The
 # swizzle group must not span more row tiles than a rank's block, or tiles
 # of the rank's rows and of its peers' rows interleave in dispatch order.
@@ -115,7 +119,7 @@ kernel_for() { # style group_m (tiles: BM BN BK)
   local style=$1 group=$2 file="$OUT/$1_${BM}x${BN}x${BK}_g$2.mlir" extra=()
   case $style in
     grouped) extra=(--constexpr GROUP_M=$group) ;;
-    persistent) extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
+    persistent | persistent_tma) extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
   esac
   if [ ! -f "$file" ]; then
     "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "${KERNEL[$style]}" --signature "$SIG" \
@@ -123,6 +127,10 @@ kernel_for() { # style group_m (tiles: BM BN BK)
       -o "$file" >&2
   fi
   echo "$file"
+}
+
+stages_for() { # style
+  if [ "$1" = persistent_tma ] && [ "$STAGES_SET" = 0 ]; then echo 3; else echo "$STAGES"; fi
 }
 
 variant() { # dir style chunks auto fused m k n
@@ -199,7 +207,7 @@ PLAN
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
         --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
-        --num-warps $WARPS --num-stages $STAGES 2>&1); then
+        --num-warps $WARPS --num-stages "$(stages_for "$style")" 2>&1); then
         echo "$log" >&2
         echo "build.sh: compiling $vdir failed" >&2
         exit 1
@@ -215,7 +223,7 @@ PLAN
       vdir="$dir/${style}_local"
       mkdir -p "$vdir"
       "$BIN/synco" compile "$kernel" --emit=cubin --out-dir "$vdir" \
-        --num-warps $WARPS --num-stages $STAGES 2>/dev/null
+        --num-warps $WARPS --num-stages "$(stages_for "$style")" 2>/dev/null
       variant "$vdir" "$style" null false false "$M" "$K" "$N"
     fi
   done

@@ -31,6 +31,14 @@ OUT="${OUT:-/tmp/out}"
 W="${W:-$(nvidia-smi -L | wc -l)}"
 LIMIT="${LIMIT:-280}"
 mkdir -p "$OUT"
+# The variants may come packed (build/bench.tar.xz: compiled variants
+# compress about 20x, and the device tool carries at most 64 MiB). The
+# package replaces any build/bench left on the machine by an earlier call.
+if [ -f build/bench.tar.xz ]; then
+  rm -rf build/bench
+  tar -xJf build/bench.tar.xz -C build
+fi
+echo "variants: $(find build/bench -name variant.json | wc -l) in build/bench" | tee "$OUT/variants.txt"
 BENCH=target/release/ag-gemm-bench
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >>"$OUT/gpus.txt"

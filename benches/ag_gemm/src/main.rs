@@ -583,6 +583,7 @@ fn grid(v: &Variant) -> (u32, u32, u32) {
     match v.style.as_str() {
         "grid2d" => (tm, tn, 1),
         "grouped" => (tm * tn, 1, 1),
+        // persistent, persistent_tma: one program per SM (at most one per tile)
         _ => ((tm * tn).min(v.num_sms.unwrap_or(132)), 1, 1),
     }
 }
