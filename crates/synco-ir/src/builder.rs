@@ -526,42 +526,5 @@ impl Builder {
             }
         }
     }
-
-    /// `scf.while` over `init` values: `before(builder, args) -> (cond,
-    /// forwarded)` and `after(builder, args) -> yielded`.
-    pub fn while_loop(
-        &self,
-        init: &[Value],
-        before: impl FnOnce(Builder, &[Value]) -> (Value, Vec<Value>),
-        after: impl FnOnce(Builder, &[Value]) -> Vec<Value>,
-    ) -> Op {
-        unsafe {
-            let types: Vec<Type> = init.iter().map(|v| type_of(*v)).collect();
-            let locs: Vec<Loc> = init.iter().map(|_| self.loc).collect();
-            let make = |types: &[Type]| {
-                let region = mlirRegionCreate();
-                let block = mlirBlockCreate(types.len() as isize, types.as_ptr(), locs.as_ptr());
-                mlirRegionAppendOwnedBlock(region, block);
-                (region, block)
-            };
-            let (before_region, before_block) = make(&types);
-            let (after_region, after_block) = make(&types);
-            let op = self.op_with_regions(
-                "scf.while",
-                init,
-                &types,
-                &[],
-                vec![before_region, after_region],
-            );
-            let b = Builder::at_end(self.ctx, before_block, self.loc);
-            let (cond, forwarded) = before(b, &block_args(before_block));
-            let mut operands = vec![cond];
-            operands.extend(forwarded);
-            b.op("scf.condition", &operands, &[], &[]);
-            let a = Builder::at_end(self.ctx, after_block, self.loc);
-            let yielded = after(a, &block_args(after_block));
-            a.op("scf.yield", &yielded, &[], &[]);
-            op
-        }
-    }
 }
+
