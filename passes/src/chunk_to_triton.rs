@@ -43,7 +43,7 @@
 use crate::{
     abi::{BUFFERS_ATTR, FIRST_ARG_ATTR, abi_args, enclosing_kernel},
     plan::fail,
-    tiles::TILE_INDEX_ATTR,
+    tiles::{FLATTEN_ATTR, TILE_INDEX_ATTR},
 };
 use synco_chunk::{PassDescriptor, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, builder::Cmp};
@@ -103,9 +103,6 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     }
     Ok(())
 }
-
-/// Triton's marker on a loop nest it should flatten into one loop.
-const FLATTEN_ATTR: &str = "tt.flatten";
 
 /// Appends a side-effecting no-op to `for_op`'s body when the op before its
 /// terminator has regions (see the module docs: Triton's loop flattening

@@ -29,7 +29,7 @@
 
 use crate::{
     plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
-    tiles::{TILE_INDEX_ATTR, loads_of},
+    tiles::{FLATTEN_ATTR, TILE_INDEX_ATTR, loads_of},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
 use synco_ir::{self as ir, Builder, builder::Cmp};
@@ -137,7 +137,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
 fn unflatten_enclosing_loops(op: ir::Op, consume: ir::Op) {
     let mut parent = ir::parent_op(op);
     while let Some(p) = parent {
-        if ir::op_name(p) == "scf.for" && ir::remove_attr(p, "tt.flatten") {
+        if ir::op_name(p) == "scf.for" && ir::remove_attr(p, FLATTEN_ATTR) {
             Diagnostic::remark(
                 loc(consume),
                 "the tile loop is no longer flattened (tt.flatten removed): Triton's pipeliner would load the next tile's data before its wait",

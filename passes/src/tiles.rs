@@ -9,6 +9,10 @@ use synco_ir::{self as ir, Op, Value, loc::op_variable_name};
 /// index of a buffer; its value is the buffer's name.
 pub const TILE_INDEX_ATTR: &str = "synco.tile_index";
 
+/// Triton's marker on a loop nest (a persistent kernel's tile loop) that it
+/// flattens into one loop before software pipelining.
+pub const FLATTEN_ATTR: &str = "tt.flatten";
+
 /// The kernel's argument `index` (entry block argument).
 pub fn kernel_arg(kernel: Op, index: usize) -> Option<Value> {
     let entry = ir::blocks(*ir::regions(kernel).first()?).first().copied()?;

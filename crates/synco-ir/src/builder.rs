@@ -527,4 +527,3 @@ impl Builder {
         }
     }
 }
-
