@@ -32,22 +32,36 @@ def _tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: t
 
 
 @triton.jit
-def grouped_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                GROUP_M: tl.constexpr, C_DESC: tl.constexpr):
-    pid_m, pid_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+def _ab_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
                                        block_shape=[BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                        block_shape=[BLOCK_K, BLOCK_N])
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
+    return a_desc, b_desc
+
+
+@triton.jit
+def _tile(a_desc, b_desc, off_m, off_n, K,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One C tile: the K loop over TMA loads of A and B, in bf16."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
         a = a_desc.load([off_m, k])
         b = b_desc.load([k, off_n])
         acc = tl.dot(a, b, acc)
-    c = acc.to(tl.bfloat16)
+    return acc.to(tl.bfloat16)
+
+
+@triton.jit
+def grouped_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                GROUP_M: tl.constexpr, C_DESC: tl.constexpr):
+    pid_m, pid_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    a_desc, b_desc = _ab_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    c = _tile(a_desc, b_desc, off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
     if C_DESC:
         c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                            block_shape=[BLOCK_M, BLOCK_N])
@@ -62,10 +76,7 @@ def grouped_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 def persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, WARP_SPEC: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                       block_shape=[BLOCK_K, BLOCK_N])
+    a_desc, b_desc = _ab_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                        block_shape=[BLOCK_M, BLOCK_N])
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -74,9 +85,4 @@ def persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm
         pid_m, pid_n = _tile_of(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(0, K, BLOCK_K):
-            a = a_desc.load([off_m, k])
-            b = b_desc.load([k, off_n])
-            acc = tl.dot(a, b, acc)
-        c_desc.store([off_m, off_n], acc.to(tl.bfloat16))
+        c_desc.store([off_m, off_n], _tile(a_desc, b_desc, off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K))
