@@ -17,8 +17,8 @@
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
-# --rs-mode pull builds chunk-fuse-reductions{mode=pull} instead of push
-# (directories <style>_pull_c<n>); --rs-mode copy_engine has the host's side
+# --rs-mode pull (rs, ar2) builds chunk-fuse-reductions{mode=pull} instead
+# of push (directories <style>_pull_c<n>, backend label ldst_pull); --rs-mode copy_engine has the host's side
 # stream move the partials (backend copy_engine; directories
 # <style>_copy_engine_c<n>). --op ar builds GEMM + one-shot
 # all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
@@ -103,7 +103,7 @@ FUSE_MODE=$RS_MODE
 { [ "$RS_MODE" = copy_engine ] || [ "$RS_MODE" = auto ]; } && FUSE_MODE=push
 # The backend as the results name it.
 LABEL=$BACKEND
-[ "$OP" = rs ] && [ "$RS_MODE" = pull ] && LABEL="${BACKEND}_$RS_MODE"
+{ [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" = pull ] && LABEL="${BACKEND}_$RS_MODE"
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
 # unit strides are constants, everything else is a multiple of 16.

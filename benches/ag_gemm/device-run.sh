@@ -16,6 +16,7 @@
 #   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar), and
 #              the PyTorch baselines unless bench-rs ran them
 #   bench-ar2  the two-shot all-reduce benchmark (build/bench/full-ar2)
+#   torch-rs   the PyTorch reduce-scatter / all-reduce baselines alone
 #   tune       local/fused timing of build/bench/tune/*
 #   timeline   like tune, for build/bench/timeline/*, with each fused
 #              variant's side-stream copies timed (--timeline)
@@ -76,6 +77,11 @@ for stage in "$@"; do
       # The all-reduce baselines, unless bench-rs ran them in this call.
       [ -f "$OUT/torch_rs.json" ] || \
         run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+      ;;
+    torch-rs)
+      # The reduce-scatter and all-reduce baselines alone (for bench-ar2
+      # without bench-rs or bench-ar in the same call).
+      run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
       ;;
     bench-ar2)
       run bench-ar2 "$OUT/synco_ar2.log" $BENCH --variants build/bench/full-ar2 --out "$OUT/synco_ar2.json" --iters 15
