@@ -21,7 +21,9 @@
 #   timeline   like tune, for build/bench/timeline/*, with each fused
 #              variant's side-stream copies timed (--timeline)
 #
-# Stages run in the order given, each under a time limit; results go to
+# Stages run in the order given, each under a time limit (LIMIT seconds,
+# default 280; BENCH names the ag-gemm-bench binary, default
+# target/release/ag-gemm-bench, e.g. another runtime's for an A/B); results go to
 # $OUT/results.tar.gz (JSON and logs; the device tool brings back only a
 # few files) and $OUT/summary.txt, which is also printed last.
 set -uo pipefail
@@ -40,7 +42,7 @@ if [ -f build/bench.tar.xz ]; then
   tar -xJf build/bench.tar.xz -C build
 fi
 echo "variants: $(find build/bench -name variant.json | wc -l) in build/bench" | tee "$OUT/variants.txt"
-BENCH=target/release/ag-gemm-bench
+BENCH="${BENCH:-target/release/ag-gemm-bench}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >>"$OUT/gpus.txt"
 summary="$OUT/summary.txt"
