@@ -5,14 +5,17 @@ B [K_local, N]), one GPU, one call.
     python3 local_gemm_sweep.py --out sweep.json          # on the GPU machine
     python3 local_gemm_sweep.py --compile-only            # here: sm_90a compile
 
-Kernels: `ptr_grouped` / `ptr_persistent` (examples/ag_gemm/matmul.py, what
-the fused kernels are built from today) and the TMA candidates of
-local_gemm_kernels.py. Each variant is checked first (random bf16 inputs,
-output poisoned with NaN, relative Frobenius error against torch.matmul in
-fp32 < 2e-2), then timed like ag-gemm-bench: 10 launches captured in a CUDA
-graph, 5 warm-up replays, median over 15 replays of the time per launch.
-cuBLAS (torch.matmul) is timed the same way in the same run. Writes JSON
-and prints a table (time in ms, and cuBLAS time / variant time).
+Kernels: `ptr_grouped` / `ptr_persistent` (the pointer GEMMs of
+examples/ag_gemm/matmul.py) and the TMA candidates of local_gemm_kernels.py
+(whose `persistent_tma` stores C through a descriptor, where the examples'
+`matmul_kernel_persistent_tma` stores through pointers). Each variant is
+checked first (random bf16 inputs, output poisoned with NaN, relative
+Frobenius error against torch.matmul in fp32 < 2e-2), then timed: 10
+launches captured in a CUDA graph, 5 warm-up replays, median over 15
+replays of the time per launch (ag-gemm-bench launches on streams instead;
+compare the kernels here with one another). cuBLAS (torch.matmul) is timed
+the same way in the same run. Writes JSON and prints a table (time in ms,
+and cuBLAS time / variant time).
 """
 
 import argparse
@@ -46,8 +49,8 @@ for bm, bn, w, s in ((128, 256, 8, 3), (128, 256, 8, 4), (128, 128, 4, 4), (128,
 for bm, bn, w, s in ((128, 256, 8, 3), (128, 128, 8, 4)):
     VARIANTS.append((f"tma_grouped_cdesc {bm}x{bn} w{w} s{s}", "tma_grouped", (bm, bn, 64), w, s,
                      {"GROUP_M": 8, "C_DESC": True}))
-# WARP_SPEC=True gives PTX identical to False on sm_90 with Triton 3.6 (checked
-# with --compile-only's PTX): automatic warp specialisation is Blackwell-only.
+# WARP_SPEC=True gives the same PTX as False on sm_90 with Triton 3.6
+# (compared once): automatic warp specialisation is Blackwell-only there.
 for bm, bn, w, s in ((128, 256, 8, 3), (128, 128, 8, 4), (128, 128, 4, 4)):
     VARIANTS.append((f"tma_persistent {bm}x{bn} w{w} s{s}", "tma_persistent",
                      (bm, bn, 64), w, s, {"GROUP_M": 8, "NUM_SMS": NUM_SMS, "WARP_SPEC": False}))
