@@ -54,6 +54,10 @@ run() { # name log command...
   local rc=$?
   echo "== $name: rc=$rc, $((SECONDS - start)) s: $(grep -E 'passed|watchdog:' "$log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
 }
+# The PyTorch reduce-scatter and all-reduce baselines (torch_rs.json).
+torch_rs() {
+  run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+}
 for stage in "$@"; do
   case "$stage" in
     check)
@@ -72,18 +76,17 @@ for stage in "$@"; do
       ;;
     bench-rs)
       run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 15
-      run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+      torch_rs
       ;;
     bench-ar)
       run bench-ar "$OUT/synco_ar.log" $BENCH --variants build/bench/full-ar --out "$OUT/synco_ar.json" --iters 15
       # The all-reduce baselines, unless bench-rs ran them in this call.
-      [ -f "$OUT/torch_rs.json" ] || \
-        run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+      [ -f "$OUT/torch_rs.json" ] || torch_rs
       ;;
     torch-rs)
       # The reduce-scatter and all-reduce baselines alone (for bench-ar2
       # without bench-rs or bench-ar in the same call).
-      run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+      torch_rs
       ;;
     bench-ar2)
       run bench-ar2 "$OUT/synco_ar2.log" $BENCH --variants build/bench/full-ar2 --out "$OUT/synco_ar2.json" --iters 15
