@@ -22,7 +22,11 @@
 //!   then an atomic exchange of the epoch into the flag with the op's
 //!   semantic and scope;
 //! * `chunk.arrive %flags[%c]` -> the same barrier and fence, then an atomic
-//!   add of 1 with the op's semantic and scope.
+//!   add of 1 with the op's semantic and scope;
+//! * `chunk.trace <event> %trace[%record], %tile` -> one asm block in which
+//!   thread 0 stores `%globaltimer` into the record's word for the event
+//!   (`wait_begin` only if the word is still 0), and with `tile_begin` the
+//!   tile, `%smid` and `%ctaid`; records at or beyond `records` are skipped.
 //!
 //! Plans are erased (their schedule was recorded by
 //! `chunk-lower-transfers`), as are Synco's marker attributes.
@@ -80,7 +84,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 }
             }
             "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait"
-            | "chunk.signal" | "chunk.arrive" => {
+            | "chunk.signal" | "chunk.arrive" | "chunk.trace" => {
                 lower_kernel_op(op, &name)?;
             }
             _ => {
@@ -168,6 +172,7 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
             ir::replace_all_uses(ir::result(op, 0), peer_ptr);
         }
         "chunk.wait" => lower_wait(op, &b, abi, operands[0], operands[1], operands[2]),
+        "chunk.trace" => lower_trace(op, &b, operands[0], operands[1], operands[2])?,
         "chunk.signal" => {
             let (flags, chunk, epoch) = (operands[0], operands[1], operands[2]);
             publish(&b);
@@ -263,6 +268,72 @@ fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64) -> String {
          nanosleep.u32 {BACKOFF_NS};\n\tbra SYNCO_WAIT;\n\
          SYNCO_DONE:\n\t}}"
     )
+}
+
+/// The PTX of `chunk.trace`: `$1` is the trace buffer, `$2` the record,
+/// `$3` the tile; one thread (x = 0) writes, nobody waits for the stores.
+/// Register names avoid PTX's special registers (`%tid`, `%smid`, ...).
+fn trace_ptx(event: attrs::TraceEvent, records: i64) -> String {
+    let word = 8 * event as i64;
+    let mut ptx = format!(
+        "{{\n\t.reg .pred %sy_p, %sy_in;\n\t.reg .u32 %sy_x;\n\t.reg .u64 %sy_a, %sy_t, %sy_old;\n\t\
+         mov.u32 %sy_x, %tid.x;\n\tsetp.eq.u32 %sy_p, %sy_x, 0;\n\t\
+         setp.lt.u32 %sy_in, $2, {records};\n\tand.pred %sy_p, %sy_p, %sy_in;\n\t\
+         mul.wide.u32 %sy_a, $2, {TRACE_RECORD_BYTES};\n\tadd.u64 %sy_a, %sy_a, $1;\n\t\
+         mov.u64 %sy_t, %globaltimer;\n\t"
+    );
+    if event == attrs::TraceEvent::WaitBegin {
+        ptx += &format!(
+            "@%sy_p ld.global.u64 %sy_old, [%sy_a+{word}];\n\t\
+             setp.eq.and.u64 %sy_p, %sy_old, 0, %sy_p;\n\t"
+        );
+    }
+    ptx += &format!("@%sy_p st.global.u64 [%sy_a+{word}], %sy_t;\n\t");
+    if event == attrs::TraceEvent::TileBegin {
+        ptx += "{\n\t.reg .u32 %sy_sm, %sy_cx, %sy_cy, %sy_cz;\n\t\
+                mov.u32 %sy_sm, %smid;\n\tmov.u32 %sy_cx, %ctaid.x;\n\t\
+                mov.u32 %sy_cy, %ctaid.y;\n\tmov.u32 %sy_cz, %ctaid.z;\n\t\
+                @%sy_p st.global.v2.u32 [%sy_a+40], {$3, %sy_sm};\n\t\
+                @%sy_p st.global.v2.u32 [%sy_a+48], {%sy_cx, %sy_cy};\n\t\
+                @%sy_p st.global.u32 [%sy_a+56], %sy_cz;\n\t}\n\t";
+    }
+    ptx + "mov.u32 $0, 0;\n\t}"
+}
+
+/// Bytes of one `chunk.trace` record (8 `i64` words).
+pub const TRACE_RECORD_BYTES: i64 = 64;
+
+fn lower_trace(
+    op: Op,
+    b: &Builder,
+    trace: ir::Value,
+    record: ir::Value,
+    tile: ir::Value,
+) -> Result<(), PassFailed> {
+    let event = ir::int_attr(op, "event").and_then(attrs::TraceEvent::from_value);
+    let records = ir::int_attr(op, "records");
+    let (Some(event), Some(records)) = (event, records) else {
+        return Err(crate::plan::internal(
+            op,
+            "chunk.trace without a valid event or records",
+        ));
+    };
+    if pointee_bytes(ir::type_of(trace)) != Some(8) || ir::is_ranked_tensor(ir::type_of(trace)) {
+        return Err(fail(
+            op,
+            format!(
+                "chunk-to-triton: a trace buffer is a scalar !tt.ptr<i64>, got {}",
+                ir::print_type(ir::type_of(trace))
+            ),
+        ));
+    }
+    b.inline_asm(
+        &trace_ptx(event, records),
+        "=r,l,r,r",
+        &[trace, record, tile],
+        ir::i32_type(b.ctx),
+    );
+    Ok(())
 }
 
 fn lower_wait(

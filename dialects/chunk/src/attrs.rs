@@ -109,6 +109,18 @@ chunk_enum! {
     }
 }
 
+chunk_enum! {
+    /// A point of a tile that `chunk.trace` records (the index of its
+    /// timestamp in a trace record).
+    TraceEvent {
+        TileBegin = 0 => "tile_begin",
+        WaitBegin = 1 => "wait_begin",
+        WaitEnd = 2 => "wait_end",
+        Signal = 3 => "signal",
+        TileEnd = 4 => "tile_end",
+    }
+}
+
 /// `#chunk.region<@buffer[offsets] [sizes]>`: a box of `buffer` whose
 /// offsets on rank `r` are `offsets` (affine expressions in `r`, one per
 /// dimension, e.g. `["r * 1024", "0"]`).

@@ -8,7 +8,7 @@ use melior::ir::{
     r#type::IntegerType,
 };
 use synco_chunk::{
-    attrs::{self, Algorithm, Backend, MemScope, MemSemantic, Reduction, TransferMode},
+    attrs::{self, Algorithm, Backend, MemScope, MemSemantic, Reduction, TraceEvent, TransferMode},
     create_context,
     ops::chunk,
 };
@@ -224,6 +224,14 @@ fn rust_enums_match_the_ods_enums() {
             assert_eq!(MemSemantic::from_value(stored(&m, "sem")), Some(sem));
             assert_eq!(MemScope::from_value(stored(&m, "scope")), Some(*scope));
         }
+    }
+    for event in TraceEvent::ALL {
+        let m = parse(format!(
+            "func.func @f(%t: !tt.ptr<i64>, %i: i32) {{
+               chunk.trace {event} %t[%i], %i records(8) : !tt.ptr<i64>
+               return }}"
+        ));
+        assert_eq!(TraceEvent::from_value(stored(&m, "event")), Some(*event));
     }
     let m = parse(
         "func.func @f(%f: !tt.ptr<i32>, %e: i32) {

@@ -123,6 +123,20 @@ def Chunk_MemScope : I32EnumAttr<"MemScope", "visibility of a flag access", [
   }];
 }
 
+def Chunk_TraceEvent : I32EnumAttr<"TraceEvent",
+    "a point of a tile that `chunk.trace` records", [
+    I32EnumAttrCase<"tile_begin", 0>,
+    I32EnumAttrCase<"wait_begin", 1>,
+    I32EnumAttrCase<"wait_end", 2>,
+    I32EnumAttrCase<"signal", 3>,
+    I32EnumAttrCase<"tile_end", 4>]> {
+  let cppNamespace = "::synco::chunk";
+  let description = [{
+    The value is the index of the event's timestamp in a trace record (see
+    `chunk.trace`).
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//

@@ -468,4 +468,44 @@ def Chunk_ArriveOp : Chunk_Op<"arrive"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Instrumentation
+//===----------------------------------------------------------------------===//
+
+def Chunk_TraceOp : Chunk_Op<"trace"> {
+  let summary = "Record the time at which a tile reaches a point of the kernel";
+  let description = [{
+    Writes the GPU's nanosecond clock (`%globaltimer`) into record `record`
+    of the trace buffer `trace` (an array of `records` 64-byte records, 8
+    `i64` words each). Word `event` (0 to 4) holds the time:
+
+    | word | what                                                        |
+    |------|-------------------------------------------------------------|
+    | 0    | `tile_begin`: the tile starts (its index is known)          |
+    | 1    | `wait_begin`: its first `chunk.wait` starts (first one kept) |
+    | 2    | `wait_end`: a `chunk.wait` returned (last one kept)          |
+    | 3    | `signal`: a `chunk.signal` / `chunk.arrive` published (last) |
+    | 4    | `tile_end`: the tile is done                                |
+    | 5    | `tile` (low 32 bits), SM id (`%smid`, high 32 bits)          |
+    | 6    | program id x (low 32 bits), y (high 32 bits)                |
+    | 7    | program id z                                                |
+
+    Words 5 to 7 are written with `tile_begin`. Thread 0 of the program
+    writes; a record at or beyond `records` is dropped. A word still 0 was
+    never reached, so the buffer must be zeroed before the launch (the
+    runtime's `Node::clear_trace`). `chunk-trace-tiles` inserts these ops.
+
+    ```mlir
+    chunk.trace tile_begin %trace[%record], %tile records(16384) : !tt.ptr<i64>
+    ```
+  }];
+  let arguments = (ins AnyType:$trace, I32:$record, I32:$tile,
+                       Chunk_TraceEvent:$event,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$records);
+  let assemblyFormat = [{
+    $event $trace `[` $record `]` `,` $tile `records` `(` $records `)`
+    attr-dict `:` type($trace)
+  }];
+}
+
 #endif // SYNCO_CHUNK_OPS
