@@ -22,6 +22,8 @@
 //! The runtime (`synco-runtime`) fills these from the launch manifest, where
 //! they appear with role `synco`.
 
+use crate::plan::fail;
+use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
 
 pub const ARGS: [(&str, &str); 6] = [
@@ -54,6 +56,48 @@ pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
     ir::block_args(entry)
         .get(first + ARGS.len() + index)
         .copied()
+}
+
+/// Appends arguments `(name, type)` to the `tt.func` `kernel`: its
+/// function type, its entry block (arguments named after them) and its
+/// `arg_attrs`. Errors name `pass`.
+pub fn append_args(kernel: Op, args: &[(String, String)], pass: &str) -> Result<(), PassFailed> {
+    let ctx = ir::context_of(kernel);
+    let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
+        return Err(fail(
+            kernel,
+            format!("{pass}: the tt.func has no function_type"),
+        ));
+    };
+    let Some(entry) = ir::regions(kernel)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+    else {
+        return Err(fail(kernel, format!("{pass}: the kernel has no body")));
+    };
+    let mut inputs = ir::function_inputs(fty);
+    let func_loc = ir::location_of(kernel);
+    for (name, ty_text) in args {
+        let Some(ty) = ir::parse_type(ctx, ty_text) else {
+            return Err(fail(kernel, format!("{pass}: cannot build type {ty_text}")));
+        };
+        inputs.push(ty);
+        ir::add_block_arg(entry, ty, ir::name_loc(ctx, name, func_loc));
+    }
+    let results = ir::function_results(fty);
+    ir::set_attr(
+        kernel,
+        "function_type",
+        ir::type_attr(ir::function_type(ctx, &inputs, &results)),
+    );
+    if let Some(arg_attrs) = ir::attr(kernel, "arg_attrs").and_then(ir::array_value) {
+        let mut text: Vec<String> = arg_attrs.into_iter().map(ir::print_attr).collect();
+        text.extend(args.iter().map(|_| "{}".to_string()));
+        if let Some(a) = ir::parse_attr(ctx, &format!("[{}]", text.join(", "))) {
+            ir::set_attr(kernel, "arg_attrs", a);
+        }
+    }
+    Ok(())
 }
 
 /// The ABI arguments of a bound kernel.

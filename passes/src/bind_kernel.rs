@@ -14,7 +14,7 @@
 //! unchanged.
 
 use crate::{
-    abi::{ARGS, BUFFER_ARG_PREFIX, BUFFERS_ATTR, FIRST_ARG_ATTR},
+    abi::{ARGS, BUFFER_ARG_PREFIX, BUFFERS_ATTR, FIRST_ARG_ATTR, append_args},
     plan::{Plan, fail, plans},
 };
 use synco_chunk::{PassDescriptor, PassFailed};
@@ -47,15 +47,7 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
             "chunk-bind-kernel: the tt.func has no function_type",
         ));
     };
-    let mut inputs = ir::function_inputs(fty);
-    let first = inputs.len();
-    let Some(entry) = ir::regions(kernel)
-        .first()
-        .and_then(|r| ir::blocks(*r).first().copied())
-    else {
-        return Err(fail(kernel, "chunk-bind-kernel: the kernel has no body"));
-    };
-    let func_loc = ir::location_of(kernel);
+    let first = ir::function_inputs(fty).len();
     let unbound: Vec<(String, String)> = plan
         .buffers
         .iter()
@@ -67,35 +59,12 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
             )
         })
         .collect();
-    let args = ARGS
+    let args: Vec<(String, String)> = ARGS
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string()))
-        .chain(unbound.iter().cloned());
-    let count = ARGS.len() + unbound.len();
-    for (name, ty_text) in args {
-        let ty_text = ty_text.as_str();
-        let Some(ty) = ir::parse_type(ctx, ty_text) else {
-            return Err(fail(
-                kernel,
-                format!("chunk-bind-kernel: cannot build type {ty_text}"),
-            ));
-        };
-        inputs.push(ty);
-        ir::add_block_arg(entry, ty, ir::name_loc(ctx, &name, func_loc));
-    }
-    let results = ir::function_results(fty);
-    ir::set_attr(
-        kernel,
-        "function_type",
-        ir::type_attr(ir::function_type(ctx, &inputs, &results)),
-    );
-    if let Some(arg_attrs) = ir::attr(kernel, "arg_attrs").and_then(ir::array_value) {
-        let mut text: Vec<String> = arg_attrs.into_iter().map(ir::print_attr).collect();
-        text.extend((0..count).map(|_| "{}".to_string()));
-        if let Some(a) = ir::parse_attr(ctx, &format!("[{}]", text.join(", "))) {
-            ir::set_attr(kernel, "arg_attrs", a);
-        }
-    }
+        .chain(unbound)
+        .collect();
+    append_args(kernel, &args, PASS.argument)?;
     let names: Vec<String> = plan
         .buffers
         .iter()

@@ -12,6 +12,10 @@
 //! `chunk-to-triton`, then `canonicalize` and `cse`. The GEMM +
 //! reduce-scatter pipeline (`synco-gemm-rs`) runs the same passes: each one
 //! acts on what the plan holds (consumed chunks, reduced partials).
+//!
+//! `chunk-trace-tiles`, between `chunk-fuse-reductions` and
+//! `chunk-lower-transfers`, instruments the fused kernel: when every tile
+//! starts, waits, publishes and ends (not in the named pipelines).
 
 pub mod abi;
 pub mod bind_kernel;
@@ -28,6 +32,7 @@ pub mod select_backend;
 pub mod select_chunk_size;
 pub mod sm_copies;
 pub mod tiles;
+pub mod trace_tiles;
 pub mod verify_plan;
 
 pub use registry::{PASSES, PIPELINES, register_all};

@@ -255,7 +255,7 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         .iter()
         .map(|b| {
             json!({"name": b.name, "arg": b.arg, "shape": b.shape, "element": b.element,
-                   "element_bytes": b.element_bytes(), "staging": b.staging})
+                   "element_bytes": b.element_bytes(), "staging": b.staging, "trace": b.trace})
         })
         .collect();
     let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum();

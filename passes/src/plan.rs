@@ -16,6 +16,9 @@ pub struct BufferDecl {
     /// Declared by a pass as scratch of the fused operation (attribute
     /// [`STAGING_ATTR`]): the runtime allocates it, nobody binds it.
     pub staging: bool,
+    /// The trace buffer `chunk-trace-tiles` declared (attribute
+    /// [`TRACE_ATTR`]; also `staging`).
+    pub trace: bool,
 }
 
 /// Discardable unit attribute on a `chunk.buffer` that a pass declared as
@@ -23,6 +26,10 @@ pub struct BufferDecl {
 /// reduction): the launch manifest marks it, and the runtime allocates it
 /// with the kernel.
 pub const STAGING_ATTR: &str = "synco.staging";
+
+/// Discardable unit attribute on the `chunk.buffer` that holds the kernel's
+/// trace records (see `chunk-trace-tiles`).
+pub const TRACE_ATTR: &str = "synco.trace";
 
 impl BufferDecl {
     pub fn element_bytes(&self) -> Option<i64> {
@@ -133,6 +140,7 @@ fn read_buffer(op: Op) -> Option<BufferDecl> {
         element,
         arg: ir::int_attr(op, "arg").map(|a| a as usize),
         staging: ir::attr(op, STAGING_ATTR).is_some(),
+        trace: ir::attr(op, TRACE_ATTR).is_some(),
     })
 }
 

@@ -4,7 +4,8 @@ use synco_chunk::PassDescriptor;
 
 use crate::{
     bind_kernel, chunk_to_triton, expand_collectives, fuse_reductions, insert_waits,
-    kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size, verify_plan,
+    kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size, trace_tiles,
+    verify_plan,
 };
 
 /// All of Synco's passes, in pipeline order.
@@ -17,6 +18,7 @@ pub static PASSES: &[&PassDescriptor] = &[
     &reorder_tiles::PASS,
     &insert_waits::PASS,
     &fuse_reductions::PASS,
+    &trace_tiles::PASS,
     &lower_transfers::PASS,
     &chunk_to_triton::PASS,
     &kernel_summary::PASS,

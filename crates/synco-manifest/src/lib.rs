@@ -130,6 +130,10 @@ pub struct PlanBuffer {
     /// a reduction): the runtime allocates it with the kernel.
     #[serde(default)]
     pub staging: bool,
+    /// The kernel's trace records (`chunk-trace-tiles`; also `staging`):
+    /// read back with the runtime's `Node::read_trace`.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 impl PlanBuffer {

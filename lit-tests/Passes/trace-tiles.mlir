@@ -1,0 +1,142 @@
+// chunk-trace-tiles: the plan gets a trace buffer, the kernel takes it as
+// its last argument, and every tile records its begin, its waits and its
+// end at record `pid * R + i`.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-trace-tiles{records=64 tiles-per-program=2})' \
+// RUN:   | FileCheck %s
+
+// A persistent kernel: the tile index is computed in the tile loop, so a
+// program's i-th tile is record pid * 2 + i, and its third tile would be
+// record 64 (past the end: not recorded).
+// CHECK-LABEL: chunk.plan @persistent
+// CHECK:       chunk.buffer @synco_trace : !chunk.buffer<64x8xi64> {synco.staging, synco.trace}
+// CHECK:       "tt.func"() <{function_type = ({{.*}}, !tt.ptr<i32>, !tt.ptr<i64>) -> ()
+// CHECK-NEXT:  ^bb0({{.*}}, %[[TRACE:.*]]: !tt.ptr<i64>):
+// CHECK:       %[[PID:.*]] = "tt.get_program_id"() <{axis = 0 : i32}>
+// CHECK:       scf.for %[[IV:.*]] = %[[PID]] to %{{.*}} step %[[STEP:.*]] : i32 {
+// CHECK:         %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK-DAG:     %[[X:.*]] = "tt.get_program_id"() {axis = 0 : i32}
+// CHECK-DAG:     %[[Y:.*]] = "tt.get_program_id"() {axis = 1 : i32}
+// CHECK-DAG:     %[[Z:.*]] = "tt.get_program_id"() {axis = 2 : i32}
+// CHECK-DAG:     %[[NX:.*]] = "tt.get_num_programs"() {axis = 0 : i32}
+// CHECK-DAG:     %[[NY:.*]] = "tt.get_num_programs"() {axis = 1 : i32}
+// CHECK:         %[[YZ:.*]] = arith.muli %[[NY]], %[[Z]]
+// CHECK-NEXT:    %[[Y2:.*]] = arith.addi %[[Y]], %[[YZ]]
+// CHECK-NEXT:    %[[XY:.*]] = arith.muli %[[NX]], %[[Y2]]
+// CHECK-NEXT:    %[[LINEAR:.*]] = arith.addi %[[X]], %[[XY]]
+// CHECK-NEXT:    %[[R:.*]] = arith.constant 2 : i32
+// CHECK-NEXT:    %[[DONE:.*]] = arith.subi %[[IV]], %[[PID]]
+// CHECK-NEXT:    %[[I:.*]] = arith.divsi %[[DONE]], %[[STEP]]
+// CHECK-NEXT:    %[[FIRST:.*]] = arith.muli %[[LINEAR]], %[[R]]
+// CHECK-NEXT:    %[[REC:.*]] = arith.addi %[[FIRST]], %[[I]]
+// CHECK-NEXT:    %[[FITS:.*]] = arith.cmpi slt, %[[I]], %[[R]]
+// CHECK-NEXT:    %[[PAST:.*]] = arith.constant 64 : i32
+// CHECK-NEXT:    %[[RECORD:.*]] = arith.select %[[FITS]], %[[REC]], %[[PAST]]
+// CHECK-NEXT:    chunk.trace tile_begin %[[TRACE]][%[[RECORD]]], %[[T]] records(64) : !tt.ptr<i64>
+// CHECK:         scf.if
+// CHECK-NEXT:      chunk.trace wait_begin %[[TRACE]][%[[RECORD]]], %[[T]] records(64)
+// CHECK-NEXT:      chunk.wait
+// CHECK-NEXT:      chunk.trace wait_end %[[TRACE]][%[[RECORD]]], %[[T]] records(64)
+// CHECK-NEXT:    {{^ *}}}
+// The K loop is not instrumented.
+// CHECK-NEXT:    scf.for
+// CHECK-NOT:       chunk.trace
+// CHECK:           "tt.store"{{.*}}
+// CHECK-NEXT:    {{^ *}}}
+// CHECK-NEXT:    chunk.trace tile_end %[[TRACE]][%[[RECORD]]], %[[T]] records(64)
+// CHECK-NEXT:  }
+// CHECK-NEXT:  "tt.return"
+// CHECK:       synco.abi_buffers = ["synco_trace"]
+module {
+  chunk.plan @persistent world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated}}
+    // expected-remark @below {{tiles of @A wait for their chunk}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %k: i32):
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c4 = arith.constant 4 : i32
+    %c8 = arith.constant 8 : i32
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    scf.for %tile = %pid to %c8 step %c4 : i32 {
+      %row = arith.muli %tile, %c128 : i32
+      %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+      scf.for %i = %c0 to %k step %c1 : i32 {
+        %q = "tt.addptr"(%p, %i) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+        %x = "tt.load"(%q) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+        "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+      }
+    }
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// One tile per program: the record is the program's linear id, the tile
+// ends at the kernel's return, and a buffer the plan does not bind keeps
+// its ABI argument in front of the trace's.
+// CHECK-LABEL: chunk.plan @one_tile
+// CHECK:       chunk.buffer @B : !chunk.buffer<1024x64xbf16>
+// CHECK-NEXT:  chunk.buffer @synco_trace
+// CHECK:       ^bb0({{.*}}, %[[B:.*]]: !tt.ptr<bf16>, %[[TRACE:.*]]: !tt.ptr<i64>):
+// CHECK:       %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK:       chunk.trace tile_begin %[[TRACE]][%[[LINEAR:.*]]], %[[T]] records(64)
+// CHECK:       chunk.trace tile_end %[[TRACE]][%[[LINEAR]]], %[[T]] records(64)
+// CHECK-NEXT:  "tt.return"
+// CHECK:       synco.abi_buffers = ["B", "synco_trace"]
+module {
+  chunk.plan @one_tile world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @B : !chunk.buffer<1024x64xbf16>
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated}}
+    // expected-remark @below {{tiles of @A wait for their chunk}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %k: i32):
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    scf.for %i = %c0 to %k step %c1 : i32 {
+      %q = "tt.addptr"(%p, %i) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+      %x = "tt.load"(%q) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+      "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    }
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// A plan that already has the trace buffer (the pass ran twice).
+module {
+  // expected-error @below {{chunk-trace-tiles: plan @twice already has a buffer @synco_trace (traced twice?)}}
+  chunk.plan @twice world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @synco_trace : !chunk.buffer<64x8xi64> {synco.staging, synco.trace}
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index is rotated}}
+    // expected-remark @below {{tiles of @A wait for their chunk}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
