@@ -11,7 +11,7 @@
 # Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
-#                 [--block BM,BN,BK] [--warps W] [--stages S]
+#                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
 #
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
@@ -26,6 +26,9 @@
 # copy_engine: moved by the copy engine, directories <style>_copy_engine_c<n>).
 # --rs-mode auto (rs, ar2): backend(auto), chunk-select-backend picks
 # (directories <style>_auto-backend_c<n>).
+# --trace adds chunk-trace-tiles to the fused variants: the bench then
+# launches each once more and writes when every tile began, waited,
+# published and ended ("trace" in its JSON; build them into their own OUT).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
@@ -50,6 +53,7 @@ STAGES_SET=0
 OP=ag
 RS_MODE=push
 SHAPES_SET=0
+TRACE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --op) OP="$2"; shift 2 ;;
@@ -66,6 +70,7 @@ while [ $# -gt 0 ]; do
     --block) IFS=, read -r BM BN BK <<<"$2"; shift 2 ;;
     --warps) WARPS="$2"; shift 2 ;;
     --stages) STAGES="$2"; STAGES_SET=1; shift 2 ;;
+    --trace) TRACE="chunk-trace-tiles,"; shift ;;
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -205,7 +210,7 @@ PLAN
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages "$(stages_for "$style")" 2>&1); then
         echo "$log" >&2

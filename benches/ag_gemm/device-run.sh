@@ -20,6 +20,9 @@
 #   tune       local/fused timing of build/bench/tune/*
 #   timeline   like tune, for build/bench/timeline/*, with each fused
 #              variant's side-stream copies timed (--timeline)
+#   trace      like tune, for build/bench/trace/*: variants built with
+#              build.sh --trace also record every tile (experiments/
+#              trace_summary.py reads the JSON)
 #
 # Stages run in the order given, each under a time limit (LIMIT seconds,
 # default 280; BENCH names the ag-gemm-bench binary, default
@@ -103,8 +106,14 @@ for stage in "$@"; do
           $BENCH --variants "$cfg" --out "$OUT/timeline_$(basename "$cfg").json" --iters 15 --timeline
       done
       ;;
+    trace)
+      for cfg in build/bench/trace/*; do
+        run "trace $(basename "$cfg")" "$OUT/trace_$(basename "$cfg").log" \
+          $BENCH --variants "$cfg" --out "$OUT/trace_$(basename "$cfg").json" --iters 15
+      done
+      ;;
     *)
-      echo "usage: $0 check|check-shared|bench|bench-rs|bench-ar|bench-ar2|tune|timeline..." >&2
+      echo "usage: $0 check|check-shared|bench|bench-rs|bench-ar|bench-ar2|tune|timeline|trace..." >&2
       exit 2
       ;;
   esac

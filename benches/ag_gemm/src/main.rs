@@ -139,6 +139,75 @@ struct VariantResult {
     /// launch time.
     #[serde(skip_serializing_if = "Option::is_none")]
     timeline: Option<Timeline>,
+    /// A kernel built with `chunk-trace-tiles`: one more launch's tiles,
+    /// per rank (see [`TileRow`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<Vec<Vec<TileRow>>>,
+}
+
+/// One traced tile: `[tile, sm, program x, program y, begin, wait begin,
+/// wait end, signal, end]`, times in ns from the rank's first tile begin
+/// (-1: not reached).
+type TileRow = [i64; 9];
+
+/// Launches `launch` once with its trace buffer cleared, and returns every
+/// rank's tiles; prints rank 0's span and waits.
+fn record_trace(node: &mut Node, launch: &Launch, name: &str) -> Result<Vec<Vec<TileRow>>> {
+    node.clear_trace(&launch.kernel)?;
+    node.launch(
+        &launch.kernel,
+        launch.grid,
+        &|rank| launch.args[rank].clone(),
+        launch.bindings,
+    )?;
+    node.wait(Duration::from_secs(60))?;
+    let mut ranks = Vec::new();
+    for rank in 0..node.world_size() {
+        let tiles = node.read_trace(&launch.kernel, rank)?;
+        let t0 = tiles.iter().map(|t| t.begin_ns).min().unwrap_or(0);
+        let at = |t: Option<u64>| t.map_or(-1, |t| t as i64 - t0 as i64);
+        let rows: Vec<TileRow> = tiles
+            .iter()
+            .map(|t| {
+                [
+                    t.tile as i64,
+                    t.sm as i64,
+                    t.program[0] as i64,
+                    t.program[1] as i64,
+                    at(Some(t.begin_ns)),
+                    at(t.wait.map(|w| w.0)),
+                    at(t.wait.map(|w| w.1)),
+                    at(t.signal_ns),
+                    at(t.end_ns),
+                ]
+            })
+            .collect();
+        let span = rows.iter().map(|r| r[8]).max().unwrap_or(0);
+        let waits: Vec<f64> = rows
+            .iter()
+            .filter(|r| r[5] >= 0 && r[6] >= 0)
+            .map(|r| (r[6] - r[5]) as f64 / 1e3)
+            .collect();
+        eprintln!(
+            "trace {name}: rank {rank}: {} tiles on {} SMs in {:.1} us; {} waited, {:.1} us in all, median {:.1} us, longest {:.1} us",
+            rows.len(),
+            rows.iter()
+                .map(|r| r[1])
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            span as f64 / 1e3,
+            waits.len(),
+            waits.iter().sum::<f64>(),
+            if waits.is_empty() {
+                0.0
+            } else {
+                median(&waits)
+            },
+            waits.iter().copied().fold(0.0, f64::max),
+        );
+        ranks.push(rows);
+    }
+    Ok(ranks)
 }
 
 /// One launch of a fused variant, seen from the side streams.
@@ -567,6 +636,7 @@ impl VariantResult {
             deterministic: None,
             error: Some(error),
             timeline: None,
+            trace: None,
         }
     }
 }
@@ -814,6 +884,10 @@ fn finish_variant(
     } else {
         None
     };
+    let trace = match launch.kernel.trace_buffer() {
+        Some(_) if checked.ok => Some(record_trace(node, &launch, &dir_name(dir))?),
+        _ => None,
+    };
     node.unload(launch.kernel)?;
     Ok(VariantResult {
         name: dir_name(dir),
@@ -831,6 +905,7 @@ fn finish_variant(
         deterministic: checked.deterministic,
         error: None,
         timeline,
+        trace,
     })
 }
 

@@ -43,6 +43,10 @@
 //!    write into this rank (a fused two-shot all-reduce), so that the
 //!    launch ends when they have all arrived.
 //!
+//! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
+//! [`Node::clear_trace`] before a launch, [`Node::read_trace`] after it
+//! give when each tile began, waited, published and ended ([`TileTrace`]).
+//!
 //! [`Node::wait`] is the watchdog: it waits for every rank with a deadline,
 //! then reads each rank's error buffer. A device-side wait that timed out
 //! becomes [`RuntimeError::WaitTimedOut`] naming rank, chunk and epoch; a
@@ -59,10 +63,12 @@ mod error;
 mod heap;
 mod kernel;
 mod node;
+pub mod trace;
 
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
 pub use node::{CopySpan, LaunchTimeline, Node};
+pub use trace::TileTrace;
 
 pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;

@@ -1,0 +1,147 @@
+"""Where the SMs' time goes in a traced fused kernel.
+
+Reads ag-gemm-bench JSON files of variants built with `build.sh --trace`
+(chunk-trace-tiles: every tile's begin, first wait begin, last wait end,
+last signal and end, per rank) and prints, per variant and rank, how the
+SM-time of the launch splits into phases:
+
+  compute   begin -> first wait (or signal, or end): the K loop and the
+            epilogue up to its first synchronisation
+  wait      first wait begin -> last wait end (chunk.wait spinning)
+  publish   last wait end -> last signal: loads of peers' partials, sums,
+            stores (remote ones included) and the fence before the signal
+  rest      last signal -> end
+  idle      SM-time in the span with no tile on the SM
+
+`span` is the rank's first tile begin to its last tile end (GPU clock,
+%globaltimer); the kernel's launch overhead and the host's side stream are
+outside it. With --svg DIR, one Gantt chart per variant (a row per SM,
+ranks side by side).
+
+  python3 trace_summary.py trace.json [more.json] [--svg DIR]
+"""
+
+import argparse
+import json
+import os
+import statistics
+
+# Columns of a traced tile (see ag-gemm-bench's TileRow).
+TILE, SM, PX, PY, BEGIN, WAIT_BEGIN, WAIT_END, SIGNAL, END = range(9)
+PHASES = ["compute", "wait", "publish", "rest"]
+COLOURS = {"compute": "#4c72b0", "wait": "#c44e52", "publish": "#dd8452", "rest": "#8c8c8c"}
+
+
+def phases(row):
+    """The tile's (phase, start, end) intervals in ns, in order."""
+    begin, end = row[BEGIN], row[END]
+    if end < 0:
+        return []
+    marks = [begin]
+    if row[WAIT_BEGIN] >= 0 and row[WAIT_END] >= 0:
+        marks += [row[WAIT_BEGIN], row[WAIT_END]]
+    else:
+        first = row[SIGNAL] if row[SIGNAL] >= 0 else end
+        marks += [first, first]
+    marks += [row[SIGNAL] if row[SIGNAL] >= marks[-1] else marks[-1], end]
+    return [(p, a, b) for p, a, b in zip(PHASES, marks, marks[1:])]
+
+
+def summarise(rows):
+    done = [r for r in rows if r[END] >= 0]
+    sms = {r[SM] for r in done}
+    span = max(r[END] for r in done) - min(r[BEGIN] for r in done)
+    totals = dict.fromkeys(PHASES, 0)
+    for row in done:
+        for phase, a, b in phases(row):
+            totals[phase] += b - a
+    sm_time = max(1, span * len(sms))
+    waits = [r[WAIT_END] - r[WAIT_BEGIN] for r in done if r[WAIT_BEGIN] >= 0 and r[WAIT_END] >= 0]
+    return {
+        "tiles": len(done),
+        "unfinished": len(rows) - len(done),
+        "sms": len(sms),
+        "span_us": span / 1e3,
+        "share": {p: totals[p] / sm_time for p in PHASES},
+        "idle": 1 - sum(totals.values()) / sm_time,
+        "compute_median_us": statistics.median(
+            [b - a for r in done for p, a, b in phases(r) if p == "compute"]
+        )
+        / 1e3,
+        "waits": len(waits),
+        "wait_median_us": statistics.median(waits) / 1e3 if waits else 0.0,
+        "wait_max_us": max(waits) / 1e3 if waits else 0.0,
+        "last_wait_end_us": max((r[WAIT_END] for r in done), default=-1) / 1e3,
+    }
+
+
+def svg(name, ranks, path):
+    width, row_h, gap = 900, 3, 30
+    span = max(max(r[END] for r in rows if r[END] >= 0) for rows in ranks if rows)
+    sms = sorted({r[SM] for rows in ranks for r in rows})
+    sm_row = {sm: i for i, sm in enumerate(sms)}
+    height = len(sms) * row_h
+    parts = []
+    for k, rows in enumerate(ranks):
+        x0 = k * (width + gap)
+        parts.append(f'<text x="{x0}" y="12" font-size="12">{name}: rank {k} ({span / 1e3:.1f} us)</text>')
+        for row in rows:
+            y = 20 + sm_row[row[SM]] * row_h
+            for phase, a, b in phases(row):
+                if b > a:
+                    parts.append(
+                        f'<rect x="{x0 + a / span * width:.2f}" y="{y}" width="{(b - a) / span * width:.2f}" '
+                        f'height="{row_h - 0.5}" fill="{COLOURS[phase]}"/>'
+                    )
+    legend_y = height + 40
+    for i, phase in enumerate(PHASES):
+        parts.append(f'<rect x="{i * 90}" y="{legend_y}" width="10" height="10" fill="{COLOURS[phase]}"/>')
+        parts.append(f'<text x="{i * 90 + 14}" y="{legend_y + 9}" font-size="11">{phase}</text>')
+    total_w = len(ranks) * (width + gap)
+    with open(path, "w") as f:
+        f.write(
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{legend_y + 20}">'
+            + "".join(parts)
+            + "</svg>\n"
+        )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("json", nargs="+")
+    ap.add_argument("--svg", help="write a Gantt chart per variant into this directory")
+    args = ap.parse_args()
+    for path in args.json:
+        with open(path) as f:
+            shapes = json.load(f)
+        for shape in shapes:
+            for v in shape["variants"]:
+                if not v.get("trace"):
+                    continue
+                name = f'{shape["shape"]}/{v["name"]}'
+                median = v.get("median_ms")
+                print(f"{name}: median {median:.3f} ms" if median else name)
+                for rank, rows in enumerate(v["trace"]):
+                    if not rows:
+                        continue
+                    s = summarise(rows)
+                    share = " ".join(f"{p} {s['share'][p]:.0%}" for p in PHASES)
+                    print(
+                        f"  rank {rank}: {s['tiles']} tiles on {s['sms']} SMs in {s['span_us']:.1f} us: "
+                        f"{share} idle {s['idle']:.0%}; compute median {s['compute_median_us']:.1f} us; "
+                        + (
+                            f"{s['waits']} waits, median {s['wait_median_us']:.1f} us, longest {s['wait_max_us']:.1f} us; "
+                            f"last wait ends at {s['last_wait_end_us']:.1f} us"
+                            if s["waits"]
+                            else "no waits"
+                        )
+                        + (f"; {s['unfinished']} tiles never ended" if s["unfinished"] else "")
+                    )
+                if args.svg:
+                    os.makedirs(args.svg, exist_ok=True)
+                    out = os.path.join(args.svg, name.replace("/", "__") + ".svg")
+                    svg(name, v["trace"], out)
+
+
+if __name__ == "__main__":
+    main()
