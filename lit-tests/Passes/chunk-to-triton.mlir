@@ -39,10 +39,11 @@
 // CHECK:          "tt.store"
 // CHECK:          "tt.store"
 //
-// chunk.signal %flags[%c], %epoch: barrier and fence in one asm block (no
-// gpu.barrier, which stops Triton's pipeliner), release/sys exchange.
+// chunk.signal %flags[%c], %epoch: the barrier in an asm block (no
+// gpu.barrier, which stops Triton's pipeliner; no fence in every thread:
+// the release covers the program's writes), release/sys exchange.
 // CHECK-NOT:  gpu.barrier
-// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
+// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09mov.u32 $0, 0;"
 // CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[EPOCH]], %{{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
 //
 // A relaxed, gpu-scope wait reads with ld.relaxed.gpu.
@@ -54,9 +55,9 @@
 // CHECK:      %[[SEEN8:.*]] = "tt.elementwise_inline_asm"(%{{.*}}, %[[TARGET]], %[[ERR]])
 // CHECK:      arith.cmpi slt, %[[SEEN8]], %[[TARGET]]
 //
-// chunk.arrive %flags[%c]: barrier and fence, release/sys add of 1.
+// chunk.arrive %flags[%c]: the barrier, release/sys add of 1.
 // CHECK-NOT:  gpu.barrier
-// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09fence.acq_rel.sys;\0A\09mov.u32 $0, 0;"
+// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09mov.u32 $0, 0;"
 // CHECK:      %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[ONE]], %{{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 3 : i32}
 // CHECK-NOT:  synco.abi_first_arg
