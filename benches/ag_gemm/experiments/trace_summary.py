@@ -32,9 +32,11 @@ PHASES = ["compute", "wait", "publish", "rest"]
 COLOURS = {"compute": "#4c72b0", "wait": "#c44e52", "publish": "#dd8452", "rest": "#8c8c8c"}
 
 
-def phases(row):
-    """The tile's (phase, start, end) intervals in ns, in order."""
-    begin, end = row[BEGIN], row[END]
+def phases(row, free_at=0):
+    """The tile's (phase, start, end) intervals in ns, in order; its
+    compute starts once the SM's previous tile ended (`free_at`: a
+    persistent kernel's pipeline starts the next tile's loads early)."""
+    begin, end = max(row[BEGIN], free_at), row[END]
     if end < 0:
         return []
     marks = [begin]
@@ -44,7 +46,17 @@ def phases(row):
         first = row[SIGNAL] if row[SIGNAL] >= 0 else end
         marks += [first, first]
     marks += [row[SIGNAL] if row[SIGNAL] >= marks[-1] else marks[-1], end]
+    marks = [max(m, begin) for m in marks]
     return [(p, a, b) for p, a, b in zip(PHASES, marks, marks[1:])]
+
+
+def by_sm(rows):
+    """(row, its phases) for every finished tile, each SM's in order."""
+    out, free = [], {}
+    for row in sorted((r for r in rows if r[END] >= 0), key=lambda r: (r[SM], r[BEGIN])):
+        out.append((row, phases(row, free.get(row[SM], 0))))
+        free[row[SM]] = row[END]
+    return out
 
 
 def summarise(rows):
@@ -52,8 +64,9 @@ def summarise(rows):
     sms = {r[SM] for r in done}
     span = max(r[END] for r in done) - min(r[BEGIN] for r in done)
     totals = dict.fromkeys(PHASES, 0)
-    for row in done:
-        for phase, a, b in phases(row):
+    tiles = by_sm(rows)
+    for _, intervals in tiles:
+        for phase, a, b in intervals:
             totals[phase] += b - a
     sm_time = max(1, span * len(sms))
     waits = [r[WAIT_END] - r[WAIT_BEGIN] for r in done if r[WAIT_BEGIN] >= 0 and r[WAIT_END] >= 0]
@@ -65,7 +78,11 @@ def summarise(rows):
         "share": {p: totals[p] / sm_time for p in PHASES},
         "idle": 1 - sum(totals.values()) / sm_time,
         "compute_median_us": statistics.median(
-            [b - a for r in done for p, a, b in phases(r) if p == "compute"]
+            [b - a for _, intervals in tiles for p, a, b in intervals if p == "compute"]
+        )
+        / 1e3,
+        "publish_median_us": statistics.median(
+            [b - a for _, intervals in tiles for p, a, b in intervals if p == "publish"]
         )
         / 1e3,
         "waits": len(waits),
@@ -85,9 +102,9 @@ def svg(name, ranks, path):
     for k, rows in enumerate(ranks):
         x0 = k * (width + gap)
         parts.append(f'<text x="{x0}" y="12" font-size="12">{name}: rank {k} ({span / 1e3:.1f} us)</text>')
-        for row in rows:
+        for row, intervals in by_sm(rows):
             y = 20 + sm_row[row[SM]] * row_h
-            for phase, a, b in phases(row):
+            for phase, a, b in intervals:
                 if b > a:
                     parts.append(
                         f'<rect x="{x0 + a / span * width:.2f}" y="{y}" width="{(b - a) / span * width:.2f}" '
@@ -121,14 +138,20 @@ def main():
                 name = f'{shape["shape"]}/{v["name"]}'
                 median = v.get("median_ms")
                 print(f"{name}: median {median:.3f} ms" if median else name)
-                for rank, rows in enumerate(v["trace"]):
+                if isinstance(v["trace"], list):  # before the bench recorded t0_ns
+                    ranks = v["trace"]
+                else:
+                    ranks, t0 = v["trace"]["tiles"], v["trace"]["t0_ns"]
+                    print(f"  rank starts (GPU clocks, ns after rank 0's): {[t - t0[0] for t in t0]}")
+                for rank, rows in enumerate(ranks):
                     if not rows:
                         continue
                     s = summarise(rows)
                     share = " ".join(f"{p} {s['share'][p]:.0%}" for p in PHASES)
                     print(
                         f"  rank {rank}: {s['tiles']} tiles on {s['sms']} SMs in {s['span_us']:.1f} us: "
-                        f"{share} idle {s['idle']:.0%}; compute median {s['compute_median_us']:.1f} us; "
+                        f"{share} idle {s['idle']:.0%}; median compute {s['compute_median_us']:.1f} us, "
+                        f"publish {s['publish_median_us']:.1f} us; "
                         + (
                             f"{s['waits']} waits, median {s['wait_median_us']:.1f} us, longest {s['wait_max_us']:.1f} us; "
                             f"last wait ends at {s['last_wait_end_us']:.1f} us"
@@ -140,7 +163,7 @@ def main():
                 if args.svg:
                     os.makedirs(args.svg, exist_ok=True)
                     out = os.path.join(args.svg, name.replace("/", "__") + ".svg")
-                    svg(name, v["trace"], out)
+                    svg(name, ranks, out)
 
 
 if __name__ == "__main__":

@@ -139,10 +139,19 @@ struct VariantResult {
     /// launch time.
     #[serde(skip_serializing_if = "Option::is_none")]
     timeline: Option<Timeline>,
-    /// A kernel built with `chunk-trace-tiles`: one more launch's tiles,
-    /// per rank (see [`TileRow`]).
+    /// A kernel built with `chunk-trace-tiles`: one more launch's tiles.
     #[serde(skip_serializing_if = "Option::is_none")]
-    trace: Option<Vec<Vec<TileRow>>>,
+    trace: Option<KernelTrace>,
+}
+
+/// One traced launch.
+#[derive(Serialize)]
+struct KernelTrace {
+    /// Per rank, its first tile's begin on its GPU's clock (ns): the clocks
+    /// of two GPUs need not agree.
+    t0_ns: Vec<u64>,
+    /// Per rank, every tile (see [`TileRow`]).
+    tiles: Vec<Vec<TileRow>>,
 }
 
 /// One traced tile: `[tile, sm, program x, program y, begin, wait begin,
@@ -152,7 +161,7 @@ type TileRow = [i64; 9];
 
 /// Launches `launch` once with its trace buffer cleared, and returns every
 /// rank's tiles; prints rank 0's span and waits.
-fn record_trace(node: &mut Node, launch: &Launch, name: &str) -> Result<Vec<Vec<TileRow>>> {
+fn record_trace(node: &mut Node, launch: &Launch, name: &str) -> Result<KernelTrace> {
     node.clear_trace(&launch.kernel)?;
     node.launch(
         &launch.kernel,
@@ -162,9 +171,11 @@ fn record_trace(node: &mut Node, launch: &Launch, name: &str) -> Result<Vec<Vec<
     )?;
     node.wait(Duration::from_secs(60))?;
     let mut ranks = Vec::new();
+    let mut t0_ns = Vec::new();
     for rank in 0..node.world_size() {
         let tiles = node.read_trace(&launch.kernel, rank)?;
         let t0 = tiles.iter().map(|t| t.begin_ns).min().unwrap_or(0);
+        t0_ns.push(t0);
         let at = |t: Option<u64>| t.map_or(-1, |t| t as i64 - t0 as i64);
         let rows: Vec<TileRow> = tiles
             .iter()
@@ -207,7 +218,10 @@ fn record_trace(node: &mut Node, launch: &Launch, name: &str) -> Result<Vec<Vec<
         );
         ranks.push(rows);
     }
-    Ok(ranks)
+    Ok(KernelTrace {
+        t0_ns,
+        tiles: ranks,
+    })
 }
 
 /// One launch of a fused variant, seen from the side streams.
