@@ -21,7 +21,9 @@
 //! chunk.trace tile_end %trace[%record], %t records(16384)
 //! ```
 //!
-//! `pid` is the program's linear id over the grid; `R` is 1 where the tile
+//! The tile index is the first op `chunk-reorder-tiles` marked (a kernel
+//! that consumes and produces chunks has two). `pid` is the program's
+//! linear id over the grid; `R` is 1 where the tile
 //! index is computed once per program (a kernel of one tile per program),
 //! else `tiles-per-program` and `i` the iteration of the loop that computes
 //! it (a persistent kernel's tile loop); a tile past `R` is not recorded.
@@ -104,6 +106,9 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                     PASS.argument, plan.name
                 ),
             ));
+        }
+        if crate::abi::buffer_arg(kernel, TRACE_BUFFER).is_some() {
+            continue; // Two plans, one kernel: traced once.
         }
         let Some(marked) = ir::walk(kernel)
             .into_iter()
