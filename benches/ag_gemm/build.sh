@@ -27,8 +27,8 @@
 # --rs-mode auto (rs, ar2): backend(auto), chunk-select-backend picks
 # (directories <style>_auto-backend_c<n>).
 # --trace adds chunk-trace-tiles to the fused variants: the bench then
-# launches each once more and writes when every tile began, waited,
-# published and ended ("trace" in its JSON; build them into their own OUT).
+# writes when every tile of the last timed launch began, waited, published
+# and ended ("trace" in its JSON; build them into their own OUT).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"

@@ -160,17 +160,19 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
 
 // chunk.trace: thread 0 stores %globaltimer into the event's word of the
 // record (64 bytes each; none at or past `records`); wait_begin keeps the
-// first time (stores only over 0); tile_begin also stores the tile, %smid
-// and %ctaid.
+// first time (stores only over 0); tile_begin writes the whole record: the
+// other events' words cleared, the tile, %smid and %ctaid.
 // CHECK-LABEL: sym_name = "traced"
 // CHECK:       ^bb0(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %{{.*}}: !tt.ptr<i32>, %{{.*}}: i32, %{{.*}}: !tt.ptr<i32>, %[[TRACE:.*]]: !tt.ptr<i64>, %[[REC:.*]]: i32, %[[TILE:.*]]: i32):
 // CHECK:       "tt.elementwise_inline_asm"(%[[TRACE]], %[[REC]], %[[TILE]])
 // CHECK-SAME:    setp.eq.u32 %sy_p, %sy_x, 0;
 // CHECK-SAME:    setp.lt.u32 %sy_in, $2, 128;
 // CHECK-SAME:    mul.wide.u32 %sy_a, $2, 64;
-// CHECK-SAME:    @%sy_p st.global.u64 [%sy_a+0], %sy_t;
 // CHECK-SAME:    mov.u32 %sy_sm, %smid;
-// CHECK-SAME:    @%sy_p st.global.v2.u32 [%sy_a+40], {$3, %sy_sm};
+// CHECK-SAME:    @%sy_p st.global.v2.u64 [%sy_a+0], {%sy_t, 0};
+// CHECK-SAME:    @%sy_p st.global.v2.u64 [%sy_a+16], {0, 0};
+// CHECK-SAME:    @%sy_p st.global.v4.u32 [%sy_a+32], {0, 0, $3, %sy_sm};
+// CHECK-SAME:    @%sy_p st.global.v4.u32 [%sy_a+48], {%sy_cx, %sy_cy, %sy_cz, 0};
 // CHECK-SAME:    constraints = "=r,l,r,r", packed_element = 1 : i32, pure = false}
 // CHECK:       asm_string = "{{.*}}@%sy_p ld.global.u64 %sy_old, [%sy_a+8];\0A\09setp.eq.and.u64 %sy_p, %sy_old, 0, %sy_p;\0A\09@%sy_p st.global.u64 [%sy_a+8], %sy_t;
 // CHECK-NOT:     smid

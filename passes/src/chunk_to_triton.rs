@@ -25,8 +25,9 @@
 //!   atomic add of 1 with the op's semantic and scope;
 //! * `chunk.trace <event> %trace[%record], %tile` -> one asm block in which
 //!   thread 0 stores `%globaltimer` into the record's word for the event
-//!   (`wait_begin` only if the word is still 0), and with `tile_begin` the
-//!   tile, `%smid` and `%ctaid`; records at or beyond `records` are skipped.
+//!   (`wait_begin` only if the word is still 0); `tile_begin` writes the
+//!   whole record (the other events' words cleared, the tile, `%smid` and
+//!   `%ctaid`); records at or beyond `records` are skipped.
 //!
 //! Plans are erased (their schedule was recorded by
 //! `chunk-lower-transfers`), as are Synco's marker attributes.
@@ -294,14 +295,19 @@ fn trace_ptx(event: attrs::TraceEvent, records: i64) -> String {
              setp.eq.and.u64 %sy_p, %sy_old, 0, %sy_p;\n\t"
         );
     }
-    ptx += &format!("@%sy_p st.global.u64 [%sy_a+{word}], %sy_t;\n\t");
     if event == attrs::TraceEvent::TileBegin {
+        // The whole record: the time, the other events' words cleared (a
+        // record of an earlier launch is overwritten), the tile and where
+        // it runs.
         ptx += "{\n\t.reg .u32 %sy_sm, %sy_cx, %sy_cy, %sy_cz;\n\t\
                 mov.u32 %sy_sm, %smid;\n\tmov.u32 %sy_cx, %ctaid.x;\n\t\
                 mov.u32 %sy_cy, %ctaid.y;\n\tmov.u32 %sy_cz, %ctaid.z;\n\t\
-                @%sy_p st.global.v2.u32 [%sy_a+40], {$3, %sy_sm};\n\t\
-                @%sy_p st.global.v2.u32 [%sy_a+48], {%sy_cx, %sy_cy};\n\t\
-                @%sy_p st.global.u32 [%sy_a+56], %sy_cz;\n\t}\n\t";
+                @%sy_p st.global.v2.u64 [%sy_a+0], {%sy_t, 0};\n\t\
+                @%sy_p st.global.v2.u64 [%sy_a+16], {0, 0};\n\t\
+                @%sy_p st.global.v4.u32 [%sy_a+32], {0, 0, $3, %sy_sm};\n\t\
+                @%sy_p st.global.v4.u32 [%sy_a+48], {%sy_cx, %sy_cy, %sy_cz, 0};\n\t}\n\t";
+    } else {
+        ptx += &format!("@%sy_p st.global.u64 [%sy_a+{word}], %sy_t;\n\t");
     }
     ptx + "mov.u32 $0, 0;\n\t}"
 }

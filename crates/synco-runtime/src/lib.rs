@@ -44,8 +44,9 @@
 //!    launch ends when they have all arrived.
 //!
 //! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
-//! [`Node::clear_trace`] before a launch, [`Node::read_trace`] after it
-//! give when each tile began, waited, published and ended ([`TileTrace`]).
+//! [`Node::clear_trace`] once, then [`Node::read_trace`] after any launch
+//! give when each tile of the last launch began, waited, published and
+//! ended ([`TileTrace`]).
 //!
 //! [`Node::wait`] is the watchdog: it waits for every rank with a deadline,
 //! then reads each rank's error buffer. A device-side wait that timed out

@@ -3,8 +3,10 @@
 //! A record is 8 little-endian `i64` words, written by `chunk.trace`:
 //! timestamps (`%globaltimer`, ns) of the tile's begin, first wait's begin,
 //! last wait's end, last signal and end, then `tile | smid << 32`,
-//! `ctaid.x | ctaid.y << 32` and `ctaid.z`. A timestamp of 0 was never
-//! reached; a record whose begin is 0 was never used.
+//! `ctaid.x | ctaid.y << 32` and `ctaid.z`. A tile's begin rewrites its
+//! whole record, so the record holds the last launch that ran the tile and
+//! a timestamp of 0 was not reached in it; a record whose begin is 0 was
+//! never used since [`Node::clear_trace`].
 
 use crate::{FusedKernel, Node, error::Result, heap::Buffer};
 
@@ -70,8 +72,10 @@ impl FusedKernel {
 }
 
 impl Node {
-    /// Zeroes `kernel`'s trace records on every rank, before the launch to
-    /// trace; a kernel without a trace buffer has nothing to clear.
+    /// Zeroes `kernel`'s trace records on every rank, so that records no
+    /// later launch writes read as unused; a kernel without a trace buffer
+    /// has nothing to clear. (Launches need no clearing in between: each
+    /// tile rewrites its record.)
     pub fn clear_trace(&self, kernel: &FusedKernel) -> Result<()> {
         if let Some(buffer) = kernel.trace_buffer() {
             for rank in 0..self.world_size() {
@@ -81,8 +85,9 @@ impl Node {
         Ok(())
     }
 
-    /// The tiles `rank` recorded since the last [`Node::clear_trace`]
-    /// (waits for the rank's work first); empty without a trace buffer.
+    /// The tiles `rank` recorded since the last [`Node::clear_trace`], each
+    /// from the last launch that ran it (waits for the rank's work first);
+    /// empty without a trace buffer.
     pub fn read_trace(&self, kernel: &FusedKernel, rank: usize) -> Result<Vec<TileTrace>> {
         match kernel.trace_buffer() {
             Some(buffer) => Ok(decode(&self.read(rank, &buffer)?)),

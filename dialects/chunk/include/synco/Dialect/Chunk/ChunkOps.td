@@ -490,10 +490,12 @@ def Chunk_TraceOp : Chunk_Op<"trace"> {
     | 6    | program id x (low 32 bits), y (high 32 bits)                |
     | 7    | program id z                                                |
 
-    Words 5 to 7 are written with `tile_begin`. Thread 0 of the program
-    writes; a record at or beyond `records` is dropped. A word still 0 was
-    never reached, so the buffer must be zeroed before the launch (the
-    runtime's `Node::clear_trace`). `chunk-trace-tiles` inserts these ops.
+    `tile_begin` writes the whole record: its time, 0 in words 1 to 4 and
+    words 5 to 7, so a record holds the last launch that ran its tile; a
+    word still 0 was not reached in that launch. Thread 0 of the program
+    writes; a record at or beyond `records` is dropped. Zero the buffer once
+    (the runtime's `Node::clear_trace`) so that records no tile wrote read
+    as unused. `chunk-trace-tiles` inserts these ops.
 
     ```mlir
     chunk.trace tile_begin %trace[%record], %tile records(16384) : !tt.ptr<i64>
