@@ -282,11 +282,12 @@ fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64) -> String {
 /// Register names avoid PTX's special registers (`%tid`, `%smid`, ...).
 fn trace_ptx(event: attrs::TraceEvent, records: i64) -> String {
     let word = 8 * event as i64;
+    let record_bytes = 8 * crate::trace_tiles::RECORD_WORDS;
     let mut ptx = format!(
         "{{\n\t.reg .pred %sy_p, %sy_in;\n\t.reg .u32 %sy_x;\n\t.reg .u64 %sy_a, %sy_t, %sy_old;\n\t\
          mov.u32 %sy_x, %tid.x;\n\tsetp.eq.u32 %sy_p, %sy_x, 0;\n\t\
          setp.lt.u32 %sy_in, $2, {records};\n\tand.pred %sy_p, %sy_p, %sy_in;\n\t\
-         mul.wide.u32 %sy_a, $2, {TRACE_RECORD_BYTES};\n\tadd.u64 %sy_a, %sy_a, $1;\n\t\
+         mul.wide.u32 %sy_a, $2, {record_bytes};\n\tadd.u64 %sy_a, %sy_a, $1;\n\t\
          mov.u64 %sy_t, %globaltimer;\n\t"
     );
     if event == attrs::TraceEvent::WaitBegin {
@@ -311,9 +312,6 @@ fn trace_ptx(event: attrs::TraceEvent, records: i64) -> String {
     }
     ptx + "mov.u32 $0, 0;\n\t}"
 }
-
-/// Bytes of one `chunk.trace` record (8 `i64` words).
-pub const TRACE_RECORD_BYTES: i64 = 64;
 
 fn lower_trace(
     op: Op,

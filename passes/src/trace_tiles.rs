@@ -31,7 +31,8 @@
 //! are not bracketed: a wait per K step would record only the last one.
 //! The trace buffer is kernel scratch like a staging buffer: the runtime
 //! allocates it (`synco_buffer_synco_trace`, the kernel's last argument),
-//! `Node::clear_trace` zeroes it, `Node::read_trace` decodes it.
+//! `Node::clear_trace` zeroes it once, `Node::read_trace` decodes it: each
+//! record holds the last launch that ran its tile.
 //!
 //! Each event is one thread's store, no barrier and no atomic: the cost is
 //! a few instructions per event (`wait_begin` also reads its word, to keep
@@ -77,7 +78,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
 /// The trace buffer's name in the plan.
 pub const TRACE_BUFFER: &str = "synco_trace";
 
-/// `i64` words per trace record.
+/// `i64` words per trace record (see `chunk.trace` for the layout).
 pub const RECORD_WORDS: i64 = 8;
 
 fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
