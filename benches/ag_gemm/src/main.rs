@@ -871,6 +871,11 @@ fn finish_variant(
             cli.iters,
         )?;
     }
+    // Before --timeline's extra launch, which would overwrite the records.
+    let trace = match launch.kernel.trace_buffer() {
+        Some(_) if !timing.gpu_ms.is_empty() => Some(read_trace(node, &launch, &dir_name(dir))?),
+        _ => None,
+    };
     let timeline = if cli.timeline && v.fused && checked.ok {
         let timeline = record_timeline(node, &launch)?;
         let rank0: Vec<String> = timeline
@@ -893,10 +898,6 @@ fn finish_variant(
         Some(timeline)
     } else {
         None
-    };
-    let trace = match launch.kernel.trace_buffer() {
-        Some(_) if !timing.gpu_ms.is_empty() => Some(read_trace(node, &launch, &dir_name(dir))?),
-        _ => None,
     };
     node.unload(launch.kernel)?;
     Ok(VariantResult {
