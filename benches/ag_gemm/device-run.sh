@@ -57,9 +57,13 @@ run() { # name log command...
   local rc=$?
   echo "== $name: rc=$rc, $((SECONDS - start)) s: $(grep -E 'passed|watchdog:' "$log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
 }
-# The PyTorch reduce-scatter and all-reduce baselines (torch_rs.json).
+# The PyTorch reduce-scatter and all-reduce baselines: torch_rs.json, then
+# torch_rs-2.json, ... for each later run in the call (report.py takes the
+# fastest of them).
 torch_rs() {
-  run torch-rs "$OUT/torch_rs.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$OUT/torch_rs.json"
+  local n=1 out="$OUT/torch_rs.json"
+  while [ -f "$out" ]; do n=$((n + 1)); out="$OUT/torch_rs-$n.json"; done
+  run "torch-rs $n" "${out%.json}.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$out"
 }
 for stage in "$@"; do
   case "$stage" in
@@ -88,7 +92,8 @@ for stage in "$@"; do
       ;;
     torch-rs)
       # The reduce-scatter and all-reduce baselines alone (for bench-ar2
-      # without bench-rs or bench-ar in the same call).
+      # without bench-rs or bench-ar in the same call, or one more run of
+      # them: before and after Synco's).
       torch_rs
       ;;
     bench-ar2)
