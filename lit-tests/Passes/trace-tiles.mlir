@@ -15,16 +15,9 @@
 // CHECK-NEXT:  ^bb0({{.*}}, %[[TRACE:.*]]: !tt.ptr<i64>):
 // CHECK:       %[[PID:.*]] = "tt.get_program_id"() <{axis = 0 : i32}>
 // CHECK:       scf.for %[[IV:.*]] = %[[PID]] to %{{.*}} step %[[STEP:.*]] : i32 {
+// The kernel reads grid axis 0 only: the program id is the linear one.
 // CHECK:         %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
-// CHECK-DAG:     %[[X:.*]] = "tt.get_program_id"() {axis = 0 : i32}
-// CHECK-DAG:     %[[Y:.*]] = "tt.get_program_id"() {axis = 1 : i32}
-// CHECK-DAG:     %[[Z:.*]] = "tt.get_program_id"() {axis = 2 : i32}
-// CHECK-DAG:     %[[NX:.*]] = "tt.get_num_programs"() {axis = 0 : i32}
-// CHECK-DAG:     %[[NY:.*]] = "tt.get_num_programs"() {axis = 1 : i32}
-// CHECK:         %[[YZ:.*]] = arith.muli %[[NY]], %[[Z]]
-// CHECK-NEXT:    %[[Y2:.*]] = arith.addi %[[Y]], %[[YZ]]
-// CHECK-NEXT:    %[[XY:.*]] = arith.muli %[[NX]], %[[Y2]]
-// CHECK-NEXT:    %[[LINEAR:.*]] = arith.addi %[[X]], %[[XY]]
+// CHECK-NEXT:    %[[LINEAR:.*]] = "tt.get_program_id"() {axis = 0 : i32}
 // CHECK-NEXT:    %[[R:.*]] = arith.constant 2 : i32
 // CHECK-NEXT:    %[[DONE:.*]] = arith.subi %[[IV]], %[[PID]]
 // CHECK-NEXT:    %[[I:.*]] = arith.divsi %[[DONE]], %[[STEP]]
@@ -113,6 +106,42 @@ module {
       %x = "tt.load"(%q) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
       "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     }
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// A 2D grid (pid_m, pid_n): the record is pid_m + num_programs(0) * pid_n,
+// and no grid axis the kernel does not read (the ldst backend's copy
+// programs take axis 2).
+// CHECK-LABEL: chunk.plan @grid2d
+// CHECK:       %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK-NEXT:  %[[Y:.*]] = "tt.get_program_id"() {axis = 1 : i32}
+// CHECK-NEXT:  %[[X:.*]] = "tt.get_program_id"() {axis = 0 : i32}
+// CHECK-NEXT:  %[[NX:.*]] = "tt.get_num_programs"() {axis = 0 : i32}
+// CHECK-NEXT:  %[[XY:.*]] = arith.muli %[[NX]], %[[Y]]
+// CHECK-NEXT:  %[[LINEAR:.*]] = arith.addi %[[X]], %[[XY]]
+// CHECK-NEXT:  chunk.trace tile_begin %{{.*}}[%[[LINEAR]]], %[[T]] records(64)
+// CHECK-NOT:   axis = 2
+module {
+  chunk.plan @grid2d world_size(2) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(2)
+    // expected-remark @below {{tiles of @A: the row tile index (program_id 0) is now the slow axis of the grid}}
+    // expected-remark @below {{tiles of @A wait for their chunk}}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %k: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.addi %row, %pid_n : i32
+    %p = "tt.addptr"(%a, %col) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
   }) : () -> ()
 }

@@ -198,7 +198,7 @@ fn instrument(
     let tile = ir::result(marked, 0);
     let tile_loop = ir::parent_op(marked).filter(|p| ir::op_name(*p) == "scf.for");
     let b = Builder::before(after).with_loc(ir::location_of(marked));
-    let record = record_index(&b, tile_loop, records, per_program);
+    let record = record_index(&b, kernel, tile_loop, records, per_program);
     let event = |b: &Builder, event: TraceEvent| {
         b.op(
             "chunk.trace",
@@ -258,22 +258,39 @@ fn nearest_loop(op: Op, tile_loop: Option<Op>) -> bool {
     false
 }
 
-/// `pid * R + i`, where `pid` is the program's linear id; `records` (out
-/// of range: not recorded) once `i` reaches `R`.
-fn record_index(b: &Builder, tile_loop: Option<Op>, records: i64, per_program: i64) -> Value {
+/// `pid * R + i`, where `pid` is the program's linear id over the grid
+/// axes the kernel reads (no more: the `ldst` backend's copy programs take
+/// a grid axis the kernel does not read); `records` (out of range: not
+/// recorded) once `i` reaches `R`.
+fn record_index(
+    b: &Builder,
+    kernel: Op,
+    tile_loop: Option<Op>,
+    records: i64,
+    per_program: i64,
+) -> Value {
     let i32t = ir::i32_type(b.ctx);
     let axis = |a: i64| ir::int_attr_of(i32t, a);
     let grid = |name: &str, a: i64| ir::result(b.op(name, &[], &[i32t], &[("axis", axis(a))]), 0);
-    let (x, y, z) = (
-        grid("tt.get_program_id", 0),
-        grid("tt.get_program_id", 1),
-        grid("tt.get_program_id", 2),
-    );
-    let (nx, ny) = (
-        grid("tt.get_num_programs", 0),
-        grid("tt.get_num_programs", 1),
-    );
-    let pid = b.addi(x, b.muli(nx, b.addi(y, b.muli(ny, z))));
+    let axes = ir::walk(kernel)
+        .into_iter()
+        .filter(|op| {
+            matches!(
+                ir::op_name(*op).as_str(),
+                "tt.get_program_id" | "tt.get_num_programs"
+            )
+        })
+        .filter_map(|op| ir::int_attr(op, "axis"))
+        .max()
+        .unwrap_or(0);
+    // x + nx * (y + ny * z), from the last axis read down.
+    let mut pid = grid("tt.get_program_id", axes);
+    for a in (0..axes).rev() {
+        pid = b.addi(
+            grid("tt.get_program_id", a),
+            b.muli(grid("tt.get_num_programs", a), pid),
+        );
+    }
     let Some(tile_loop) = tile_loop else {
         return pid;
     };

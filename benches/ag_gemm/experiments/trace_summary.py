@@ -10,7 +10,8 @@ SM-time of the launch splits into phases:
   wait      first wait begin -> last wait end (chunk.wait spinning)
   publish   last wait end -> last signal: loads of peers' partials, sums,
             stores (remote ones included) and the fence before the signal
-  rest      last signal -> end
+  rest      last signal (with none, the last wait's end) -> end: an
+            all-gather tile's K loop, which follows its wait, is here
   idle      SM-time in the span with no tile on the SM
 
 `span` is the rank's first tile begin to its last tile end (GPU clock,
