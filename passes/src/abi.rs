@@ -100,6 +100,45 @@ pub fn append_args(kernel: Op, args: &[(String, String)], pass: &str) -> Result<
     Ok(())
 }
 
+/// Appends a `synco_buffer_<name>` argument (`!tt.ptr<element>`) for each
+/// `(name, element)` of `buffers` to `kernel`, and their names to
+/// [`BUFFERS_ATTR`]. Errors name `pass`.
+pub fn append_buffer_args(
+    kernel: Op,
+    buffers: &[(&str, &str)],
+    pass: &str,
+) -> Result<(), PassFailed> {
+    if buffers.is_empty() {
+        return Ok(());
+    }
+    let args: Vec<(String, String)> = buffers
+        .iter()
+        .map(|(name, element)| {
+            (
+                format!("{BUFFER_ARG_PREFIX}{name}"),
+                format!("!tt.ptr<{element}>"),
+            )
+        })
+        .collect();
+    append_args(kernel, &args, pass)?;
+    let names: Vec<String> = ir::attr(kernel, BUFFERS_ATTR)
+        .and_then(ir::array_value)
+        .unwrap_or_default()
+        .into_iter()
+        .map(ir::print_attr)
+        .chain(buffers.iter().map(|(name, _)| format!("\"{name}\"")))
+        .collect();
+    let ctx = ir::context_of(kernel);
+    let Some(list) = ir::parse_attr(ctx, &format!("[{}]", names.join(", "))) else {
+        return Err(fail(
+            kernel,
+            format!("{pass}: cannot list the ABI buffers {names:?}"),
+        ));
+    };
+    ir::set_attr(kernel, BUFFERS_ATTR, list);
+    Ok(())
+}
+
 /// The ABI arguments of a bound kernel.
 #[derive(Clone, Copy)]
 pub struct AbiArgs {

@@ -14,7 +14,7 @@
 //! unchanged.
 
 use crate::{
-    abi::{ARGS, BUFFER_ARG_PREFIX, BUFFERS_ATTR, FIRST_ARG_ATTR, append_args},
+    abi::{ARGS, FIRST_ARG_ATTR, append_args, append_buffer_args},
     plan::{Plan, fail, plans},
 };
 use synco_chunk::{PassDescriptor, PassFailed};
@@ -48,34 +48,18 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         ));
     };
     let first = ir::function_inputs(fty).len();
-    let unbound: Vec<(String, String)> = plan
-        .buffers
-        .iter()
-        .filter(|b| b.arg.is_none())
-        .map(|b| {
-            (
-                format!("{BUFFER_ARG_PREFIX}{}", b.name),
-                format!("!tt.ptr<{}>", b.element),
-            )
-        })
-        .collect();
     let args: Vec<(String, String)> = ARGS
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string()))
-        .chain(unbound)
         .collect();
     append_args(kernel, &args, PASS.argument)?;
-    let names: Vec<String> = plan
+    let unbound: Vec<(&str, &str)> = plan
         .buffers
         .iter()
         .filter(|b| b.arg.is_none())
-        .map(|b| format!("\"{}\"", b.name))
+        .map(|b| (b.name.as_str(), b.element.as_str()))
         .collect();
-    if !names.is_empty()
-        && let Some(list) = ir::parse_attr(ctx, &format!("[{}]", names.join(", ")))
-    {
-        ir::set_attr(kernel, BUFFERS_ATTR, list);
-    }
+    append_buffer_args(kernel, &unbound, PASS.argument)?;
     ir::set_attr(
         kernel,
         FIRST_ARG_ATTR,

@@ -373,25 +373,14 @@ impl<'p> Expansion<'p> {
         };
         let mut shape = src.shape.clone();
         shape[self.dim] = rows;
-        let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
-        let text = format!("!chunk.buffer<{}x{}>", dims.join("x"), src.element);
-        let ctx = self.b.ctx;
-        let Some(ty) = ir::parse_type(ctx, &text) else {
-            return Err(internal(self.op, &format!("cannot build the type {text}")));
-        };
-        let Some(unit) = ir::parse_attr(ctx, "unit") else {
-            return Err(internal(self.op, "cannot build a unit attribute"));
-        };
-        self.b.op(
-            "chunk.buffer",
-            &[],
-            &[],
-            &[
-                ("sym_name", ir::string_attr(ctx, &name)),
-                ("type", ir::type_attr(ty)),
-                (crate::plan::STAGING_ATTR, unit),
-            ],
-        );
+        crate::plan::build_buffer(
+            &self.b,
+            self.op,
+            &name,
+            &shape,
+            &src.element,
+            &[crate::plan::STAGING_ATTR],
+        )?;
         Ok(())
     }
 

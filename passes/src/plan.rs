@@ -144,6 +144,31 @@ fn read_buffer(op: Op) -> Option<BufferDecl> {
     })
 }
 
+/// Builds `chunk.buffer @name : !chunk.buffer<shape x element>` with `b`,
+/// carrying the unit attributes `markers` (e.g. [`STAGING_ATTR`]); an
+/// internal error at `at` if MLIR refuses it.
+pub fn build_buffer(
+    b: &synco_ir::Builder,
+    at: Op,
+    name: &str,
+    shape: &[i64],
+    element: &str,
+    markers: &[&str],
+) -> Result<Op, PassFailed> {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    let text = format!("!chunk.buffer<{}x{element}>", dims.join("x"));
+    let (Some(ty), Some(unit)) = (ir::parse_type(b.ctx, &text), ir::parse_attr(b.ctx, "unit"))
+    else {
+        return Err(internal(at, &format!("cannot build the type {text}")));
+    };
+    let mut attributes = vec![
+        ("sym_name", ir::string_attr(b.ctx, name)),
+        ("type", ir::type_attr(ty)),
+    ];
+    attributes.extend(markers.iter().map(|m| (*m, unit)));
+    Ok(b.op("chunk.buffer", &[], &[], &attributes))
+}
+
 /// The plan's kernel and its ABI arguments, or an error saying that
 /// `chunk-bind-kernel` must run before `pass`.
 pub fn bound_kernel(

@@ -49,8 +49,10 @@
 //! records every tile.
 
 use crate::{
-    abi::{BUFFER_ARG_PREFIX, BUFFERS_ATTR, append_args},
-    plan::{STAGING_ATTR, TRACE_ATTR, bound_kernel, fail, int_option, internal, plans},
+    abi::append_buffer_args,
+    plan::{
+        STAGING_ATTR, TRACE_ATTR, bound_kernel, build_buffer, fail, int_option, internal, plans,
+    },
     tiles::TILE_INDEX_ATTR,
 };
 use synco_chunk::{PassDescriptor, PassFailed, PassOption, attrs::TraceEvent};
@@ -133,10 +135,6 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 /// buffers; returns the kernel argument.
 fn declare_buffer(plan: &crate::plan::Plan, kernel: Op, records: i64) -> Result<Value, PassFailed> {
     let ctx = ir::context_of(plan.op);
-    let text = format!("!chunk.buffer<{records}x{RECORD_WORDS}xi64>");
-    let (Some(ty), Some(unit)) = (ir::parse_type(ctx, &text), ir::parse_attr(ctx, "unit")) else {
-        return Err(internal(plan.op, &format!("cannot build the type {text}")));
-    };
     let Some(body) = ir::regions(plan.op)
         .first()
         .and_then(|r| ir::blocks(*r).first().copied())
@@ -153,29 +151,15 @@ fn declare_buffer(plan: &crate::plan::Plan, kernel: Op, records: i64) -> Result<
         None => Builder::at_end(ctx, body, ir::location_of(plan.op)),
     }
     .with_loc(ir::location_of(plan.op));
-    b.op(
-        "chunk.buffer",
-        &[],
-        &[],
-        &[
-            ("sym_name", ir::string_attr(ctx, TRACE_BUFFER)),
-            ("type", ir::type_attr(ty)),
-            (STAGING_ATTR, unit),
-            (TRACE_ATTR, unit),
-        ],
-    );
-    let arg = format!("{BUFFER_ARG_PREFIX}{TRACE_BUFFER}");
-    append_args(kernel, &[(arg, "!tt.ptr<i64>".into())], PASS.argument)?;
-    let mut names: Vec<String> = ir::attr(kernel, BUFFERS_ATTR)
-        .and_then(ir::array_value)
-        .unwrap_or_default()
-        .into_iter()
-        .map(ir::print_attr)
-        .collect();
-    names.push(format!("\"{TRACE_BUFFER}\""));
-    if let Some(list) = ir::parse_attr(ctx, &format!("[{}]", names.join(", "))) {
-        ir::set_attr(kernel, BUFFERS_ATTR, list);
-    }
+    build_buffer(
+        &b,
+        plan.op,
+        TRACE_BUFFER,
+        &[records, RECORD_WORDS],
+        "i64",
+        &[STAGING_ATTR, TRACE_ATTR],
+    )?;
+    append_buffer_args(kernel, &[(TRACE_BUFFER, "i64")], PASS.argument)?;
     crate::abi::buffer_arg(kernel, TRACE_BUFFER)
         .ok_or_else(|| internal(kernel, "the trace argument is not where the ABI says"))
 }
