@@ -442,10 +442,7 @@ fn fuse(
     // @C row = @P row - rank * block: shift every address by one offset, in
     // elements, through tt.addptr so the store stays vectorised (buffers
     // are aligned to 16 elements, rows hold a multiple of 16 elements).
-    let between = ob.divsi(
-        ob.subi(ob.ptr_to_int(out_ptr), ob.ptr_to_int(p_arg)),
-        ob.const_i64(element_bytes),
-    );
+    let between = elements_between(&ob, p_arg, out_ptr, element_bytes);
     // (A two-shot all-reduce's @C has @P's shape: no shift by the block.)
     let shift = if two_shot {
         between
@@ -603,6 +600,15 @@ fn rank_ordered_sum(
     sum.ok_or_else(|| internal(store, "a reduction without ranks"))
 }
 
+/// How many elements of `element_bytes` each buffer `to` starts after buffer
+/// `from` (an `i64`; both are kernel arguments).
+fn elements_between(b: &Builder, from: Value, to: Value, element_bytes: i64) -> Value {
+    b.divsi(
+        b.subi(b.ptr_to_int(to), b.ptr_to_int(from)),
+        b.const_i64(element_bytes),
+    )
+}
+
 /// `ptrs` moved by `(to - from)` blocks of `block_elems` elements: from a
 /// row of block `from` to the same row of block `to`.
 fn block_shift(
@@ -635,10 +641,7 @@ fn staging_shift(
     element_bytes: i64,
     shape: &[i64],
 ) -> Value {
-    let between = b.divsi(
-        b.subi(b.ptr_to_int(staging), b.ptr_to_int(p_arg)),
-        b.const_i64(element_bytes),
-    );
+    let between = elements_between(b, p_arg, staging, element_bytes);
     // slot - rank, in blocks: (source - rank - 1) mod W - rank.
     let rank = b.to_i64(rank);
     let w = b.const_i64(world_size);
@@ -762,10 +765,7 @@ fn fuse_all_reduce(site: AllReduceSite) -> Result<(), PassFailed> {
     })?;
     let sum = b.convert_float(sum, element);
     // @C has @P's shape: the same rows, another buffer.
-    let between = b.divsi(
-        b.subi(b.ptr_to_int(out_ptr), b.ptr_to_int(p_arg)),
-        b.const_i64(element_bytes),
-    );
+    let between = elements_between(&b, p_arg, out_ptr, element_bytes);
     b.assume_multiple_of(between, 16);
     let out_ptrs = b.addptr(ptrs, b.splat(between, &shape));
     store_under(&b, out_ptrs, sum, mask);
@@ -827,10 +827,7 @@ impl Slots {
             w,
         );
         let into_staging = b.addi(
-            b.divsi(
-                b.subi(b.ptr_to_int(staging), b.ptr_to_int(self.p_arg)),
-                b.const_i64(self.element_bytes),
-            ),
+            elements_between(b, self.p_arg, staging, self.element_bytes),
             b.muli(
                 b.to_i64(b.subi(slot, b.const_i32(1))),
                 b.const_i64(self.partial_elems),
