@@ -411,11 +411,6 @@ impl Builder {
         )
     }
 
-    /// The nanosecond clock (`%globaltimer`).
-    pub fn global_timer(&self) -> Value {
-        self.inline_asm("mov.u64 $0, %globaltimer;", "=l", &[], i64_type(self.ctx))
-    }
-
     pub fn barrier(&self) -> Op {
         self.op("gpu.barrier", &[], &[], &[])
     }
