@@ -29,7 +29,8 @@ pub(crate) struct HeapLayout {
     kernel_bytes: usize,
 }
 
-fn aligned(bytes: usize) -> usize {
+/// `bytes` rounded up to [`ALIGN`].
+pub(crate) fn aligned(bytes: usize) -> usize {
     bytes.div_ceil(ALIGN) * ALIGN
 }
 

@@ -2,7 +2,7 @@
 
 use crate::{
     error::{Result, RuntimeError},
-    heap::{ALIGN, Buffer},
+    heap::{Buffer, aligned},
     node::{Node, check},
 };
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUmodule, CUstream};
@@ -170,7 +170,6 @@ impl FusedKernel {
         }
         // The flags, then one word for the launch's epoch (see
         // `Node::enqueue_reduction_copies`); then the staging buffers.
-        let aligned = |bytes: usize| bytes.div_ceil(ALIGN) * ALIGN;
         let count = manifest.fused.as_ref().map_or(0, |f| f.num_flags) as usize + 1;
         let staging_sizes: Vec<(String, usize)> = manifest
             .fused
