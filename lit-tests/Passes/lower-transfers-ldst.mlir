@@ -23,8 +23,9 @@
 // CHECK:        "tt.addptr"(%arg3, %arg1)
 // CHECK:        arith.divsi {{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
 // CHECK:        scf.for %[[B:.*]] = %[[PID]] to %{{.*}} step %[[C4]] : i32 {
-// CHECK:          "tt.make_range"() {end = 4096 : i32, start = 0 : i32}
-// CHECK:          "tt.load"({{.*}}) {{.*}}: (tensor<4096x!tt.ptr<bf16>>) -> tensor<4096xbf16>
+// Each step moves 32 KiB: 16384 bf16 elements of the 256x64 chunk.
+// CHECK:          "tt.make_range"() {end = 16384 : i32, start = 0 : i32}
+// CHECK:          "tt.load"({{.*}}) {{.*}}: (tensor<16384x!tt.ptr<bf16>>) -> tensor<16384xbf16>
 // CHECK:          "tt.store"
 // CHECK:        }
 // CHECK:        gpu.barrier
@@ -58,6 +59,31 @@ module {
 
 // -----
 
+// A chunk of 192 x 64 = 3 x 4096 elements: steps of 4096, the largest that
+// divide it.
+// CHECK-LABEL: sym_name = "odd_rows"
+// CHECK:      scf.for
+// CHECK:        "tt.make_range"() {end = 4096 : i32, start = 0 : i32}
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<384x64xbf16> bind(0)
+    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    chunk.consume @A dim(0) tile(64)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "odd_rows", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c64 = arith.constant 64 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid, %c64 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
 // Gathering columns: chunks are not contiguous.
 module {
   chunk.plan @p world_size(2) {
@@ -73,11 +99,11 @@ module {
 
 // -----
 
-// 100 x 64 elements per chunk: not whole copy blocks of 4096.
+// 100 x 64 elements per chunk: not a multiple of 4096.
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<200x64xbf16> bind(0)
-    // expected-error @below {{the ldst backend copies blocks of 4096 elements; this chunk has 6400}}
+    // expected-error @below {{the ldst backend copies chunks of a multiple of 4096 elements; this chunk has 6400}}
     chunk.all_gather @A dim(0) chunks(1) backend(ldst)
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({

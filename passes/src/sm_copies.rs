@@ -27,9 +27,12 @@
 //! linear id `x + y * num_programs(0) < C` copy and the rest return at
 //! once; the kernel runs in plane 1. The schedule records `copy_plane`.
 //!
+//! A block is one vector load and store of up to 32 KiB ([`copy_block`]):
+//! a copy program's bandwidth over NVLink is what it has in flight.
+//!
 //! Supported: pull transfers of contiguous chunks (whole rows, as
 //! all_gather along dimension 0 produces) whose element count is a multiple
-//! of the copy block, in kernels with a 1D or 2D grid.
+//! of 4096, in kernels with a 1D or 2D grid.
 
 use crate::{
     abi::AbiArgs,
@@ -38,8 +41,29 @@ use crate::{
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
 
-/// Elements each copy program moves per step (one vector tensor).
-pub const COPY_BLOCK: i64 = 4096;
+/// Bytes each copy program moves per step (one vector tensor): what one
+/// program keeps in flight. Over NVLink between two H200s, 16 programs
+/// moved 308 GB/s in steps of 32 KiB and 109 GB/s in steps of 8 KiB
+/// (`benches/ag_gemm/experiments/nvlink_sm_probe.py`): a step's latency,
+/// not the SM, bounds a program.
+pub const COPY_STEP_BYTES: i64 = 32 * 1024;
+
+/// The fewest elements a step may copy.
+pub const MIN_COPY_BLOCK: i64 = 4096;
+
+/// Elements per step for a chunk of `len` elements of `element_bytes`
+/// bytes: the largest power of two up to [`COPY_STEP_BYTES`] that divides
+/// the chunk, if it is at least [`MIN_COPY_BLOCK`].
+pub fn copy_block(len: i64, element_bytes: i64) -> Option<i64> {
+    let mut block = (COPY_STEP_BYTES / element_bytes.max(1)).max(MIN_COPY_BLOCK);
+    while block >= MIN_COPY_BLOCK {
+        if len % block == 0 {
+            return Some(block);
+        }
+        block /= 2;
+    }
+    None
+}
 
 /// Emits `map` (one-dimensional affine map text, `(d0) -> (...)`) at `rank`
 /// as i32 arithmetic. Ranks and offsets are non-negative, so `mod` and
@@ -90,6 +114,8 @@ struct SmCopy {
     dst_offsets_map: String,
     /// Elements in the (contiguous) chunk.
     len: i64,
+    /// Elements per copy step (see [`copy_block`]).
+    block: i64,
     flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
     strides: Vec<i64>,
     arg: usize,
@@ -190,14 +216,20 @@ pub fn lower(
             ));
         }
         let len: i64 = sizes.iter().product();
-        if len % COPY_BLOCK != 0 {
+        let element_bytes = buffer.element_bytes().ok_or_else(|| {
+            fail(
+                t,
+                format!("the ldst backend cannot copy {} elements", buffer.element),
+            )
+        })?;
+        let Some(block) = copy_block(len, element_bytes) else {
             return Err(fail(
                 t,
                 format!(
-                    "the ldst backend copies blocks of {COPY_BLOCK} elements; this chunk has {len}"
+                    "the ldst backend copies chunks of a multiple of {MIN_COPY_BLOCK} elements; this chunk has {len}"
                 ),
             ));
-        }
+        };
         let mut strides = vec![1i64; buffer.shape.len()];
         for d in (0..buffer.shape.len().saturating_sub(1)).rev() {
             strides[d] = strides[d + 1] * buffer.shape[d + 1];
@@ -215,6 +247,7 @@ pub fn lower(
             src_offsets_map: src_map,
             dst_offsets_map: dst_map,
             len,
+            block,
             flag: layout
                 .iter()
                 .find(|r| r.buffer == dst_buf)
@@ -351,14 +384,15 @@ fn emit_copy(
     b.assume_multiple_of(delta, 16);
     let src_base = b.addptr(b.addptr(base, delta), src_off);
     let dst_base = b.addptr(base, dst_off);
-    let blocks = b.const_i32(copy.len / COPY_BLOCK);
+    let size = copy.block;
+    let blocks = b.const_i32(copy.len / size);
     b.for_loop(pid, blocks, programs_value, |body, block| {
-        let start = body.muli(block, body.const_i32(COPY_BLOCK));
-        let range = body.make_range(COPY_BLOCK);
-        let index = body.addi(body.splat(start, &[COPY_BLOCK]), range);
-        let src = body.addptr(body.splat(src_base, &[COPY_BLOCK]), index);
+        let start = body.muli(block, body.const_i32(size));
+        let range = body.make_range(size);
+        let index = body.addi(body.splat(start, &[size]), range);
+        let src = body.addptr(body.splat(src_base, &[size]), index);
         let value = body.load_tensor(src, element);
-        let dst = body.addptr(body.splat(dst_base, &[COPY_BLOCK]), index);
+        let dst = body.addptr(body.splat(dst_base, &[size]), index);
         body.store(dst, value);
     });
     let Some((flag_base, row, rows_per_chunk)) = flag_index else {
@@ -399,4 +433,23 @@ fn element_of(ptr_type: &str) -> String {
         .trim_start_matches("!tt.ptr<")
         .trim_end_matches('>')
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_block_is_the_largest_step_that_divides_the_chunk() {
+        // 32 KiB of bf16, f32 and bytes.
+        assert_eq!(copy_block(1 << 20, 2), Some(16384));
+        assert_eq!(copy_block(1 << 20, 4), Some(8192));
+        assert_eq!(copy_block(1 << 20, 1), Some(32768));
+        // Smaller steps where the chunk needs them, never below 4096.
+        assert_eq!(copy_block(3 * 8192, 2), Some(8192));
+        assert_eq!(copy_block(3 * 4096, 2), Some(4096));
+        assert_eq!(copy_block(6400, 2), None);
+        // Wide elements still copy 4096 per step.
+        assert_eq!(copy_block(4096, 16), Some(4096));
+    }
 }
