@@ -133,7 +133,8 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                         .iter()
                         .find(|r| r.kind == FlagKind::Reduction && r.buffer == name)
                         .map_or(1, |r| r.chunks_per_rank);
-                    if chunks_per_rank > 1 && (block / tile) % chunks_per_rank == 0 {
+                    let order = if chunks_per_rank > 1 && (block / tile) % chunks_per_rank == 0
+                    {
                         Order::Interleave {
                             world_size: plan.world_size,
                             chunks_per_rank,
@@ -141,7 +142,9 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                         }
                     } else {
                         Order::Rotate { first_block: 1 }
-                    }
+                    };
+                    check_swizzle(consume, t, order, block / tile)?;
+                    order
                 }
             };
             let (marked, how) = remap(kernel, t, abi.rank, order, block / tile, rows / tile)?;
@@ -151,6 +154,37 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         }
     }
     Ok(())
+}
+
+/// A GROUP_M swizzle runs the tiles of a group of row tiles column by
+/// column: the reordered row index keeps its order only between whole
+/// groups. A group that straddles two units of the order (chunks, or a
+/// rank's block) would run a rank's own tiles, which wait for its peers'
+/// tiles, before peers' tiles that the peers' own tiles wait for; in a
+/// persistent kernel every program can end up waiting (a deadlock), in a
+/// grid the waiting tiles hold SMs. Refused.
+fn check_swizzle(produce: Op, t: Value, order: Order, tiles_per_rank: i64) -> Result<(), PassFailed> {
+    let Some(group) = crate::tiles::swizzle_group(t).filter(|g| *g > 1) else {
+        return Ok(());
+    };
+    let (unit, what) = match order {
+        Order::Interleave {
+            tiles_per_chunk, ..
+        } => (tiles_per_chunk, "chunks"),
+        _ => (tiles_per_rank, "per-rank blocks"),
+    };
+    if unit % group == 0 {
+        return Ok(());
+    }
+    Err(fail(
+        produce,
+        format!(
+            "chunk-reorder-tiles: {what} of {unit} row tiles split the kernel's swizzle groups of \
+             {group} row tiles (GROUP_M): its own tiles would run before peers' tiles they wait for, \
+             which can deadlock; use chunks of a multiple of {group} row tiles, or a GROUP_M that \
+             divides {unit}"
+        ),
+    ))
 }
 
 fn program_id(value: Value) -> Option<(Op, i64)> {

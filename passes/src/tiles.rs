@@ -69,6 +69,19 @@ fn accesses_of(kernel: Op, arg: usize, access: Access) -> Vec<Op> {
         .collect()
 }
 
+/// The height, in row tiles, of the swizzle group that tile index `t`
+/// comes from: the constant that clamps it in Triton's GROUP_M swizzle
+/// (`group_size_m = min(num_pid_m - first_pid_m, GROUP_M)`, an
+/// `arith.minsi` with a constant operand in `t`'s backward slice). `None`
+/// for a kernel without such a swizzle.
+pub fn swizzle_group(t: Value) -> Option<i64> {
+    ir::backward_slice(t)
+        .into_iter()
+        .filter_map(ir::defining_op)
+        .filter(|op| ir::op_name(*op) == "arith.minsi")
+        .find_map(|op| ir::operands(op).into_iter().find_map(ir::constant_int))
+}
+
 fn depends_on_program_id(value: Value) -> bool {
     ir::backward_slice(value)
         .iter()
