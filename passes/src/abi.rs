@@ -60,8 +60,14 @@ pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
 
 /// Appends arguments `(name, type)` to the `tt.func` `kernel`: its
 /// function type, its entry block (arguments named after them) and its
-/// `arg_attrs`. Errors name `pass`.
-pub fn append_args(kernel: Op, args: &[(String, String)], pass: &str) -> Result<(), PassFailed> {
+/// `arg_attrs` (`arg_attr`, a dictionary attribute, for each). Errors name
+/// `pass`.
+pub fn append_args(
+    kernel: Op,
+    args: &[(String, String)],
+    arg_attr: &str,
+    pass: &str,
+) -> Result<(), PassFailed> {
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
         return Err(fail(
@@ -92,7 +98,7 @@ pub fn append_args(kernel: Op, args: &[(String, String)], pass: &str) -> Result<
     );
     if let Some(arg_attrs) = ir::attr(kernel, "arg_attrs").and_then(ir::array_value) {
         let mut text: Vec<String> = arg_attrs.into_iter().map(ir::print_attr).collect();
-        text.extend(args.iter().map(|_| "{}".to_string()));
+        text.extend(args.iter().map(|_| arg_attr.to_string()));
         if let Some(a) = ir::parse_attr(ctx, &format!("[{}]", text.join(", "))) {
             ir::set_attr(kernel, "arg_attrs", a);
         }
@@ -120,7 +126,8 @@ pub fn append_buffer_args(
             )
         })
         .collect();
-    append_args(kernel, &args, pass)?;
+    // The runtime places every buffer at a multiple of 512 bytes.
+    append_args(kernel, &args, "{tt.divisibility = 16 : i32}", pass)?;
     let names: Vec<String> = ir::attr(kernel, BUFFERS_ATTR)
         .and_then(ir::array_value)
         .unwrap_or_default()

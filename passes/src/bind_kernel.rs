@@ -52,7 +52,7 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string()))
         .collect();
-    append_args(kernel, &args, PASS.argument)?;
+    append_args(kernel, &args, "{}", PASS.argument)?;
     let unbound: Vec<(&str, &str)> = plan
         .buffers
         .iter()

@@ -56,7 +56,14 @@
 //!   `chunk-expand-collectives`; the owner's own tiles still write the
 //!   other blocks of its `@P`) and sets the owner's flag for that source
 //!   (see `record_copies`, and `CeFlags` for the flags); no program waits
-//!   for remote stores.
+//!   for remote stores;
+//! * `stage` (a reduce-scatter or two-shot all-reduce on `ldst`): staged
+//!   exactly as on the copy engine (this pass declares `@P_staging` and
+//!   its kernel argument, and marks the plan `synco.staged` so that its
+//!   flag layout is the copy engine's), but the copies are run by SM copy
+//!   programs of the kernel itself, which `chunk-lower-transfers` adds
+//!   (`sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
+//!   stream, at the price of the SMs the copy programs hold.
 //!
 //! Every tile waits only for its own chunk, and the sum is the same bits on
 //! every run: partials are added in rank order whatever order they arrive
@@ -70,7 +77,7 @@
 //! The launch waits for the peers' sums, recorded in the plan's
 //! `synco.completion`.
 //!
-//! Options: `mode=push|pull` (see above; reductions on `ldst` only).
+//! Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
 //! Preconditions: collectives expanded (reductions with backend `ldst`; a
 //! reduce-scatter or two-shot all-reduce with `copy_engine`, whose staging
 //! buffer `chunk-expand-collectives` declared), `chunk-bind-kernel` and
@@ -103,7 +110,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
     anchor: "builtin.module",
     options: &[synco_chunk::PassOption {
         name: "mode",
-        description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers",
+        description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers; stage: tiles store them locally and the kernel's SM copy programs move each finished chunk to its owner's staging buffer",
         default: "push",
     }],
     run,
@@ -116,6 +123,16 @@ enum Mode {
     Push,
     Pull,
     CopyEngine,
+    /// Staged like `CopyEngine`, moved by SM copy programs.
+    Stage,
+}
+
+impl Mode {
+    /// Partials travel through the owner's staging buffer: tiles store and
+    /// count them locally, and something else moves each finished chunk.
+    fn staged(self) -> bool {
+        matches!(self, Mode::CopyEngine | Mode::Stage)
+    }
 }
 
 /// Marks a transfer that a pass lowered into the kernel.
@@ -126,10 +143,11 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     let mode = match options[0] {
         "push" | "" => Mode::Push,
         "pull" => Mode::Pull,
+        "stage" => Mode::Stage,
         other => {
             return Err(fail(
                 module,
-                format!("chunk-fuse-reductions: mode={other} is neither push nor pull"),
+                format!("chunk-fuse-reductions: mode={other} is not push, pull or stage"),
             ));
         }
     };
@@ -146,6 +164,9 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             check_fusable(*t)?;
         }
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        if mode == Mode::Stage {
+            stage(&plan, kernel, &reducing)?;
+        }
         for range in flag_layout(&plan)?
             .into_iter()
             .filter(|r| r.kind == FlagKind::Reduction)
@@ -200,6 +221,69 @@ fn check_fusable(t: Op) -> Result<(), PassFailed> {
                 backend.map_or("?", |b| b.keyword())
             ),
         ));
+    }
+    Ok(())
+}
+
+/// `mode=stage`: marks the plan's reductions on `ldst` as staged (so that
+/// the flag layout is the copy engine's, `plan::staged`) and gives each
+/// reduced buffer the owners' staging buffer that `chunk-expand-collectives`
+/// declares for the copy engine (`W - 1` blocks of its rows, kernel-owned),
+/// with its kernel argument. A one-shot all-reduce is not staged.
+fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
+    let w = plan.world_size;
+    let mut names: Vec<String> = Vec::new();
+    for t in reducing {
+        let backend = ir::int_attr(*t, "backend").and_then(attrs::Backend::from_value);
+        let local = ir::int_attr(*t, "mode").and_then(attrs::TransferMode::from_value)
+            == Some(attrs::TransferMode::Local);
+        let Some((name, _, _)) = ir::attr(*t, "src").and_then(crate::plan::region_parts) else {
+            return Err(internal(*t, "a reducing transfer without a source region"));
+        };
+        if local || backend != Some(attrs::Backend::Ldst) || names.contains(&name) {
+            continue;
+        }
+        if reduction_kind(plan, &name) == Some(ReductionKind::AllReduce) {
+            return Err(fail(
+                *t,
+                "chunk-fuse-reductions: mode=stage moves a reduce-scatter or a two-shot all-reduce; this one-shot all-reduce needs mode=push or pull",
+            ));
+        }
+        names.push(name);
+    }
+    let ctx = ir::context_of(plan.op);
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let Some(list) = ir::parse_attr(ctx, &format!("[{}]", quoted.join(", "))) else {
+        return Err(internal(plan.op, "cannot build the staged buffers' list"));
+    };
+    ir::set_attr(plan.op, crate::plan::STAGED_ATTR, list);
+    for name in names {
+        let staging = crate::plan::staging_name(&name);
+        if plan.buffer(&staging).is_some() {
+            return Err(fail(
+                plan.op,
+                format!(
+                    "chunk-fuse-reductions: the staging buffer @{staging} would clash with the plan's buffer of that name"
+                ),
+            ));
+        }
+        let Some(partial) = plan.buffer(&name) else {
+            return Err(internal(plan.op, "a reduced buffer that is not in the plan"));
+        };
+        let mut shape = partial.shape.clone();
+        let Some(rows) = shape.first_mut() else {
+            return Err(internal(plan.op, "a reduced buffer without dimensions"));
+        };
+        *rows = *rows / w * (w - 1);
+        crate::plan::declare_kernel_buffer(
+            plan,
+            kernel,
+            &staging,
+            &shape,
+            &partial.element,
+            &[crate::plan::STAGING_ATTR],
+            PASS.argument,
+        )?;
     }
     Ok(())
 }
@@ -345,7 +429,7 @@ fn fuse(
     };
     // The copy engine lands peers' partials in the staging buffer (read
     // only in that mode).
-    let staging_ptr = if mode == Mode::CopyEngine {
+    let staging_ptr = if mode.staged() {
         let staging = crate::plan::staging_name(name);
         buffer_arg(kernel, &staging).ok_or_else(|| {
             fail(
@@ -409,7 +493,7 @@ fn fuse(
         yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let ob = Builder::before(own_yield).with_loc(ir::location_of(produce));
     let ce = CeFlags::new(range, w);
-    if mode == Mode::CopyEngine {
+    if mode.staged() {
         // One flag per source, set to the epoch by the copy engine.
         for s in 0..w {
             let peer = ob.const_i32(s);
@@ -423,7 +507,7 @@ fn fuse(
     }
     let sum = rank_ordered_sum(&ob, abi, store, value, mask, w, |s, peer| match mode {
         // Copied into this rank's staging buffer, in source s's slot.
-        Mode::CopyEngine => staging_shift(
+        Mode::CopyEngine | Mode::Stage => staging_shift(
             &ob,
             ptrs,
             p_arg,
@@ -457,7 +541,7 @@ fn fuse(
     }
     let out_ptrs = ob.addptr(ptrs, ob.splat(shift, &shape));
     let reduced = ob.convert_float(sum, element);
-    let gathered_by_copy_engine = two_shot && mode == Mode::CopyEngine;
+    let gathered_by_copy_engine = two_shot && mode.staged();
     if gathered_by_copy_engine {
         // The copy engine has sent the previous epoch's sums of this chunk.
         let sent = ce.sent(&ob, chunk);
@@ -481,7 +565,7 @@ fn fuse(
                 store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
                 arrive(&ib, peer_flags, gathered);
             }
-            let consumed = if mode == Mode::CopyEngine {
+            let consumed = if mode.staged() {
                 ce.consumed(&ib, chunk)
             } else {
                 flag
@@ -490,7 +574,7 @@ fn fuse(
         });
     }
     if two_shot {
-        let ce = (mode == Mode::CopyEngine).then_some(&ce);
+        let ce = mode.staged().then_some(&ce);
         record_completion(plan, range, tiles_per_chunk, ce);
     }
 
@@ -500,7 +584,7 @@ fn fuse(
         yield_of(peer_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce));
     let previous = pb.subi(abi.epoch, pb.const_i32(1));
-    if mode == Mode::CopyEngine {
+    if mode.staged() {
         // The copy engine has copied the previous epoch's partial.
         let copied = ce.copied(&pb, chunk);
         wait(&pb, abi, copied, previous, 1);
@@ -509,9 +593,10 @@ fn fuse(
     }
     match mode {
         Mode::Pull => ir::move_before(store, peer_yield),
-        Mode::CopyEngine => {
+        Mode::CopyEngine | Mode::Stage => {
             ir::move_before(store, peer_yield);
-            // Counted here; the side stream copies the chunk once complete.
+            // Counted here; the side stream (or the copy programs) copies
+            // the chunk once complete.
             arrive(&pb, abi.flags, flag);
             record_copies(
                 plan,
@@ -530,7 +615,7 @@ fn fuse(
             ir::erase(store);
         }
     }
-    if mode != Mode::CopyEngine {
+    if !mode.staged() {
         let owner_flags = peer_ptr(&pb, abi.flags, owner);
         arrive(&pb, owner_flags, flag);
     }
@@ -538,6 +623,9 @@ fn fuse(
     let how = match mode {
         Mode::CopyEngine => {
             "other rows store their partial and count it; the copy engine moves each finished chunk to its owner; own rows add"
+        }
+        Mode::Stage => {
+            "other rows store their partial and count it; the kernel's copy programs move each finished chunk to its owner; own rows add"
         }
         Mode::Push => {
             "other rows push their partial into the owner's @P and arrive at its counter; own rows add"
@@ -554,6 +642,8 @@ fn fuse(
             w - 1,
             if mode == Mode::CopyEngine {
                 format!("{} copy-engine flag(s)", w - 1)
+            } else if mode == Mode::Stage {
+                format!("{} copy-program flag(s)", w - 1)
             } else {
                 format!("{} arrivals", (w - 1) * tiles_per_chunk)
             },
@@ -846,7 +936,7 @@ impl Slots {
 }
 
 /// `chunk.peer_ptr %ptr, %peer`.
-fn peer_ptr(b: &Builder, ptr: Value, peer: Value) -> Value {
+pub(crate) fn peer_ptr(b: &Builder, ptr: Value, peer: Value) -> Value {
     ir::result(
         b.op("chunk.peer_ptr", &[ptr, peer], &[ir::type_of(ptr)], &[]),
         0,
@@ -854,7 +944,7 @@ fn peer_ptr(b: &Builder, ptr: Value, peer: Value) -> Value {
 }
 
 /// `chunk.wait %flags[%flag], %epoch count(n)` on this rank's flags.
-fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64) {
+pub(crate) fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64) {
     let count = ir::int_attr_of(ir::i64_type(b.ctx), n);
     b.op(
         "chunk.wait",

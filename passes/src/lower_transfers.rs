@@ -28,10 +28,18 @@
 //! plane of copy programs instead (`copy_plane` in the schedule; grid axis
 //! 2, index 0, in front of the kernel's own programs).
 //!
+//! A reduction staged on SMs (`chunk-fuse-reductions{mode=stage}` marked
+//! the plan `synco.staged`) gets `copy-programs` copy programs the same
+//! way, which run the reduction copies the copy engine would
+//! (`sm_copies::lower_reduction_copies`); the schedule's
+//! `reduction_copies` is then empty. One kernel has one set of copy
+//! programs: an `ldst` transfer beside a staged reduction is refused.
+//!
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
 //! Options:
-//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks.
+//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks (or
+//!   a staged reduction's).
 //!
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
@@ -87,7 +95,32 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             .filter(|t| !moves_nothing(*t) && ir::attr(*t, FUSED_ATTR).is_none())
             .collect();
         let mut schedule = schedule(&plan)?;
-        if !sm_transfers.is_empty() {
+        if crate::plan::stages_on_sms(&plan) {
+            // chunk-fuse-reductions{mode=stage}: the copy programs run the
+            // reduction copies the copy engine would.
+            if let Some(t) = sm_transfers.first() {
+                return Err(fail(
+                    *t,
+                    "chunk-lower-transfers: the kernel's copy programs already move a staged reduction; an ldst transfer beside it is not supported",
+                ));
+            }
+            let copies: Vec<Vec<synco_manifest::ReductionCopy>> =
+                serde_json::from_value(schedule["reduction_copies"].take())
+                    .map_err(|e| internal(plan.op, &format!("unreadable reduction copies: {e}")))?;
+            let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
+            let flags = schedule["num_flags"].as_i64().unwrap_or(0);
+            if copies.iter().any(|c| c.len() as i64 > flags) {
+                return Err(internal(plan.op, "more reduction copies than counters"));
+            }
+            let placement = sm_copies::placement(kernel, plan.op)?;
+            sm_copies::lower_reduction_copies(
+                &plan, kernel, abi, &copies, programs, placement, flags,
+            )?;
+            schedule["reduction_copies"] = json!([]);
+            schedule["copy_programs"] = json!(programs);
+            schedule["copy_plane"] = json!(placement == sm_copies::CopyPrograms::Plane);
+            schedule["num_flags"] = json!(2 * flags);
+        } else if !sm_transfers.is_empty() {
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
             let layout = flag_layout(&plan)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);

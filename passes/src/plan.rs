@@ -169,6 +169,45 @@ pub fn build_buffer(
     Ok(b.op("chunk.buffer", &[], &[], &attributes))
 }
 
+/// Declares `chunk.buffer @name` (see [`build_buffer`]) after the plan's
+/// other buffers and appends its `synco_buffer_<name>` argument to
+/// `kernel` (the ABI lists buffers in plan order); returns the argument.
+/// Errors name `pass`.
+pub fn declare_kernel_buffer(
+    plan: &Plan,
+    kernel: Op,
+    name: &str,
+    shape: &[i64],
+    element: &str,
+    markers: &[&str],
+    pass: &str,
+) -> Result<synco_ir::Value, PassFailed> {
+    let ctx = ir::context_of(plan.op);
+    let Some(body) = ir::regions(plan.op)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+    else {
+        return Err(internal(plan.op, "a plan without a body"));
+    };
+    let last_buffer = ir::ops_in(body)
+        .into_iter()
+        .filter(|o| ir::op_name(*o) == "chunk.buffer")
+        .last();
+    let b = match last_buffer.and_then(ir::next_op) {
+        Some(next) => synco_ir::Builder::before(next),
+        None => synco_ir::Builder::at_end(ctx, body, ir::location_of(plan.op)),
+    }
+    .with_loc(ir::location_of(plan.op));
+    build_buffer(&b, plan.op, name, shape, element, markers)?;
+    crate::abi::append_buffer_args(kernel, &[(name, element)], pass)?;
+    crate::abi::buffer_arg(kernel, name).ok_or_else(|| {
+        internal(
+            kernel,
+            &format!("the argument of @{name} is not where the ABI says"),
+        )
+    })
+}
+
 /// The plan's kernel and its ABI arguments, or an error saying that
 /// `chunk-bind-kernel` must run before `pass`.
 pub fn bound_kernel(
@@ -367,7 +406,7 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             // Produced, consumed and copied counters per chunk, and an
             // arrival flag per chunk and source rank; a two-shot
             // all-reduce's reduced, sent and gathered too.
-            _ if reduced_by_copy_engine(plan, &name) => {
+            _ if staged(plan, &name) => {
                 let gather = if kind == Some(ReductionKind::AllReduceTwoShot) {
                     3
                 } else {
@@ -403,6 +442,32 @@ pub fn staging_name(buffer: &str) -> String {
 /// blocks: the `W - 1` peers after `rank`, in rank-rotated order.
 pub fn staging_slot(source: i64, rank: i64, world_size: i64) -> i64 {
     (source - rank - 1).rem_euclid(world_size)
+}
+
+/// Plan attribute (array of buffer names): reductions of these buffers are
+/// staged (see [`staged`]) although their transfers say `ldst`: the SM copy
+/// programs of `chunk-fuse-reductions{mode=stage}` move their partials.
+pub const STAGED_ATTR: &str = "synco.staged";
+
+/// Whether `buffer`'s partials travel through their owners' staging buffer:
+/// tiles store and count them locally, then the copy engine or SM copy
+/// programs move each finished chunk (the flag layout is then the copy
+/// engine's, see `chunk-fuse-reductions`).
+pub fn staged(plan: &Plan, buffer: &str) -> bool {
+    reduced_by_copy_engine(plan, buffer)
+        || ir::attr(plan.op, STAGED_ATTR)
+            .and_then(ir::array_value)
+            .unwrap_or_default()
+            .into_iter()
+            .any(|name| ir::str_value(name).as_deref() == Some(buffer))
+}
+
+/// Whether the plan's reductions are staged and moved by the kernel's SM
+/// copy programs (`chunk-fuse-reductions{mode=stage}` marked it).
+pub fn stages_on_sms(plan: &Plan) -> bool {
+    ir::attr(plan.op, STAGED_ATTR)
+        .and_then(ir::array_value)
+        .is_some_and(|names| !names.is_empty())
 }
 
 /// Whether the copy engine moves `buffer`'s partials between ranks (the

@@ -30,16 +30,22 @@
 //! A block is one vector load and store of up to 32 KiB ([`copy_block`]):
 //! a copy program's bandwidth over NVLink is what it has in flight.
 //!
+//! The same copy programs also run a staged reduction's copies
+//! ([`lower_reduction_copies`]): they push finished chunks of partials (and
+//! a two-shot all-reduce's sums) into their owners' buffers.
+//!
 //! Supported: pull transfers of contiguous chunks (whole rows, as
 //! all_gather along dimension 0 produces) whose element count is a multiple
 //! of 4096, in kernels with a 1D or 2D grid.
 
 use crate::{
     abi::AbiArgs,
+    fuse_reductions::{peer_ptr, wait},
     plan::{FlagRange, Plan, fail, internal, region_parts},
 };
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
+use synco_manifest::ReductionCopy;
 
 /// Bytes each copy program moves per step (one vector tensor): what one
 /// program keeps in flight. Over NVLink between two H200s, 16 programs
@@ -258,6 +264,40 @@ pub fn lower(
     }
     copies.sort_by_key(|c| ir::int_attr(c.op, "order").unwrap_or(0));
 
+    let site = split_grid(kernel, programs, placement)?;
+    for copy in &copies {
+        emit_copy(
+            &site.builder,
+            kernel,
+            abi,
+            copy,
+            site.copier_id,
+            site.programs,
+            programs,
+            counter_base,
+        )?;
+    }
+    Ok(())
+}
+
+/// Where [`split_grid`] left the copy programs' code.
+pub struct CopySite {
+    /// Inserts into the copy programs' branch.
+    pub builder: Builder,
+    /// The copy program's index, `0..C`.
+    pub copier_id: Value,
+    /// `C`, as an `i32` value.
+    pub programs: Value,
+}
+
+/// Gives `kernel` `programs` copy programs placed as `placement` says (the
+/// original body moves to the other branch, its program ids shifted past
+/// the copy programs in a 1D grid) and returns where their code goes.
+pub fn split_grid(
+    kernel: Op,
+    programs: i64,
+    placement: CopyPrograms,
+) -> Result<CopySite, PassFailed> {
     let Some(entry) = ir::regions(kernel)
         .first()
         .and_then(|r| ir::blocks(*r).first().copied())
@@ -327,10 +367,11 @@ pub fn lower(
         let (_, copy_block, _) = cb.if_else(cb.cmpi(Cmp::Slt, copier_id, c));
         cb = Builder::before(ir::ops_in(copy_block)[0]);
     }
-    for copy in &copies {
-        emit_copy(&cb, kernel, abi, copy, copier_id, c, programs, counter_base)?;
-    }
-    Ok(())
+    Ok(CopySite {
+        builder: cb,
+        copier_id,
+        programs: c,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -425,6 +466,177 @@ fn emit_copy(
         );
     });
     Ok(())
+}
+
+/// Runs a staged reduction's copies in the kernel's copy programs: the
+/// list `chunk-fuse-reductions{mode=stage}` recorded for each rank, which
+/// the host's side stream runs for a reduction on the copy engine (see
+/// `synco_manifest::ReductionCopy`). Rank `r`'s programs take
+/// `per_rank[r]` in order; for each copy they wait until the chunk is
+/// produced (and, if the copy says so, until its owner read the previous
+/// epoch's), store their blocks into the owner's buffer through the peer
+/// mapping, then count themselves done on a counter of their own
+/// (`counter_base` + the copy's position, acq_rel/sys); the program that
+/// completes the count sets the owner's `arrived` flag, and this rank's
+/// `copied` flag if any, to the epoch (release/sys).
+#[allow(clippy::too_many_arguments)]
+pub fn lower_reduction_copies(
+    plan: &Plan,
+    kernel: Op,
+    abi: AbiArgs,
+    per_rank: &[Vec<ReductionCopy>],
+    programs: i64,
+    placement: CopyPrograms,
+    counter_base: i64,
+) -> Result<(), PassFailed> {
+    // Everything that can fail is resolved before any IR is built.
+    let mut resolved: Vec<Vec<(&ReductionCopy, StagedCopy)>> = Vec::new();
+    for copies in per_rank {
+        let mut list = Vec::new();
+        for copy in copies {
+            list.push((copy, StagedCopy::resolve(plan, kernel, copy)?));
+        }
+        resolved.push(list);
+    }
+    let site = split_grid(kernel, programs, placement)?;
+    let b = site.builder.with_loc(ir::location_of(plan.op));
+    for (rank, copies) in resolved.iter().enumerate() {
+        if copies.is_empty() {
+            continue;
+        }
+        let mine = b.cmpi(Cmp::Eq, abi.rank, b.const_i32(rank as i64));
+        b.if_then(mine, |rb| {
+            for (position, (copy, staged)) in copies.iter().enumerate() {
+                let counter = counter_base + position as i64;
+                emit_reduction_copy(&rb, abi, copy, staged, &site, programs, counter);
+            }
+        });
+    }
+    Ok(())
+}
+
+/// What one reduction copy moves, in the kernel's terms.
+struct StagedCopy {
+    src: Value,
+    dst: Value,
+    element: ir::Type,
+    /// Offsets and length in elements.
+    src_offset: i64,
+    dst_offset: i64,
+    len: i64,
+    block: i64,
+}
+
+impl StagedCopy {
+    fn resolve(plan: &Plan, kernel: Op, copy: &ReductionCopy) -> Result<StagedCopy, PassFailed> {
+        let arg = |name: &str| {
+            let buffer = plan.buffer(name).ok_or_else(|| {
+                internal(plan.op, &format!("a reduction copy of @{name}, which is not in the plan"))
+            })?;
+            let value = match buffer.arg {
+                Some(i) => crate::tiles::kernel_arg(kernel, i),
+                None => crate::abi::buffer_arg(kernel, name),
+            }
+            .ok_or_else(|| internal(kernel, &format!("@{name} has no kernel argument")))?;
+            let bytes = buffer.element_bytes().ok_or_else(|| {
+                fail(plan.op, format!("the ldst backend cannot copy {} elements", buffer.element))
+            })?;
+            let element = ir::parse_type(ir::context_of(kernel), &buffer.element)
+                .ok_or_else(|| internal(plan.op, &format!("no type {}", buffer.element)))?;
+            Ok::<_, PassFailed>((value, bytes, element))
+        };
+        let (src, bytes, element) = arg(&copy.src_buffer)?;
+        let (dst, dst_bytes, _) = arg(&copy.dst_buffer)?;
+        let in_elements = |offset: i64| (offset % bytes == 0).then_some(offset / bytes);
+        let (Some(src_offset), Some(dst_offset), Some(len)) = (
+            in_elements(copy.src_offset),
+            in_elements(copy.dst_offset),
+            in_elements(copy.bytes),
+        ) else {
+            return Err(internal(plan.op, "a reduction copy that splits elements"));
+        };
+        if dst_bytes != bytes {
+            return Err(internal(plan.op, "a reduction copy between element types"));
+        }
+        let block = copy_block(len, bytes).ok_or_else(|| {
+            fail(
+                plan.op,
+                format!(
+                    "the ldst backend copies chunks of a multiple of {MIN_COPY_BLOCK} elements; a chunk of @{} has {len}",
+                    copy.src_buffer
+                ),
+            )
+        })?;
+        Ok(StagedCopy {
+            src,
+            dst,
+            element,
+            src_offset,
+            dst_offset,
+            len,
+            block,
+        })
+    }
+}
+
+fn emit_reduction_copy(
+    b: &Builder,
+    abi: AbiArgs,
+    copy: &ReductionCopy,
+    staged: &StagedCopy,
+    site: &CopySite,
+    programs: i64,
+    counter: i64,
+) {
+    let (produced, count) = copy.produced;
+    wait(b, abi, b.const_i32(produced), abi.epoch, count);
+    if let Some((consumed, count)) = copy.consumed {
+        let previous = b.subi(abi.epoch, b.const_i32(1));
+        wait(b, abi, b.const_i32(consumed), previous, count);
+    }
+    let owner = b.const_i32(copy.owner);
+    let src_base = b.addptr(staged.src, b.const_i64(staged.src_offset));
+    let dst_base = peer_ptr(b, b.addptr(staged.dst, b.const_i64(staged.dst_offset)), owner);
+    let size = staged.block;
+    let blocks = b.const_i32(staged.len / size);
+    b.for_loop(site.copier_id, blocks, site.programs, |body, block| {
+        let start = body.muli(block, body.const_i32(size));
+        let index = body.addi(body.splat(start, &[size]), body.make_range(size));
+        let src = body.addptr(body.splat(src_base, &[size]), index);
+        let value = body.load_tensor(src, staged.element);
+        let dst = body.addptr(body.splat(dst_base, &[size]), index);
+        body.store(dst, value);
+    });
+    b.barrier();
+    let old = b.atomic_rmw(
+        RmwOp::Add,
+        b.addptr(abi.flags, b.const_i32(counter)),
+        b.const_i32(1),
+        Sem::AcqRel,
+        Scope::Sys,
+    );
+    // Every launch adds exactly `programs`: the program whose increment
+    // completes a multiple is the launch's last.
+    let done = b.remsi(b.addi(old, b.const_i32(1)), b.const_i32(programs));
+    b.if_then(b.cmpi(Cmp::Eq, done, b.const_i32(0)), |then| {
+        let owner_flags = peer_ptr(&then, abi.flags, owner);
+        then.atomic_rmw(
+            RmwOp::Xchg,
+            then.addptr(owner_flags, then.const_i32(copy.arrived)),
+            abi.epoch,
+            Sem::Release,
+            Scope::Sys,
+        );
+        if let Some(copied) = copy.copied {
+            then.atomic_rmw(
+                RmwOp::Xchg,
+                then.addptr(abi.flags, then.const_i32(copied)),
+                abi.epoch,
+                Sem::Release,
+                Scope::Sys,
+            );
+        }
+    });
 }
 
 /// `!tt.ptr<bf16>` -> `bf16`.

@@ -49,9 +49,9 @@
 //! records every tile.
 
 use crate::{
-    abi::append_buffer_args,
     plan::{
-        STAGING_ATTR, TRACE_ATTR, bound_kernel, build_buffer, fail, int_option, internal, plans,
+        STAGING_ATTR, TRACE_ATTR, bound_kernel, declare_kernel_buffer, fail, int_option, internal,
+        plans,
     },
     tiles::TILE_INDEX_ATTR,
 };
@@ -134,34 +134,15 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 /// Adds `@synco_trace` to the plan and its pointer to the kernel's ABI
 /// buffers; returns the kernel argument.
 fn declare_buffer(plan: &crate::plan::Plan, kernel: Op, records: i64) -> Result<Value, PassFailed> {
-    let ctx = ir::context_of(plan.op);
-    let Some(body) = ir::regions(plan.op)
-        .first()
-        .and_then(|r| ir::blocks(*r).first().copied())
-    else {
-        return Err(internal(plan.op, "a plan without a body"));
-    };
-    // After the plan's other buffers, so that the ABI lists them in order.
-    let last_buffer = ir::ops_in(body)
-        .into_iter()
-        .filter(|o| ir::op_name(*o) == "chunk.buffer")
-        .last();
-    let b = match last_buffer.and_then(ir::next_op) {
-        Some(next) => Builder::before(next),
-        None => Builder::at_end(ctx, body, ir::location_of(plan.op)),
-    }
-    .with_loc(ir::location_of(plan.op));
-    build_buffer(
-        &b,
-        plan.op,
+    declare_kernel_buffer(
+        plan,
+        kernel,
         TRACE_BUFFER,
         &[records, RECORD_WORDS],
         "i64",
         &[STAGING_ATTR, TRACE_ATTR],
-    )?;
-    append_buffer_args(kernel, &[(TRACE_BUFFER, "i64")], PASS.argument)?;
-    crate::abi::buffer_arg(kernel, TRACE_BUFFER)
-        .ok_or_else(|| internal(kernel, "the trace argument is not where the ABI says"))
+        PASS.argument,
+    )
 }
 
 /// Inserts the `chunk.trace` ops of the tile whose index `marked` computes.
