@@ -268,7 +268,10 @@ fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
             ));
         }
         let Some(partial) = plan.buffer(&name) else {
-            return Err(internal(plan.op, "a reduced buffer that is not in the plan"));
+            return Err(internal(
+                plan.op,
+                "a reduced buffer that is not in the plan",
+            ));
         };
         let mut shape = partial.shape.clone();
         let Some(rows) = shape.first_mut() else {

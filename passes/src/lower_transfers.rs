@@ -61,7 +61,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
     anchor: "builtin.module",
     options: &[synco_chunk::PassOption {
         name: "copy-programs",
-        description: "Programs of the fused kernel that copy ldst chunks",
+        description: "Programs of the fused kernel that copy ldst chunks (or a reduction staged by chunk-fuse-reductions{mode=stage})",
         default: "16",
     }],
     run,

@@ -133,8 +133,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                         .iter()
                         .find(|r| r.kind == FlagKind::Reduction && r.buffer == name)
                         .map_or(1, |r| r.chunks_per_rank);
-                    let order = if chunks_per_rank > 1 && (block / tile) % chunks_per_rank == 0
-                    {
+                    let order = if chunks_per_rank > 1 && (block / tile) % chunks_per_rank == 0 {
                         Order::Interleave {
                             world_size: plan.world_size,
                             chunks_per_rank,
@@ -163,7 +162,12 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
 /// tiles, before peers' tiles that the peers' own tiles wait for; in a
 /// persistent kernel every program can end up waiting (a deadlock), in a
 /// grid the waiting tiles hold SMs. Refused.
-fn check_swizzle(produce: Op, t: Value, order: Order, tiles_per_rank: i64) -> Result<(), PassFailed> {
+fn check_swizzle(
+    produce: Op,
+    t: Value,
+    order: Order,
+    tiles_per_rank: i64,
+) -> Result<(), PassFailed> {
     let Some(group) = crate::tiles::swizzle_group(t).filter(|g| *g > 1) else {
         return Ok(());
     };

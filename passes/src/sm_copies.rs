@@ -531,7 +531,10 @@ impl StagedCopy {
     fn resolve(plan: &Plan, kernel: Op, copy: &ReductionCopy) -> Result<StagedCopy, PassFailed> {
         let arg = |name: &str| {
             let buffer = plan.buffer(name).ok_or_else(|| {
-                internal(plan.op, &format!("a reduction copy of @{name}, which is not in the plan"))
+                internal(
+                    plan.op,
+                    &format!("a reduction copy of @{name}, which is not in the plan"),
+                )
             })?;
             let value = match buffer.arg {
                 Some(i) => crate::tiles::kernel_arg(kernel, i),
@@ -539,7 +542,10 @@ impl StagedCopy {
             }
             .ok_or_else(|| internal(kernel, &format!("@{name} has no kernel argument")))?;
             let bytes = buffer.element_bytes().ok_or_else(|| {
-                fail(plan.op, format!("the ldst backend cannot copy {} elements", buffer.element))
+                fail(
+                    plan.op,
+                    format!("the ldst backend cannot copy {} elements", buffer.element),
+                )
             })?;
             let element = ir::parse_type(ir::context_of(kernel), &buffer.element)
                 .ok_or_else(|| internal(plan.op, &format!("no type {}", buffer.element)))?;
@@ -596,7 +602,11 @@ fn emit_reduction_copy(
     }
     let owner = b.const_i32(copy.owner);
     let src_base = b.addptr(staged.src, b.const_i64(staged.src_offset));
-    let dst_base = peer_ptr(b, b.addptr(staged.dst, b.const_i64(staged.dst_offset)), owner);
+    let dst_base = peer_ptr(
+        b,
+        b.addptr(staged.dst, b.const_i64(staged.dst_offset)),
+        owner,
+    );
     let size = staged.block;
     let blocks = b.const_i32(staged.len / size);
     b.for_loop(site.copier_id, blocks, site.programs, |body, block| {
