@@ -18,9 +18,12 @@ export OUT="${OUT:-build/bench/check-w$W}"
 case "$W" in
   # Reductions: M = 2048 (4 row tiles per rank's block), N = 1024 (4 column
   # tiles): 64 programs per rank. One-shot all-reduce: M = 1024, 32.
-  4) AG="2048,1024,1024" RS="2048,1024,1024" AR="1024,1024,1024" CHUNKS="1 2 4" AR_CHUNKS="1 2" ;;
+  # Staged reductions add copy programs in front of each rank's grid: 2
+  # per rank keeps 2 ranks' programs within 132 SMs.
+  4) AG="2048,1024,1024" RS="2048,1024,1024" AR="1024,1024,1024" CHUNKS="1 2 4" AR_CHUNKS="1 2" COPIERS=2 ;;
   # 2 row tiles per block, N = 512: 32 programs per rank; one-shot: 16.
-  8) AG="2048,1024,1024" RS="2048,1024,512" AR="1024,1024,512" CHUNKS="1 2" AR_CHUNKS="1" ;;
+  # (4 ranks per GPU: 1 copy program each.)
+  8) AG="2048,1024,1024" RS="2048,1024,512" AR="1024,1024,512" CHUNKS="1 2" AR_CHUNKS="1" COPIERS=1 ;;
   *) echo "build-shared-check.sh: W must be 4 or 8, not $W" >&2; exit 2 ;;
 esac
 common=(--world "$W" --styles "grid2d grouped persistent persistent_tma" --num-sms 32 --no-auto --no-local)
@@ -31,3 +34,5 @@ common=(--world "$W" --styles "grid2d grouped persistent persistent_tma" --num-s
 "$B" "${common[@]}" --op ar --shapes "$AR" --chunks "$AR_CHUNKS"
 "$B" "${common[@]}" --op ar2 --shapes "$RS" --chunks "$CHUNKS"
 "$B" "${common[@]}" --op ar2 --rs-mode copy_engine --shapes "$RS" --chunks "$CHUNKS"
+"$B" "${common[@]}" --op rs --rs-mode stage --copy-programs "$COPIERS" --shapes "$RS" --chunks "$CHUNKS"
+"$B" "${common[@]}" --op ar2 --rs-mode stage --copy-programs "$COPIERS" --shapes "$RS" --chunks "$CHUNKS"

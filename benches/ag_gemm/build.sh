@@ -8,7 +8,7 @@
 #
 # each with the cubin, its launch manifest and variant.json.
 #
-# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
+# Usage: build.sh [--op ag|rs|ar|ar2] [--rs-mode push|pull|stage|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
 #                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
@@ -20,7 +20,12 @@
 # --rs-mode pull (rs, ar2) builds chunk-fuse-reductions{mode=pull} instead
 # of push (directories <style>_pull_c<n>, backend label ldst_pull); --rs-mode copy_engine has the host's side
 # stream move the partials (backend copy_engine; directories
-# <style>_copy_engine_c<n>). --op ar builds GEMM + one-shot
+# <style>_copy_engine_c<n>); --rs-mode stage (rs, ar2) stages the partials
+# like the copy engine but has C = --copy-programs SM programs of the
+# kernel move them (chunk-fuse-reductions{mode=stage}; directories
+# <style>_stage_c<n>, label ldst_stage; persistent styles get 132 - C
+# compute programs unless --num-sms says otherwise, so that every program
+# is resident). --op ar builds GEMM + one-shot
 # all-reduce (C [M, N]; directories ar_<M>x<K>x<N>_w<W>; M = 1024 shapes);
 # --op ar2 the two-shot all-reduce (the reduce-scatter shapes; --rs-mode
 # copy_engine: moved by the copy engine, directories <style>_copy_engine_c<n>).
@@ -53,6 +58,7 @@ STAGES_SET=0
 OP=ag
 RS_MODE=push
 SHAPES_SET=0
+NUM_SMS_SET=0
 TRACE=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -66,7 +72,7 @@ while [ $# -gt 0 ]; do
     --no-local) LOCAL=0; shift ;;
     --backend) BACKEND="$2"; shift 2 ;;
     --copy-programs) COPY_PROGRAMS="$2"; shift 2 ;;
-    --num-sms) NUM_SMS="$2"; shift 2 ;;
+    --num-sms) NUM_SMS="$2"; NUM_SMS_SET=1; shift 2 ;;
     --block) IFS=, read -r BM BN BK <<<"$2"; shift 2 ;;
     --warps) WARPS="$2"; shift 2 ;;
     --stages) STAGES="$2"; STAGES_SET=1; shift 2 ;;
@@ -103,12 +109,21 @@ case $OP in
     ;;
   *) echo "build.sh: --op is ag, rs, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
+if [ "$RS_MODE" = stage ]; then
+  if [ "$OP" != rs ] && [ "$OP" != ar2 ]; then
+    echo "build.sh: --rs-mode stage is for --op rs or ar2" >&2
+    exit 2
+  fi
+  # Copy programs come first and spin until their chunks are done: the
+  # GEMM's programs must not wait for an SM behind them.
+  [ "$NUM_SMS_SET" = 1 ] || NUM_SMS=$((132 - COPY_PROGRAMS))
+fi
 # chunk-fuse-reductions' transport option (the copy engine is the plan's backend).
 FUSE_MODE=$RS_MODE
 { [ "$RS_MODE" = copy_engine ] || [ "$RS_MODE" = auto ]; } && FUSE_MODE=push
 # The backend as the results name it.
 LABEL=$BACKEND
-{ [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" = pull ] && LABEL="${BACKEND}_$RS_MODE"
+{ [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && { [ "$RS_MODE" = pull ] || [ "$RS_MODE" = stage ]; } && LABEL="${BACKEND}_$RS_MODE"
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
 # unit strides are constants, everything else is a multiple of 16.
@@ -124,7 +139,11 @@ kernel_for() { # style group_m (tiles: BM BN BK)
   local style=$1 group=$2 file="$OUT/$1_${BM}x${BN}x${BK}_g$2.mlir" extra=()
   case $style in
     grouped) extra=(--constexpr GROUP_M=$group) ;;
-    persistent | persistent_tma) extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
+    persistent | persistent_tma)
+      # The kernel strides over tiles by NUM_SMS, which must be the grid
+      # it is launched with (builds into one OUT may differ in it).
+      file="$OUT/$1_${BM}x${BN}x${BK}_g$2_sms$NUM_SMS.mlir"
+      extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
   esac
   if [ ! -f "$file" ]; then
     "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "${KERNEL[$style]}" --signature "$SIG" \
@@ -166,12 +185,19 @@ for shape in $SHAPES; do
   [ "$group" -gt "$GROUP_M" ] && group=$GROUP_M
   [ "$group" -lt 1 ] && group=1
   for style in $STYLES; do
-    kernel=$(kernel_for "$style" "$group")
     for c in $counts; do
       block=$((M / WORLD))
       if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
+      # A reduction's chunks must hold whole swizzle groups
+      # (chunk-reorder-tiles refuses the rest: they can deadlock), so finer
+      # chunks get a smaller GROUP_M.
+      g=$group
+      if { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$c" != auto ]; then
+        while [ $((block / c / BM % g)) -ne 0 ]; do g=$((g / 2)); done
+      fi
+      kernel=$(kernel_for "$style" "$g")
       if [ "$OP" = ar ] || [ "$OP" = ar2 ]; then
         algorithm=one_shot
         [ "$OP" = ar2 ] && algorithm=two_shot
@@ -225,6 +251,7 @@ PLAN
       variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N"
     done
     if [ "$LOCAL" = 1 ]; then
+      kernel=$(kernel_for "$style" "$group")
       vdir="$dir/${style}_local"
       mkdir -p "$vdir"
       "$BIN/synco" compile "$kernel" --emit=cubin --out-dir "$vdir" \
