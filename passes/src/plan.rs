@@ -92,6 +92,17 @@ impl Plan {
         self.buffers.iter().find(|b| b.name == name)
     }
 
+    /// [`Plan::kernel_in`] without the error: `None` where it would fail.
+    pub fn find_kernel_in(&self, module: Op) -> Option<Op> {
+        match &self.kernel {
+            Some(kernel) => find_kernel(module, kernel),
+            None => match ir::find_all(module, "tt.func").as_slice() {
+                [only] => Some(*only),
+                _ => None,
+            },
+        }
+    }
+
     /// The plan's kernel (`tt.func`) in `module`, or an error at the plan.
     /// A plan without `kernel(@...)` fuses into the module's only `tt.func`.
     pub fn kernel_in(&self, module: Op) -> Result<Op, PassFailed> {

@@ -17,11 +17,13 @@
 //! (`chunk.produce @P ... tile(T)`), chunks set how finely
 //! `chunk-reorder-tiles` interleaves peers' and own rows: finer chunks
 //! spread the partials' traffic over more of the kernel, but a chunk
-//! smaller than the kernel's swizzle group (`GROUP_M`, 8 row tiles in
-//! Triton's matmul) splits groups between peers' and own rows. The pass
+//! must hold whole swizzle groups of the kernel (`GROUP_M` row tiles,
+//! `chunk-reorder-tiles` refuses the rest: they can deadlock). The pass
 //! picks the finest count whose chunks hold at least
-//! [`MIN_REDUCE_CHUNK_TILES`] row tiles, else one chunk per rank (measured
-//! on 2 x H200: finer counts lost up to 25%, see benches/ag_gemm/README.md).
+//! [`MIN_REDUCE_CHUNK_TILES`] row tiles and a multiple of the kernel's
+//! swizzle group (read from the kernel, when the plan's kernel and tile
+//! index can be found), else one chunk per rank (measured on 2 x H200:
+//! finer counts lost up to 25%, see benches/ag_gemm/README.md).
 //!
 //! Options:
 //! * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
@@ -94,20 +96,26 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             }
             match name.as_str() {
                 "chunk.all_gather" | "chunk.all_to_all" => select(&plan, op, forced, &machine)?,
-                "chunk.reduce_scatter" => select_reduce_scatter(&plan, op, forced, false)?,
+                "chunk.reduce_scatter" => select_reduce_scatter(&plan, module, op, forced, false)?,
                 // A two-shot all-reduce starts as a reduce-scatter; a
                 // one-shot one waits chunk by chunk on every rank.
                 "chunk.all_reduce" => {
                     let one_shot = ir::int_attr(op, "algorithm")
                         .and_then(synco_chunk::attrs::Algorithm::from_value)
                         == Some(synco_chunk::attrs::Algorithm::OneShot);
-                    select_reduce_scatter(&plan, op, forced, one_shot)?
+                    select_reduce_scatter(&plan, module, op, forced, one_shot)?
                 }
                 _ => {}
             }
         }
     }
     Ok(())
+}
+
+/// The swizzle group height (row tiles) of the plan's kernel, if the
+/// module has it (plans are also checked without their kernel).
+fn swizzle_group(plan: &Plan, module: Op) -> Option<i64> {
+    crate::tiles::kernel_swizzle_group(plan.find_kernel_in(module)?)
 }
 
 /// A collective's buffer (attribute `key`), the rows of a rank's block
@@ -150,11 +158,17 @@ fn collective_blocks(
 /// possible.
 fn select_reduce_scatter(
     plan: &Plan,
+    module: Op,
     op: Op,
     forced: Option<i64>,
     one_shot: bool,
 ) -> Result<(), PassFailed> {
     let (partial, block, tile) = collective_blocks(plan, op, "src", "chunk.produce")?;
+    let group = if one_shot {
+        1
+    } else {
+        swizzle_group(plan, module).unwrap_or(1)
+    };
     let valid = |n: i64| n >= 1 && block % n == 0 && (block / n) % tile == 0;
     let chosen = match forced {
         Some(n) if !valid(n) => {
@@ -168,7 +182,8 @@ fn select_reduce_scatter(
         Some(n) => n,
         None => {
             let min_tiles = if one_shot { 1 } else { MIN_REDUCE_CHUNK_TILES };
-            let whole_groups = |n: i64| block / n >= min_tiles * tile;
+            let whole_groups =
+                |n: i64| block / n >= min_tiles * tile && (block / n / tile) % group == 0;
             let Some(best) = CANDIDATES
                 .into_iter()
                 .rev()
@@ -187,7 +202,13 @@ fn select_reduce_scatter(
                 format!(
                     "chunks(auto) -> chunks({best}) for @{}: the finest count whose chunks hold at least {min_tiles} whole {tile}-row tiles{}",
                     partial.name,
-                    if one_shot { "" } else { " (one swizzle group)" }
+                    if one_shot {
+                        String::new()
+                    } else if group > 1 {
+                        format!(" and whole swizzle groups of {group}")
+                    } else {
+                        " (one swizzle group)".to_string()
+                    }
                 ),
             )
             .emit();

@@ -82,6 +82,24 @@ pub fn swizzle_group(t: Value) -> Option<i64> {
         .find_map(|op| ir::operands(op).into_iter().find_map(ir::constant_int))
 }
 
+/// The tallest swizzle group in `kernel`: the constants of its
+/// `arith.minsi` ops whose other operand depends on the program id (Triton's
+/// GROUP_M clamp). A whole-kernel view of [`swizzle_group`], for passes that
+/// run before the tile index is known.
+pub fn kernel_swizzle_group(kernel: Op) -> Option<i64> {
+    ir::find_all(kernel, "arith.minsi")
+        .into_iter()
+        .filter_map(|op| {
+            let operands = ir::operands(op);
+            let group = operands.iter().copied().find_map(ir::constant_int)?;
+            operands
+                .iter()
+                .any(|v| ir::constant_int(*v).is_none() && depends_on_program_id(*v))
+                .then_some(group)
+        })
+        .max()
+}
+
 fn depends_on_program_id(value: Value) -> bool {
     ir::backward_slice(value)
         .iter()
