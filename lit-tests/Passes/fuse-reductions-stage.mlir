@@ -68,8 +68,8 @@
 // PROGRAMS:            "tt.load"
 // PROGRAMS:            "tt.splat"(%[[REMOTE]])
 // PROGRAMS:            "tt.store"
-// PROGRAMS:          gpu.barrier
 // PROGRAMS:          %[[C20:.*]] = arith.constant 20 : i32
+// PROGRAMS-NEXT:     gpu.barrier
 // PROGRAMS-NEXT:     %[[COUNTER:.*]] = "tt.addptr"(%[[FLAGS]], %[[C20]])
 // PROGRAMS:          "tt.atomic_rmw"(%[[COUNTER]], {{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 4 : i32}
 // PROGRAMS:          arith.remsi

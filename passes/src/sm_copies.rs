@@ -425,17 +425,14 @@ fn emit_copy(
     b.assume_multiple_of(delta, 16);
     let src_base = b.addptr(b.addptr(base, delta), src_off);
     let dst_base = b.addptr(base, dst_off);
-    let size = copy.block;
-    let blocks = b.const_i32(copy.len / size);
-    b.for_loop(pid, blocks, programs_value, |body, block| {
-        let start = body.muli(block, body.const_i32(size));
-        let range = body.make_range(size);
-        let index = body.addi(body.splat(start, &[size]), range);
-        let src = body.addptr(body.splat(src_base, &[size]), index);
-        let value = body.load_tensor(src, element);
-        let dst = body.addptr(body.splat(dst_base, &[size]), index);
-        body.store(dst, value);
-    });
+    copy_blocks(
+        &b,
+        (src_base, dst_base),
+        copy.len,
+        copy.block,
+        element,
+        (pid, programs_value),
+    );
     let Some((flag_base, row, rows_per_chunk)) = flag_index else {
         return Ok(());
     };
@@ -443,20 +440,7 @@ fn emit_copy(
     let chunk = b.divsi(row, b.const_i32(rows_per_chunk));
     let flag = b.addi(chunk, b.const_i32(flag_base));
     let counter = b.addi(flag, b.const_i32(counter_base));
-    b.barrier();
-    let old = b.atomic_rmw(
-        RmwOp::Add,
-        b.addptr(abi.flags, counter),
-        b.const_i32(1),
-        Sem::AcqRel,
-        Scope::Sys,
-    );
-    // Every launch of this kernel adds exactly `programs` to the counter,
-    // whatever other kernels did with the epoch in between: the program
-    // whose increment completes a multiple is the launch's last.
-    let done = b.remsi(b.addi(old, b.const_i32(1)), b.const_i32(programs));
-    let last = b.cmpi(Cmp::Eq, done, b.const_i32(0));
-    b.if_then(last, |then| {
+    b.if_then(last_to_finish(&b, abi, counter, programs), |then| {
         then.atomic_rmw(
             RmwOp::Xchg,
             then.addptr(abi.flags, flag),
@@ -466,6 +450,46 @@ fn emit_copy(
         );
     });
     Ok(())
+}
+
+/// Copy program `pid` of `programs` copies blocks `pid`, `pid + programs`,
+/// ... of `size` elements of the `len` from `from` to `to`: one vector
+/// load and store each.
+fn copy_blocks(
+    b: &Builder,
+    (from, to): (Value, Value),
+    len: i64,
+    size: i64,
+    element: ir::Type,
+    (pid, programs): (Value, Value),
+) {
+    let blocks = b.const_i32(len / size);
+    b.for_loop(pid, blocks, programs, |body, block| {
+        let start = body.muli(block, body.const_i32(size));
+        let index = body.addi(body.splat(start, &[size]), body.make_range(size));
+        let src = body.addptr(body.splat(from, &[size]), index);
+        let value = body.load_tensor(src, element);
+        let dst = body.addptr(body.splat(to, &[size]), index);
+        body.store(dst, value);
+    });
+}
+
+/// Counts this copy program done on `flags[counter]` (after a barrier, so
+/// that the acq_rel/sys add covers the whole program's stores) and returns
+/// whether it was the launch's last: every launch adds exactly `programs`
+/// to the counter, whatever other kernels did with the epoch in between,
+/// so the program whose increment completes a multiple is the last.
+fn last_to_finish(b: &Builder, abi: AbiArgs, counter: Value, programs: i64) -> Value {
+    b.barrier();
+    let old = b.atomic_rmw(
+        RmwOp::Add,
+        b.addptr(abi.flags, counter),
+        b.const_i32(1),
+        Sem::AcqRel,
+        Scope::Sys,
+    );
+    let done = b.remsi(b.addi(old, b.const_i32(1)), b.const_i32(programs));
+    b.cmpi(Cmp::Eq, done, b.const_i32(0))
 }
 
 /// Runs a staged reduction's copies in the kernel's copy programs: the
@@ -607,28 +631,16 @@ fn emit_reduction_copy(
         b.addptr(staged.dst, b.const_i64(staged.dst_offset)),
         owner,
     );
-    let size = staged.block;
-    let blocks = b.const_i32(staged.len / size);
-    b.for_loop(site.copier_id, blocks, site.programs, |body, block| {
-        let start = body.muli(block, body.const_i32(size));
-        let index = body.addi(body.splat(start, &[size]), body.make_range(size));
-        let src = body.addptr(body.splat(src_base, &[size]), index);
-        let value = body.load_tensor(src, staged.element);
-        let dst = body.addptr(body.splat(dst_base, &[size]), index);
-        body.store(dst, value);
-    });
-    b.barrier();
-    let old = b.atomic_rmw(
-        RmwOp::Add,
-        b.addptr(abi.flags, b.const_i32(counter)),
-        b.const_i32(1),
-        Sem::AcqRel,
-        Scope::Sys,
+    copy_blocks(
+        b,
+        (src_base, dst_base),
+        staged.len,
+        staged.block,
+        staged.element,
+        (site.copier_id, site.programs),
     );
-    // Every launch adds exactly `programs`: the program whose increment
-    // completes a multiple is the launch's last.
-    let done = b.remsi(b.addi(old, b.const_i32(1)), b.const_i32(programs));
-    b.if_then(b.cmpi(Cmp::Eq, done, b.const_i32(0)), |then| {
+    let last = last_to_finish(b, abi, b.const_i32(counter), programs);
+    b.if_then(last, |then| {
         let owner_flags = peer_ptr(&then, abi.flags, owner);
         then.atomic_rmw(
             RmwOp::Xchg,
