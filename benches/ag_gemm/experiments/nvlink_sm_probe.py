@@ -15,8 +15,13 @@ the misses"):
    64 MiB from the peer (pull) or to it (push), `BLOCK` elements per step
    (the bytes each program has in flight), against the copy engine
    (`Tensor.copy_` between the GPUs).
+3. *Do the two directions add up?* Both GPUs push 64 MiB to each other at
+   once, by the copy engine (`cuMemcpyAsync` on each GPU's stream) or by
+   SM copy programs, against one direction alone (`--both-ways`: this part
+   only).
 
     python3 nvlink_sm_probe.py --out probe.json     # on nvidia-h200-x2
+    python3 nvlink_sm_probe.py --both-ways --out both.json
     python3 nvlink_sm_probe.py --compile-only       # here: sm_90a compile
 """
 import argparse
@@ -133,6 +138,86 @@ def time_ms(fn, reps=20, warmup=5):
     return statistics.median(samples)
 
 
+def both_ways(out):
+    """Part 3: one direction against both at once."""
+    import ctypes
+    import torch
+    enable_peer_access()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    src = [torch.randn(COPY_ELEMS, device=f"cuda:{d}").to(torch.bfloat16) for d in range(2)]
+    dst = [torch.empty_like(src[d]) for d in range(2)]  # dst[d] receives from the other GPU
+
+    side = [torch.cuda.Stream(device=f"cuda:{d}") for d in range(2)]
+
+    def engine(senders, pull=False, pieces=1, on_side=False):
+        """Sender d's data into the other GPU, by the copy engine of d (a
+        push) or of the receiver (`pull`), in `pieces` copies, on the
+        current stream or a side stream created for it (`on_side`, as the
+        runtime's copy streams)."""
+        for d in senders:
+            issuer = 1 - d if pull else d
+            with torch.cuda.device(issuer):
+                stream = side[issuer] if on_side else torch.cuda.current_stream()
+                stream.wait_stream(torch.cuda.current_stream())
+                step = src[d].nbytes // pieces
+                for i in range(pieces):
+                    rc = cuda.cuMemcpyAsync(ctypes.c_uint64(dst[1 - d].data_ptr() + i * step),
+                                            ctypes.c_uint64(src[d].data_ptr() + i * step),
+                                            ctypes.c_size_t(step), ctypes.c_void_p(stream.cuda_stream))
+                    assert rc == 0, f"cuMemcpyAsync: {rc}"
+                torch.cuda.current_stream().wait_stream(stream)
+
+    def programs(senders, count=66, block=16384):
+        for d in senders:
+            with torch.cuda.device(d):
+                copy_blocks[(count, )](src[d], dst[1 - d], COPY_ELEMS // block, BLOCK=block, num_warps=8)
+
+    def timed(fn, reps=20, warmup=3):
+        for _ in range(warmup):
+            fn()
+        for d in range(2):
+            torch.cuda.synchronize(d)
+        samples = []
+        for _ in range(reps):
+            events = []
+            for d in range(2):
+                with torch.cuda.device(d):
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    events.append((d, start, end))
+            fn()
+            for d, _, end in events:
+                with torch.cuda.device(d):
+                    end.record()
+            for d in range(2):
+                torch.cuda.synchronize(d)
+            samples.append(max(s.elapsed_time(e) for _, s, e in events))
+        return statistics.median(samples)
+
+    rows = []
+    ways = (("copy engine", engine), ("copy engine, pull", lambda s: engine(s, pull=True)),
+            ("copy engine, 4 MiB copies", lambda s: engine(s, pieces=16)),
+            ("copy engine, side streams", lambda s: engine(s, on_side=True)),
+            ("copy programs", programs), ("8 copy programs", lambda s: programs(s, count=8)),
+            ("16 copy programs", lambda s: programs(s, count=16)))
+    for name, fn in ways:
+        for senders in ([0], [1], [0, 1]):
+            for d in range(2):
+                dst[d].fill_(float("nan"))
+            ms = timed(lambda: fn(senders))
+            for d in range(2):
+                torch.cuda.synchronize(d)
+            ok = all(torch.equal(dst[1 - d].cpu(), src[d].cpu()) for d in senders)
+            row = {"engine": name, "senders": senders, "ms": ms, "gbps_per_direction": COPY_ELEMS * 2 / ms / 1e6,
+                   "ok": ok}
+            rows.append(row)
+            print(f"{name:26} senders={senders}: {ms:.4f} ms, {row['gbps_per_direction']:.0f} GB/s per direction, "
+                  f"ok={ok}", flush=True)
+    with open(out, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "both_ways": rows}, f,
+                  indent=1)
+
+
 def run(out):
     import torch
     assert torch.cuda.device_count() >= 2, "needs two GPUs"
@@ -207,8 +292,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="nvlink_sm_probe.json")
     p.add_argument("--compile-only", action="store_true", help="compile the kernels for sm_90a, no GPU")
+    p.add_argument("--both-ways", action="store_true", help="only part 3: one direction against both at once")
     args = p.parse_args()
-    sys.exit(compile_only() if args.compile_only else run(args.out))
+    if args.compile_only:
+        sys.exit(compile_only())
+    sys.exit(both_ways(args.out) if args.both_ways else run(args.out))
 
 
 if __name__ == "__main__":
