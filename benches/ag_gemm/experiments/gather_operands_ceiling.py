@@ -28,31 +28,20 @@ import statistics
 
 import torch
 
+from nvlink_sm_probe import enable_peer_access  # the probe beside this script
+
 CUDA = ctypes.CDLL("libcuda.so.1")
 
 
-def enable_peer_access():
-    """Peer access both ways through the driver (copies go over NVLink)."""
-    ctxs = []
-    for dev in range(2):
-        with torch.cuda.device(dev):
-            torch.empty(1, device=f"cuda:{dev}")  # makes the device's primary context current
-            ctx = ctypes.c_void_p()
-            assert CUDA.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current context"
-            ctxs.append(ctx)
-    for dev in range(2):
-        with torch.cuda.device(dev):
-            rc = CUDA.cuCtxEnablePeerAccess(ctxs[1 - dev], 0)
-            assert rc in (0, 704), f"cuCtxEnablePeerAccess: {rc}"  # 704: already enabled
-
-
 def peer_copy(dst, src, stream):
-    """cuMemcpyAsync on `stream` (Tensor.copy_ between GPUs would also wait
-    for both GPUs' current streams, serialising the copy with the GEMMs)."""
+    """cuMemcpyAsync on `stream`: a peer copy ordered by that stream alone
+    (Tensor.copy_ between GPUs also synchronises with both GPUs' current
+    streams)."""
     assert dst.is_contiguous() and src.is_contiguous() and dst.nbytes == src.nbytes
     rc = CUDA.cuMemcpyAsync(ctypes.c_uint64(dst.data_ptr()), ctypes.c_uint64(src.data_ptr()),
                             ctypes.c_size_t(dst.nbytes), ctypes.c_void_p(stream.cuda_stream))
     assert rc == 0, f"cuMemcpyAsync: {rc}"
+
 
 SHAPES = [(4096, 1024, 8192), (8192, 1024, 8192), (1024, 1024, 8192)]
 
