@@ -35,6 +35,10 @@
 //! `reduction_copies` is then empty. One kernel has one set of copy
 //! programs: an `ldst` transfer beside a staged reduction is refused.
 //!
+//! A persistent kernel whose tile loop strides by a constant (Triton's
+//! `NUM_SMS`) records it as `persistent_programs`: the runtime launches it
+//! with exactly that many programs (besides copy programs) or refuses.
+//!
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
 //! Options:
@@ -95,6 +99,9 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             .filter(|t| !moves_nothing(*t) && ir::attr(*t, FUSED_ATTR).is_none())
             .collect();
         let mut schedule = schedule(&plan)?;
+        if let Some(programs) = plan.find_kernel_in(module).and_then(persistent_programs) {
+            schedule["persistent_programs"] = json!(programs);
+        }
         if crate::plan::stages_on_sms(&plan) {
             // chunk-fuse-reductions{mode=stage}: the copy programs run the
             // reduction copies the copy engine would.
@@ -322,6 +329,15 @@ fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
         "chunks": consumers,
         "copies": copies,
     }))
+}
+
+/// The number of programs a persistent kernel must be launched with: the
+/// constant stride of the tile loop its marked tile index comes from.
+fn persistent_programs(kernel: ir::Op) -> Option<i64> {
+    ir::walk(kernel)
+        .into_iter()
+        .filter(|op| ir::attr(*op, crate::tiles::TILE_INDEX_ATTR).is_some())
+        .find_map(|op| crate::tiles::persistent_stride(ir::result(op, 0)))
 }
 
 /// A local transfer whose source is its destination: the rows are in place.

@@ -100,6 +100,30 @@ pub fn kernel_swizzle_group(kernel: Op) -> Option<i64> {
         .max()
 }
 
+/// The constant step of the persistent tile loop that tile index `t` comes
+/// from: an `scf.for` whose induction variable `t` depends on and whose
+/// lower bound depends on the program id (`for tile in range(pid, tiles,
+/// NUM_SMS)`). Such a kernel covers every tile only when launched with
+/// exactly that many programs. `None` for a grid of programs, or a loop
+/// that strides by a value the launch decides (`num_programs`).
+pub fn persistent_stride(t: Value) -> Option<i64> {
+    ir::backward_slice(t).into_iter().find_map(|v| {
+        if ir::block_arg_number(v) != Some(0) {
+            return None;
+        }
+        let tile_loop = ir::block_parent_op(ir::block_arg_owner(v)?)?;
+        if ir::op_name(tile_loop) != "scf.for" {
+            return None;
+        }
+        // scf.for operands: lower bound, upper bound, step, initial values.
+        let bounds = ir::operands(tile_loop);
+        if !depends_on_program_id(*bounds.first()?) {
+            return None;
+        }
+        ir::constant_int(*bounds.get(2)?)
+    })
+}
+
 fn depends_on_program_id(value: Value) -> bool {
     ir::backward_slice(value)
         .iter()

@@ -661,8 +661,10 @@ fn grid(v: &Variant) -> (u32, u32, u32) {
     match v.style.as_str() {
         "grid2d" => (tm, tn, 1),
         "grouped" => (tm * tn, 1, 1),
-        // persistent, persistent_tma: one program per SM (at most one per tile)
-        _ => ((tm * tn).min(v.num_sms.unwrap_or(132)), 1, 1),
+        // persistent, persistent_tma: the NUM_SMS programs the tile loop
+        // strides by (programs past the last tile find none; the runtime
+        // refuses a fused kernel launched with another count)
+        _ => (v.num_sms.unwrap_or(132), 1, 1),
     }
 }
 

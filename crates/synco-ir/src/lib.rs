@@ -332,6 +332,12 @@ pub fn block_arg_owner(value: Value) -> Option<Block> {
     unsafe { mlirValueIsABlockArgument(value).then(|| mlirBlockArgumentGetOwner(value)) }
 }
 
+/// The op whose region holds `block`.
+pub fn block_parent_op(block: Block) -> Option<Op> {
+    let op = unsafe { mlirBlockGetParentOperation(block) };
+    (!op.ptr.is_null()).then_some(op)
+}
+
 /// Every (user op, operand index) of `value`.
 pub fn uses(value: Value) -> Vec<(Op, usize)> {
     let mut out = Vec::new();
@@ -522,8 +528,7 @@ pub fn backward_slice(value: Value) -> Vec<Value> {
         if let Some(op) = defining_op(v) {
             stack.extend(operands(op));
         } else if let (Some(block), Some(index)) = (block_arg_owner(v), block_arg_number(v)) {
-            let owner = unsafe { mlirBlockGetParentOperation(block) };
-            if !owner.ptr.is_null() && op_name(owner) == "scf.for" {
+            if let Some(owner) = block_parent_op(block).filter(|o| op_name(*o) == "scf.for") {
                 // scf.for operands: lower, upper, step, then the initial
                 // values. The induction variable (argument 0) takes its
                 // values from the lower bound and the step.

@@ -224,6 +224,12 @@ pub struct FusedPlan {
     /// programs in front of a 1D grid.
     #[serde(default)]
     pub copy_plane: bool,
+    /// A persistent kernel's tile loop strides by this many programs (a
+    /// constant such as Triton's `NUM_SMS`): launched with any other count
+    /// on axis 0 (copy programs aside), it would skip tiles or run some
+    /// twice, so the runtime refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_programs: Option<u32>,
     pub buffers: Vec<PlanBuffer>,
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.

@@ -51,6 +51,15 @@ pub enum RuntimeError {
          compile with fewer (chunk-lower-transfers{{copy-programs=N}})"
     )]
     CopyPlane { programs: u32, plane: u32 },
+    #[error(
+        "kernel '{kernel}' is persistent: its tile loop strides by {stride} programs, so it must be launched \
+         with {stride} programs on axis 0, not {launched} (it would skip tiles or run some twice)"
+    )]
+    PersistentGrid {
+        kernel: String,
+        stride: u32,
+        launched: u32,
+    },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]

@@ -49,6 +49,23 @@ impl Arg {
     }
 }
 
+/// A persistent kernel (`persistent_programs` in its manifest) must be
+/// launched with exactly the programs its tile loop strides by, in a 1D
+/// grid: fewer skip tiles, more run some twice.
+pub(crate) fn check_persistent_grid(
+    manifest: &LaunchManifest,
+    grid: (u32, u32, u32),
+) -> Result<()> {
+    match manifest.fused.as_ref().and_then(|f| f.persistent_programs) {
+        Some(stride) if grid != (stride, 1, 1) => Err(RuntimeError::PersistentGrid {
+            kernel: manifest.kernel.clone(),
+            stride,
+            launched: grid.0 * grid.1 * grid.2,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The launch's argument values, in the manifest's parameter order: the
 /// user's values for `user` parameters, `abi(name)` for `synco` ones (rank,
 /// world size, heap bases, flags, epoch, errors, plan buffers), then
@@ -291,6 +308,32 @@ mod tests {
             profile_scratch: Scratch::default(),
             triton_version: "3.6.0".into(),
             fused: None,
+        }
+    }
+
+    /// A persistent kernel runs with exactly its tile loop's stride of
+    /// programs; other kernels with any grid.
+    #[test]
+    fn persistent_kernels_launch_with_their_stride() {
+        let mut m = manifest(&[]);
+        assert!(check_persistent_grid(&m, (7, 3, 1)).is_ok());
+        m.fused = Some(
+            serde_json::from_str(
+                r#"{"plan": "p", "world_size": 2, "num_flags": 4, "buffers": [], "chunks": [],
+                    "copies": [], "persistent_programs": 132}"#,
+            )
+            .expect("a fused plan"),
+        );
+        assert!(check_persistent_grid(&m, (132, 1, 1)).is_ok());
+        for grid in [(124, 1, 1), (133, 1, 1), (66, 2, 1)] {
+            match check_persistent_grid(&m, grid) {
+                Err(RuntimeError::PersistentGrid {
+                    stride: 132,
+                    launched,
+                    ..
+                }) => assert_eq!(launched, grid.0 * grid.1 * grid.2),
+                other => panic!("{grid:?}: {other:?}"),
+            }
         }
     }
 

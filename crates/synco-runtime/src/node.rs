@@ -418,6 +418,7 @@ impl Node {
                 node: world,
             });
         }
+        crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
         // Copy programs (ldst backend) come first: in front of a 1D grid,
         // or as a plane in front of a 2D one.
         let (copy_programs, copy_plane) = kernel
