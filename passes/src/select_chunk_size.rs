@@ -21,9 +21,10 @@
 //! `chunk-reorder-tiles` refuses the rest: they can deadlock). The pass
 //! picks the finest count whose chunks hold at least
 //! [`MIN_REDUCE_CHUNK_TILES`] row tiles and a multiple of the kernel's
-//! swizzle group (read from the kernel, when the plan's kernel and tile
-//! index can be found), else one chunk per rank (measured on 2 x H200:
-//! finer counts lost up to 25%, see benches/ag_gemm/README.md).
+//! swizzle group (read from the plan's kernel when the module has it), else
+//! one chunk per rank (measured on 2 x H200: finer counts lost up to 25%,
+//! see benches/ag_gemm/README.md; those finer chunks also split the
+//! kernel's swizzle groups, which is now refused).
 //!
 //! Options:
 //! * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
