@@ -527,17 +527,17 @@ pub fn backward_slice(value: Value) -> Vec<Value> {
         seen.push(v);
         if let Some(op) = defining_op(v) {
             stack.extend(operands(op));
-        } else if let (Some(block), Some(index)) = (block_arg_owner(v), block_arg_number(v)) {
-            if let Some(owner) = block_parent_op(block).filter(|o| op_name(*o) == "scf.for") {
-                // scf.for operands: lower, upper, step, then the initial
-                // values. The induction variable (argument 0) takes its
-                // values from the lower bound and the step.
-                let loop_operands = operands(owner);
-                if index == 0 {
-                    stack.extend([loop_operands[0], loop_operands[2]]);
-                } else if let Some(init) = loop_operands.get(2 + index) {
-                    stack.push(*init);
-                }
+        } else if let (Some(block), Some(index)) = (block_arg_owner(v), block_arg_number(v))
+            && let Some(owner) = block_parent_op(block).filter(|o| op_name(*o) == "scf.for")
+        {
+            // scf.for operands: lower, upper, step, then the initial
+            // values. The induction variable (argument 0) takes its
+            // values from the lower bound and the step.
+            let loop_operands = operands(owner);
+            if index == 0 {
+                stack.extend([loop_operands[0], loop_operands[2]]);
+            } else if let Some(init) = loop_operands.get(2 + index) {
+                stack.push(*init);
             }
         }
     }
