@@ -37,7 +37,10 @@
 //!
 //! A persistent kernel whose tile loop strides by a constant (Triton's
 //! `NUM_SMS`) records it as `persistent_programs`: the runtime launches it
-//! with exactly that many programs (besides copy programs) or refuses.
+//! with exactly that many programs (besides copy programs) or refuses. If
+//! it also fuses a reduction (its programs wait for other programs' tiles)
+//! the schedule says `co_resident`: the runtime refuses a launch whose
+//! programs the GPU cannot hold all at once.
 //!
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
@@ -101,6 +104,12 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
         let mut schedule = schedule(&plan)?;
         if let Some(programs) = plan.find_kernel_in(module).and_then(persistent_programs) {
             schedule["persistent_programs"] = json!(programs);
+            // Its programs wait for other programs' tiles (a reduction's
+            // owners for the producers): all of them must be resident.
+            let reduces = flag_layout(&plan)?
+                .iter()
+                .any(|r| r.kind == crate::plan::FlagKind::Reduction);
+            schedule["co_resident"] = json!(reduces);
         }
         if crate::plan::stages_on_sms(&plan) {
             // chunk-fuse-reductions{mode=stage}: the copy programs run the

@@ -230,6 +230,12 @@ pub struct FusedPlan {
     /// twice, so the runtime refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistent_programs: Option<u32>,
+    /// Every program of a launch (copy programs included, and those of the
+    /// other ranks sharing the GPU) must be resident at once: a persistent
+    /// kernel whose programs wait for other programs' tiles (a fused
+    /// reduction). The runtime refuses a launch the GPU cannot hold.
+    #[serde(default)]
+    pub co_resident: bool,
     pub buffers: Vec<PlanBuffer>,
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.

@@ -60,6 +60,17 @@ pub enum RuntimeError {
         stride: u32,
         launched: u32,
     },
+    #[error(
+        "kernel '{kernel}' needs all its programs resident at once (its programs wait for each other's tiles), \
+         but GPU {device} would run {programs} of them and holds {resident}: launch fewer (NUM_SMS, copy-programs) \
+         or fewer ranks per GPU"
+    )]
+    NotCoResident {
+        kernel: String,
+        device: usize,
+        programs: u32,
+        resident: u32,
+    },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]

@@ -66,6 +66,28 @@ pub(crate) fn check_persistent_grid(
     }
 }
 
+/// A kernel whose programs must all be resident at once
+/// (`FusedPlan::co_resident`): `programs` of each of the `sharing` ranks on
+/// one GPU must fit in the `resident` programs it holds, or the programs
+/// already running would wait for ones that never start.
+pub(crate) fn check_co_resident(
+    kernel: &str,
+    device: usize,
+    programs: u32,
+    sharing: u32,
+    resident: u32,
+) -> Result<()> {
+    if programs * sharing <= resident {
+        return Ok(());
+    }
+    Err(RuntimeError::NotCoResident {
+        kernel: kernel.to_string(),
+        device,
+        programs: programs * sharing,
+        resident,
+    })
+}
+
 /// The launch's argument values, in the manifest's parameter order: the
 /// user's values for `user` parameters, `abi(name)` for `synco` ones (rank,
 /// world size, heap bases, flags, epoch, errors, plan buffers), then
@@ -137,6 +159,10 @@ pub struct FusedKernel {
     pub(crate) storage: Buffer,
     /// Launches so far: the last launch's epoch.
     pub(crate) epochs: std::cell::Cell<u32>,
+    /// Per rank, how many programs of this kernel its GPU holds at once
+    /// (blocks per SM x SMs), for kernels whose programs must all be
+    /// resident (`FusedPlan::co_resident`); empty otherwise.
+    pub(crate) resident: Vec<u32>,
     functions: Vec<CUfunction>,
     modules: Vec<CUmodule>,
 }
@@ -185,6 +211,35 @@ impl FusedKernel {
                 modules.push(module);
             }
         }
+        let co_resident = manifest.fused.as_ref().is_some_and(|f| f.co_resident);
+        let mut resident = Vec::new();
+        if co_resident {
+            let threads = (manifest.num_warps * 32) as i32;
+            for (rank, (gpu, function)) in node.gpus.iter().zip(&functions).enumerate() {
+                gpu.bind()?;
+                let mut per_sm = 0;
+                unsafe {
+                    check(
+                        rank,
+                        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                            &mut per_sm,
+                            *function,
+                            threads,
+                            manifest.shared_mem_bytes as usize,
+                        ),
+                    )?;
+                }
+                let sms = gpu
+                    .ctx
+                    .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                    .map_err(|e| RuntimeError::Open {
+                        gpu: gpu.device,
+                        message: format!("{e:?}"),
+                    })?;
+                resident.push((per_sm.max(0) * sms.max(0)) as u32);
+            }
+        }
         // The flags, then one word for the launch's epoch (see
         // `Node::enqueue_reduction_copies`); then the staging buffers.
         let count = manifest.fused.as_ref().map_or(0, |f| f.num_flags) as usize + 1;
@@ -223,6 +278,7 @@ impl FusedKernel {
             staging,
             storage,
             epochs: std::cell::Cell::new(0),
+            resident,
             functions,
             modules,
         })
@@ -335,6 +391,24 @@ mod tests {
                 other => panic!("{grid:?}: {other:?}"),
             }
         }
+    }
+
+    /// Programs that wait for each other must fit on the GPU together,
+    /// counting every rank that shares it.
+    #[test]
+    fn co_resident_programs_fit_on_their_gpu() {
+        assert!(check_co_resident("k", 0, 132, 1, 132).is_ok());
+        assert!(check_co_resident("k", 0, 33, 4, 132).is_ok());
+        match check_co_resident("k", 1, 34, 4, 132) {
+            Err(RuntimeError::NotCoResident {
+                device: 1,
+                programs: 136,
+                resident: 132,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(check_co_resident("k", 0, 140, 1, 132).is_err());
     }
 
     const FUSED: &[(&str, &str, ParamRole)] = &[

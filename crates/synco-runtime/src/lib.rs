@@ -30,7 +30,9 @@
 //!    reduction's output, is a symmetric buffer the caller binds by name in
 //!    `launch`'s `bindings`; a staging buffer is the kernel's own) and
 //!    Triton's scratch pointers (a persistent kernel, whose manifest has
-//!    `persistent_programs`, with exactly that many programs), with the `ldst`
+//!    `persistent_programs`, with exactly that many programs; one marked
+//!    `co_resident` only if its GPU holds all the programs of the ranks on
+//!    it at once), with the `ldst`
 //!    backend's copy programs in front of the grid (or in a plane in front
 //!    of a 2D grid); then, issued after every rank's kernel (so that no
 //!    kernel waits for the host to issue them, nor for another rank's),

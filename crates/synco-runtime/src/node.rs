@@ -437,6 +437,21 @@ impl Node {
         } else {
             (grid.0 + copy_programs, grid.1, grid.2)
         };
+        if let Some(fused) = &kernel.manifest.fused
+            && fused.co_resident
+        {
+            let programs = grid.0 * grid.1 * grid.2;
+            for (gpu, resident) in self.gpus.iter().zip(&kernel.resident) {
+                let sharing = self.gpus.iter().filter(|g| g.device == gpu.device).count();
+                crate::kernel::check_co_resident(
+                    &kernel.manifest.kernel,
+                    gpu.device,
+                    programs,
+                    sharing as u32,
+                    *resident,
+                )?;
+            }
+        }
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
         let bindings: Vec<(&str, Buffer)> = bindings
