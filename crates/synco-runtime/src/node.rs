@@ -465,6 +465,29 @@ impl Node {
         self.epoch = epoch;
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
         self.drop_timeline()?;
+        // Triton's global scratch (per program), grown for every rank before
+        // any kernel of this launch is issued: cuMemFree waits for the
+        // GPU's work, so freeing a rank's old scratch after a co-located
+        // rank's kernel was issued would wait for that kernel, which waits
+        // for this rank's (seen as a timeout with ranks sharing GPUs).
+        let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
+        for rank in 0..world {
+            if scratch_bytes > self.scratch[rank].1 {
+                self.gpus[rank].bind()?;
+                unsafe {
+                    if self.scratch[rank].0 != 0 {
+                        check(rank, "cuMemFree", sys::cuMemFree_v2(self.scratch[rank].0))?;
+                    }
+                    let mut p = 0;
+                    check(
+                        rank,
+                        "cuMemAlloc",
+                        sys::cuMemAlloc_v2(&mut p, scratch_bytes),
+                    )?;
+                    self.scratch[rank] = (p, scratch_bytes);
+                }
+            }
+        }
         let mut spans = Vec::new();
         let mut kernel_starts = Vec::new();
         for rank in 0..world {
@@ -489,18 +512,6 @@ impl Node {
             // behind tiles that wait for them).
             if let Some(fused) = &kernel.manifest.fused {
                 self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
-            }
-            // Triton's global scratch: per program.
-            let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
-            if scratch_bytes > self.scratch[rank].1 {
-                unsafe {
-                    if self.scratch[rank].0 != 0 {
-                        check(g, "cuMemFree", sys::cuMemFree_v2(self.scratch[rank].0))?;
-                    }
-                    let mut p = 0;
-                    check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, scratch_bytes))?;
-                    self.scratch[rank] = (p, scratch_bytes);
-                }
             }
             let gpu = &self.gpus[rank];
             let flags = self.ptr(rank, &kernel.flags);
