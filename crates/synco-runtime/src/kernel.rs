@@ -88,6 +88,38 @@ pub(crate) fn check_co_resident(
     })
 }
 
+/// How many programs of `function` rank `rank`'s GPU (its context bound)
+/// holds at once: blocks per SM at the manifest's warps and shared memory,
+/// times the SMs.
+fn resident_programs(
+    rank: usize,
+    gpu: &crate::node::Gpu,
+    function: CUfunction,
+    manifest: &LaunchManifest,
+) -> Result<u32> {
+    let mut per_sm = 0;
+    unsafe {
+        check(
+            rank,
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut per_sm,
+                function,
+                (manifest.num_warps * 32) as i32,
+                manifest.shared_mem_bytes as usize,
+            ),
+        )?;
+    }
+    let sms = gpu
+        .ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(|e| RuntimeError::Open {
+            gpu: gpu.device,
+            message: format!("{e:?}"),
+        })?;
+    Ok((per_sm.max(0) * sms.max(0)) as u32)
+}
+
 /// The launch's argument values, in the manifest's parameter order: the
 /// user's values for `user` parameters, `abi(name)` for `synco` ones (rank,
 /// world size, heap bases, flags, epoch, errors, plan buffers), then
@@ -181,6 +213,8 @@ impl FusedKernel {
         let name = CString::new(manifest.kernel.clone()).unwrap_or_default();
         let mut functions = Vec::new();
         let mut modules = Vec::new();
+        let co_resident = manifest.fused.as_ref().is_some_and(|f| f.co_resident);
+        let mut resident = Vec::new();
         for (rank, gpu) in node.gpus.iter().enumerate() {
             gpu.bind()?;
             unsafe {
@@ -210,34 +244,8 @@ impl FusedKernel {
                 functions.push(function);
                 modules.push(module);
             }
-        }
-        let co_resident = manifest.fused.as_ref().is_some_and(|f| f.co_resident);
-        let mut resident = Vec::new();
-        if co_resident {
-            let threads = (manifest.num_warps * 32) as i32;
-            for (rank, (gpu, function)) in node.gpus.iter().zip(&functions).enumerate() {
-                gpu.bind()?;
-                let mut per_sm = 0;
-                unsafe {
-                    check(
-                        rank,
-                        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-                        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                            &mut per_sm,
-                            *function,
-                            threads,
-                            manifest.shared_mem_bytes as usize,
-                        ),
-                    )?;
-                }
-                let sms = gpu
-                    .ctx
-                    .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-                    .map_err(|e| RuntimeError::Open {
-                        gpu: gpu.device,
-                        message: format!("{e:?}"),
-                    })?;
-                resident.push((per_sm.max(0) * sms.max(0)) as u32);
+            if co_resident {
+                resident.push(resident_programs(rank, gpu, functions[rank], &manifest)?);
             }
         }
         // The flags, then one word for the launch's epoch (see
