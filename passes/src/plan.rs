@@ -465,20 +465,23 @@ pub const STAGED_ATTR: &str = "synco.staged";
 /// programs move each finished chunk (the flag layout is then the copy
 /// engine's, see `chunk-fuse-reductions`).
 pub fn staged(plan: &Plan, buffer: &str) -> bool {
-    reduced_by_copy_engine(plan, buffer)
-        || ir::attr(plan.op, STAGED_ATTR)
-            .and_then(ir::array_value)
-            .unwrap_or_default()
-            .into_iter()
-            .any(|name| ir::str_value(name).as_deref() == Some(buffer))
+    reduced_by_copy_engine(plan, buffer) || staged_on_sms(plan).iter().any(|n| n == buffer)
 }
 
 /// Whether the plan's reductions are staged and moved by the kernel's SM
 /// copy programs (`chunk-fuse-reductions{mode=stage}` marked it).
 pub fn stages_on_sms(plan: &Plan) -> bool {
+    !staged_on_sms(plan).is_empty()
+}
+
+/// The buffers [`STAGED_ATTR`] names.
+fn staged_on_sms(plan: &Plan) -> Vec<String> {
     ir::attr(plan.op, STAGED_ATTR)
         .and_then(ir::array_value)
-        .is_some_and(|names| !names.is_empty())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(ir::str_value)
+        .collect()
 }
 
 /// Whether the copy engine moves `buffer`'s partials between ranks (the
