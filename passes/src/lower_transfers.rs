@@ -101,12 +101,13 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             })
             .filter(|t| !moves_nothing(*t) && ir::attr(*t, FUSED_ATTR).is_none())
             .collect();
-        let mut schedule = schedule(&plan)?;
+        let layout = flag_layout(&plan)?;
+        let mut schedule = schedule(&plan, &layout)?;
         if let Some(programs) = plan.find_kernel_in(module).and_then(persistent_programs) {
             schedule["persistent_programs"] = json!(programs);
             // Its programs wait for other programs' tiles (a reduction's
             // owners for the producers): all of them must be resident.
-            let reduces = flag_layout(&plan)?
+            let reduces = layout
                 .iter()
                 .any(|r| r.kind == crate::plan::FlagKind::Reduction);
             schedule["co_resident"] = json!(reduces);
@@ -138,7 +139,6 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             schedule["num_flags"] = json!(2 * flags);
         } else if !sm_transfers.is_empty() {
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
-            let layout = flag_layout(&plan)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);
             let placement = sm_copies::placement(kernel, sm_transfers[0])?;
             sm_copies::lower(
@@ -172,8 +172,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     Ok(())
 }
 
-fn schedule(plan: &Plan) -> Result<Json, PassFailed> {
-    let layout = flag_layout(plan)?;
+fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, PassFailed> {
     let ctx = ir::context_of(plan.op);
     let w = plan.world_size;
     let mut per_rank: Vec<Vec<(i64, Json)>> = vec![Vec::new(); w as usize];
