@@ -168,7 +168,10 @@ pub struct ChunkLayout {
 /// One copy the host drives on its side stream: `rows` rows of `row_elems`
 /// elements, from `src_buffer` on `src_rank` to `dst_buffer` on
 /// `dst_rank` (offsets and pitches in elements), then `flag` (if any) of
-/// `dst_rank` is set to the epoch.
+/// `dst_rank` is set to the epoch. A copy `before_kernel` (within one rank:
+/// the driver may run it on SMs, which the kernel's waiting tiles would
+/// hold) runs on the compute stream right before the kernel instead, and
+/// sets no flag.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Copy {
     pub name: Option<String>,
@@ -184,6 +187,8 @@ pub struct Copy {
     pub src_pitch: i64,
     pub dst_pitch: i64,
     pub flag: Option<i64>,
+    #[serde(default)]
+    pub before_kernel: bool,
 }
 
 /// One copy the side stream makes once kernel tiles have finished a chunk

@@ -19,12 +19,17 @@
 //!    tiles bump `n` times per launch when it reaches `epoch * n`. Each loaded
 //!    kernel has its own flags (a symmetric buffer at the heap's end, so
 //!    peers can bump each other's counters) and its own epochs;
-//! 2. on each rank's copy stream, after the launch's start and the
-//!    previous launch on that rank, the manifest's copy-engine schedule of
-//!    chunks the kernel waits for (an all-gather's): each chunk is copied
-//!    from its source rank's heap, then `cuStreamWriteValue32` sets its flag
-//!    to the epoch;
-//! 3. the kernel on each rank's compute stream, with the user's arguments,
+//! 2. on each rank's copy stream, after the previous launch on that rank
+//!    and on every rank it copies into, the manifest's copy-engine schedule
+//!    of chunks the kernels wait for (an all-gather's): the rank's list in
+//!    `copies` (chunks it pulls, or pushes into peers' heaps), each chunk
+//!    copied between the ranks' heaps, then `cuStreamWriteValue32` sets the
+//!    destination's flag to the epoch; every rank's copies are issued
+//!    before any kernel;
+//! 3. the kernel on each rank's compute stream, after the rank's copies
+//!    marked `before_kernel` (within the rank, e.g. an all-to-all's own
+//!    block: the driver may run them on SMs, which tiles waiting for them
+//!    would hold), with the user's arguments,
 //!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
 //!    buffer, plan buffers: a plan buffer without `bind(i)`, such as a
 //!    reduction's output, is a symmetric buffer the caller binds by name in

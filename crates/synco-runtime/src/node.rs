@@ -490,30 +490,41 @@ impl Node {
         }
         let mut spans = Vec::new();
         let mut kernel_starts = Vec::new();
+        // Every rank's start (its previous launch done) before any copy: a
+        // pushed chunk overwrites rows that the destination's previous
+        // kernel may still read.
         for rank in 0..world {
             let gpu = &self.gpus[rank];
             gpu.bind()?;
-            let g = rank;
             unsafe {
                 check(
-                    g,
+                    rank,
                     "cuEventRecord",
                     sys::cuEventRecord(gpu.start, gpu.compute),
                 )?;
-                check(
-                    g,
-                    "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.copy, gpu.start, 0),
+            }
+        }
+        // Copies the kernel waits for (an all-gather's chunks) go to every
+        // GPU before any kernel: issued after one, they timed out with
+        // ranks sharing a GPU (likely copies the driver runs on SMs, queued
+        // behind tiles that wait for them).
+        if let Some(fused) = &kernel.manifest.fused {
+            for rank in 0..world {
+                self.gpus[rank].bind()?;
+                self.enqueue_copies(
+                    rank,
+                    fused,
+                    bindings,
+                    epoch,
+                    kernel.flags,
+                    &mut spans,
+                    false,
                 )?;
             }
-            // Copies the kernel waits for (an all-gather's chunks) go to
-            // the GPU before it: issued after it, they timed out with ranks
-            // sharing a GPU (likely copies the driver runs on SMs, queued
-            // behind tiles that wait for them).
-            if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans)?;
-            }
+        }
+        for rank in 0..world {
             let gpu = &self.gpus[rank];
+            gpu.bind()?;
             let flags = self.ptr(rank, &kernel.flags);
             let abi = |name: &str| -> Option<Arg> {
                 Some(match name {
@@ -529,6 +540,12 @@ impl Node {
                     }
                 })
             };
+            // Copies within the rank go in front of its kernel, on its
+            // stream: the driver may run them on SMs, which the kernel's
+            // tiles, waiting for them, would hold.
+            if let Some(fused) = &kernel.manifest.fused {
+                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans, true)?;
+            }
             if let Some(event) = self.timeline_event(rank, gpu.compute)? {
                 kernel_starts.push((rank, event));
             }
@@ -704,6 +721,7 @@ impl Node {
         Ok(Some(event))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn enqueue_copies(
         &self,
         rank: usize,
@@ -712,8 +730,40 @@ impl Node {
         epoch: u32,
         flags: Buffer,
         spans: &mut Vec<PendingCopy>,
+        before_kernel: bool,
     ) -> Result<()> {
         let gpu = &self.gpus[rank];
+        let copies = || {
+            fused
+                .copies
+                .get(rank)
+                .into_iter()
+                .flatten()
+                .filter(move |c| c.before_kernel == before_kernel)
+        };
+        // On the compute stream (copies within the rank), or on the copy
+        // stream after this launch's start on this rank and on every rank
+        // its copies write into (pushes).
+        let stream = if before_kernel { gpu.compute } else { gpu.copy };
+        let mut after: Vec<usize> = vec![rank];
+        for copy in copies() {
+            let dst = copy.dst_rank as usize;
+            if !after.contains(&dst) {
+                after.push(dst);
+            }
+        }
+        for waited in after.into_iter().filter(|_| !before_kernel) {
+            let Some(other) = self.gpus.get(waited) else {
+                return Err(RuntimeError::CopyRank { rank, dst: waited });
+            };
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.copy, other.start, 0),
+                )?;
+            }
+        }
         let place = |name: &str| -> Result<(Buffer, i64)> {
             let buffer = bound(bindings, name)?;
             let elem = fused
@@ -724,19 +774,27 @@ impl Node {
                 .unwrap_or(1);
             Ok((buffer, elem))
         };
-        for copy in fused.copies.get(rank).into_iter().flatten() {
+        for copy in copies() {
             let (src_buf, elem) = place(&copy.src_buffer)?;
             let (dst_buf, _) = place(&copy.dst_buffer)?;
             let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
             let dst = self.ptr(copy.dst_rank as usize, &dst_buf) + (copy.dst_offset * elem) as u64;
             let width = (copy.row_elems * elem) as usize;
-            let start = self.side_stream_event(rank)?;
+            // The timeline follows the side stream only.
+            let side_event = || {
+                if before_kernel {
+                    Ok(None)
+                } else {
+                    self.side_stream_event(rank)
+                }
+            };
+            let start = side_event()?;
             unsafe {
                 if copy.rows == 1 {
                     check(
                         rank,
                         "cuMemcpyAsync",
-                        sys::cuMemcpyAsync(dst, src, width, gpu.copy),
+                        sys::cuMemcpyAsync(dst, src, width, stream),
                     )?;
                 } else {
                     let params = sys::CUDA_MEMCPY2D {
@@ -760,20 +818,23 @@ impl Node {
                     check(
                         rank,
                         "cuMemcpy2DAsync",
-                        sys::cuMemcpy2DAsync_v2(&params, gpu.copy),
+                        sys::cuMemcpy2DAsync_v2(&params, stream),
                     )?;
                 }
             }
-            let data_end = self.side_stream_event(rank)?;
+            let data_end = side_event()?;
             unsafe {
                 if let Some(flag) = copy.flag {
                     let flags = self.ptr(copy.dst_rank as usize, &flags);
                     check(
                         rank,
                         "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(gpu.copy, flags + 4 * flag as u64, epoch, 0),
+                        sys::cuStreamWriteValue32_v2(stream, flags + 4 * flag as u64, epoch, 0),
                     )?;
                 }
+            }
+            if before_kernel {
+                continue;
             }
             self.close_span(
                 spans,
