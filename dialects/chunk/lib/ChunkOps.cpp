@@ -268,8 +268,25 @@ LogicalResult AllGatherOp::verify() {
   if (failed(verifyAlgorithm(*this, getAlgorithm(),
                              {Algorithm::direct, Algorithm::ring})))
     return failure();
-  return verifySplit(*this, getBufferAttr(), buffer.getBufferType().getShape(),
-                     getDim(), getChunks(), worldSizeOf(*this));
+  ArrayRef<int64_t> shape = buffer.getBufferType().getShape();
+  std::optional<uint64_t> split = getSplit();
+  if (!split || static_cast<int64_t>(*split) == static_cast<int64_t>(getDim()))
+    return verifySplit(*this, getBufferAttr(), shape, getDim(), getChunks(),
+                       worldSizeOf(*this));
+  if (failed(verifySplit(*this, getBufferAttr(), shape, getDim(),
+                         std::nullopt, worldSizeOf(*this))))
+    return failure();
+  int64_t across = static_cast<int64_t>(*split);
+  if (across >= static_cast<int64_t>(shape.size()))
+    return emitOpError() << "split dimension " << across
+                         << " is out of range for " << getBufferAttr()
+                         << " of rank " << shape.size();
+  if (std::optional<uint64_t> chunks = getChunks();
+      chunks && shape[across] % static_cast<int64_t>(*chunks) != 0)
+    return emitOpError() << "cannot split dimension " << across << " of "
+                         << getBufferAttr() << " (" << shape[across]
+                         << ") into " << *chunks << " equal chunks";
+  return success();
 }
 
 /// Shared by the ops with a `src` and a `dst` buffer. `dstDivided` says

@@ -191,6 +191,22 @@ chunk.plan @p world_size(2) {
 // -----
 
 chunk.plan @p world_size(2) {
+  chunk.buffer @B : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op cannot split dimension 1 of @B (64) into 3 equal chunks}}
+  chunk.all_gather @B dim(0) chunks(3) split(1)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @B : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op split dimension 2 is out of range for @B of rank 2}}
+  chunk.all_gather @B dim(0) chunks(2) split(2)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{'chunk.all_gather' op dimension 2 is out of range for @A of rank 2}}
   chunk.all_gather @A dim(2) chunks(1)

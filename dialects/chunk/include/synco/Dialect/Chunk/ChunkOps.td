@@ -168,14 +168,30 @@ def Chunk_ConsumeOp : Chunk_Op<"consume", [HasParent<"PlanOp">]> {
     ```mlir
     chunk.consume @A dim(0) tile(128) index("pid_m")
     ```
+
+    `source("src")` says that every tile reads every rank's block of the
+    buffer (the blocks its collective gathers), one per iteration of the
+    kernel loop whose induction variable is named `src` (iteration `i`
+    reads rank `i`'s block), and block `t` of `dim` within it. The tile
+    then waits inside that loop, before each block, for the one chunk of
+    the block it reads; `chunk-reorder-tiles` rotates the loop so that a
+    rank reads its own block first and its peers' in the order they arrive.
+    A GEMM over K gathered from every rank reads its A rows and its B
+    columns this way:
+
+    ```mlir
+    chunk.consume @A dim(0) tile(128) index("pid_m") source("src")
+    chunk.consume @B dim(1) tile(256) index("pid_n") source("src")
+    ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$buffer,
                        ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$tile,
-                       OptionalAttr<StrAttr>:$index);
+                       OptionalAttr<StrAttr>:$index,
+                       OptionalAttr<StrAttr>:$source);
   let assemblyFormat = [{
     $buffer `dim` `(` $dim `)` `tile` `(` $tile `)`
-    (`index` `(` $index^ `)`)? attr-dict
+    (`index` `(` $index^ `)`)? (`source` `(` $source^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -228,6 +244,15 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
     ```mlir
     chunk.all_gather @A dim(0) chunks(4) backend(copy_engine)
     ```
+
+    `split(d)` cuts each block into chunks along dimension `d` instead of
+    `dim`: with `dim(0) split(1)` a chunk is all of a block's rows and a
+    range of its columns (a strided box), for consumers that read a
+    block column by column (`chunk.consume ... source(...)`).
+
+    ```mlir
+    chunk.all_gather @B dim(0) chunks(4) split(1)
+    ```
   }] # commonDescription;
   let arguments = (ins FlatSymbolRefAttr:$buffer,
                        ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
@@ -235,9 +260,11 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
                        DefaultValuedAttr<Chunk_Backend,
                            "::synco::chunk::Backend::copy_engine">:$backend,
                        DefaultValuedAttr<Chunk_Algorithm,
-                           "::synco::chunk::Algorithm::direct">:$algorithm);
+                           "::synco::chunk::Algorithm::direct">:$algorithm,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$split);
   let assemblyFormat = [{
     $buffer `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
+    (`split` `(` $split^ `)`)?
     (`backend` `(` $backend^ `)`)?
     (`algorithm` `(` $algorithm^ `)`)? attr-dict
   }];
