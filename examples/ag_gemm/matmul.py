@@ -13,6 +13,13 @@ usual ways. Synco fuses an all-gather of A into each of them.
   epilogue with the next tile's loads. C is stored through pointers, as in
   the other three.
 
+* `matmul_kernel_sources`: `matmul_kernel_grouped` summed over `SOURCES`
+  blocks of K that live in separate row blocks of A and B:
+  `C = sum_s A[s M : (s+1) M] @ B[s K : (s+1) K]` (A is `[SOURCES M, K]`, B
+  `[SOURCES K, N]`), one block per iteration of the loop over `src`.
+  Synco gathers the blocks from other ranks (a reduce-scatter computed
+  from gathered operands) and makes each iteration wait for its block.
+
 All assume M, N, K are multiples of the block sizes (no masks), and
 row-major A, B, C given by their strides.
 """
@@ -134,3 +141,34 @@ def matmul_kernel_persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K,
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(tl.bfloat16))
+
+
+@triton.jit
+def matmul_kernel_sources(a_ptr, b_ptr, c_ptr, M, N, K,
+                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                          GROUP_M: tl.constexpr, SOURCES: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for src in range(0, SOURCES):
+        a_ptrs = a_ptr + (src * M + offs_m)[:, None] * stride_am + offs_k[None, :] * stride_ak
+        b_ptrs = b_ptr + (src * K + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(tl.bfloat16))

@@ -17,3 +17,6 @@ import matmul_kernel_persistent matmul_persistent.generic.mlir --constexpr GROUP
 SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32'
 import matmul_kernel_persistent_tma matmul_persistent_tma.generic.mlir --constexpr GROUP_M=8 --constexpr NUM_SMS=132 \
   --constexpr stride_ak=1 --constexpr stride_bn=1 --constexpr stride_cn=1
+# A GEMM summed over SOURCES row blocks of A and B (K gathered from every rank).
+SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32,i32,i32,i32'
+import matmul_kernel_sources matmul_sources.generic.mlir --constexpr GROUP_M=2 --constexpr SOURCES=2

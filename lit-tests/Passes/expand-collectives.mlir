@@ -21,12 +21,13 @@ chunk.plan @ag2 world_size(2) {
 
 // -----
 
-// Four ranks, one chunk each: peers r+1, r+2, r+3.
+// Four ranks, one chunk each: peers r+1, r+2, r+3. The copy engine pushes
+// (the source rank, r+k, drives each copy); other backends pull.
 // CHECK-LABEL: chunk.plan @ag4 world_size(4)
 // CHECK:       chunk.transfer @A_p0_c0 local
-// CHECK:       chunk.transfer @A_p1_c0 pull copy_engine {{.*}} on (d0) -> ((d0 + 1) mod 4) {{.*}} order(1)
-// CHECK:       chunk.transfer @A_p2_c0 pull copy_engine {{.*}} on (d0) -> ((d0 + 2) mod 4) {{.*}} order(2)
-// CHECK:       chunk.transfer @A_p3_c0 pull copy_engine {{.*}} on (d0) -> ((d0 + 3) mod 4) {{.*}} order(3)
+// CHECK:       chunk.transfer @A_p1_c0 push copy_engine {{.*}} on (d0) -> ((d0 + 1) mod 4) {{.*}} order(1)
+// CHECK:       chunk.transfer @A_p2_c0 push copy_engine {{.*}} on (d0) -> ((d0 + 2) mod 4) {{.*}} order(2)
+// CHECK:       chunk.transfer @A_p3_c0 push copy_engine {{.*}} on (d0) -> ((d0 + 3) mod 4) {{.*}} order(3)
 // CHECK-NOT:   chunk.transfer
 chunk.plan @ag4 world_size(4) {
   chunk.buffer @A : !chunk.buffer<4096x128xbf16> bind(0)
@@ -49,10 +50,26 @@ chunk.plan @ag8 world_size(8) {
 
 // Gathering along the columns.
 // CHECK-LABEL: chunk.plan @cols world_size(2)
-// CHECK:       chunk.transfer @B_p1_c0 pull copy_engine from <@B[(d0) -> (0, ((d0 + 1) mod 2) * 32)] [64, 32]>
+// CHECK:       chunk.transfer @B_p1_c0 push copy_engine from <@B[(d0) -> (0, ((d0 + 1) mod 2) * 32)] [64, 32]>
 chunk.plan @cols world_size(2) {
   chunk.buffer @B : !chunk.buffer<64x64xf32>
   chunk.all_gather @B dim(1) chunks(1)
+}
+
+// -----
+
+// split(1): blocks of rows (K of a GEMM's B, one per rank), each cut into
+// chunks of columns: chunk c of rank r+k's block is rows [(r+k) 64, +64),
+// columns [32 c, +32). The plan still covers B exactly once.
+// CHECK-LABEL: chunk.plan @split world_size(2)
+// CHECK:       chunk.transfer @B_p0_c0 local copy_engine from <@B[(d0) -> (d0 * 64, 0)] [64, 32]>
+// CHECK-NEXT:  chunk.transfer @B_p0_c1 local copy_engine from <@B[(d0) -> (d0 * 64, 32)] [64, 32]>
+// CHECK-NEXT:  chunk.transfer @B_p1_c0 push copy_engine from <@B[(d0) -> (((d0 + 1) mod 2) * 64, 0)] [64, 32]> on (d0) -> ((d0 + 1) mod 2) to <@B[(d0) -> (((d0 + 1) mod 2) * 64, 0)] [64, 32]> on (d0) -> (d0) order(2)
+// CHECK-NEXT:  chunk.transfer @B_p1_c1 push copy_engine from <@B[(d0) -> (((d0 + 1) mod 2) * 64, 32)] [64, 32]> {{.*}} order(3)
+// CHECK-NOT:   chunk.transfer
+chunk.plan @split world_size(2) {
+  chunk.buffer @B : !chunk.buffer<128x64xbf16>
+  chunk.all_gather @B dim(0) chunks(2) split(1)
 }
 
 // -----

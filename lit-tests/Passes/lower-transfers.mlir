@@ -7,16 +7,17 @@
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-lower-transfers)' | FileCheck %s
 
-// Rank 0 pulls rows [512, 768) and [768, 1024) of A from rank 1 (element
-// offsets 512*64 and 768*64), setting flags 2 and 3; rank 1 pulls rows
-// [0, 512) from rank 0, setting flags 0 and 1.
+// The copy engine pushes gathered chunks: rank 0 drives the copies of its
+// rows [0, 256) and [256, 512) of A into rank 1 (element offsets 0 and
+// 256*64), setting rank 1's flags 0 and 1; rank 1 pushes rows [512, 1024)
+// into rank 0, setting flags 2 and 3.
 // CHECK:      module attributes {synco.host_schedule = "{
 // CHECK-SAME: \22buffers\22:[{\22arg\22:0,\22element\22:\22bf16\22,\22element_bytes\22:2,\22name\22:\22A\22,\22shape\22:[1024,64],\22staging\22:false,\22trace\22:false}]
 // CHECK-SAME: \22chunks\22:[{\22buffer\22:\22A\22,\22chunks_per_rank\22:2,\22dim\22:0,\22flag_base\22:0,\22kind\22:\22arrival\22,\22rows_per_chunk\22:256}]
 // CHECK-SAME: \22copies\22:[
-// CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:32768,\22dst_pitch\22:16384,\22dst_rank\22:0,\22flag\22:2,\22name\22:\22A_p1_c0\22,\22order\22:2,\22row_elems\22:16384,\22rows\22:1,\22src_buffer\22:\22A\22,\22src_offset\22:32768,\22src_pitch\22:16384,\22src_rank\22:1}
-// CHECK-SAME: {{.*}}\22flag\22:3,\22name\22:\22A_p1_c1\22,\22order\22:3
-// CHECK-SAME: [{\22dst_buffer\22:\22A\22,\22dst_offset\22:0,{{.*}}\22dst_rank\22:1,\22flag\22:0,
+// CHECK-SAME: [{\22before_kernel\22:false,\22dst_buffer\22:\22A\22,\22dst_offset\22:0,\22dst_pitch\22:16384,\22dst_rank\22:1,\22flag\22:0,\22name\22:\22A_p1_c0\22,\22order\22:2,\22row_elems\22:16384,\22rows\22:1,\22src_buffer\22:\22A\22,\22src_offset\22:0,\22src_pitch\22:16384,\22src_rank\22:0}
+// CHECK-SAME: {{.*}}\22flag\22:1,\22name\22:\22A_p1_c1\22,\22order\22:3
+// CHECK-SAME: [{\22before_kernel\22:false,\22dst_buffer\22:\22A\22,\22dst_offset\22:32768,{{.*}}\22dst_rank\22:0,\22flag\22:2,{{.*}}\22src_rank\22:1}
 // CHECK-SAME: \22num_flags\22:4,\22plan\22:\22p\22,\22reduction_copies\22:[],\22world_size\22:2}"}
 // CHECK:      chunk.plan @p world_size(2) {
 // CHECK-NEXT:   chunk.buffer @A

@@ -10,10 +10,18 @@
 //! `@<dst>_p<k>_c<c>` (chunk `c` with peer `r + k`; phases of two-shot
 //! all-reduce add `_rs` / `_ag`).
 //!
-//! * `all_gather @A` (direct): block `r+k` of `A`, pulled from rank `r+k`
-//!   into the same place; `k = 0` is a `local` marker (rows already in place).
+//! * `all_gather @A` (direct): block `r+k` of `A`, from rank `r+k` into the
+//!   same place; `k = 0` is a `local` marker (rows already in place). With
+//!   `split(s)` the chunks of a block are ranges along dimension `s` (all of
+//!   the block along `d`), named the same way.
 //! * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
 //!   block `r+k` of `Y`.
+//!
+//! Transfers of these two with `backend(copy_engine)` are pushed: the
+//! source rank's copy engine drives them (each chunk pulled across NVLink
+//! cost about 11 us more than one pushed, `benches/ag_gemm` README,
+//! "Gathering operands, fused by hand"). `ldst` transfers are pulled by
+//! the consumer's copy programs.
 //! * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
 //!   `P`, reduced into `C` (which holds one block) on rank `r`; `k = 0` is
 //!   the rank's own partial, a local reducing copy.
@@ -99,6 +107,9 @@ struct Expansion<'p> {
     chunks: i64,
     block: i64,
     rows: i64,
+    /// `split(s)` of an all-gather: the dimension its chunks cut, and their
+    /// width along it.
+    split: Option<(usize, i64)>,
     sizes: Vec<i64>,
     backend: attrs::Backend,
     algorithm: attrs::Algorithm,
@@ -155,6 +166,14 @@ impl<'p> Expansion<'p> {
         let rows = block / chunks;
         let mut sizes = src_buffer.shape.clone();
         sizes[dim] = rows;
+        let split = ir::int_attr(op, "split")
+            .map(|s| s as usize)
+            .filter(|s| *s != dim && *s < sizes.len())
+            .map(|s| (s, src_buffer.shape[s] / chunks));
+        if let Some((s, width)) = split {
+            sizes[dim] = block;
+            sizes[s] = width;
+        }
         let reduce = matches!(kind, Kind::ReduceScatter | Kind::AllReduce).then(|| {
             ir::int_attr(op, "reduce")
                 .and_then(attrs::Reduction::from_value)
@@ -178,6 +197,7 @@ impl<'p> Expansion<'p> {
             chunks,
             block,
             rows,
+            split,
             sizes,
             backend: ir::int_attr(op, "backend")
                 .and_then(attrs::Backend::from_value)
@@ -223,7 +243,11 @@ impl<'p> Expansion<'p> {
                 let name = format!("{}_p{k}_c{c}", self.dst);
                 match self.kind {
                     Kind::AllGather => {
-                        let at = self.offsets(&rows_of(&peer, block, c * rows));
+                        let mut at = self.offsets(&rows_of(&peer, block, c * rows));
+                        if let Some((s, width)) = self.split {
+                            at = self.offsets(&rows_of(&peer, block, 0));
+                            at[s] = format!("{}", c * width);
+                        }
                         self.transfer(
                             &name,
                             k,
@@ -438,8 +462,11 @@ impl<'p> Expansion<'p> {
                 "chunk-expand-collectives: internal error building a region",
             ));
         };
+        let gathers = matches!(self.kind, Kind::AllGather | Kind::AllToAll);
         let (mode, backend) = if k == 0 {
             (attrs::TransferMode::Local, attrs::Backend::CopyEngine)
+        } else if gathers && self.backend == attrs::Backend::CopyEngine {
+            (attrs::TransferMode::Push, self.backend)
         } else {
             (attrs::TransferMode::Pull, self.backend)
         };

@@ -15,6 +15,15 @@
 //! so the tile spins (bounded, see `chunk.wait`) on one flag, before any of
 //! its loads of the buffer, and reads the chunk with acquire ordering.
 //!
+//! A consumer read per source (`chunk.consume ... source("src")`: every
+//! tile reads every rank's block, one per iteration of the kernel's loop
+//! over `src`, which `chunk-reorder-tiles` rotated to `src'`) waits inside
+//! that loop instead, before the iteration's first load of the buffer, for
+//! the chunk of block `src'` holding its tile (flag
+//! `base + src' * chunks_per_rank + (t' * T) / rows_per_chunk`), unless
+//! `src'` is the rank itself (its block is in place when the kernel
+//! starts). Only the copy engine moves such chunks so far.
+//!
 //! A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
 //! tile loop) loses the attribute, with a remark: once flattened, Triton's
 //! software pipeliner issues the loads of a tile's first K steps while the
@@ -29,7 +38,7 @@
 
 use crate::{
     plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
-    tiles::{FLATTEN_ATTR, TILE_INDEX_ATTR, loads_of},
+    tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
 use synco_ir::{self as ir, Builder, builder::Cmp};
@@ -60,6 +69,10 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 })
                 .ok_or_else(|| internal(plan.op, "a flag range without its chunk.consume"))?;
             let tile = ir::int_attr(consume, "tile").unwrap_or(1);
+            if let Some(source) = ir::str_attr(consume, "source") {
+                wait_per_source(&plan, kernel, &abi, range, consume, tile, &source)?;
+                continue;
+            }
             if range.rows_per_chunk % tile != 0 {
                 return Err(fail(
                     consume,
@@ -129,6 +142,118 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             unflatten_enclosing_loops(first, consume);
         }
     }
+    Ok(())
+}
+
+/// The waits of a consumer that reads every rank's block in a loop over
+/// sources (`source("src")`, rotated by `chunk-reorder-tiles`): inside the
+/// loop, before its first load of the buffer, the tile waits for the chunk
+/// of the iteration's block that holds its tile,
+/// `base + src' * chunks_per_rank + (t * T) / rows_per_chunk`, unless the
+/// block is the rank's own: in place before the kernel starts (an
+/// all-gather's; an all-to-all's is copied right before the kernel, see
+/// `chunk-lower-transfers`).
+fn wait_per_source(
+    plan: &crate::plan::Plan,
+    kernel: ir::Op,
+    abi: &crate::abi::AbiArgs,
+    range: &crate::plan::FlagRange,
+    consume: ir::Op,
+    tile: i64,
+    source: &str,
+) -> Result<(), PassFailed> {
+    let name = &range.buffer;
+    if range.rows_per_chunk % tile != 0 {
+        return Err(fail(
+            consume,
+            format!(
+                "chunks of {} along dimension {} of @{name} would split {tile}-wide tiles: pick a chunk count whose chunks hold whole tiles",
+                range.rows_per_chunk, range.dim
+            ),
+        ));
+    }
+    let transfers: Vec<ir::Op> = plan
+        .ops_named("chunk.transfer")
+        .into_iter()
+        .filter(|t| crate::plan::dst_buffer(*t).as_deref() == Some(name.as_str()))
+        .collect();
+    if let Some(t) = transfers.iter().find(|t| {
+        ir::int_attr(**t, "backend").and_then(synco_chunk::attrs::Backend::from_value)
+            != Some(synco_chunk::attrs::Backend::CopyEngine)
+    }) {
+        return Err(fail(
+            *t,
+            format!(
+                "@{name} is consumed per source ({source}): only backend(copy_engine) moves its chunks so far"
+            ),
+        ));
+    }
+    let marked = |attr: &str, value: &str| {
+        ir::walk(kernel)
+            .into_iter()
+            .find(|op| ir::str_attr(*op, attr).as_deref() == Some(value))
+    };
+    let (Some(tile_index), Some(source_index)) = (
+        marked(TILE_INDEX_ATTR, name),
+        marked(SOURCE_INDEX_ATTR, source),
+    ) else {
+        return Err(fail(
+            consume,
+            "chunk-insert-waits: no tile index or source index for this buffer; run chunk-reorder-tiles first",
+        ));
+    };
+    let Some(body) = ir::block_of(source_index) else {
+        return Err(internal(source_index, "the source index is not in a block"));
+    };
+    let mut anchors: Vec<ir::Op> = Vec::new();
+    for load in loads_of(
+        kernel,
+        plan.buffer(name).and_then(|b| b.arg).unwrap_or(usize::MAX),
+    ) {
+        match ir::ancestor_in_block(load, body) {
+            Some(a) if ir::is_before_in_block(source_index, a) => anchors.push(a),
+            _ => {
+                return Err(fail(
+                    load,
+                    format!(
+                        "this load of @{name} is not inside the loop over '{source}'; cannot place its wait"
+                    ),
+                ));
+            }
+        }
+    }
+    let Some(first) = anchors
+        .iter()
+        .copied()
+        .reduce(|a, b| if ir::is_before_in_block(b, a) { b } else { a })
+    else {
+        return Ok(());
+    };
+    let b = Builder::before(first).with_loc(ir::location_of(consume));
+    let src = ir::result(source_index, 0);
+    let t = ir::result(tile_index, 0);
+    let within = b.divsi(
+        b.muli(t, b.const_i32(tile)),
+        b.const_i32(range.rows_per_chunk),
+    );
+    let chunk = b.addi(b.muli(src, b.const_i32(range.chunks_per_rank)), within);
+    let flag = b.addi(chunk, b.const_i32(range.base));
+    let remote = b.cmpi(Cmp::Ne, src, abi.rank);
+    b.if_then(remote, |inner| {
+        inner.op("chunk.wait", &[abi.flags, flag, abi.epoch], &[], &[]);
+    });
+    Diagnostic::remark(
+        loc(consume),
+        format!(
+            "tiles of @{name} wait, in each iteration of the loop over '{source}' but the own rank's, for their chunk of that rank's block ({} along dimension {}, flags {}..{}) before '{}'",
+            range.rows_per_chunk,
+            range.dim,
+            range.base,
+            range.base + range.count(plan.world_size),
+            ir::op_name(first)
+        ),
+    )
+    .emit();
     Ok(())
 }
 

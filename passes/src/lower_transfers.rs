@@ -8,7 +8,11 @@
 //! element offsets, a 2D shape (`rows` x `row_elems`, with row pitches in
 //! elements) and the flag the side stream sets to the epoch once the copy is
 //! done. Local transfers whose source is their destination move nothing and
-//! are dropped (their rows are in place before the launch).
+//! are dropped (their rows are in place before the launch); other local
+//! transfers (an all-to-all's own block) are `before_kernel`: the runtime
+//! makes them on the compute stream right before the kernel (the driver may
+//! run a copy within a GPU on SMs, which tiles waiting for it would hold),
+//! with no flag.
 //!
 //! ```json
 //! {"plan": "ag_gemm", "world_size": 2, "num_flags": 8,
@@ -264,7 +268,13 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
                     "chunk-lower-transfers: source and destination rows differ in length",
                 ));
             }
-            let flag = range.map(|range| range.base + dst_off[range.dim] / range.rows_per_chunk);
+            // A copy within the rank runs before the kernel, on its stream
+            // (the driver may run it on SMs, which waiting tiles would
+            // hold): no flag, the kernel starts with the rows in place.
+            let before_kernel = mode == Some(attrs::TransferMode::Local);
+            let flag = range
+                .filter(|_| !before_kernel)
+                .and_then(|range| range.flag_at(&dst_off));
             // The destination's rank drives a pull, the source's a push.
             let driver = if mode == Some(attrs::TransferMode::Push) {
                 src_rank
@@ -287,6 +297,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
                     "src_pitch": src_pitch,
                     "dst_pitch": dst_pitch,
                     "flag": flag,
+                    "before_kernel": before_kernel,
                 }),
             ));
         }

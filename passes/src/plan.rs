@@ -323,11 +323,27 @@ pub struct FlagRange {
     pub chunks_per_rank: i64,
     /// Index of the buffer's first chunk flag.
     pub base: i64,
+    /// The dimension whose blocks the ranks own: `dim`, or another one for
+    /// an all-gather whose chunks cut a different dimension (`split`).
+    pub rank_dim: usize,
+    /// Each rank's block along `rank_dim`.
+    pub rank_block: i64,
 }
 
 impl FlagRange {
     pub fn count(&self, world_size: i64) -> i64 {
         self.chunks_per_rank * world_size * self.counters_per_chunk
+    }
+
+    /// The flag of the chunk whose box starts at `offsets` (chunks of rank
+    /// `o` are flags `o * chunks_per_rank ..`, in order along `dim`).
+    pub fn flag_at(&self, offsets: &[i64]) -> Option<i64> {
+        let along = *offsets.get(self.dim)?;
+        if self.rank_dim == self.dim {
+            return Some(self.base + along / self.rows_per_chunk);
+        }
+        let owner = offsets.get(self.rank_dim)? / self.rank_block;
+        Some(self.base + owner * self.chunks_per_rank + along / self.rows_per_chunk)
     }
 }
 
@@ -363,10 +379,18 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         let Some(buffer) = plan.buffer(&name) else {
             return Err(fail(consume, format!("no buffer @{name}")));
         };
-        let rows_per_chunk = region_sizes(*first)
-            .and_then(|s| s.get(dim).copied())
-            .unwrap_or(0);
-        let block = buffer.shape[dim] / plan.world_size;
+        let sizes = region_sizes(*first).unwrap_or_default();
+        let rows_per_chunk = sizes.get(dim).copied().unwrap_or(0);
+        // Ranks own blocks of `dim`, unless the chunks are whole blocks of
+        // another dimension and slices of `dim` (an all-gather's split).
+        let rank_dim = (0..buffer.shape.len())
+            .find(|d| *d != dim && sizes.get(*d).is_some_and(|s| *s < buffer.shape[*d]))
+            .unwrap_or(dim);
+        let block = if rank_dim == dim {
+            buffer.shape[dim] / plan.world_size
+        } else {
+            buffer.shape[dim]
+        };
         if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
             return Err(fail(
                 *first,
@@ -381,6 +405,8 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             rows_per_chunk,
             chunks_per_rank: block / rows_per_chunk,
             base,
+            rank_dim,
+            rank_block: buffer.shape[rank_dim] / plan.world_size,
         };
         base += range.count(plan.world_size);
         out.push(range);
@@ -436,6 +462,8 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             rows_per_chunk,
             chunks_per_rank: block / rows_per_chunk,
             base,
+            rank_dim: dim,
+            rank_block: block,
         };
         base += range.count(plan.world_size);
         out.push(range);
@@ -646,6 +674,28 @@ mod tests {
               chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) {{group = "{group}"}}
             }}"#
         )
+    }
+
+    #[test]
+    fn chunks_split_across_rank_blocks_number_by_rank_then_column() {
+        // B [2 x 64, 512] gathered by rows (a block per rank), chunks of 128
+        // columns: rank 1's chunk of columns [256, 384) is flag 4 + 2.
+        let text = r#"chunk.plan @p world_size(2) {
+              chunk.buffer @B : !chunk.buffer<128x512xbf16> bind(1)
+              chunk.transfer @B_p1_c2 push copy_engine from <@B[(d0) -> (((d0 + 1) mod 2) * 64, 256)] [64, 128]> on (d0) -> ((d0 + 1) mod 2) to <@B[(d0) -> (((d0 + 1) mod 2) * 64, 256)] [64, 128]> on (d0) -> (d0) order(6)
+              chunk.consume @B dim(1) tile(128) source("src")
+            }"#;
+        with_plans(text, |plans| {
+            let layout = flag_layout(&plans[0]).expect("a layout");
+            let [range] = &layout[..] else {
+                panic!("one range, got {layout:?}")
+            };
+            assert_eq!((range.dim, range.rank_dim, range.rank_block), (1, 0, 64));
+            assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (128, 4));
+            assert_eq!(range.flag_at(&[64, 256]), Some(6));
+            assert_eq!(range.flag_at(&[0, 384]), Some(3));
+            assert_eq!(range.count(2), 8);
+        });
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub static PIPELINES: &[(&str, &str, &str)] = &[
         FUSE,
     ),
     (
+        "synco-gemm-rs-gather",
+        "Fuse a reduce-scatter computed from gathered operands (every rank's A rows and B, consumed per source) into its GEMM kernel, down to plain TTIR",
+        FUSE,
+    ),
+    (
         "synco-gemm-ar",
         "Fuse an all-reduce plan (one-shot or two-shot) into the GEMM kernel that produces its partials, down to plain TTIR",
         FUSE,

@@ -18,6 +18,13 @@
 //!   `t' = (t + rank * T_r) mod T_all`, with `T_r = block / T` row tiles per
 //!   rank and `T_all = A.shape[d] / T`.
 //!
+//! A consumer with `source("src")` reads every rank's block, one per
+//! iteration of the kernel's loop over `src` (0 to `W` by 1, a constant
+//! trip count): the tiles keep the kernel's order and the loop is rotated
+//! instead (`src' = (src + rank) mod W`, at the start of its body, marked
+//! `synco.source_index = "src"`), so that each tile reads its rank's own
+//! block first and its peers' in the order they arrive.
+//!
 //! Producers run the other way round: for `chunk.produce @tiles @P` whose
 //! buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
 //! rank's own chunks come after the peers' chunks they wait for. With one
@@ -53,7 +60,7 @@ use crate::{
         FlagKind, ReductionKind, bound_kernel, fail, flag_layout, internal, loc, plans,
         reduction_kind,
     },
-    tiles::{Access, TILE_INDEX_ATTR, find_tile_index},
+    tiles::{Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
@@ -107,6 +114,10 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             };
             let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
             let tile = ir::int_attr(consume, "tile").unwrap_or(1);
+            if let Some(source) = ir::str_attr(consume, "source") {
+                order_sources(kernel, abi.rank, &plan, consume, &name, arg, tile, &source)?;
+                continue;
+            }
             let rows = buffer.shape[dim];
             let block = rows / plan.world_size;
             if rows % tile != 0 || block % tile != 0 {
@@ -153,6 +164,100 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         }
     }
     Ok(())
+}
+
+/// A consumer that reads every rank's block in a loop over sources
+/// (`source("src")`): the tiles keep the kernel's order (each reads every
+/// block; the chunks of a block arrive in the order of `dim`), and the loop
+/// is rotated so that iteration `i` reads rank `(i + rank) mod W`'s block:
+/// the rank's own first, then its peers' in the order they arrive.
+#[allow(clippy::too_many_arguments)]
+fn order_sources(
+    kernel: Op,
+    rank: Value,
+    plan: &crate::plan::Plan,
+    consume: Op,
+    name: &str,
+    arg: usize,
+    tile: i64,
+    source: &str,
+) -> Result<(), PassFailed> {
+    let ctx = ir::context_of(consume);
+    let index_name = ir::str_attr(consume, "index");
+    let t = find_tile_index(
+        kernel,
+        arg,
+        Access::Load,
+        tile,
+        index_name.as_deref(),
+        consume,
+    )?;
+    let (marked, _) = remap(kernel, t, rank, Order::Identity, 1, 1)?;
+    ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, name));
+    let rotated = ir::walk(kernel)
+        .into_iter()
+        .any(|op| ir::str_attr(op, SOURCE_INDEX_ATTR).as_deref() == Some(source));
+    if !rotated {
+        let iv = source_loop(kernel, consume, source, plan.world_size)?;
+        let (marked, _) = remap(
+            kernel,
+            iv,
+            rank,
+            Order::Rotate { first_block: 0 },
+            1,
+            plan.world_size,
+        )?;
+        ir::set_attr(marked, SOURCE_INDEX_ATTR, ir::string_attr(ctx, source));
+    }
+    Diagnostic::remark(
+        loc(consume),
+        format!(
+            "tiles of @{name} keep the kernel's order; the loop over '{source}' is rotated to read this rank's block first, then rank r+1's, ..."
+        ),
+    )
+    .emit();
+    Ok(())
+}
+
+/// The induction variable of the kernel's `scf.for` named `source`, which
+/// must run from 0 to the world size by 1 (one iteration per rank).
+fn source_loop(
+    kernel: Op,
+    consume: Op,
+    source: &str,
+    world_size: i64,
+) -> Result<Value, PassFailed> {
+    let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
+    let found = ir::find_all(kernel, "scf.for").into_iter().find_map(|l| {
+        let body = *ir::blocks(*ir::regions(l).first()?).first()?;
+        let iv = *ir::block_args(body).first()?;
+        (synco_ir::loc::value_variable_name(iv).as_deref() == Some(source)).then_some((l, iv))
+    });
+    let Some((l, iv)) = found else {
+        return Err(fail(
+            consume,
+            format!("kernel @{kernel_name} has no loop over a variable named '{source}'"),
+        ));
+    };
+    let bounds: Vec<Option<i64>> = ir::operands(l)
+        .into_iter()
+        .take(3)
+        .map(ir::constant_int)
+        .collect();
+    if bounds != [Some(0), Some(world_size), Some(1)] {
+        let show = |b: &Option<i64>| b.map_or("a runtime value".to_string(), |v| v.to_string());
+        return Err(fail(
+            consume,
+            format!(
+                "the loop over '{source}' must run from 0 to the world size ({world_size}) by 1, one iteration per rank \
+                 (found {} to {} by {}; make its bound a tl.constexpr)",
+                show(&bounds[0]),
+                show(&bounds[1]),
+                show(&bounds[2])
+            ),
+        ));
+    }
+    Ok(iv)
 }
 
 /// A GROUP_M swizzle runs the tiles of a group of row tiles column by
@@ -276,7 +381,7 @@ fn remap(
             let p0 = ir::result(pid0, 0);
             let p1 = ir::result(pid1, 0);
             let mut fast = p1;
-            let (marked, new_ops) = insert_after(anchor, |b| {
+            let (marked, new_ops) = insert_after(anchor, ir::value_loc(t), |b| {
                 let i32t = ir::i32_type(b.ctx);
                 let axis = |a: i64| ir::int_attr_of(i32t, a);
                 let n0 = ir::result(
@@ -306,7 +411,9 @@ fn remap(
     // Rotate right where `t` is defined: after its op, or, for a loop's
     // induction variable, at the start of the loop body.
     let (marked, new_ops) = match ir::defining_op(t) {
-        Some(def) => insert_after(def, |b| order.build(b, t, rank, tiles_per_rank, tiles)),
+        Some(def) => insert_after(def, ir::value_loc(t), |b| {
+            order.build(b, t, rank, tiles_per_rank, tiles)
+        }),
         None => {
             let block = ir::block_arg_owner(t)
                 .ok_or_else(|| internal(kernel, "a value without a definition"))?;
@@ -314,7 +421,9 @@ fn remap(
                 .first()
                 .copied()
                 .ok_or_else(|| internal(kernel, "an empty loop body"))?;
-            insert_before(first, |b| order.build(b, t, rank, tiles_per_rank, tiles))
+            insert_before(first, ir::value_loc(t), |b| {
+                order.build(b, t, rank, tiles_per_rank, tiles)
+            })
         }
     };
     ir::replace_uses_except(t, ir::result(marked, 0), &new_ops);
@@ -328,18 +437,20 @@ fn remap(
 }
 
 /// Builds ops right after `anchor` (every op has a successor: its block's
-/// terminator); returns what `build` returns and the ops it created.
-fn insert_after(anchor: Op, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) {
+/// terminator); returns what `build` returns and the ops it created. The
+/// ops take location `loc`: that of the index they remap, so that they
+/// carry its variable name (and not the next op's) for later lookups.
+fn insert_after(anchor: Op, loc: ir::Loc, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) {
     let next = ir::next_op(anchor).expect("a non-terminator op has a next op");
-    insert_before(next, build)
+    insert_before(next, loc, build)
 }
 
-/// Builds ops right before `next`; returns what `build` returns and the ops
-/// it created.
-fn insert_before(next: Op, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) {
+/// Builds ops at `loc` right before `next`; returns what `build` returns
+/// and the ops it created.
+fn insert_before(next: Op, loc: ir::Loc, build: impl FnOnce(&Builder) -> Op) -> (Op, Vec<Op>) {
     let block = ir::block_of(next).expect("an op in a block");
     let existing = ir::ops_in(block);
-    let result = build(&Builder::before(next));
+    let result = build(&Builder::before(next).with_loc(loc));
     let created = ir::ops_in(block)
         .into_iter()
         .filter(|op| !existing.iter().any(|e| ir::same_op(*e, *op)))

@@ -9,6 +9,11 @@ use synco_ir::{self as ir, Op, Value, loc::op_variable_name};
 /// index of a buffer; its value is the buffer's name.
 pub const TILE_INDEX_ATTR: &str = "synco.tile_index";
 
+/// Discardable attribute marking the op that computes the (rotated) rank
+/// whose block an iteration of a `source(...)` loop reads; its value is the
+/// loop variable's name.
+pub const SOURCE_INDEX_ATTR: &str = "synco.source_index";
+
 /// Triton's marker on a loop nest (a persistent kernel's tile loop) that it
 /// flattens into one loop before software pipelining.
 pub const FLATTEN_ATTR: &str = "tt.flatten";
