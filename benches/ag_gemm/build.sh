@@ -14,6 +14,11 @@
 #                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
 #
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
+# --op rsg builds the reduce-scatter computed from gathered operands
+# (examples/gemm_rs/plan-gather.mlir, kernel matmul_kernel_sources, style
+# grouped, tiles column-block-major: GROUP_M = every row tile of the rank's
+# M/W rows; --chunks counts B's column chunks, A moves in one chunk;
+# directories rsg_<M>x<K>x<N>_w<W>/grouped_c<n>; no local or auto variant).
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
@@ -107,7 +112,13 @@ case $OP in
     [ "$RS_MODE" = auto ] && BACKEND=auto
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
-  *) echo "build.sh: --op is ag, rs, ar or ar2, not $OP" >&2; exit 2 ;;
+  rsg)
+    AUTO=0
+    LOCAL=0
+    STYLES=grouped
+    [ "$SHAPES_SET" = 1 ] || SHAPES="4096,1024,8192 8192,1024,8192"
+    ;;
+  *) echo "build.sh: --op is ag, rs, rsg, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
 if [ "$RS_MODE" = stage ]; then
   if [ "$OP" != rs ] && [ "$OP" != ar2 ]; then
@@ -136,9 +147,14 @@ declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persi
 # swizzle group must not span more row tiles than a rank's block, or tiles
 # of the rank's rows and of its peers' rows interleave in dispatch order.
 kernel_for() { # style group_m (tiles: BM BN BK)
-  local style=$1 group=$2 file="$OUT/$1_${BM}x${BN}x${BK}_g$2.mlir" extra=()
+  local style=$1 group=$2 file="$OUT/$1_${BM}x${BN}x${BK}_g$2.mlir" extra=() name=${KERNEL[$1]}
+  if [ "$OP" = rsg ]; then
+    name=matmul_kernel_sources
+    file="$OUT/sources_${BM}x${BN}x${BK}_g$2_w$WORLD.mlir"
+    extra=(--constexpr SOURCES=$WORLD)
+  fi
   case $style in
-    grouped) extra=(--constexpr GROUP_M=$group) ;;
+    grouped) extra+=(--constexpr GROUP_M=$group) ;;
     persistent | persistent_tma)
       # The kernel strides over tiles by NUM_SMS, which must be the grid
       # it is launched with (builds into one OUT may differ in it).
@@ -146,7 +162,7 @@ kernel_for() { # style group_m (tiles: BM BN BK)
       extra=(--constexpr GROUP_M=$group --constexpr NUM_SMS=$NUM_SMS) ;;
   esac
   if [ ! -f "$file" ]; then
-    "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "${KERNEL[$style]}" --signature "$SIG" \
+    "$BIN/synco" import "$ROOT/examples/ag_gemm/matmul.py" --kernel "$name" --signature "$SIG" \
       --constexpr BLOCK_M=$BM --constexpr BLOCK_N=$BN --constexpr BLOCK_K=$BK "${extra[@]}" "${SPECIALISE[@]}" \
       -o "$file" >&2
   fi
@@ -182,12 +198,17 @@ for shape in $SHAPES; do
   for c in $CHUNKS; do counts="$counts $c"; done
   [ "$AUTO" = 1 ] && counts="$counts auto"
   group=$((M / WORLD / BM))
-  [ "$group" -gt "$GROUP_M" ] && group=$GROUP_M
+  # Gathered operands: column-block-major tiles (B's chunks are columns).
+  [ "$group" -gt "$GROUP_M" ] && [ "$OP" != rsg ] && group=$GROUP_M
   [ "$group" -lt 1 ] && group=1
   for style in $STYLES; do
     for c in $counts; do
       block=$((M / WORLD))
-      if [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
+      if [ "$OP" = rsg ]; then
+        if [ $((N % c)) -ne 0 ] || [ $(((N / c) % BN)) -ne 0 ]; then
+          continue # column chunks must hold whole tiles
+        fi
+      elif [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
         continue # chunks must hold whole tiles
       fi
       # A reduction's chunks must hold whole swizzle groups
@@ -207,6 +228,18 @@ chunk.plan @gemm_$OP world_size($WORLD) {
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16>
   chunk.produce @tiles @P dim(0) tile($BM) index("pid_m")
   chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm($algorithm)
+}
+PLAN
+      elif [ "$OP" = rsg ]; then
+        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+chunk.plan @gemm_rs_gather world_size($WORLD) {
+  chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16>
+  chunk.buffer @Ag : !chunk.buffer<${M}x${K}xbf16> bind(0)
+  chunk.buffer @Bg : !chunk.buffer<$((WORLD * K))x${N}xbf16> bind(1)
+  chunk.all_to_all @A into @Ag dim(0) chunks(1)
+  chunk.all_gather @Bg dim(0) chunks($c) split(1)
+  chunk.consume @Ag dim(0) tile($BM) index("pid_m") source("src")
+  chunk.consume @Bg dim(1) tile($BN) index("pid_n") source("src")
 }
 PLAN
       elif [ "$OP" = rs ]; then

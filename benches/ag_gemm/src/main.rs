@@ -50,8 +50,8 @@ struct Cli {
     /// Only shapes whose directory name contains this.
     #[arg(long)]
     filter: Option<String>,
-    /// Instead of benchmarking: run the first fused variant with rank 1's
-    /// transfers withheld, and check that the watchdog reports the rank,
+    /// Instead of benchmarking: run the first fused variant with the chunks
+    /// copied into rank 1 withheld, and check that the watchdog reports the rank,
     /// chunk and epoch that timed out (takes the kernel's wait timeout).
     #[arg(long)]
     watchdog_test: bool,
@@ -89,7 +89,8 @@ impl Cli {
 #[derive(Deserialize, Clone)]
 struct Variant {
     /// `ag` (all-gather + GEMM, the default), `rs` (GEMM + reduce-scatter),
-    /// `ar` (GEMM + one-shot all-reduce) or `ar2` (two-shot).
+    /// `rsg` (the same from gathered operands), `ar` (GEMM + one-shot
+    /// all-reduce) or `ar2` (two-shot).
     #[serde(default = "all_gather")]
     op: String,
     style: String,
@@ -656,7 +657,9 @@ fn dir_name(dir: &Path) -> String {
 }
 
 fn grid(v: &Variant) -> (u32, u32, u32) {
-    let tm = (v.m as u32).div_ceil(v.block_m);
+    // A reduce-scatter of gathered operands computes the rank's M/W rows.
+    let rows = if v.op == "rsg" { v.m / v.world } else { v.m };
+    let tm = (rows as u32).div_ceil(v.block_m);
     let tn = (v.n as u32).div_ceil(v.block_n);
     match v.style.as_str() {
         "grid2d" => (tm, tn, 1),
@@ -922,7 +925,7 @@ fn finish_variant(
     })
 }
 
-/// Withholds rank 1's copies: its tiles must time out, and the runtime must
+/// Withholds the chunks copied into rank 1: its tiles must time out, and the runtime must
 /// say so (rank 1, one of its chunks, this epoch), not hang.
 fn watchdog_test(cli: &Cli) -> Result<()> {
     // The first fused all-gather on the copy engine, in name order.
@@ -947,8 +950,12 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
     let p = Problem::alloc(&mut node, v.m, v.k, v.n)?;
     let manifest = find_manifest(&dir)?;
     let mut kernel = FusedKernel::load(&mut node, &manifest)?;
+    // Withhold every chunk copied into rank 1 (pushed by its peers or
+    // pulled by itself): rank 1's tiles must time out.
     if let Some(fused) = kernel.manifest.fused.as_mut() {
-        fused.copies[1].clear();
+        for copies in fused.copies.iter_mut() {
+            copies.retain(|copy| copy.dst_rank != 1);
+        }
     }
     fill_inputs(&node, &p, 5, false)?;
     node.synchronize_all()?;
@@ -1033,7 +1040,7 @@ fn main() -> Result<()> {
         }
         let nd = node.as_mut().context("node")?;
         nd.reset_heap();
-        if matches!(v0.op.as_str(), "rs" | "ar" | "ar2") {
+        if matches!(v0.op.as_str(), "rs" | "rsg" | "ar" | "ar2") {
             let shape = rs::run_shape(nd, &handles, &shape_dir, &variant_dirs, &cli, seed)?;
             results.push(shape);
             std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;

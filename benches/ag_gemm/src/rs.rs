@@ -17,6 +17,15 @@
 //!
 //! Per shape it also times cuBLAS's local GEMM and the peer copies of what
 //! each rank sends in a reduce-scatter ((W - 1) blocks of M/W rows).
+//!
+//! `"op": "rsg"` is the same reduce-scatter computed from gathered operands
+//! (`examples/gemm_rs/plan-gather.mlir`): the kernel is
+//! `matmul_kernel_sources` over Ag [M, K] (block s: rank s's rows of this
+//! rank, which the plan's all-to-all lands there from the plan buffer @A,
+//! bound by name) and Bg [W K, N] (block s: rank s's B; the rank writes its
+//! own B into block r, the all-gather brings the others), writing C [M/W,
+//! N] directly. Same inputs, reference, check and baselines as `rs`; Ag and
+//! the peers' blocks of Bg are poisoned before each checked launch.
 
 use super::{
     Checked, Cli, Cublas, GemmArgs, Launch, ShapeResult, Variant, VariantResult, compare, dir_name,
@@ -40,6 +49,8 @@ struct RsProblem {
     reference: Buffer,
     /// fp32 [M, N]: this rank's own partial (for local variants).
     own: Buffer,
+    /// `rsg`: the kernel's gathered operands Ag [M, K] and Bg [W K, N].
+    gathered: Option<(Buffer, Buffer)>,
     m: usize,
     k: usize,
     n: usize,
@@ -47,8 +58,22 @@ struct RsProblem {
 
 impl RsProblem {
     /// `out_rows`: M / W for a reduce-scatter, M for an all-reduce.
-    fn alloc(node: &mut Node, m: usize, k: usize, n: usize, out_rows: usize) -> Result<RsProblem> {
+    fn alloc(
+        node: &mut Node,
+        m: usize,
+        k: usize,
+        n: usize,
+        out_rows: usize,
+        gathered: bool,
+    ) -> Result<RsProblem> {
+        let world = node.world_size();
+        let gathered = if gathered {
+            Some((node.alloc(m * k * 2)?, node.alloc(world * k * n * 2)?))
+        } else {
+            None
+        };
         Ok(RsProblem {
+            gathered,
             a: node.alloc(m * k * 2)?,
             b: node.alloc(k * n * 2)?,
             p: node.alloc(m * n * 2)?,
@@ -89,6 +114,9 @@ impl RsProblem {
         for (rank, (a, b)) in inputs.iter().enumerate() {
             node.write(rank, &self.a, 0, a)?;
             node.write(rank, &self.b, 0, b)?;
+            if let Some((_, bg)) = &self.gathered {
+                node.write(rank, bg, rank * k * n * 2, b)?;
+            }
         }
         for (rank, handle) in cublas.iter().enumerate().take(world) {
             node.context(rank).bind_to_thread()?;
@@ -125,9 +153,18 @@ impl RsProblem {
     }
 
     fn poison(&self, node: &Node) -> Result<()> {
-        for rank in 0..node.world_size() {
+        let world = node.world_size();
+        for rank in 0..world {
             node.fill(rank, &self.p, 0xFF)?;
             node.fill(rank, &self.c, 0xFF)?;
+            if let Some((ag, bg)) = &self.gathered {
+                node.fill(rank, ag, 0xFF)?;
+                let block = self.k * self.n * 2;
+                let nan = vec![0xFF; block];
+                for s in (0..world).filter(|s| *s != rank) {
+                    node.write(rank, bg, s * block, &nan)?;
+                }
+            }
         }
         node.synchronize_all()?;
         Ok(())
@@ -148,7 +185,15 @@ pub(crate) fn run_shape(
     )?)?;
     let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
     let all_reduce = v0.op == "ar" || v0.op == "ar2";
-    let p = RsProblem::alloc(node, m, k, n, if all_reduce { m } else { m / world })?;
+    let gathered = v0.op == "rsg";
+    let p = RsProblem::alloc(
+        node,
+        m,
+        k,
+        n,
+        if all_reduce { m } else { m / world },
+        gathered,
+    )?;
     p.prepare(node, cublas, seed)?;
     // What each rank sends: its partial of every other rank's block (and,
     // two-shot, its block of the sum to every other rank: twice that), or,
@@ -206,13 +251,30 @@ fn run_variant(
     let manifest = find_manifest(dir)?;
     let kernel = FusedKernel::load(node, &manifest)?;
     let world = node.world_size();
-    let bindings = [("P", p.p), ("C", p.c)];
+    let (bindings, gemm) = match &p.gathered {
+        Some((ag, bg)) => {
+            if !v.fused {
+                anyhow::bail!("a reduce-scatter of gathered operands has no local variant");
+            }
+            let gemm = GemmArgs {
+                a: *ag,
+                b: *bg,
+                c: p.c,
+                m: p.m / world,
+                n: p.n,
+                k: p.k,
+            };
+            (vec![("A", p.a), ("Ag", *ag), ("Bg", *bg)], gemm)
+        }
+        None => (vec![("P", p.p), ("C", p.c)], p.gemm()),
+    };
+    let bindings = bindings.as_slice();
     let g = grid(v);
     let args: Vec<Vec<Arg>> = (0..world)
-        .map(|rank| user_args(node, &p.gemm(), rank, &kernel))
+        .map(|rank| user_args(node, &gemm, rank, &kernel))
         .collect::<Result<_>>()?;
     let run_once = |node: &mut Node| -> Result<()> {
-        node.launch(&kernel, g, &|rank| args[rank].clone(), &bindings)?;
+        node.launch(&kernel, g, &|rank| args[rank].clone(), bindings)?;
         node.wait(Duration::from_secs(60))?;
         Ok(())
     };
@@ -251,7 +313,7 @@ fn run_variant(
         kernel,
         grid: g,
         args: &args,
-        bindings: &bindings,
+        bindings,
     };
     finish_variant(node, launch, dir, v, cli, checked)
 }
