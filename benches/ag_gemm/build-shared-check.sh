@@ -36,3 +36,5 @@ common=(--world "$W" --styles "grid2d grouped persistent persistent_tma" --num-s
 "$B" "${common[@]}" --op ar2 --rs-mode copy_engine --shapes "$RS" --chunks "$CHUNKS"
 "$B" "${common[@]}" --op rs --rs-mode stage --copy-programs "$COPIERS" --shapes "$RS" --chunks "$CHUNKS"
 "$B" "${common[@]}" --op ar2 --rs-mode stage --copy-programs "$COPIERS" --shapes "$RS" --chunks "$CHUNKS"
+# The reduce-scatter from gathered operands (style grouped only).
+"$B" --world "$W" --op rsg --shapes "$RS" --chunks "$CHUNKS"
