@@ -129,3 +129,14 @@ chunk.plan @ar1 world_size(2) {
   // expected-remark @below {{chunks(auto) -> chunks(4) for @P: the finest count whose chunks hold at least 1 whole 128-row tiles}}
   chunk.all_reduce @P into @C dim(0) chunks(auto) backend(ldst) algorithm(one_shot)
 }
+
+// -----
+
+// A buffer read per source (a gathered operand; its tiles wait inside a
+// loop over ranks) is not modelled: auto is refused.
+chunk.plan @per_source world_size(2) {
+  chunk.buffer @Bg : !chunk.buffer<2048x8192xbf16> bind(1)
+  // expected-error @below {{chunk-select-chunk-size: the cost model does not cover @Bg's chunks (read per source, or split across another dimension); give chunks(n)}}
+  chunk.all_gather @Bg dim(0) chunks(auto) split(1)
+  chunk.consume @Bg dim(1) tile(256) index("pid_n") source("src")
+}

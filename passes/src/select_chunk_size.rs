@@ -36,6 +36,10 @@
 //! An all-reduce of such a partial: two-shot, as a reduce-scatter; one-shot,
 //! the finest count (its chunks' tiles wait for the peers together).
 //!
+//! A collective whose buffer is read per source (`chunk.consume ...
+//! source(...)`) or an all-gather with `split` is not modelled: `auto` is
+//! refused there (give a count, or `chunks-per-rank`).
+//!
 //! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
 //! on any collective.
 
@@ -96,6 +100,10 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 continue;
             }
             match name.as_str() {
+                "chunk.all_gather" | "chunk.all_to_all" if forced.is_none() => {
+                    refuse_per_source(&plan, op)?;
+                    select(&plan, op, forced, &machine)?
+                }
                 "chunk.all_gather" | "chunk.all_to_all" => select(&plan, op, forced, &machine)?,
                 "chunk.reduce_scatter" => select_reduce_scatter(&plan, module, op, forced, false)?,
                 // A two-shot all-reduce starts as a reduce-scatter; a
@@ -109,6 +117,32 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 _ => {}
             }
         }
+    }
+    Ok(())
+}
+
+/// The model times tiles that wait for their chunk once, before their K
+/// loop; a buffer read per source (`chunk.consume ... source(...)`), or an
+/// all-gather split across another dimension, is not modelled yet: refused
+/// with what to write instead.
+fn refuse_per_source(plan: &Plan, op: Op) -> Result<(), PassFailed> {
+    let buffer = ["buffer", "dst"]
+        .into_iter()
+        .find_map(|key| ir::attr(op, key).and_then(ir::symbol_value))
+        .unwrap_or_default();
+    let per_source = plan.ops_named("chunk.consume").into_iter().any(|c| {
+        ir::attr(c, "source").is_some()
+            && ir::attr(c, "buffer").and_then(ir::symbol_value).as_deref() == Some(buffer.as_str())
+    });
+    let split = ir::int_attr(op, "split").is_some_and(|s| Some(s) != ir::int_attr(op, "dim"));
+    if per_source || split {
+        return Err(fail(
+            op,
+            format!(
+                "chunk-select-chunk-size: the cost model does not cover @{buffer}'s chunks (read per source, or split across another dimension); \
+                 give chunks(n) (benches/ag_gemm measured 4 to 8 column chunks best for a gathered B) or chunks-per-rank=N"
+            ),
+        ));
     }
     Ok(())
 }
