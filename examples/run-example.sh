@@ -10,7 +10,10 @@
 #     (ABI arguments and the copy-engine schedule) the runtime loads;
 #  4. the same GEMM with a reduce-scatter plan (examples/gemm_rs/plan.mlir,
 #     synco-gemm-rs): tiles push partials to their owner and count per
-#     chunk; owners reduce in the tile epilogue.
+#     chunk; owners reduce in the tile epilogue;
+#  5. the reduce-scatter computed from gathered operands instead
+#     (examples/gemm_rs/plan-gather.mlir, synco-gemm-rs-gather) on the GEMM
+#     summed over source ranks (matmul_kernel_sources).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/target/debug"
@@ -52,3 +55,18 @@ echo "== 4. the same GEMM with a reduce-scatter plan (examples/gemm_rs/plan.mlir
 PTX="$OUT/fused-rs/matmul_kernel_grouped.ptx"
 echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'atom.global.sys.release.add' "$PTX") release/sys counter arrivals, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys counter spins"
 echo "kernel parameters (manifest): $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(", ".join(p["name"] for p in m["params"] if p["role"] == "synco"))' "$OUT/fused-rs/matmul_kernel_grouped.json") (Synco's)"
+
+echo
+echo "== 5. the reduce-scatter from gathered operands (examples/gemm_rs/plan-gather.mlir) -> synco-gemm-rs-gather -> cubin =="
+"$BIN/synco" import "$EX/matmul.py" --kernel matmul_kernel_sources \
+  --signature '*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32' \
+  --constexpr stride_ak=1 --constexpr stride_bn=1 --constexpr stride_cn=1 \
+  --divisible a_ptr,b_ptr,c_ptr,M,N,K,stride_am,stride_bk,stride_cm \
+  --constexpr BLOCK_M=128 --constexpr BLOCK_N=256 --constexpr BLOCK_K=64 --constexpr GROUP_M=32 \
+  --constexpr SOURCES=2 -o "$OUT/matmul_sources.mlir"
+"$BIN/synco" compile "$OUT/matmul_sources.mlir" --plan "$ROOT/examples/gemm_rs/plan-gather.mlir" \
+  --pass-pipeline='builtin.module(synco-gemm-rs-gather)' \
+  --emit=cubin --num-warps 8 --num-stages 4 --out-dir "$OUT/fused-rs-gather"
+PTX="$OUT/fused-rs-gather/matmul_kernel_sources.ptx"
+echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spins (peer A rows, peer B columns)"
+echo "copy-engine schedule (manifest): $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print(f["num_flags"], "chunk flags; rank 0 copies:", ", ".join(c["name"] + (" (before the kernel)" if c["before_kernel"] else " -> rank %d" % c["dst_rank"]) for c in f["copies"][0]))' "$OUT/fused-rs-gather/matmul_kernel_sources.json")"

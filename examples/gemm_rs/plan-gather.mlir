@@ -7,7 +7,7 @@
 // multiply the rank's own operands.
 //
 // The kernel is matmul_kernel_sources (examples/ag_gemm/matmul.py) with
-// M = 4096, K = 1024, SOURCES = 2: C = sum_s Ag[s M : (s+1) M] @ Bg[s K :
+// 128 x 256 tiles, M = 4096, K = 1024, SOURCES = 2: C = sum_s Ag[s M : (s+1) M] @ Bg[s K :
 // (s+1) K]. The all-to-all lands rank s's rows of rank r in block s of r's
 // Ag (its own block by a local copy); the all-gather lands rank s's B in
 // block s of Bg, cut into column chunks. Each tile's loop over `src` reads
@@ -21,5 +21,5 @@ chunk.plan @gemm_rs_gather world_size(2) {
   chunk.all_to_all @A into @Ag dim(0) chunks(1)
   chunk.all_gather @Bg dim(0) chunks(4) split(1)
   chunk.consume @Ag dim(0) tile(128) index("pid_m") source("src")
-  chunk.consume @Bg dim(1) tile(128) index("pid_n") source("src")
+  chunk.consume @Bg dim(1) tile(256) index("pid_n") source("src")
 }

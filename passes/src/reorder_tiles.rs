@@ -192,6 +192,32 @@ fn order_sources(
         index_name.as_deref(),
         consume,
     )?;
+    // The waits index chunks by `t * tile`: a tile size the kernel does not
+    // use would make tiles wait for the wrong chunks.
+    let scaled = crate::tiles::loads_of(kernel, arg).into_iter().any(|load| {
+        ir::backward_slice(ir::operands(load)[0])
+            .into_iter()
+            .filter_map(ir::defining_op)
+            .filter(|op| ir::op_name(*op) == "arith.muli")
+            .any(|op| {
+                let ops = ir::operands(op);
+                [(ops[0], ops[1]), (ops[1], ops[0])]
+                    .iter()
+                    .any(|(x, c)| ir::same_value(*x, t) && ir::constant_int(*c) == Some(tile))
+            })
+    });
+    if !scaled {
+        return Err(fail(
+            consume,
+            format!(
+                "the kernel's loads of @{name} never multiply its tile index{} by {tile}: tile({tile}) must be the kernel's block size along this dimension",
+                index_name
+                    .as_deref()
+                    .map(|n| format!(" '{n}'"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
     let (marked, _) = remap(kernel, t, rank, Order::Identity, 1, 1)?;
     ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, name));
     let rotated = ir::walk(kernel)
