@@ -95,26 +95,13 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
             let Some(block) = ir::block_of(marked) else {
                 return Err(internal(marked, "the tile index is not in a block"));
             };
-            let loads = loads_of(kernel, buffer.arg.unwrap_or(usize::MAX));
-            let mut anchors: Vec<ir::Op> = Vec::new();
-            for load in &loads {
-                match ir::ancestor_in_block(*load, block) {
-                    Some(a) if ir::is_before_in_block(marked, a) => anchors.push(a),
-                    _ => {
-                        return Err(fail(
-                            *load,
-                            format!(
-                                "this load of @{} is not inside the tile whose index was found; cannot place its wait",
-                                range.buffer
-                            ),
-                        ));
-                    }
-                }
-            }
-            let Some(first) = anchors
-                .iter()
-                .copied()
-                .reduce(|a, b| if ir::is_before_in_block(b, a) { b } else { a })
+            let arg = buffer.arg.unwrap_or(usize::MAX);
+            let Some(first) = first_load_in(kernel, arg, block, marked, || {
+                format!(
+                    "this load of @{} is not inside the tile whose index was found; cannot place its wait",
+                    range.buffer
+                )
+            })?
             else {
                 continue;
             };
@@ -205,27 +192,12 @@ fn wait_per_source(
     let Some(body) = ir::block_of(source_index) else {
         return Err(internal(source_index, "the source index is not in a block"));
     };
-    let mut anchors: Vec<ir::Op> = Vec::new();
-    for load in loads_of(
-        kernel,
-        plan.buffer(name).and_then(|b| b.arg).unwrap_or(usize::MAX),
-    ) {
-        match ir::ancestor_in_block(load, body) {
-            Some(a) if ir::is_before_in_block(source_index, a) => anchors.push(a),
-            _ => {
-                return Err(fail(
-                    load,
-                    format!(
-                        "this load of @{name} is not inside the loop over '{source}'; cannot place its wait"
-                    ),
-                ));
-            }
-        }
-    }
-    let Some(first) = anchors
-        .iter()
-        .copied()
-        .reduce(|a, b| if ir::is_before_in_block(b, a) { b } else { a })
+    let arg = plan.buffer(name).and_then(|b| b.arg).unwrap_or(usize::MAX);
+    let Some(first) = first_load_in(kernel, arg, body, source_index, || {
+        format!(
+            "this load of @{name} is not inside the loop over '{source}'; cannot place its wait"
+        )
+    })?
     else {
         return Ok(());
     };
@@ -255,6 +227,30 @@ fn wait_per_source(
     )
     .emit();
     Ok(())
+}
+
+/// The op of `block`, after `after`, that holds the first load of kernel
+/// argument `arg` (where its wait goes); `None` if nothing loads it. A load
+/// outside `block` is refused with `outside()` as the message.
+fn first_load_in(
+    kernel: ir::Op,
+    arg: usize,
+    block: ir::Block,
+    after: ir::Op,
+    outside: impl Fn() -> String,
+) -> Result<Option<ir::Op>, PassFailed> {
+    let mut first: Option<ir::Op> = None;
+    for load in loads_of(kernel, arg) {
+        match ir::ancestor_in_block(load, block) {
+            Some(a) if ir::is_before_in_block(after, a) => {
+                if first.is_none_or(|f| ir::is_before_in_block(a, f)) {
+                    first = Some(a);
+                }
+            }
+            _ => return Err(fail(load, outside())),
+        }
+    }
+    Ok(first)
 }
 
 /// Removes Triton's `tt.flatten` from the loops around `op` (see the module

@@ -22,6 +22,15 @@ pub(crate) fn check(rank: usize, call: &'static str, code: CUresult) -> Result<(
     }
 }
 
+/// Which of a rank's copy-engine copies `Node::enqueue_copies` issues.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CopyPhase {
+    /// Copies between ranks, on the copy stream, each setting its flag.
+    SideStream,
+    /// Copies within the rank (`before_kernel`), on the compute stream.
+    BeforeKernel,
+}
+
 /// One rank (its index in `Node::gpus`): its GPU's context, streams, heap
 /// and events.
 pub(crate) struct Gpu {
@@ -518,7 +527,7 @@ impl Node {
                     epoch,
                     kernel.flags,
                     &mut spans,
-                    false,
+                    CopyPhase::SideStream,
                 )?;
             }
         }
@@ -544,7 +553,15 @@ impl Node {
             // stream: the driver may run them on SMs, which the kernel's
             // tiles, waiting for them, would hold.
             if let Some(fused) = &kernel.manifest.fused {
-                self.enqueue_copies(rank, fused, bindings, epoch, kernel.flags, &mut spans, true)?;
+                self.enqueue_copies(
+                    rank,
+                    fused,
+                    bindings,
+                    epoch,
+                    kernel.flags,
+                    &mut spans,
+                    CopyPhase::BeforeKernel,
+                )?;
             }
             if let Some(event) = self.timeline_event(rank, gpu.compute)? {
                 kernel_starts.push((rank, event));
@@ -730,8 +747,9 @@ impl Node {
         epoch: u32,
         flags: Buffer,
         spans: &mut Vec<PendingCopy>,
-        before_kernel: bool,
+        phase: CopyPhase,
     ) -> Result<()> {
+        let before_kernel = phase == CopyPhase::BeforeKernel;
         let gpu = &self.gpus[rank];
         let copies = || {
             fused
