@@ -16,12 +16,6 @@
 //!   the block along `d`), named the same way.
 //! * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
 //!   block `r+k` of `Y`.
-//!
-//! Transfers of these two with `backend(copy_engine)` are pushed: the
-//! source rank's copy engine drives them (each chunk pulled across NVLink
-//! cost about 11 us more than one pushed, `benches/ag_gemm` README,
-//! "Gathering operands, fused by hand"). `ldst` transfers are pulled by
-//! the consumer's copy programs.
 //! * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
 //!   `P`, reduced into `C` (which holds one block) on rank `r`; `k = 0` is
 //!   the rank's own partial, a local reducing copy.
@@ -29,6 +23,12 @@
 //!   whole `P` into its `C`; `two_shot`: a reduce-scatter into block `r` of
 //!   `C`, then an all-gather of the other blocks of `C`, each chunk after the
 //!   reduce-scatter chunks that produce it.
+//!
+//! Transfers of an all-gather or all-to-all with `backend(copy_engine)` are
+//! pushed: the source rank's copy engine drives them (each chunk pulled
+//! across NVLink cost about 11 us more than one pushed, `benches/ag_gemm`
+//! README, "Gathering operands, fused by hand"). `ldst` transfers are
+//! pulled by the consumer's copy programs.
 //!
 //! Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
 //! wait for those tiles (`after [@producer]`).
@@ -243,11 +243,14 @@ impl<'p> Expansion<'p> {
                 let name = format!("{}_p{k}_c{c}", self.dst);
                 match self.kind {
                     Kind::AllGather => {
-                        let mut at = self.offsets(&rows_of(&peer, block, c * rows));
-                        if let Some((s, width)) = self.split {
-                            at = self.offsets(&rows_of(&peer, block, 0));
-                            at[s] = format!("{}", c * width);
-                        }
+                        let at = match self.split {
+                            Some((s, width)) => {
+                                let mut at = self.offsets(&rows_of(&peer, block, 0));
+                                at[s] = (c * width).to_string();
+                                at
+                            }
+                            None => self.offsets(&rows_of(&peer, block, c * rows)),
+                        };
                         self.transfer(
                             &name,
                             k,

@@ -381,16 +381,53 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         };
         let sizes = region_sizes(*first).unwrap_or_default();
         let rows_per_chunk = sizes.get(dim).copied().unwrap_or(0);
-        // Ranks own blocks of `dim`, unless the chunks are whole blocks of
-        // another dimension and slices of `dim` (an all-gather's split).
-        let rank_dim = (0..buffer.shape.len())
-            .find(|d| *d != dim && sizes.get(*d).is_some_and(|s| *s < buffer.shape[*d]))
-            .unwrap_or(dim);
+        // Ranks own blocks of `dim`, unless the consumer reads every rank's
+        // block (`source`): then the blocks lie along the dimension where
+        // each chunk lands in its source rank's block (another one for an
+        // all-gather's split).
+        let rank_dim = if ir::attr(consume, "source").is_some() {
+            source_block_dim(plan, &transfers, &buffer.shape).ok_or_else(|| {
+                fail(
+                    consume,
+                    format!("the chunks of @{name} do not land in their source rank's block of any one dimension; it cannot be read per source"),
+                )
+            })?
+        } else {
+            dim
+        };
         let block = if rank_dim == dim {
             buffer.shape[dim] / plan.world_size
         } else {
             buffer.shape[dim]
         };
+        let rank_block = buffer.shape[rank_dim] / plan.world_size;
+        // A tile waits for the one chunk holding its block of `dim`: the
+        // chunk must hold everything else the tile reads, all of the other
+        // dimensions (and all of the rank's block along `rank_dim`).
+        let partial = (0..buffer.shape.len()).find(|d| {
+            let full = if *d == rank_dim {
+                rank_block
+            } else {
+                buffer.shape[*d]
+            };
+            *d != dim && sizes.get(*d) != Some(&full)
+        });
+        if let Some(d) = partial {
+            let per_source = ir::attr(consume, "source").is_none()
+                && source_block_dim(plan, &transfers, &buffer.shape).is_some_and(|b| b != dim);
+            return Err(fail(
+                consume,
+                if per_source {
+                    format!(
+                        "@{name}'s chunks cut dimension {dim} of every rank's block (split): tiles read every rank's block, so they must wait per source: add source(\"<the kernel's loop over ranks>\")"
+                    )
+                } else {
+                    format!(
+                        "chunks of @{name} cut dimension {d} as well as {dim}: a tile would read several chunks but wait for one; consume it along the dimension the chunks cut"
+                    )
+                },
+            ));
+        }
         if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
             return Err(fail(
                 *first,
@@ -406,7 +443,7 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
             chunks_per_rank: block / rows_per_chunk,
             base,
             rank_dim,
-            rank_block: buffer.shape[rank_dim] / plan.world_size,
+            rank_block,
         };
         base += range.count(plan.world_size);
         out.push(range);
@@ -469,6 +506,34 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         out.push(range);
     }
     Ok(out)
+}
+
+/// The dimension `d` along which every transfer of `transfers` writes into
+/// the block (`shape[d] / W` wide) of the rank it reads from: where a
+/// gathered buffer keeps each source rank's block.
+fn source_block_dim(plan: &Plan, transfers: &[Op], shape: &[i64]) -> Option<usize> {
+    let ctx = ir::context_of(plan.op);
+    let placed: Vec<(i64, Vec<i64>)> = transfers
+        .iter()
+        .map(|t| {
+            let src_rank = ir::attr(*t, "src_rank").map(ir::print_attr).and_then(|m| {
+                eval_map(
+                    ctx,
+                    m.trim_start_matches("affine_map<").trim_end_matches('>'),
+                    0,
+                )
+            })?;
+            let offsets = region_offsets(ctx, ir::attr(*t, "dst")?, 0)?;
+            Some((*src_rank.first()?, offsets))
+        })
+        .collect::<Option<_>>()?;
+    (0..shape.len()).find(|d| {
+        let block = shape[*d] / plan.world_size;
+        block > 0
+            && placed
+                .iter()
+                .all(|(src, offsets)| offsets.get(*d).is_some_and(|o| o / block == *src))
+    })
 }
 
 /// The buffer where the copy engine lands the peers' partials of a
