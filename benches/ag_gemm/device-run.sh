@@ -13,6 +13,8 @@
 #   bench      the all-gather benchmark (build/bench/full) + PyTorch baselines
 #   bench-rs   the reduce-scatter benchmark (build/bench/full-rs) + PyTorch
 #              (reduce-scatter and all-reduce baselines)
+#   bench-rsg  the reduce-scatter from gathered operands (build/bench/full-rsg),
+#              and the PyTorch baselines unless bench-rs ran them
 #   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar), and
 #              the PyTorch baselines unless bench-rs ran them
 #   bench-ar2  the two-shot all-reduce benchmark (build/bench/full-ar2)
@@ -85,6 +87,10 @@ for stage in "$@"; do
       run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 15
       torch_rs
       ;;
+    bench-rsg)
+      run bench-rsg "$OUT/synco_rsg.log" $BENCH --variants build/bench/full-rsg --out "$OUT/synco_rsg.json" --iters 15
+      [ -f "$OUT/torch_rs.json" ] || torch_rs
+      ;;
     bench-ar)
       run bench-ar "$OUT/synco_ar.log" $BENCH --variants build/bench/full-ar --out "$OUT/synco_ar.json" --iters 15
       # The all-reduce baselines, unless bench-rs ran them in this call.
@@ -118,7 +124,7 @@ for stage in "$@"; do
       done
       ;;
     *)
-      echo "usage: $0 check|check-shared|bench|bench-rs|bench-ar|bench-ar2|tune|timeline|trace..." >&2
+      echo "usage: $0 check|check-shared|bench|bench-rs|bench-rsg|bench-ar|bench-ar2|torch-rs|tune|timeline|trace..." >&2
       exit 2
       ;;
   esac
