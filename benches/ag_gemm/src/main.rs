@@ -66,6 +66,13 @@ struct Cli {
     /// must then fit on its GPU beside the others (small shapes).
     #[arg(long)]
     gpus: Option<usize>,
+    /// With --check-only: after the checks, launch each fused variant this
+    /// many times back to back (no wait in between, as timing does) and
+    /// require that they all finish: launches of ranks sharing a GPU, and
+    /// copies of one launch behind the kernels of the previous one, must
+    /// not deadlock. 0 skips it.
+    #[arg(long, default_value_t = 8)]
+    back_to_back: usize,
     /// After timing a fused variant, launch it once more recording when
     /// each side-stream copy started and ended (`timeline` in the JSON,
     /// rank 0's printed).
@@ -857,6 +864,25 @@ fn finish_variant(
     checked: Checked,
 ) -> Result<VariantResult> {
     let mut timing = Timing::default();
+    let mut checked = checked;
+    let mut error = None;
+    if cli.check_only && checked.ok && v.fused && cli.back_to_back > 0 {
+        let mut launches = || -> Result<()> {
+            for _ in 0..cli.back_to_back {
+                node.launch(
+                    &launch.kernel,
+                    launch.grid,
+                    &|rank| launch.args[rank].clone(),
+                    launch.bindings,
+                )?;
+            }
+            Ok(node.wait(Duration::from_secs(60))?)
+        };
+        if let Err(e) = launches() {
+            checked.ok = false;
+            error = Some(format!("{} launches back to back: {e:#}", cli.back_to_back));
+        }
+    }
     if !cli.check_only && checked.ok {
         // A traced kernel: records no launch writes stay 0 (unused).
         node.clear_trace(&launch.kernel)?;
@@ -919,7 +945,7 @@ fn finish_variant(
         host_launch_ms: (!timing.host_ms.is_empty()).then(|| median(&timing.host_ms)),
         all_ms: timing.gpu_ms,
         deterministic: checked.deterministic,
-        error: None,
+        error,
         timeline,
         trace,
     })

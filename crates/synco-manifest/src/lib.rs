@@ -258,6 +258,14 @@ pub struct FusedPlan {
     pub reduction_copies: Vec<Vec<ReductionCopy>>,
 }
 
+impl FusedPlan {
+    /// Whether the kernel's tiles wait for other ranks' tiles (a fused
+    /// reduction: counters per chunk), not only for copies.
+    pub fn waits_for_tiles(&self) -> bool {
+        self.chunks.iter().any(|c| c.kind == ChunkKind::Reduction)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("cannot read manifest {path}: {source}")]
@@ -398,6 +406,18 @@ mod tests {
             Err(ManifestError::Parse { .. })
         ));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn copies_of_older_manifests_run_on_the_copy_stream() {
+        let copy: Copy = serde_json::from_str(
+            r#"{"name": "A_p1_c0", "order": 1, "src_rank": 1, "dst_rank": 0, "src_buffer": "A",
+                "dst_buffer": "A", "src_offset": 0, "dst_offset": 0, "rows": 1, "row_elems": 8,
+                "src_pitch": 8, "dst_pitch": 8, "flag": 2}"#,
+        )
+        .unwrap();
+        assert!(!copy.before_kernel);
+        assert_eq!(copy.flag, Some(2));
     }
 
     #[test]

@@ -193,7 +193,8 @@ pub struct FusedKernel {
     pub(crate) epochs: std::cell::Cell<u32>,
     /// Per rank, how many programs of this kernel its GPU holds at once
     /// (blocks per SM x SMs), for kernels whose programs must all be
-    /// resident (`FusedPlan::co_resident`); empty otherwise.
+    /// resident (`FusedPlan::co_resident`, or tiles that wait for other
+    /// ranks' tiles: `FusedPlan::waits_for_tiles`); empty otherwise.
     pub(crate) resident: Vec<u32>,
     functions: Vec<CUfunction>,
     modules: Vec<CUmodule>,
@@ -213,7 +214,12 @@ impl FusedKernel {
         let name = CString::new(manifest.kernel.clone()).unwrap_or_default();
         let mut functions = Vec::new();
         let mut modules = Vec::new();
-        let co_resident = manifest.fused.as_ref().is_some_and(|f| f.co_resident);
+        // Resident programs per GPU, for the launch checks (see
+        // `Node::launch`): kernels whose programs wait for other programs.
+        let co_resident = manifest
+            .fused
+            .as_ref()
+            .is_some_and(|f| f.co_resident || f.waits_for_tiles());
         let mut resident = Vec::new();
         for (rank, gpu) in node.gpus.iter().enumerate() {
             gpu.bind()?;

@@ -26,18 +26,20 @@
 //!    copied between the ranks' heaps, then `cuStreamWriteValue32` sets the
 //!    destination's flag to the epoch; every rank's copies are issued
 //!    before any kernel;
-//! 3. the kernel on each rank's compute stream, after the rank's copies
-//!    marked `before_kernel` (within the rank, e.g. an all-to-all's own
-//!    block: the driver may run them on SMs, which tiles waiting for them
-//!    would hold), with the user's arguments,
+//! 3. the kernel on each rank's compute stream, after the copies into the
+//!    rank that stay within its GPU (marked `before_kernel`, e.g. an
+//!    all-to-all's own block, or from a rank sharing the GPU: the driver
+//!    may run them on SMs, which tiles waiting for them would hold), with
+//!    the user's arguments,
 //!    the ABI arguments (rank, world size, heap bases, flags, epoch, error
 //!    buffer, plan buffers: a plan buffer without `bind(i)`, such as a
 //!    reduction's output, is a symmetric buffer the caller binds by name in
 //!    `launch`'s `bindings`; a staging buffer is the kernel's own) and
 //!    Triton's scratch pointers (a persistent kernel, whose manifest has
 //!    `persistent_programs`, with exactly that many programs; one marked
-//!    `co_resident` only if its GPU holds all the programs of the ranks on
-//!    it at once), with the `ldst`
+//!    `co_resident`, or whose tiles wait for other ranks' tiles while
+//!    ranks share a GPU, only if its GPU holds all the programs of the
+//!    ranks on it at once), with the `ldst`
 //!    backend's copy programs in front of the grid (or in a plane in front
 //!    of a 2D grid); then, issued after every rank's kernel (so that no
 //!    kernel waits for the host to issue them, nor for another rank's),

@@ -22,12 +22,14 @@ pub(crate) fn check(rank: usize, call: &'static str, code: CUresult) -> Result<(
     }
 }
 
-/// Which of a rank's copy-engine copies `Node::enqueue_copies` issues.
+/// Which copy-engine copies `Node::enqueue_copies` issues for a rank.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum CopyPhase {
-    /// Copies between ranks, on the copy stream, each setting its flag.
+    /// The rank's copies between GPUs, on its copy stream, each setting its
+    /// flag.
     SideStream,
-    /// Copies within the rank (`before_kernel`), on the compute stream.
+    /// Copies into the rank within its GPU (`before_kernel`, or from a rank
+    /// sharing the GPU), on its compute stream before its kernel.
     BeforeKernel,
 }
 
@@ -446,12 +448,17 @@ impl Node {
         } else {
             (grid.0 + copy_programs, grid.1, grid.2)
         };
-        if let Some(fused) = &kernel.manifest.fused
-            && fused.co_resident
-        {
+        // Programs that wait for other programs' tiles must all be resident:
+        // a persistent kernel's with a fused reduction, and any kernel's
+        // whose tiles wait for the tiles of another rank on the same GPU
+        // (its waiting tiles could hold the SMs that rank needs).
+        if let Some(fused) = &kernel.manifest.fused {
             let programs = grid.0 * grid.1 * grid.2;
             for (gpu, resident) in self.gpus.iter().zip(&kernel.resident) {
                 let sharing = self.gpus.iter().filter(|g| g.device == gpu.device).count();
+                if !fused.co_resident && (sharing < 2 || !fused.waits_for_tiles()) {
+                    continue;
+                }
                 crate::kernel::check_co_resident(
                     &kernel.manifest.kernel,
                     gpu.device,
@@ -549,9 +556,10 @@ impl Node {
                     }
                 })
             };
-            // Copies within the rank go in front of its kernel, on its
-            // stream: the driver may run them on SMs, which the kernel's
-            // tiles, waiting for them, would hold.
+            // Copies into this rank within its GPU (its own, or from a rank
+            // sharing the GPU) go in front of its kernel, on its stream:
+            // the driver may run them on SMs, which the kernel's tiles,
+            // waiting for them, would hold.
             if let Some(fused) = &kernel.manifest.fused {
                 self.enqueue_copies(
                     rank,
@@ -751,34 +759,67 @@ impl Node {
     ) -> Result<()> {
         let before_kernel = phase == CopyPhase::BeforeKernel;
         let gpu = &self.gpus[rank];
-        let copies = || {
-            fused
+        let device_of = |r: i64| self.gpus.get(r as usize).map(|g| g.device);
+        for copy in fused.copies.iter().flatten() {
+            for r in [copy.src_rank, copy.dst_rank] {
+                if device_of(r).is_none() {
+                    return Err(RuntimeError::CopyRank {
+                        rank,
+                        dst: r as usize,
+                    });
+                }
+            }
+        }
+        // Copies within one GPU (a rank's own, or between ranks sharing the
+        // GPU) go on the destination's compute stream, in front of its
+        // kernel: the driver may run them on SMs, which the kernel's tiles,
+        // waiting for them, would hold. The others go on the source's or
+        // destination's copy stream (whichever drives them).
+        let within_gpu = |c: &synco_manifest::Copy| {
+            c.before_kernel || device_of(c.src_rank) == device_of(c.dst_rank)
+        };
+        let copies: Vec<&synco_manifest::Copy> = match phase {
+            CopyPhase::SideStream => fused
                 .copies
                 .get(rank)
                 .into_iter()
                 .flatten()
-                .filter(move |c| c.before_kernel == before_kernel)
+                .filter(|c| !within_gpu(c))
+                .collect(),
+            CopyPhase::BeforeKernel => fused
+                .copies
+                .iter()
+                .flatten()
+                .filter(|c| c.dst_rank as usize == rank && within_gpu(c))
+                .collect(),
         };
-        // On the compute stream (copies within the rank), or on the copy
-        // stream after this launch's start on this rank and on every rank
-        // its copies write into (pushes).
+        // The copy stream waits for this launch's start on this rank and on
+        // every rank its copies write into (pushes: the destination's
+        // previous kernel may still read); the compute stream, for the
+        // start of every rank it copies from (its previous work wrote the
+        // source).
         let stream = if before_kernel { gpu.compute } else { gpu.copy };
-        let mut after: Vec<usize> = vec![rank];
-        for copy in copies() {
-            let dst = copy.dst_rank as usize;
-            if !after.contains(&dst) {
-                after.push(dst);
+        let mut after: Vec<usize> = if before_kernel {
+            Vec::new()
+        } else {
+            vec![rank]
+        };
+        for copy in &copies {
+            let other = if before_kernel {
+                copy.src_rank
+            } else {
+                copy.dst_rank
+            } as usize;
+            if other != rank && !after.contains(&other) {
+                after.push(other);
             }
         }
-        for waited in after.into_iter().filter(|_| !before_kernel) {
-            let Some(other) = self.gpus.get(waited) else {
-                return Err(RuntimeError::CopyRank { rank, dst: waited });
-            };
+        for waited in after {
             unsafe {
                 check(
                     rank,
                     "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.copy, other.start, 0),
+                    sys::cuStreamWaitEvent(stream, self.gpus[waited].start, 0),
                 )?;
             }
         }
@@ -792,7 +833,7 @@ impl Node {
                 .unwrap_or(1);
             Ok((buffer, elem))
         };
-        for copy in copies() {
+        for copy in copies {
             let (src_buf, elem) = place(&copy.src_buffer)?;
             let (dst_buf, _) = place(&copy.dst_buffer)?;
             let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
