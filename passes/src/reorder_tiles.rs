@@ -60,7 +60,7 @@ use crate::{
         FlagKind, ReductionKind, bound_kernel, fail, flag_layout, internal, loc, plans,
         reduction_kind,
     },
-    tiles::{Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index},
+    tiles::{Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index, scaled_by_tile},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
@@ -194,19 +194,11 @@ fn order_sources(
     )?;
     // The waits index chunks by `t * tile`: a tile size the kernel does not
     // use would make tiles wait for the wrong chunks.
-    let scaled = crate::tiles::loads_of(kernel, arg).into_iter().any(|load| {
-        ir::backward_slice(ir::operands(load)[0])
-            .into_iter()
-            .filter_map(ir::defining_op)
-            .filter(|op| ir::op_name(*op) == "arith.muli")
-            .any(|op| {
-                let ops = ir::operands(op);
-                [(ops[0], ops[1]), (ops[1], ops[0])]
-                    .iter()
-                    .any(|(x, c)| ir::same_value(*x, t) && ir::constant_int(*c) == Some(tile))
-            })
-    });
-    if !scaled {
+    let loads = crate::tiles::loads_of(kernel, arg);
+    if !scaled_by_tile(&loads, tile)
+        .into_iter()
+        .any(|x| ir::same_value(x, t))
+    {
         return Err(fail(
             consume,
             format!(

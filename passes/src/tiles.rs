@@ -129,6 +129,32 @@ pub fn persistent_stride(t: Value) -> Option<i64> {
     })
 }
 
+/// The scalars that the addresses of `accesses` multiply by the constant
+/// `tile` (`arith.muli x, tile`), each once: the candidates for a tile
+/// index along a dimension with `tile`-wide blocks.
+pub fn scaled_by_tile(accesses: &[Op], tile: i64) -> Vec<Value> {
+    let mut scaled: Vec<Value> = Vec::new();
+    for access in accesses {
+        for v in ir::backward_slice(ir::operands(*access)[0]) {
+            let Some(op) = ir::defining_op(v) else {
+                continue;
+            };
+            if ir::op_name(op) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(v)) {
+                continue;
+            }
+            let ops = ir::operands(op);
+            for (x, c) in [(ops[0], ops[1]), (ops[1], ops[0])] {
+                if ir::constant_int(c) == Some(tile)
+                    && !scaled.iter().any(|s| ir::same_value(*s, x))
+                {
+                    scaled.push(x);
+                }
+            }
+        }
+    }
+    scaled
+}
+
 fn depends_on_program_id(value: Value) -> bool {
     ir::backward_slice(value)
         .iter()
@@ -180,26 +206,10 @@ pub fn find_tile_index(
             format!("kernel @{kernel_name} never {verb} argument {arg}"),
         ));
     }
-    let mut candidates: Vec<Value> = Vec::new();
-    for load in &loads {
-        for v in ir::backward_slice(ir::operands(*load)[0]) {
-            let Some(op) = ir::defining_op(v) else {
-                continue;
-            };
-            if ir::op_name(op) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(v)) {
-                continue;
-            }
-            let ops = ir::operands(op);
-            for (x, c) in [(ops[0], ops[1]), (ops[1], ops[0])] {
-                if ir::constant_int(c) == Some(tile)
-                    && depends_on_program_id(x)
-                    && !candidates.iter().any(|s| ir::same_value(*s, x))
-                {
-                    candidates.push(x);
-                }
-            }
-        }
-    }
+    let candidates: Vec<Value> = scaled_by_tile(&loads, tile)
+        .into_iter()
+        .filter(|x| depends_on_program_id(*x))
+        .collect();
     match candidates.len() {
         1 => Ok(candidates[0]),
         0 => Err(fail(
