@@ -219,18 +219,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
         let range = layout.iter().find(|r| r.buffer == dst_name);
         let order = ir::int_attr(t, "order").unwrap_or(0);
         for r in 0..w {
-            let rank_of = |key: &str| {
-                ir::attr(t, key)
-                    .map(ir::print_attr)
-                    .and_then(|m| {
-                        crate::plan::eval_map(
-                            ctx,
-                            m.trim_start_matches("affine_map<").trim_end_matches('>'),
-                            r,
-                        )
-                    })
-                    .and_then(|v| v.first().copied())
-            };
+            let rank_of = |key: &str| crate::plan::rank_at(t, key, r);
             let (Some(src_rank), Some(dst_rank)) = (rank_of("src_rank"), rank_of("dst_rank"))
             else {
                 return Err(fail(

@@ -516,15 +516,8 @@ fn source_block_dim(plan: &Plan, transfers: &[Op], shape: &[i64]) -> Option<usiz
     let placed: Vec<(i64, Vec<i64>)> = transfers
         .iter()
         .map(|t| {
-            let src_rank = ir::attr(*t, "src_rank").map(ir::print_attr).and_then(|m| {
-                eval_map(
-                    ctx,
-                    m.trim_start_matches("affine_map<").trim_end_matches('>'),
-                    0,
-                )
-            })?;
             let offsets = region_offsets(ctx, ir::attr(*t, "dst")?, 0)?;
-            Some((*src_rank.first()?, offsets))
+            Some((rank_at(*t, "src_rank", 0)?, offsets))
         })
         .collect::<Option<_>>()?;
     (0..shape.len()).find(|d| {
@@ -667,6 +660,23 @@ pub fn region_parts(attr: ir::Attr) -> Option<(String, String, Vec<i64>)> {
 pub fn region_offsets(ctx: ir::Ctx, attr: ir::Attr, rank: i64) -> Option<Vec<i64>> {
     let (_, map, _) = region_parts(attr)?;
     eval_map(ctx, &map, rank)
+}
+
+/// A transfer's rank map (`key`: `src_rank` or `dst_rank`) as map text,
+/// `(d0) -> (...)`, as [`eval_map`] takes it.
+pub fn rank_map(t: Op, key: &str) -> Option<String> {
+    let text = ir::print_attr(ir::attr(t, key)?);
+    Some(
+        text.trim_start_matches("affine_map<")
+            .trim_end_matches('>')
+            .to_string(),
+    )
+}
+
+/// A transfer's rank map (`key`) evaluated on rank `r`.
+pub fn rank_at(t: Op, key: &str, r: i64) -> Option<i64> {
+    let map = rank_map(t, key)?;
+    eval_map(ir::context_of(t), &map, r)?.first().copied()
 }
 
 /// Evaluates a one-dimensional affine map (as text, `(d0) -> (...)`) at `r`.

@@ -242,14 +242,7 @@ pub fn lower(
         }
         copies.push(SmCopy {
             op: t,
-            src_rank_map: ir::attr(t, "src_rank")
-                .map(ir::print_attr)
-                .map(|m| {
-                    m.trim_start_matches("affine_map<")
-                        .trim_end_matches('>')
-                        .to_string()
-                })
-                .unwrap_or_default(),
+            src_rank_map: crate::plan::rank_map(t, "src_rank").unwrap_or_default(),
             src_offsets_map: src_map,
             dst_offsets_map: dst_map,
             len,
