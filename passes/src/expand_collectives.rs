@@ -386,26 +386,20 @@ impl<'p> Expansion<'p> {
         } else {
             return Ok(());
         };
-        let name = crate::plan::staging_name(&self.src);
-        if self.plan.buffer(&name).is_some() {
-            return Err(fail(
-                self.op,
-                format!(
-                    "chunk-expand-collectives: the staging buffer @{name} would clash with the plan's buffer of that name"
-                ),
-            ));
-        }
-        let Some(src) = self.plan.buffer(&self.src) else {
-            return Err(internal(self.op, "the reduced buffer left the plan"));
-        };
-        let mut shape = src.shape.clone();
-        shape[self.dim] = rows;
+        let (name, shape, element) = crate::plan::staging_decl(
+            self.plan,
+            &self.src,
+            self.dim,
+            rows,
+            self.op,
+            PASS.argument,
+        )?;
         crate::plan::build_buffer(
             &self.b,
             self.op,
             &name,
             &shape,
-            &src.element,
+            &element,
             &[crate::plan::STAGING_ATTR],
         )?;
         Ok(())

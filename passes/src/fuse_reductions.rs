@@ -258,32 +258,19 @@ fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
     };
     ir::set_attr(plan.op, crate::plan::STAGED_ATTR, list);
     for name in names {
-        let staging = crate::plan::staging_name(&name);
-        if plan.buffer(&staging).is_some() {
-            return Err(fail(
-                plan.op,
-                format!(
-                    "chunk-fuse-reductions: the staging buffer @{staging} would clash with the plan's buffer of that name"
-                ),
-            ));
-        }
-        let Some(partial) = plan.buffer(&name) else {
-            return Err(internal(
-                plan.op,
-                "a reduced buffer that is not in the plan",
-            ));
+        // W - 1 blocks of the partial's rows (fused partials are split
+        // along dimension 0, see `fuse`).
+        let Some(rows) = plan.buffer(&name).and_then(|b| b.shape.first().copied()) else {
+            return Err(internal(plan.op, "a reduced buffer without rows"));
         };
-        let mut shape = partial.shape.clone();
-        let Some(rows) = shape.first_mut() else {
-            return Err(internal(plan.op, "a reduced buffer without dimensions"));
-        };
-        *rows = *rows / w * (w - 1);
+        let (staging, shape, element) =
+            crate::plan::staging_decl(plan, &name, 0, rows / w * (w - 1), plan.op, PASS.argument)?;
         crate::plan::declare_kernel_buffer(
             plan,
             kernel,
             &staging,
             &shape,
-            &partial.element,
+            &element,
             &[crate::plan::STAGING_ATTR],
             PASS.argument,
         )?;

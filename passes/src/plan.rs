@@ -529,6 +529,37 @@ fn source_block_dim(plan: &Plan, transfers: &[Op], shape: &[i64]) -> Option<usiz
     })
 }
 
+/// The staging buffer of reduced `buffer`: its name ([`staging_name`]) and
+/// shape (`buffer`'s, with `rows` along `dim`), for `pass` to declare; an
+/// error at `at` if the plan already has a buffer of that name.
+pub fn staging_decl(
+    plan: &Plan,
+    buffer: &str,
+    dim: usize,
+    rows: i64,
+    at: Op,
+    pass: &str,
+) -> Result<(String, Vec<i64>, String), PassFailed> {
+    let name = staging_name(buffer);
+    if plan.buffer(&name).is_some() {
+        return Err(fail(
+            at,
+            format!(
+                "{pass}: the staging buffer @{name} would clash with the plan's buffer of that name"
+            ),
+        ));
+    }
+    let Some(partial) = plan.buffer(buffer) else {
+        return Err(internal(at, "a reduced buffer that is not in the plan"));
+    };
+    let mut shape = partial.shape.clone();
+    let Some(along) = shape.get_mut(dim) else {
+        return Err(internal(at, "a reduced buffer without that dimension"));
+    };
+    *along = rows;
+    Ok((name, shape, partial.element.clone()))
+}
+
 /// The buffer where the copy engine lands the peers' partials of a
 /// reduce-scatter of `buffer` (declared by `chunk-expand-collectives`).
 pub fn staging_name(buffer: &str) -> String {
