@@ -288,6 +288,13 @@ pub enum ManifestError {
     },
     #[error("parameter '{param}' has type '{ty}', which the runtime cannot pass")]
     UnsupportedType { param: String, ty: String },
+    #[error("{path}: copy '{copy}' names rank {rank}, outside the plan's {world_size} ranks")]
+    CopyRank {
+        path: PathBuf,
+        copy: String,
+        rank: i64,
+        world_size: i64,
+    },
 }
 
 impl LaunchManifest {
@@ -311,6 +318,25 @@ impl LaunchManifest {
         }
         for param in &manifest.params {
             param.size_bytes()?;
+        }
+        // The runtime indexes its ranks by the copies' ranks.
+        if let Some(fused) = &manifest.fused {
+            let ranks = 0..fused.world_size;
+            for (driver, list) in fused.copies.iter().enumerate() {
+                for copy in list {
+                    let outside = [driver as i64, copy.src_rank, copy.dst_rank]
+                        .into_iter()
+                        .find(|r| !ranks.contains(r));
+                    if let Some(rank) = outside {
+                        return Err(ManifestError::CopyRank {
+                            path: path.into(),
+                            copy: copy.name.clone().unwrap_or_default(),
+                            rank,
+                            world_size: fused.world_size,
+                        });
+                    }
+                }
+            }
         }
         Ok(manifest)
     }
@@ -405,6 +431,35 @@ mod tests {
             LaunchManifest::load(&path),
             Err(ManifestError::Parse { .. })
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_copies_outside_the_plans_ranks() {
+        let dir = std::env::temp_dir().join(format!("synco-manifest-ranks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.json");
+        let copy: Copy = serde_json::from_str(
+            r#"{"name": "A_p1_c0", "order": 1, "src_rank": 2, "dst_rank": 0, "src_buffer": "A",
+                "dst_buffer": "A", "src_offset": 0, "dst_offset": 0, "rows": 1, "row_elems": 8,
+                "src_pitch": 8, "dst_pitch": 8, "flag": 2}"#,
+        )
+        .unwrap();
+        let mut m = sample();
+        m.fused = Some(
+            serde_json::from_str(
+                r#"{"plan": "p", "world_size": 2, "num_flags": 4, "buffers": [], "chunks": [], "copies": []}"#,
+            )
+            .unwrap(),
+        );
+        m.fused.as_mut().unwrap().copies = vec![vec![copy], vec![]];
+        std::fs::write(&path, m.to_json()).unwrap();
+        let err = LaunchManifest::load(&path).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("copy 'A_p1_c0' names rank 2, outside the plan's 2 ranks"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

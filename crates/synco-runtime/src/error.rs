@@ -73,8 +73,6 @@ pub enum RuntimeError {
     },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
-    #[error("the manifest has rank {rank} copy into rank {dst}, which the node does not have")]
-    CopyRank { rank: usize, dst: usize },
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]
     UnboundBuffer(String),
     #[error(

@@ -759,17 +759,9 @@ impl Node {
     ) -> Result<()> {
         let before_kernel = phase == CopyPhase::BeforeKernel;
         let gpu = &self.gpus[rank];
-        let device_of = |r: i64| self.gpus.get(r as usize).map(|g| g.device);
-        for copy in fused.copies.iter().flatten() {
-            for r in [copy.src_rank, copy.dst_rank] {
-                if device_of(r).is_none() {
-                    return Err(RuntimeError::CopyRank {
-                        rank,
-                        dst: r as usize,
-                    });
-                }
-            }
-        }
+        // (The manifest's copies name ranks of the plan, which `launch`
+        // checked is this node's world.)
+        let device_of = |r: i64| self.gpus[r as usize].device;
         // Copies within one GPU (a rank's own, or between ranks sharing the
         // GPU) go on the destination's compute stream, in front of its
         // kernel: the driver may run them on SMs, which the kernel's tiles,
