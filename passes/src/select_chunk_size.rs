@@ -100,11 +100,12 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 continue;
             }
             match name.as_str() {
-                "chunk.all_gather" | "chunk.all_to_all" if forced.is_none() => {
-                    refuse_per_source(&plan, op)?;
+                "chunk.all_gather" | "chunk.all_to_all" => {
+                    if forced.is_none() {
+                        refuse_per_source(&plan, op)?;
+                    }
                     select(&plan, op, forced, &machine)?
                 }
-                "chunk.all_gather" | "chunk.all_to_all" => select(&plan, op, forced, &machine)?,
                 "chunk.reduce_scatter" => select_reduce_scatter(&plan, module, op, forced, false)?,
                 // A two-shot all-reduce starts as a reduce-scatter; a
                 // one-shot one waits chunk by chunk on every rank.
