@@ -1,10 +1,10 @@
 //! Synco's multi-GPU runtime.
 //!
 //! A [`Node`] opens every GPU of the machine in one process (a primary
-//! context, a compute stream, a copy stream and a signal stream per GPU),
-//! enables peer access between every pair, and gives each GPU a *symmetric
-//! heap*: one allocation of the same size, in which [`Node::alloc`] places
-//! every symmetric buffer at the same offset on every GPU. A peer's copy of an
+//! context, a compute stream and a copy stream per GPU), enables peer access
+//! between every pair, and gives each GPU a *symmetric heap*: one
+//! allocation of the same size, in which [`Node::alloc`] places every
+//! symmetric buffer at the same offset on every GPU. A peer's copy of an
 //! address is then `addr - heap_bases[rank] + heap_bases[peer]`, the rule
 //! the fused kernels use (see `synco-passes`' ABI).
 //!
@@ -23,11 +23,9 @@
 //!    and on every rank it copies into, the manifest's copy-engine schedule
 //!    of chunks the kernels wait for (an all-gather's): the rank's list in
 //!    `copies` (chunks it pulls, or pushes into peers' heaps), each chunk
-//!    copied between the ranks' heaps; the signal stream waits for each
-//!    copy (an event behind it) and `cuStreamWriteValue32` sets the
-//!    destination's flag to the epoch, so the copy stream goes on to the
-//!    next chunk without waiting for the flag write; every rank's copies
-//!    are issued before any kernel;
+//!    copied between the ranks' heaps, then `cuStreamWriteValue32` sets the
+//!    destination's flag to the epoch; every rank's copies are issued
+//!    before any kernel;
 //! 3. the kernel on each rank's compute stream, after the copies into the
 //!    rank that stay within its GPU (marked `before_kernel`, e.g. an
 //!    all-to-all's own block, or from a rank sharing the GPU: the driver
@@ -49,9 +47,7 @@
 //!    the copy engine: `reduction_copies`), each after
 //!    `cuStreamWaitValue32` on the tiles' counter, to a peer (the owner's
 //!    staging buffer, or a two-shot all-reduce's sums into every peer's
-//!    output), the peer's flag then set by a 4-byte copy of the epoch on
-//!    the signal stream (as above); the next launch's copies wait for this
-//!    launch's flags;
+//!    output), the peer's flag then set by a 4-byte copy of the epoch;
 //! 4. after the kernel, stream waits (`cuStreamWaitValue32`, >=) on the
 //!    counters the manifest's `completion` lists: rows that peers' kernels
 //!    write into this rank (a fused two-shot all-reduce), so that the

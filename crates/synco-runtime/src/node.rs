@@ -41,15 +41,6 @@ pub(crate) struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub compute: CUstream,
     pub copy: CUstream,
-    /// Sets the flags of the copy stream's chunks, each after an event
-    /// recorded behind its copy, so that the next copy starts without
-    /// waiting for the previous chunk's flag write.
-    pub signal: CUstream,
-    /// One event per side-stream copy of a launch (grown as needed, reused
-    /// by every launch): the copy's data has landed.
-    pub copied: Vec<CUevent>,
-    /// Recorded on the signal stream after a launch's last flag.
-    pub signalled: CUevent,
     pub heap: CUdeviceptr,
     pub heap_bases: CUdeviceptr,
     pub errors: CUdeviceptr,
@@ -197,15 +188,6 @@ impl Node {
                         sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
                     ),
                 )?;
-                let mut signal = std::ptr::null_mut();
-                check(
-                    g,
-                    "cuStreamCreate",
-                    sys::cuStreamCreate(
-                        &mut signal,
-                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-                    ),
-                )?;
                 let alloc = |bytes: usize| -> Result<CUdeviceptr> {
                     let mut p = 0;
                     check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, bytes))?;
@@ -219,26 +201,16 @@ impl Node {
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut start, 0))?;
                 let mut end = std::ptr::null_mut();
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
-                let mut signalled = std::ptr::null_mut();
-                let no_timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-                check(
-                    g,
-                    "cuEventCreate",
-                    sys::cuEventCreate(&mut signalled, no_timing),
-                )?;
                 gpus.push(Gpu {
                     device,
                     ctx,
                     compute,
                     copy,
-                    signal,
-                    copied: Vec::new(),
                     heap,
                     heap_bases,
                     errors,
                     start,
                     end,
-                    signalled,
                 });
             }
         }
@@ -408,17 +380,18 @@ impl Node {
     pub fn synchronize(&self, rank: usize) -> Result<()> {
         let gpu = &self.gpus[rank];
         gpu.bind()?;
-        for stream in [gpu.compute, gpu.copy, gpu.signal] {
-            // SAFETY: a stream this node created on the bound context.
-            unsafe {
-                check(
-                    rank,
-                    "cuStreamSynchronize",
-                    sys::cuStreamSynchronize(stream),
-                )?
-            };
+        unsafe {
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.compute),
+            )?;
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.copy),
+            )
         }
-        Ok(())
     }
 
     pub fn synchronize_all(&self) -> Result<()> {
@@ -530,9 +503,6 @@ impl Node {
                     self.scratch[rank] = (p, scratch_bytes);
                 }
             }
-        }
-        if let Some(fused) = &kernel.manifest.fused {
-            self.grow_copied_events(fused)?;
         }
         let mut spans = Vec::new();
         let mut kernel_starts = Vec::new();
@@ -657,22 +627,11 @@ impl Node {
             }
             unsafe {
                 check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
-                // The next launch's copies overwrite rows this kernel reads,
-                // and its epoch word, which this launch's flag copies read.
+                // The next launch's copies overwrite rows this kernel reads.
                 check(
                     g,
                     "cuStreamWaitEvent",
                     sys::cuStreamWaitEvent(gpu.copy, gpu.end, 0),
-                )?;
-                check(
-                    g,
-                    "cuEventRecord",
-                    sys::cuEventRecord(gpu.signalled, gpu.signal),
-                )?;
-                check(
-                    g,
-                    "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.copy, gpu.signalled, 0),
                 )?;
             }
         }
@@ -743,19 +702,16 @@ impl Node {
     }
 
     /// With the timeline on, records a side-stream copy of `bytes` whose
-    /// start and data events were recorded (`events`), ending now on
-    /// `end_stream` (where its flag was written).
+    /// start and data events were recorded (`events`), ending now.
     fn close_span(
         &self,
         spans: &mut Vec<PendingCopy>,
         rank: usize,
-        end_stream: CUstream,
         events: [Option<CUevent>; 2],
         bytes: u64,
         what: impl FnOnce() -> String,
     ) -> Result<()> {
-        if let ([Some(start), Some(data_end)], Some(end)) =
-            (events, self.timeline_event(rank, end_stream)?)
+        if let ([Some(start), Some(data_end)], Some(end)) = (events, self.side_stream_event(rank)?)
         {
             spans.push(PendingCopy {
                 rank,
@@ -788,35 +744,6 @@ impl Node {
             check(rank, "cuEventRecord", sys::cuEventRecord(event, stream))?;
         }
         Ok(Some(event))
-    }
-
-    /// Gives every rank an event per side-stream copy of `fused` (its
-    /// `copies`, then its `reduction_copies`; created
-    /// once, reused by later launches: a stream waiting on an event waits
-    /// for the record made before the wait was issued).
-    fn grow_copied_events(&mut self, fused: &synco_manifest::FusedPlan) -> Result<()> {
-        for (rank, gpu) in self.gpus.iter_mut().enumerate() {
-            let wanted = fused.copies.get(rank).map_or(0, Vec::len)
-                + fused.reduction_copies.get(rank).map_or(0, Vec::len);
-            if gpu.copied.len() >= wanted {
-                continue;
-            }
-            gpu.bind()?;
-            while gpu.copied.len() < wanted {
-                let mut event = std::ptr::null_mut();
-                let no_timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-                // SAFETY: plain event creation on this rank's bound context.
-                unsafe {
-                    check(
-                        rank,
-                        "cuEventCreate",
-                        sys::cuEventCreate(&mut event, no_timing),
-                    )?
-                };
-                gpu.copied.push(event);
-            }
-        }
-        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -898,7 +825,7 @@ impl Node {
                 .unwrap_or(1);
             Ok((buffer, elem))
         };
-        for (index, copy) in copies.into_iter().enumerate() {
+        for copy in copies {
             let (src_buf, elem) = place(&copy.src_buffer)?;
             let (dst_buf, _) = place(&copy.dst_buffer)?;
             let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
@@ -947,31 +874,13 @@ impl Node {
                 }
             }
             let data_end = side_event()?;
-            // The flag, once the copy is done: in line on the compute stream
-            // (the kernel follows anyway); from the copy stream, on the
-            // signal stream behind an event, so that the next chunk's copy
-            // does not wait for this one's flag write (a stream memory
-            // operation with its fence, several microseconds each).
-            let flag_stream = if before_kernel { stream } else { gpu.signal };
-            if let Some(flag) = copy.flag {
-                let word = self.ptr(copy.dst_rank as usize, &flags) + 4 * flag as u64;
-                // SAFETY: streams and events of this rank's (bound)
-                // context; `copied` has an event per side-stream copy
-                // (`grow_copied_events`).
-                unsafe {
-                    if !before_kernel {
-                        let copied = gpu.copied[index];
-                        check(rank, "cuEventRecord", sys::cuEventRecord(copied, stream))?;
-                        check(
-                            rank,
-                            "cuStreamWaitEvent",
-                            sys::cuStreamWaitEvent(flag_stream, copied, 0),
-                        )?;
-                    }
+            unsafe {
+                if let Some(flag) = copy.flag {
+                    let flags = self.ptr(copy.dst_rank as usize, &flags);
                     check(
                         rank,
                         "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(flag_stream, word, epoch, 0),
+                        sys::cuStreamWriteValue32_v2(stream, flags + 4 * flag as u64, epoch, 0),
                     )?;
                 }
             }
@@ -981,7 +890,6 @@ impl Node {
             self.close_span(
                 spans,
                 rank,
-                flag_stream,
                 [start, data_end],
                 (width * copy.rows as usize) as u64,
                 || {
@@ -1026,9 +934,7 @@ impl Node {
                 sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
             )?;
         }
-        // Events after the gathers' (`enqueue_copies`), on the same stream.
-        let first_event = fused.copies.get(rank).map_or(0, Vec::len);
-        for (index, copy) in copies.iter().enumerate() {
+        for copy in copies {
             let src = bound(bindings, &copy.src_buffer)?;
             let dst = bound(bindings, &copy.dst_buffer)?;
             let owner = copy.owner as usize;
@@ -1071,16 +977,7 @@ impl Node {
                 )?;
             }
             let data_end = self.side_stream_event(rank)?;
-            // The flags on the signal stream, behind the copy (see
-            // `enqueue_copies`): the next chunk's copy goes on meanwhile.
-            let copied = gpu.copied[first_event + index];
             unsafe {
-                check(rank, "cuEventRecord", sys::cuEventRecord(copied, gpu.copy))?;
-                check(
-                    rank,
-                    "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.signal, copied, 0),
-                )?;
                 check(
                     rank,
                     "cuMemcpyAsync",
@@ -1088,35 +985,23 @@ impl Node {
                         flag(self.ptr(owner, &flags), copy.arrived),
                         epoch_word,
                         4,
-                        gpu.signal,
+                        gpu.copy,
                     ),
                 )?;
                 if let Some(copied) = copy.copied {
                     check(
                         rank,
                         "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(
-                            gpu.signal,
-                            flag(local_flags, copied),
-                            epoch,
-                            0,
-                        ),
+                        sys::cuStreamWriteValue32_v2(gpu.copy, flag(local_flags, copied), epoch, 0),
                     )?;
                 }
             }
-            self.close_span(
-                spans,
-                rank,
-                gpu.signal,
-                [start, data_end],
-                copy.bytes as u64,
-                || {
-                    format!(
-                        "{} -> {} on rank {}",
-                        copy.src_buffer, copy.dst_buffer, copy.owner
-                    )
-                },
-            )?;
+            self.close_span(spans, rank, [start, data_end], copy.bytes as u64, || {
+                format!(
+                    "{} -> {} on rank {}",
+                    copy.src_buffer, copy.dst_buffer, copy.owner
+                )
+            })?;
         }
         Ok(())
     }
@@ -1127,7 +1012,7 @@ impl Node {
         let started = Instant::now();
         for (rank, gpu) in self.gpus.iter().enumerate() {
             gpu.bind()?;
-            for stream in [gpu.compute, gpu.copy, gpu.signal] {
+            for stream in [gpu.compute, gpu.copy] {
                 loop {
                     let code = unsafe { sys::cuStreamQuery(stream) };
                     if code == CUresult::CUDA_SUCCESS {
