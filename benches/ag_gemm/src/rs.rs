@@ -209,13 +209,14 @@ pub(crate) fn run_shape(
     let mut variants = Vec::new();
     for dir in variant_dirs {
         let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
-        let result = run_variant(node, &p, dir, &v, cli, all_reduce)
-            .unwrap_or_else(|e| VariantResult::failed(dir, &v, format!("{e:#}")));
+        let result = run_variant(node, &p, dir, &v, cli, all_reduce).unwrap_or_else(|e| {
+            VariantResult::from_error(dir, &v, e, cli.shares_gpus(node.world_size()))
+        });
         eprintln!(
             "{:<28} {:<22} ok={} err={:.2e} det={:?} median={:.3} ms host={:.3} ms {}",
             dir_name(shape_dir),
             result.name,
-            result.ok,
+            result.status(),
             result.rel_error.unwrap_or(f64::NAN),
             result.deterministic,
             result.median_ms.unwrap_or(f64::NAN),
