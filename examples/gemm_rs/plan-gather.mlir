@@ -14,12 +14,18 @@
 // its own block first, then waits for the chunk of rank r+1's A rows and
 // the chunk of its B columns it reads (chunk-reorder-tiles,
 // chunk-insert-waits); the copy engine pushes the chunks.
+//
+// chunks(auto) (chunk-select-chunk-size) follows the kernel's tile order:
+// with GROUP_M = 32 (every row tile of a source block) tiles go column
+// block by column block, so every wave of tiles reads all of the peer's A
+// rows (1 chunk) and B's column chunks arrive in the order the waves need
+// them: 1024 tiles in waves of 132 programs, 8 chunks.
 chunk.plan @gemm_rs_gather world_size(2) {
   chunk.buffer @A : !chunk.buffer<8192x1024xbf16>
   chunk.buffer @Ag : !chunk.buffer<8192x1024xbf16> bind(0)
   chunk.buffer @Bg : !chunk.buffer<2048x8192xbf16> bind(1)
-  chunk.all_to_all @A into @Ag dim(0) chunks(1)
-  chunk.all_gather @Bg dim(0) chunks(4) split(1)
+  chunk.all_to_all @A into @Ag dim(0) chunks(auto)
+  chunk.all_gather @Bg dim(0) chunks(auto) split(1)
   chunk.consume @Ag dim(0) tile(128) index("pid_m") source("src")
   chunk.consume @Bg dim(1) tile(256) index("pid_n") source("src")
 }

@@ -133,10 +133,11 @@ chunk.plan @ar1 world_size(2) {
 // -----
 
 // A buffer read per source (a gathered operand; its tiles wait inside a
-// loop over ranks) is not modelled: auto is refused.
+// loop over ranks) gets its count from the kernel's tile order
+// (select-chunk-size-sources.test): without the kernel, auto is refused.
 chunk.plan @per_source world_size(2) {
   chunk.buffer @Bg : !chunk.buffer<2048x8192xbf16> bind(1)
-  // expected-error @below {{chunk-select-chunk-size: the cost model does not cover @Bg's chunks (read per source, or split across another dimension); give chunks(n)}}
+  // expected-error @below {{chunk-select-chunk-size: no chunk count for @Bg (the module has no kernel whose tile order to follow); give chunks(n)}}
   chunk.all_gather @Bg dim(0) chunks(auto) split(1)
   chunk.consume @Bg dim(1) tile(256) index("pid_n") source("src")
 }

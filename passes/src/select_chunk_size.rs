@@ -36,16 +36,28 @@
 //! An all-reduce of such a partial: two-shot, as a reduce-scatter; one-shot,
 //! the finest count (its chunks' tiles wait for the peers together).
 //!
-//! A collective whose buffer is read per source (`chunk.consume ...
-//! source(...)`) or an all-gather with `split` is not modelled: `auto` is
-//! refused there (give a count, or `chunks-per-rank`).
+//! A gathered operand read per source (`chunk.consume ... source(...)`,
+//! the reduce-scatter from gathered operands: every tile reads every rank's
+//! block, waiting for the chunk of the peer's block it reads) is chunked
+//! along the dimension its tiles walk (`split(d)`, else `dim`). The pass
+//! reads the tile order from the plan's kernel (Triton's GROUP_M swizzle):
+//! when one swizzle group holds every tile of the other per-source
+//! operands, tiles go one block of this operand's tiles after another
+//! (column block by column block for B), so its chunks arrive in the order
+//! the waves of tiles need them, and it gets one chunk per wave of
+//! programs (`synco_cost_model::chunks_per_wave`; `sms` in the
+//! calibration, 132 by default); the operand whose tiles a group walks
+//! (A's rows) is read whole by every wave: one chunk. Other tile orders,
+//! a module without the kernel, and chunks along a dimension the tiles do
+//! not walk are refused (give a count, or `chunks-per-rank`).
 //!
 //! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
 //! on any collective.
 
 use crate::plan::{BufferDecl, Plan, fail, int_option, loc, plans};
+use crate::tiles::{self, Access, find_tile_index};
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
-use synco_cost_model::{AllGatherGemm, Machine, choose};
+use synco_cost_model::{AllGatherGemm, Machine, choose, chunks_per_wave};
 use synco_ir::{self as ir, Op};
 
 pub static PASS: PassDescriptor = PassDescriptor {
@@ -101,10 +113,11 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             }
             match name.as_str() {
                 "chunk.all_gather" | "chunk.all_to_all" => {
-                    if forced.is_none() {
-                        refuse_per_source(&plan, op)?;
+                    if read_per_source(&plan, op) {
+                        select_per_source(&plan, module, op, forced, &machine)?
+                    } else {
+                        select(&plan, op, forced, &machine)?
                     }
-                    select(&plan, op, forced, &machine)?
                 }
                 "chunk.reduce_scatter" => select_reduce_scatter(&plan, module, op, forced, false)?,
                 // A two-shot all-reduce starts as a reduce-scatter; a
@@ -122,29 +135,183 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
     Ok(())
 }
 
-/// The model times tiles that wait for their chunk once, before their K
-/// loop; a buffer read per source (`chunk.consume ... source(...)`), or an
-/// all-gather split across another dimension, is not modelled yet: refused
-/// with what to write instead.
-fn refuse_per_source(plan: &Plan, op: Op) -> Result<(), PassFailed> {
-    let buffer = ["buffer", "dst"]
+/// The buffer a gather or all-to-all lands in (`buffer`, or `dst`).
+fn landing_buffer(op: Op) -> String {
+    ["buffer", "dst"]
         .into_iter()
         .find_map(|key| ir::attr(op, key).and_then(ir::symbol_value))
-        .unwrap_or_default();
-    let per_source = plan.ops_named("chunk.consume").into_iter().any(|c| {
-        ir::attr(c, "source").is_some()
-            && ir::attr(c, "buffer").and_then(ir::symbol_value).as_deref() == Some(buffer.as_str())
-    });
+        .unwrap_or_default()
+}
+
+/// The per-source consume of `buffer` (`chunk.consume ... source(...)`).
+fn per_source_consume(plan: &Plan, buffer: &str) -> Option<Op> {
+    plan.ops_named("chunk.consume").into_iter().find(|c| {
+        ir::attr(*c, "source").is_some()
+            && ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(buffer)
+    })
+}
+
+/// Whether `op`'s chunks are those of a per-source operand: its buffer is
+/// read per source, or it is split across another dimension than the
+/// ranks' blocks (which only per-source consumers can wait for).
+fn read_per_source(plan: &Plan, op: Op) -> bool {
     let split = ir::int_attr(op, "split").is_some_and(|s| Some(s) != ir::int_attr(op, "dim"));
-    if per_source || split {
+    split || per_source_consume(plan, &landing_buffer(op)).is_some()
+}
+
+/// Tiles a per-source consume walks in one source's block: the block's
+/// extent along the consumed dimension (a rank's block when that is the
+/// dimension the ranks' blocks stack along) over the tile.
+fn tiles_per_source(plan: &Plan, consume: Op) -> Option<i64> {
+    let name = ir::attr(consume, "buffer").and_then(ir::symbol_value)?;
+    let buffer = plan.buffer(&name)?;
+    let dim = ir::int_attr(consume, "dim").unwrap_or(0);
+    let stacked = plan
+        .body_ops()
+        .into_iter()
+        .filter(|op| {
+            matches!(
+                ir::op_name(*op).as_str(),
+                "chunk.all_gather" | "chunk.all_to_all"
+            )
+        })
+        .find(|op| landing_buffer(*op) == name)
+        .and_then(|op| ir::int_attr(op, "dim"))
+        .unwrap_or(dim);
+    let extent = buffer.shape.get(dim as usize)? / if stacked == dim { plan.world_size } else { 1 };
+    Some(extent / ir::int_attr(consume, "tile").unwrap_or(1).max(1))
+}
+
+/// Whether tile index `t` is the quotient of Triton's grouped order
+/// (`pid_n = (pid % num_pid_in_group) // group_size_m`): within a swizzle
+/// group, tiles walk it last.
+fn walked_last(t: ir::Value) -> bool {
+    ir::defining_op(t).is_some_and(|op| {
+        ir::op_name(op) == "arith.divsi"
+            && ir::operands(op)
+                .get(1)
+                .and_then(|d| ir::defining_op(*d))
+                .is_some_and(|d| ir::op_name(d) == "arith.minsi")
+    })
+}
+
+/// `chunks(auto)` (or `chunks-per-rank`) for an operand read per source
+/// (see the module doc).
+fn select_per_source(
+    plan: &Plan,
+    module: Op,
+    op: Op,
+    forced: Option<i64>,
+    machine: &Machine,
+) -> Result<(), PassFailed> {
+    let name = landing_buffer(op);
+    let Some(buffer) = plan.buffer(&name).cloned() else {
         return Err(fail(
             op,
+            "chunk-select-chunk-size: the collective's buffer is not in the plan",
+        ));
+    };
+    let refuse = |why: String| {
+        fail(
+            op,
             format!(
-                "chunk-select-chunk-size: the cost model does not cover @{buffer}'s chunks (read per source, or split across another dimension); \
+                "chunk-select-chunk-size: no chunk count for @{name} ({why}); \
                  give chunks(n) (benches/ag_gemm measured 4 to 8 column chunks best for a gathered B) or chunks-per-rank=N"
             ),
+        )
+    };
+    let Some(consume) = per_source_consume(plan, &name) else {
+        return Err(refuse(
+            "it is split across another dimension than the ranks' blocks, but no chunk.consume reads it per source".into(),
         ));
+    };
+    let dim = ir::int_attr(op, "dim").unwrap_or(0);
+    let chunk_dim = ir::int_attr(op, "split").unwrap_or(dim);
+    let tile = ir::int_attr(consume, "tile").unwrap_or(1).max(1);
+    if ir::int_attr(consume, "dim").unwrap_or(0) != chunk_dim {
+        return Err(refuse(format!(
+            "its chunks cut dimension {chunk_dim}, its tiles walk another"
+        )));
     }
+    let extent =
+        buffer.shape[chunk_dim as usize] / if chunk_dim == dim { plan.world_size } else { 1 };
+    let valid = |n: i64| n >= 1 && extent % n == 0 && (extent / n) % tile == 0;
+    let chosen = match forced {
+        Some(n) if !valid(n) => {
+            return Err(fail(
+                op,
+                format!(
+                    "chunk-select-chunk-size: chunks-per-rank={n} does not split @{name}'s {extent} elements along dimension {chunk_dim} into chunks of whole {tile}-wide tiles"
+                ),
+            ));
+        }
+        Some(n) => n,
+        None => {
+            let Some(kernel) = plan.find_kernel_in(module) else {
+                return Err(refuse(
+                    "the module has no kernel whose tile order to follow".into(),
+                ));
+            };
+            let Some(arg) = buffer.arg else {
+                return Err(refuse("it is not bound to a kernel argument".into()));
+            };
+            let index = ir::str_attr(consume, "index");
+            let t = find_tile_index(kernel, arg, Access::Load, tile, index.as_deref(), consume)?;
+            let own = extent / tile;
+            let others: i64 = plan
+                .ops_named("chunk.consume")
+                .into_iter()
+                .filter(|c| ir::attr(*c, "source").is_some() && !ir::same_op(*c, consume))
+                .filter_map(|c| tiles_per_source(plan, c))
+                .product();
+            let group = tiles::swizzle_group(t);
+            let candidates: Vec<u64> = CANDIDATES
+                .into_iter()
+                .filter(|&n| valid(n))
+                .map(|n| n as u64)
+                .collect();
+            match group {
+                Some(g) if walked_last(t) && g >= others => {
+                    let total = (own * others) as u64;
+                    let Some(best) = chunks_per_wave(machine, total, &candidates) else {
+                        return Err(refuse(format!(
+                            "no count in {CANDIDATES:?} splits its {extent} elements into whole {tile}-wide tiles"
+                        )));
+                    };
+                    Diagnostic::remark(
+                        loc(op),
+                        format!(
+                            "chunks(auto) -> chunks({best}) for @{name}: its tiles are walked last (a swizzle group of {g} holds the other operands' {others} tiles), \
+                             {total} tiles in waves of {} programs: one chunk per wave",
+                            machine.sms
+                        ),
+                    )
+                    .emit();
+                    best as i64
+                }
+                Some(g) if !walked_last(t) && g >= own && valid(1) => {
+                    Diagnostic::remark(
+                        loc(op),
+                        format!(
+                            "chunks(auto) -> chunks(1) for @{name}: every wave of tiles reads all of it (a swizzle group of {g} holds its {own} tiles)"
+                        ),
+                    )
+                    .emit();
+                    1
+                }
+                _ => {
+                    return Err(refuse(format!(
+                        "the kernel's tile order is not one operand's tiles after another: {} holds neither @{name}'s {own} tiles per source nor the other operands' {others}",
+                        group.map_or("no swizzle group".to_string(), |g| format!(
+                            "its swizzle group of {g}"
+                        ))
+                    )));
+                }
+            }
+        }
+    };
+    let ctx = ir::context_of(op);
+    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
     Ok(())
 }
 

@@ -42,6 +42,14 @@ pub struct Machine {
     pub launch_us: f64,
     /// Compute-side cost of each chunk (flag polls, tile-order constraints), in us.
     pub wait_us: f64,
+    /// Programs of a one-tile-per-program GEMM that run at once: one wave of
+    /// tiles (one program per SM at 128x256 tiles). Default 132 (H200 SXM).
+    #[serde(default = "h200_sms")]
+    pub sms: u32,
+}
+
+fn h200_sms() -> u32 {
+    132
 }
 
 impl Machine {
@@ -59,6 +67,7 @@ impl Machine {
         gemm_tflops: 750.0,
         launch_us: 40.0,
         wait_us: 1.0,
+        sms: 132,
     };
 
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
@@ -116,6 +125,28 @@ pub fn predict(machine: &Machine, problem: &AllGatherGemm, chunks_per_rank: u64)
         compute_us: compute + machine.launch_us,
         comm_us: comm,
     }
+}
+
+/// Chunks of a gathered operand read per source (every tile reads every
+/// rank's block, waiting for the chunk of the peer's block it reads; the
+/// reduce-scatter from gathered operands): when the kernel's tile order
+/// walks the chunked dimension last, the chunks arrive in the order the
+/// waves of tiles need them, and each should feed about one wave of
+/// `machine.sms` programs: fewer chunks make the first wave wait for more
+/// bytes, more chunks cost more copies and flags. Of `candidates`, the count
+/// whose chunks hold closest to one wave of `tiles` (ties: the fewer
+/// chunks). Measured on 2 x H200 (benches/ag_gemm/README.md): 4 chunks best
+/// at 512 tiles, 8 at 1024.
+pub fn chunks_per_wave(machine: &Machine, tiles: u64, candidates: &[u64]) -> Option<u64> {
+    let wave = machine.sms.max(1) as f64;
+    candidates
+        .iter()
+        .copied()
+        .filter(|&n| n > 0)
+        .min_by(|&a, &b| {
+            let off = |n: u64| (tiles as f64 / n as f64 - wave).abs();
+            off(a).total_cmp(&off(b)).then(a.cmp(&b))
+        })
 }
 
 /// Predictions within this fraction of the best count as ties.
@@ -203,6 +234,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.link_gbps, 300.0);
+        // Calibrations written before `sms` existed keep the H200's.
+        assert_eq!(m.sms, 132);
         assert!(Machine::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn gathered_chunks_feed_one_wave_each() {
+        let m = Machine::H200_NVLINK;
+        let counts = [1, 2, 4, 8, 16];
+        // The measured best counts: 4096x1024x8192 (512 tiles of 128x256
+        // per owner) and 8192x1024x8192 (1024 tiles).
+        assert_eq!(chunks_per_wave(&m, 512, &counts), Some(4));
+        assert_eq!(chunks_per_wave(&m, 1024, &counts), Some(8));
+        // Less than a wave: one chunk.
+        assert_eq!(chunks_per_wave(&m, 128, &counts), Some(1));
+        // Only the counts that split the block.
+        assert_eq!(chunks_per_wave(&m, 1024, &[1, 2]), Some(2));
+        assert_eq!(chunks_per_wave(&m, 1024, &[]), None);
     }
 }
