@@ -18,7 +18,8 @@
 # (examples/gemm_rs/plan-gather.mlir, kernel matmul_kernel_sources, style
 # grouped, tiles column-block-major: GROUP_M = every row tile of the rank's
 # M/W rows; --chunks counts B's column chunks, A moves in one chunk;
-# directories rsg_<M>x<K>x<N>_w<W>/grouped_c<n>; no local or auto variant).
+# directories rsg_<M>x<K>x<N>_w<W>/grouped_c<n>, and grouped_auto with
+# chunks(auto) on both operands; no local variant).
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
@@ -113,7 +114,6 @@ case $OP in
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rsg)
-    AUTO=0
     LOCAL=0
     STYLES=grouped
     [ "$SHAPES_SET" = 1 ] || SHAPES="4096,1024,8192 8192,1024,8192"
@@ -205,7 +205,7 @@ for shape in $SHAPES; do
     for c in $counts; do
       block=$((M / WORLD))
       if [ "$OP" = rsg ]; then
-        if [ $((N % c)) -ne 0 ] || [ $(((N / c) % BN)) -ne 0 ]; then
+        if [ "$c" != auto ] && { [ $((N % c)) -ne 0 ] || [ $(((N / c) % BN)) -ne 0 ]; }; then
           continue # column chunks must hold whole tiles
         fi
       elif [ "$c" != auto ] && { [ $((block % c)) -ne 0 ] || [ $(((block / c) % BM)) -ne 0 ]; }; then
@@ -231,12 +231,14 @@ chunk.plan @gemm_$OP world_size($WORLD) {
 }
 PLAN
       elif [ "$OP" = rsg ]; then
+        a_chunks=1
+        [ "$c" = auto ] && a_chunks=auto
         cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
 chunk.plan @gemm_rs_gather world_size($WORLD) {
   chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16>
   chunk.buffer @Ag : !chunk.buffer<${M}x${K}xbf16> bind(0)
   chunk.buffer @Bg : !chunk.buffer<$((WORLD * K))x${N}xbf16> bind(1)
-  chunk.all_to_all @A into @Ag dim(0) chunks(1)
+  chunk.all_to_all @A into @Ag dim(0) chunks($a_chunks)
   chunk.all_gather @Bg dim(0) chunks($c) split(1)
   chunk.consume @Ag dim(0) tile($BM) index("pid_m") source("src")
   chunk.consume @Bg dim(1) tile($BN) index("pid_n") source("src")
@@ -278,7 +280,9 @@ PLAN
       fi
       chosen=$c
       if [ "$c" = auto ]; then
-        chosen=$(sed -n 's/.*chunks(auto) -> chunks(\([0-9]*\)).*/\1/p' <<<"$log" | head -1)
+        # (rsg: the count of B's column chunks, which the variant records.)
+        chosen=$(grep "$([ "$OP" = rsg ] && echo 'for @Bg' || echo 'chunks(auto)')" <<<"$log" |
+          sed -n 's/.*chunks(auto) -> chunks(\([0-9]*\)).*/\1/p' | head -1)
         echo "$log" | grep 'chunks(auto)' >"$vdir/auto-choice.txt" || true
       fi
       variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N"
