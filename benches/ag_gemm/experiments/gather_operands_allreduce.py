@@ -40,16 +40,15 @@ import argparse
 import ctypes
 import json
 import pathlib
-import statistics
 import sys
-import time
 
 import triton
 import triton.language as tl
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gather_operands_fused import (BLOCK_K, BLOCK_M, BLOCK_N, STAGES, WARPS, Memcpy2D,  # noqa: E402
-                                   _mma_block, _wait_flag)
+                                   _mma_block, _wait_flag, time_both_gpus)
+from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
 
 
 @triton.jit
@@ -61,15 +60,7 @@ def owner_gemm_ar(a_own, b_own, a_peer, b_peer, c, flags, counters, epoch, rows,
     peer's A rows wait for flags[0], its B columns for flags[1 + chunk].
     COUNT: then add 1 to counters[column chunk of C] (release, system
     scope) once the tile's stores are done."""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(rows, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = _tile_of(tl.program_id(0), rows, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -177,35 +168,8 @@ def run(out, shapes):
         state = {"epoch": 0, "counted": 0}
         done = [None, None]  # each rank's last launch (its kernel and the C it waited for)
 
-        def timed(fn, reps=15, per_sample=10, warmup=3):
-            """As in gather_operands_fused.py: median over reps of the slower
-            GPU's time per launch, each sample issued while both GPUs sleep."""
-            for _ in range(warmup):
-                fn()
-            for d in devices:
-                torch.cuda.synchronize(d)
-            samples, issue = [], []
-            for _ in range(reps):
-                pairs = []
-                for d in devices:
-                    with torch.cuda.device(d), torch.cuda.stream(ranks[d]["main"]):
-                        torch.cuda._sleep(20_000_000)
-                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        done[d] = start
-                        pairs.append((d, start, end))
-                t0 = time.perf_counter()
-                for _ in range(per_sample):
-                    fn()
-                issue.append((time.perf_counter() - t0) * 1e3)
-                for d, _, end in pairs:
-                    with torch.cuda.device(d):
-                        end.record(ranks[d]["main"])
-                for d in devices:
-                    torch.cuda.synchronize(d)
-                samples.append(max(s.elapsed_time(e) for _, s, e in pairs) / per_sample)
-            assert statistics.median(issue) < 8.0, f"the host took {statistics.median(issue):.1f} ms to issue"
-            return statistics.median(samples)
+        def timed(fn):
+            return time_both_gpus(fn, [r["main"] for r in ranks], done)
 
         def launch(b_chunks, c_mode, c_chunks):
             """One all-reduce (c_mode 'chunks' or 'after_kernel') or

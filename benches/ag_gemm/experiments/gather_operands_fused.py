@@ -140,8 +140,45 @@ class Memcpy2D(ctypes.Structure):
                 ("WidthInBytes", ctypes.c_size_t), ("Height", ctypes.c_size_t)]
 
 
-def run(out, shapes):
+def time_both_gpus(fn, mains, done, reps=15, per_sample=10, warmup=3):
+    """Median over reps of the slower GPU's time per launch of `fn` (which
+    launches on both GPUs), `per_sample` launches back to back. Each sample
+    is issued while both GPUs sleep (torch.cuda._sleep on the main streams
+    `mains[d]`; `done[d]` is set to the sample's start event, which the side
+    streams wait for), so the host's issue time is not measured."""
     import time
+
+    import torch
+    devices = range(len(mains))
+    for _ in range(warmup):
+        fn()
+    for d in devices:
+        torch.cuda.synchronize(d)
+    samples, issue = [], []
+    for _ in range(reps):
+        pairs = []
+        for d in devices:
+            with torch.cuda.device(d), torch.cuda.stream(mains[d]):
+                torch.cuda._sleep(20_000_000)  # about 10 ms
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                done[d] = start
+                pairs.append((d, start, end))
+        t0 = time.perf_counter()
+        for _ in range(per_sample):
+            fn()
+        issue.append((time.perf_counter() - t0) * 1e3)
+        for d, _, end in pairs:
+            with torch.cuda.device(d):
+                end.record(mains[d])
+        for d in devices:
+            torch.cuda.synchronize(d)
+        samples.append(max(s.elapsed_time(e) for _, s, e in pairs) / per_sample)
+    assert statistics.median(issue) < 8.0, f"the host took {statistics.median(issue):.1f} ms to issue"
+    return statistics.median(samples)
+
+
+def run(out, shapes):
 
     import torch
     from nvlink_sm_probe import enable_peer_access  # the probe beside this script
@@ -199,37 +236,8 @@ def run(out, shapes):
         done = [None, None]  # each rank's last kernel: the next pull must follow it
         state = {"epoch": 0}
 
-        def timed(fn, reps=15, per_sample=10, warmup=3):
-            """Median over reps of the slower GPU's time per launch, `per_sample`
-            launches back to back. Each sample is issued while both GPUs
-            sleep (torch.cuda._sleep on the main streams; the side streams
-            wait for its end), so the host's issue time is not measured."""
-            for _ in range(warmup):
-                fn()
-            for d in devices:
-                torch.cuda.synchronize(d)
-            samples, issue = [], []
-            for _ in range(reps):
-                pairs = []
-                for d in devices:
-                    with torch.cuda.device(d), torch.cuda.stream(ranks[d]["main"]):
-                        torch.cuda._sleep(20_000_000)  # about 10 ms
-                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        done[d] = start
-                        pairs.append((d, start, end))
-                t0 = time.perf_counter()
-                for _ in range(per_sample):
-                    fn()
-                issue.append((time.perf_counter() - t0) * 1e3)
-                for d, _, end in pairs:
-                    with torch.cuda.device(d):
-                        end.record(ranks[d]["main"])
-                for d in devices:
-                    torch.cuda.synchronize(d)
-                samples.append(max(s.elapsed_time(e) for _, s, e in pairs) / per_sample)
-            assert statistics.median(issue) < 8.0, f"the host took {statistics.median(issue):.1f} ms to issue"
-            return statistics.median(samples)
+        def timed(fn):
+            return time_both_gpus(fn, [r["main"] for r in ranks], done)
 
         def partial_cublas():
             for d, r in zip(devices, ranks):

@@ -30,34 +30,22 @@ launch, every variant and cuBLAS in the same run.
 import argparse
 import json
 import os
-import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "examples", "ag_gemm"))
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import matmul as base  # noqa: E402
+from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+from local_gemm_sweep import time_graph  # noqa: E402  (CUDA graphs of PER_SAMPLE launches)
 
 SOURCES = 2
 SHAPES = [(2048, 1024, 8192), (4096, 1024, 8192)]  # rows R, K per source, N
 NUM_SMS = 132
-PER_SAMPLE = 10
-
-
-@triton.jit
-def _tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
 
 
 @triton.jit
@@ -141,28 +129,6 @@ def launch(kind, ag, bg, a_cat, b_cat, c, blocks, warps, stages, group):
         base.matmul_kernel_grouped[(tiles,)](a_cat, b_cat, c, rows, n, kk, kk, 1, n, 1, n, 1, **meta)
     else:
         raise ValueError(kind)
-
-
-def time_graph(fn):
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(PER_SAMPLE):
-            fn()
-    for _ in range(5):
-        graph.replay()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(15):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / PER_SAMPLE)
-    return statistics.median(times), times
 
 
 def run(out):
