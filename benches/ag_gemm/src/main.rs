@@ -143,7 +143,6 @@ struct VariantResult {
     /// ranks share a GPU (`--gpus`) and their programs, which wait for each
     /// other's tiles, do not all fit on it at once (`NotCoResident`). Not a
     /// failure; `error` says why.
-    #[serde(default)]
     refused: bool,
     median_ms: Option<f64>,
     all_ms: Vec<f64>,
