@@ -10,8 +10,11 @@
 //    from every rank;
 //  * dependencies: `after` names transfers or producers of this plan, and
 //    the dependency graph has no cycle (a cycle deadlocks the kernel);
-//  * producers: each buffer has at most one chunk.produce, and a transfer
-//    that waits for a producer copies from the buffer it produces;
+//  * producers: each buffer has at most one chunk.produce, a transfer that
+//    waits for a producer copies from the buffer it produces, a transfer
+//    that copies from a produced buffer waits for its producer (unless the
+//    block stays in place), and no all-gather or all-to-all moves a
+//    produced buffer;
 //  * consumers: a buffer that kernel tiles read is written by something.
 //
 // Coverage is computed exactly on a compressed grid: the boundaries of every
@@ -355,6 +358,56 @@ LogicalResult PlanVerifier::verifyProducers() {
           << symbolRef(it->second) << " already produces: every chunk must "
           << "have exactly one producer";
       diag.attachNote(it->second.getLoc()) << "the other producer is here";
+      return diag;
+    }
+  }
+  // A produced buffer's rows exist only once their tiles are done: whatever
+  // copies from it must wait for them. Reductions do (their transfers wait
+  // for the producer); a gather of a produced buffer has no such wait yet.
+  auto producedBy = [&](Attribute buffer) -> ProduceOp {
+    return producers.lookup(buffer);
+  };
+  for (Operation &op : plan.getBody().front()) {
+    Attribute gathered;
+    if (auto ag = dyn_cast<AllGatherOp>(op))
+      gathered = ag.getBufferAttr();
+    else if (auto a2a = dyn_cast<AllToAllOp>(op))
+      gathered = a2a.getSrcAttr();
+    if (ProduceOp producer = gathered ? producedBy(gathered) : ProduceOp()) {
+      InFlightDiagnostic diag =
+          op.emitOpError()
+          << "moves " << gathered << ", which kernel tiles produce ("
+          << symbolRef(producer) << "): gathering a produced buffer is not "
+          << "supported (its chunks would be copied before the tiles write "
+          << "them)";
+      diag.attachNote(producer.getLoc()) << "the producer is here";
+      return diag;
+    }
+    auto transfer = dyn_cast<TransferOp>(op);
+    if (!transfer)
+      continue;
+    ProduceOp producer = producedBy(transfer.getSrc().getBuffer());
+    // A block that stays where it is (an all-gather's own block) reads
+    // nothing early.
+    bool inPlace = transfer.getSrc() == transfer.getDst() &&
+                   transfer.getSrcRank() == transfer.getDstRank();
+    if (!producer || inPlace)
+      continue;
+    bool waits =
+        transfer.getAfter() &&
+        llvm::any_of(transfer.getAfter()->getAsRange<FlatSymbolRefAttr>(),
+                     [&](FlatSymbolRefAttr name) {
+                       return name.getValue() == producer.getSymName();
+                     });
+    if (!waits) {
+      InFlightDiagnostic diag =
+          transfer.emitOpError()
+          << "copies from " << transfer.getSrc().getBuffer()
+          << ", which " << symbolRef(producer)
+          << " produces, without waiting for it (after ["
+          << symbolRef(producer) << "]): it could copy rows the tiles have "
+          << "not written yet";
+      diag.attachNote(producer.getLoc()) << "the producer is here";
       return diag;
     }
   }

@@ -192,3 +192,31 @@ chunk.plan @wrong_producer world_size(2) {
       to #chunk.region<@C[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
       order(0) after [@q_tiles] reduce(sum)
 }
+
+// -----
+
+// A copy out of a produced buffer that does not wait for its tiles could
+// read rows they have not written.
+chunk.plan @unordered_copy world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xf32>
+  // expected-note @below {{the producer is here}}
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-error @below {{'chunk.transfer' op copies from @P, which @tiles produces, without waiting for it (after [@tiles]): it could copy rows the tiles have not written yet}}
+  chunk.transfer @t push copy_engine
+      from #chunk.region<@P[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@C[(r) -> (0, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      order(0) reduce(sum)
+}
+
+// -----
+
+// Gathering what the kernel's tiles produce (an all-reduce's second half
+// written as an all-gather) has no wait for the tiles: refused.
+chunk.plan @gather_produced world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x512xbf16>
+  // expected-note @below {{the producer is here}}
+  chunk.produce @tiles @C dim(1) tile(128)
+  // expected-error @below {{'chunk.all_gather' op moves @C, which kernel tiles produce (@tiles): gathering a produced buffer is not supported (its chunks would be copied before the tiles write them)}}
+  chunk.all_gather @C dim(0) chunks(2) split(1)
+}

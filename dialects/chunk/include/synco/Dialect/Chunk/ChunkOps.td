@@ -44,8 +44,12 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
       reductions, receive exactly one contribution from every rank;
     * every `after` dependency names a transfer or producer of this plan,
       and the dependencies have no cycle;
-    * each buffer has at most one producer (`chunk.produce`), and a
-      transfer waiting for a producer copies from the buffer it produces;
+    * each buffer has at most one producer (`chunk.produce`), a transfer
+      waiting for a producer copies from the buffer it produces, a transfer
+      copying from a produced buffer waits for its producer (unless the
+      block stays in place), and no all-gather or all-to-all moves a
+      produced buffer (its chunks would be copied before the tiles write
+      them);
     * every consumed buffer is written by some transfer or collective.
 
     ```mlir
