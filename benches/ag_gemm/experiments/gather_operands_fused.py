@@ -39,6 +39,9 @@ import sys
 import triton
 import triton.language as tl
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+
 BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES = 128, 256, 64, 8, 4
 
 
@@ -70,15 +73,7 @@ def owner_gemm(a_own, b_own, a_peer, b_peer, c, flags, epoch, rows, N, K,
     peer's operands are read only after their chunks' flags reach epoch.
     BLOCKED_B: both B are stored chunk by chunk, [N / B_CHUNK_COLS, K,
     B_CHUNK_COLS] (each chunk contiguous), instead of row-major [K, N]."""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(rows, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = _tile_of(tl.program_id(0), rows, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
