@@ -38,3 +38,6 @@ common=(--world "$W" --styles "grid2d grouped persistent persistent_tma" --num-s
 "$B" "${common[@]}" --op ar2 --rs-mode stage --copy-programs "$COPIERS" --shapes "$RS" --chunks "$CHUNKS"
 # The reduce-scatter from gathered operands (style grouped only).
 "$B" --world "$W" --op rsg --shapes "$RS" --chunks "$CHUNKS"
+# The all-reduce from gathered operands: rsg, then C's column chunks to
+# every peer (style grouped only; N = 1024 or 512 holds 4 or 2 tiles).
+"$B" --world "$W" --op arg --shapes "$RS" --chunks "$CHUNKS" --out-chunks "1 2"

@@ -20,6 +20,11 @@
 # M/W rows; --chunks counts B's column chunks, A moves in one chunk;
 # directories rsg_<M>x<K>x<N>_w<W>/grouped_c<n>, and grouped_auto with
 # chunks(auto) on both operands; no local variant).
+# --op arg builds the all-reduce computed from gathered operands (the rsg
+# plan, plus C [M, N] bound to the kernel's output, produced by column
+# tiles and all-gathered by column chunks: chunk-fuse-gathers); --out-chunks
+# "1 2 4" are C's column-chunk counts (default "2 4"); directories
+# arg_<M>x<K>x<N>_w<W>/grouped_c<n>_o<m> (B in n chunks, C in m).
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
@@ -62,6 +67,7 @@ BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
 # configuration benches/ag_gemm/experiments measured against cuBLAS)
 STAGES_SET=0
 OP=ag
+OUT_CHUNKS="2 4"
 RS_MODE=push
 SHAPES_SET=0
 NUM_SMS_SET=0
@@ -73,6 +79,7 @@ while [ $# -gt 0 ]; do
     --shapes) SHAPES="$2"; SHAPES_SET=1; shift 2 ;;
     --styles) STYLES="$2"; shift 2 ;;
     --chunks) CHUNKS="$2"; shift 2 ;;
+    --out-chunks) OUT_CHUNKS="$2"; shift 2 ;;
     --world) WORLD="$2"; shift 2 ;;
     --no-auto) AUTO=0; shift ;;
     --no-local) LOCAL=0; shift ;;
@@ -113,12 +120,12 @@ case $OP in
     [ "$RS_MODE" = auto ] && BACKEND=auto
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
-  rsg)
+  rsg | arg)
     LOCAL=0
     STYLES=grouped
     [ "$SHAPES_SET" = 1 ] || SHAPES="4096,1024,8192 8192,1024,8192"
     ;;
-  *) echo "build.sh: --op is ag, rs, rsg, ar or ar2, not $OP" >&2; exit 2 ;;
+  *) echo "build.sh: --op is ag, rs, rsg, arg, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
 if [ "$RS_MODE" = stage ]; then
   if [ "$OP" != rs ] && [ "$OP" != ar2 ]; then
@@ -148,7 +155,7 @@ declare -A KERNEL=([grid2d]=matmul_kernel [grouped]=matmul_kernel_grouped [persi
 # of the rank's rows and of its peers' rows interleave in dispatch order.
 kernel_for() { # style group_m (tiles: BM BN BK)
   local style=$1 group=$2 file="$OUT/$1_${BM}x${BN}x${BK}_g$2.mlir" extra=() name=${KERNEL[$1]}
-  if [ "$OP" = rsg ]; then
+  if [ "$OP" = rsg ] || [ "$OP" = arg ]; then
     name=matmul_kernel_sources
     file="$OUT/sources_${BM}x${BN}x${BK}_g$2_w$WORLD.mlir"
     extra=(--constexpr SOURCES=$WORLD)
@@ -173,10 +180,10 @@ stages_for() { # style
   if [ "$1" = persistent_tma ] && [ "$STAGES_SET" = 0 ]; then echo 3; else echo "$STAGES"; fi
 }
 
-variant() { # dir style chunks auto fused m k n
+variant() { # dir style chunks auto fused m k n [out_chunks]
   cat >"$1/variant.json" <<JSON
 {"op": "$OP", "style": "$2", "backend": "$LABEL", "chunks": $3, "auto": $4, "fused": $5, "block_m": $BM, "block_n": $BN,
- "num_sms": $NUM_SMS, "m": $6, "k": $7, "n": $8, "world": $WORLD}
+ "num_sms": $NUM_SMS, "m": $6, "k": $7, "n": $8, "world": $WORLD, "out_chunks": ${9:-null}}
 JSON
 }
 
@@ -199,12 +206,18 @@ for shape in $SHAPES; do
   [ "$AUTO" = 1 ] && counts="$counts auto"
   group=$((M / WORLD / BM))
   # Gathered operands: column-block-major tiles (B's chunks are columns).
-  [ "$group" -gt "$GROUP_M" ] && [ "$OP" != rsg ] && group=$GROUP_M
+  [ "$group" -gt "$GROUP_M" ] && [ "$OP" != rsg ] && [ "$OP" != arg ] && group=$GROUP_M
   [ "$group" -lt 1 ] && group=1
   for style in $STYLES; do
+    outs=1
+    [ "$OP" = arg ] && outs=$OUT_CHUNKS
     for c in $counts; do
+    for o in $outs; do
       block=$((M / WORLD))
-      if [ "$OP" = rsg ]; then
+      if [ "$OP" = arg ] && { [ $((N % o)) -ne 0 ] || [ $(((N / o) % BN)) -ne 0 ]; }; then
+        continue # C's column chunks must hold whole tiles
+      fi
+      if [ "$OP" = rsg ] || [ "$OP" = arg ]; then
         if [ "$c" != auto ] && { [ $((N % c)) -ne 0 ] || [ $(((N / c) % BN)) -ne 0 ]; }; then
           continue # column chunks must hold whole tiles
         fi
@@ -219,10 +232,12 @@ for shape in $SHAPES; do
         while [ $((block / c / BM % g)) -ne 0 ]; do g=$((g / 2)); done
       fi
       kernel=$(kernel_for "$style" "$g")
+      plan="$dir/plan_${BACKEND}_$c.mlir"
+      [ "$OP" = arg ] && plan="$dir/plan_${BACKEND}_${c}_o$o.mlir"
       if [ "$OP" = ar ] || [ "$OP" = ar2 ]; then
         algorithm=one_shot
         [ "$OP" = ar2 ] && algorithm=two_shot
-        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+        cat >"$plan" <<PLAN
 chunk.plan @gemm_$OP world_size($WORLD) {
   chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16>
@@ -230,22 +245,27 @@ chunk.plan @gemm_$OP world_size($WORLD) {
   chunk.all_reduce @P into @C dim(0) chunks($c) backend($BACKEND) algorithm($algorithm)
 }
 PLAN
-      elif [ "$OP" = rsg ]; then
+      elif [ "$OP" = rsg ] || [ "$OP" = arg ]; then
         a_chunks=1
         [ "$c" = auto ] && a_chunks=auto
-        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
-chunk.plan @gemm_rs_gather world_size($WORLD) {
+        output=""
+        [ "$OP" = arg ] && output="
+  chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)
+  chunk.produce @tiles @C dim(1) tile($BN) index(\"pid_n\")
+  chunk.all_gather @C dim(0) chunks($o) split(1)"
+        cat >"$plan" <<PLAN
+chunk.plan @gemm_${OP%g}_gather world_size($WORLD) {
   chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16>
   chunk.buffer @Ag : !chunk.buffer<${M}x${K}xbf16> bind(0)
   chunk.buffer @Bg : !chunk.buffer<$((WORLD * K))x${N}xbf16> bind(1)
   chunk.all_to_all @A into @Ag dim(0) chunks($a_chunks)
   chunk.all_gather @Bg dim(0) chunks($c) split(1)
   chunk.consume @Ag dim(0) tile($BM) index("pid_m") source("src")
-  chunk.consume @Bg dim(1) tile($BN) index("pid_n") source("src")
+  chunk.consume @Bg dim(1) tile($BN) index("pid_n") source("src")$output
 }
 PLAN
       elif [ "$OP" = rs ]; then
-        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+        cat >"$plan" <<PLAN
 chunk.plan @gemm_rs world_size($WORLD) {
   chunk.buffer @P : !chunk.buffer<${M}x${N}xbf16> bind(2)
   chunk.buffer @C : !chunk.buffer<${block}x${N}xbf16>
@@ -254,7 +274,7 @@ chunk.plan @gemm_rs world_size($WORLD) {
 }
 PLAN
       else
-        cat >"$dir/plan_${BACKEND}_$c.mlir" <<PLAN
+        cat >"$plan" <<PLAN
 chunk.plan @ag_gemm world_size($WORLD) {
   chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)
@@ -269,9 +289,10 @@ PLAN
       [ "$BACKEND" = auto ] && tag="${style}_auto-backend"
       vdir="$dir/${tag}_c$c"
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"
+      [ "$OP" = arg ] && vdir="${vdir}_o$o"
       mkdir -p "$vdir"
-      if ! log=$("$BIN/synco" compile "$kernel" --plan "$dir/plan_${BACKEND}_$c.mlir" \
-        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+      if ! log=$("$BIN/synco" compile "$kernel" --plan "$plan" \
+        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-fuse-gathers,${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages "$(stages_for "$style")" 2>&1); then
         echo "$log" >&2
@@ -281,11 +302,14 @@ PLAN
       chosen=$c
       if [ "$c" = auto ]; then
         # (rsg: the count of B's column chunks, which the variant records.)
-        chosen=$(grep "$([ "$OP" = rsg ] && echo 'for @Bg' || echo 'chunks(auto)')" <<<"$log" |
+        chosen=$(grep "$({ [ "$OP" = rsg ] || [ "$OP" = arg ]; } && echo 'for @Bg' || echo 'chunks(auto)')" <<<"$log" |
           sed -n 's/.*chunks(auto) -> chunks(\([0-9]*\)).*/\1/p' | head -1)
         echo "$log" | grep 'chunks(auto)' >"$vdir/auto-choice.txt" || true
       fi
-      variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N"
+      out_chunks=null
+      [ "$OP" = arg ] && out_chunks=$o
+      variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N" "$out_chunks"
+    done
     done
     if [ "$LOCAL" = 1 ]; then
       kernel=$(kernel_for "$style" "$group")

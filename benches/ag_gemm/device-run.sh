@@ -18,6 +18,7 @@
 #   bench-ar   the one-shot all-reduce benchmark (build/bench/full-ar), and
 #              the PyTorch baselines unless bench-rs ran them
 #   bench-ar2  the two-shot all-reduce benchmark (build/bench/full-ar2)
+#   bench-arg  the all-reduce from gathered operands (build/bench/full-arg)
 #   torch-rs   the PyTorch reduce-scatter / all-reduce baselines alone
 #   tune       local/fused timing of build/bench/tune/*
 #   timeline   like tune, for build/bench/timeline/*, with each fused
@@ -105,6 +106,9 @@ for stage in "$@"; do
     bench-ar2)
       run bench-ar2 "$OUT/synco_ar2.log" $BENCH --variants build/bench/full-ar2 --out "$OUT/synco_ar2.json" --iters 15
       ;;
+    bench-arg)
+      run bench-arg "$OUT/synco_arg.log" $BENCH --variants build/bench/full-arg --out "$OUT/synco_arg.json" --iters 15
+      ;;
     tune)
       for cfg in build/bench/tune/*; do
         run "tune $(basename "$cfg")" "$OUT/tune_$(basename "$cfg").log" \
@@ -124,7 +128,7 @@ for stage in "$@"; do
       done
       ;;
     *)
-      echo "usage: $0 check|check-shared|bench|bench-rs|bench-rsg|bench-ar|bench-ar2|torch-rs|tune|timeline|trace..." >&2
+      echo "usage: $0 check|check-shared|bench|bench-rs|bench-rsg|bench-ar|bench-ar2|bench-arg|torch-rs|tune|timeline|trace..." >&2
       exit 2
       ;;
   esac

@@ -31,7 +31,9 @@
 //! pulled by the consumer's copy programs.
 //!
 //! Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
-//! wait for those tiles (`after [@producer]`).
+//! wait for those tiles (`after [@producer]`), and so do an all-gather's
+//! transfers of such a buffer (each rank's block is what its tiles write;
+//! `chunk-fuse-gathers` has the tiles count each chunk).
 //!
 //! A `reduce_scatter @P` with `backend(copy_engine)` (or a two-shot
 //! `all_reduce`, whose first phase is one) also declares
@@ -251,6 +253,9 @@ impl<'p> Expansion<'p> {
                             }
                             None => self.offsets(&rows_of(&peer, block, c * rows)),
                         };
+                        // A produced block leaves once its tiles are done
+                        // (its own block stays in place).
+                        let after: &[String] = if k == 0 { &[] } else { &self.producers };
                         self.transfer(
                             &name,
                             k,
@@ -262,7 +267,7 @@ impl<'p> Expansion<'p> {
                             order,
                             &group(""),
                             None,
-                            &[],
+                            after,
                         )?;
                     }
                     Kind::AllToAll => {

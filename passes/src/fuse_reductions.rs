@@ -99,7 +99,7 @@ use crate::{
         FlagKind, FlagRange, Plan, ReductionKind, bound_kernel, fail, flag_layout, internal, loc,
         plans, reduction_kind,
     },
-    tiles::{TILE_INDEX_ATTR, kernel_arg, stores_of},
+    tiles::{TILE_INDEX_ATTR, kernel_arg, tile_store},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
@@ -371,27 +371,14 @@ fn fuse(
                 "chunk-fuse-reductions: no tile index for this buffer; run chunk-reorder-tiles first",
             )
         })?;
-    let stores = stores_of(kernel, partial.arg.unwrap_or(usize::MAX));
-    let [store] = stores[..] else {
-        return Err(fail(
-            produce,
-            format!(
-                "chunk-fuse-reductions: the kernel must store @{name} once per tile; it has {} stores of it",
-                stores.len()
-            ),
-        ));
-    };
-    let tile_block =
-        ir::block_of(marked).ok_or_else(|| internal(marked, "a tile index outside a block"))?;
-    if !ir::ancestor_in_block(store, tile_block).is_some_and(|a| ir::is_before_in_block(marked, a))
-    {
-        return Err(fail(
-            store,
-            format!(
-                "this store of @{name} is not inside the tile whose index was found; cannot fuse its reduction"
-            ),
-        ));
-    }
+    let store = tile_store(
+        kernel,
+        partial.arg.unwrap_or(usize::MAX),
+        name,
+        marked,
+        produce,
+        PASS.argument,
+    )?;
     let operands = ir::operands(store);
     let (ptrs, value) = (operands[0], operands[1]);
     let mask = operands.get(2).copied();
@@ -945,7 +932,7 @@ pub(crate) fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64)
 }
 
 /// `chunk.arrive %flags[%flag]`.
-fn arrive(b: &Builder, flags: Value, flag: Value) {
+pub(crate) fn arrive(b: &Builder, flags: Value, flag: Value) {
     b.op("chunk.arrive", &[flags, flag], &[], &[]);
 }
 

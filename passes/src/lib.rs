@@ -8,10 +8,12 @@
 //! The all-gather + GEMM pipeline, in order (`synco-ag-gemm`):
 //! `chunk-select-backend`, `chunk-select-chunk-size`, `chunk-expand-collectives`,
 //! `chunk-verify-plan`, `chunk-bind-kernel`, `chunk-reorder-tiles`,
-//! `chunk-insert-waits`, `chunk-fuse-reductions`, `chunk-lower-transfers`,
-//! `chunk-to-triton`, then `canonicalize` and `cse`. The GEMM +
-//! reduce-scatter pipeline (`synco-gemm-rs`) runs the same passes: each one
-//! acts on what the plan holds (consumed chunks, reduced partials).
+//! `chunk-insert-waits`, `chunk-fuse-reductions`, `chunk-fuse-gathers`,
+//! `chunk-lower-transfers`, `chunk-to-triton`, then `canonicalize` and
+//! `cse`. The GEMM + reduce-scatter and all-reduce pipelines
+//! (`synco-gemm-rs`, `synco-gemm-ar`, ...) run the same passes: each one
+//! acts on what the plan holds (consumed chunks, reduced partials, gathered
+//! outputs).
 //!
 //! `chunk-trace-tiles`, between `chunk-fuse-reductions` and
 //! `chunk-lower-transfers`, instruments the fused kernel: when every tile
@@ -21,6 +23,7 @@ pub mod abi;
 pub mod bind_kernel;
 pub mod chunk_to_triton;
 pub mod expand_collectives;
+pub mod fuse_gathers;
 pub mod fuse_reductions;
 pub mod insert_waits;
 pub mod kernel_summary;

@@ -196,7 +196,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
             return Err(fail(
                 t,
                 "chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only \
-                 by chunk-fuse-reductions (a reduce-scatter with backend(ldst)), which must run first",
+                 by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first",
             ));
         }
         if backend != Some(attrs::Backend::CopyEngine) {
@@ -313,6 +313,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
             let kind = match r.kind {
                 crate::plan::FlagKind::Arrival => "arrival",
                 crate::plan::FlagKind::Reduction => "reduction",
+                crate::plan::FlagKind::Output => "output",
             };
             json!({"buffer": r.buffer, "kind": kind, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
                          "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base})

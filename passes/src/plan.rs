@@ -304,6 +304,12 @@ pub enum FlagKind {
     /// every other rank, a counter of the owner's tiles that consumed this
     /// rank's partial.
     Reduction,
+    /// An output that kernel tiles produce and an all-gather sends to every
+    /// peer (see `chunk-fuse-gathers`): per chunk, a counter of the rank's
+    /// tiles that stored it, a flag set to the epoch once the chunk's owner
+    /// has sent it here, and a flag set to the epoch once the owner's copy
+    /// engine has read it ([`OutputFlags`]).
+    Output,
 }
 
 /// Where a buffer's chunk flags live in the kernel's flag array.
@@ -314,7 +320,8 @@ pub struct FlagRange {
     /// acknowledgements; two-shot: the reduce-scatter's counters, then the
     /// gathered rows'), each a range of `W * chunks_per_rank`; `3 + W` for
     /// a reduce-scatter moved by the copy engine, `6 + W` for a two-shot
-    /// all-reduce moved by it (see `chunk-fuse-reductions`).
+    /// all-reduce moved by it (see `chunk-fuse-reductions`); 3 for a
+    /// gathered output ([`FlagKind::Output`]).
     pub counters_per_chunk: i64,
     pub buffer: String,
     /// The dimension chunks split.
@@ -349,9 +356,10 @@ impl FlagRange {
 
 /// The flag layout of a plan whose collectives were expanded: one flag per
 /// chunk of every consumed buffer, buffers in the order of their
-/// `chunk.consume` ops, chunks in row order; then one counter per chunk of
-/// every reduced buffer that kernel tiles produce (in `chunk.produce`
-/// order).
+/// `chunk.consume` ops, chunks in row order; then the counters of every
+/// reduced buffer that kernel tiles produce (in `chunk.produce` order);
+/// then those of every produced buffer that an all-gather sends
+/// ([`FlagKind::Output`]).
 pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     let mut out: Vec<FlagRange> = Vec::new();
     let mut base = 0;
@@ -505,7 +513,125 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         base += range.count(plan.world_size);
         out.push(range);
     }
+    let outputs = gathered_outputs(plan);
+    for produce in plan.ops_named("chunk.produce") {
+        let name = ir::attr(produce, "buffer")
+            .and_then(ir::symbol_value)
+            .unwrap_or_default();
+        if !outputs.contains(&name) || out.iter().any(|r| r.buffer == name) {
+            continue;
+        }
+        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
+        let Some(buffer) = plan.buffer(&name) else {
+            return Err(fail(produce, format!("no buffer @{name}")));
+        };
+        let transfers: Vec<Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
+            .collect();
+        let Some(rank_dim) = source_block_dim(plan, &transfers, &buffer.shape) else {
+            return Err(fail(
+                produce,
+                format!(
+                    "the chunks of @{name} do not land in their source rank's block of any one dimension"
+                ),
+            ));
+        };
+        let rank_block = buffer.shape[rank_dim] / plan.world_size;
+        let extent = if dim == rank_dim {
+            rank_block
+        } else {
+            buffer.shape.get(dim).copied().unwrap_or(0)
+        };
+        let rows_per_chunk = transfers
+            .first()
+            .and_then(|t| region_sizes(*t))
+            .and_then(|sizes| sizes.get(dim).copied())
+            .unwrap_or(0);
+        if rows_per_chunk <= 0 || extent % rows_per_chunk != 0 {
+            return Err(fail(
+                produce,
+                format!(
+                    "the all-gather's chunks of @{name} do not cut dimension {dim}, along which its tiles are produced, into equal parts of each rank's block"
+                ),
+            ));
+        }
+        let range = FlagRange {
+            kind: FlagKind::Output,
+            counters_per_chunk: 3,
+            buffer: name,
+            dim,
+            rows_per_chunk,
+            chunks_per_rank: extent / rows_per_chunk,
+            base,
+            rank_dim,
+            rank_block,
+        };
+        base += range.count(plan.world_size);
+        out.push(range);
+    }
     Ok(out)
+}
+
+/// The flags of a gathered output ([`FlagKind::Output`]), after its range's
+/// base, for the `G = W * chunks_per_rank` global chunks (chunk `c` of rank
+/// `o`'s block is `g = o * chunks_per_rank + c`): `produced[g]`, `arrived[g]`,
+/// `copied[g]`, each a range of `G`.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputFlags {
+    pub base: i64,
+    pub chunks: i64,
+}
+
+impl OutputFlags {
+    pub fn of(range: &FlagRange, world_size: i64) -> OutputFlags {
+        OutputFlags {
+            base: range.base,
+            chunks: range.chunks_per_rank * world_size,
+        }
+    }
+
+    /// The rank's tiles of chunk `g` that stored it (a counter).
+    pub fn produced(&self, g: i64) -> i64 {
+        self.base + g
+    }
+
+    /// Chunk `g` has arrived from its owner (set to the epoch).
+    pub fn arrived(&self, g: i64) -> i64 {
+        self.base + self.chunks + g
+    }
+
+    /// The owner's copy engine has read chunk `g` for every peer (set to
+    /// the epoch).
+    pub fn copied(&self, g: i64) -> i64 {
+        self.base + 2 * self.chunks + g
+    }
+}
+
+/// Buffers that kernel tiles produce and non-reducing transfers send to
+/// other ranks (an all-gather of a kernel's output).
+pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
+    let produced: Vec<String> = plan
+        .ops_named("chunk.produce")
+        .into_iter()
+        .filter_map(|p| ir::attr(p, "buffer").and_then(ir::symbol_value))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for t in plan.ops_named("chunk.transfer") {
+        let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+            == Some(attrs::TransferMode::Local);
+        if ir::attr(t, "reduce").is_some() || local {
+            continue;
+        }
+        if let Some((name, _, _)) = ir::attr(t, "src").and_then(region_parts)
+            && produced.contains(&name)
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// The dimension `d` along which every transfer of `transfers` writes into

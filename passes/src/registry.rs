@@ -3,7 +3,7 @@
 use synco_chunk::PassDescriptor;
 
 use crate::{
-    bind_kernel, chunk_to_triton, expand_collectives, fuse_reductions, insert_waits,
+    bind_kernel, chunk_to_triton, expand_collectives, fuse_gathers, fuse_reductions, insert_waits,
     kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size, trace_tiles,
     verify_plan,
 };
@@ -18,6 +18,7 @@ pub static PASSES: &[&PassDescriptor] = &[
     &reorder_tiles::PASS,
     &insert_waits::PASS,
     &fuse_reductions::PASS,
+    &fuse_gathers::PASS,
     &trace_tiles::PASS,
     &lower_transfers::PASS,
     &chunk_to_triton::PASS,
@@ -26,7 +27,7 @@ pub static PASSES: &[&PassDescriptor] = &[
 
 /// The passes that fuse a plan into its kernel, down to plain TTIR.
 const FUSE: &str = "chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
-     chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-lower-transfers,chunk-to-triton,\
+     chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-fuse-gathers,chunk-lower-transfers,chunk-to-triton,\
      canonicalize,cse";
 
 /// Named pipelines: (name, description, pass list).
@@ -44,6 +45,11 @@ pub static PIPELINES: &[(&str, &str, &str)] = &[
     (
         "synco-gemm-rs-gather",
         "Fuse a reduce-scatter computed from gathered operands (every rank's A rows and B, consumed per source) into its GEMM kernel, down to plain TTIR",
+        FUSE,
+    ),
+    (
+        "synco-gemm-ar-gather",
+        "Fuse an all-reduce computed from gathered operands (each rank computes its rows of the sum from every rank's A rows and B, then its tiles' chunks of C go to every peer) into its GEMM kernel, down to plain TTIR",
         FUSE,
     ),
     (

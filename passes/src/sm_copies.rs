@@ -546,6 +546,15 @@ struct StagedCopy {
 
 impl StagedCopy {
     fn resolve(plan: &Plan, kernel: Op, copy: &ReductionCopy) -> Result<StagedCopy, PassFailed> {
+        if copy.rows.is_some() {
+            return Err(fail(
+                plan.op,
+                format!(
+                    "the kernel's copy programs move contiguous chunks; a chunk of @{} is a 2D box (a gathered output's column chunk), which only the copy engine moves",
+                    copy.src_buffer
+                ),
+            ));
+        }
         let arg = |name: &str| {
             let buffer = plan.buffer(name).ok_or_else(|| {
                 internal(

@@ -226,3 +226,39 @@ pub fn find_tile_index(
         )),
     }
 }
+
+/// The kernel's one store of argument `arg` (the plan's `@name`), which
+/// must come after `index` (the op computing the tile index) in its block or
+/// inside an op that does: a producer's store, for `pass` to rewrite.
+/// Errors are reported at `at` (the plan's `chunk.produce`).
+pub fn tile_store(
+    kernel: Op,
+    arg: usize,
+    name: &str,
+    index: Op,
+    at: Op,
+    pass: &str,
+) -> Result<Op, PassFailed> {
+    let stores = stores_of(kernel, arg);
+    let [store] = stores[..] else {
+        return Err(fail(
+            at,
+            format!(
+                "{pass}: the kernel must store @{name} once per tile; it has {} stores of it",
+                stores.len()
+            ),
+        ));
+    };
+    let inside = ir::block_of(index)
+        .and_then(|block| ir::ancestor_in_block(store, block))
+        .is_some_and(|a| ir::is_before_in_block(index, a));
+    if !inside {
+        return Err(fail(
+            store,
+            format!(
+                "this store of @{name} is not inside the tile whose index was found; {pass} cannot rewrite it"
+            ),
+        ));
+    }
+    Ok(store)
+}

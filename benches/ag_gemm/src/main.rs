@@ -102,7 +102,8 @@ impl Cli {
 struct Variant {
     /// `ag` (all-gather + GEMM, the default), `rs` (GEMM + reduce-scatter),
     /// `rsg` (the same from gathered operands), `ar` (GEMM + one-shot
-    /// all-reduce) or `ar2` (two-shot).
+    /// all-reduce), `ar2` (two-shot) or `arg` (all-reduce from gathered
+    /// operands: rsg's rows of the sum, then all-gathered).
     #[serde(default = "all_gather")]
     op: String,
     style: String,
@@ -118,6 +119,9 @@ struct Variant {
     n: usize,
     world: usize,
     fused: bool,
+    /// `arg`: the column chunks C's all-gather sends.
+    #[serde(default)]
+    out_chunks: Option<u32>,
 }
 
 fn all_gather() -> String {
@@ -702,7 +706,11 @@ fn dir_name(dir: &Path) -> String {
 
 fn grid(v: &Variant) -> (u32, u32, u32) {
     // A reduce-scatter of gathered operands computes the rank's M/W rows.
-    let rows = if v.op == "rsg" { v.m / v.world } else { v.m };
+    let rows = if v.op == "rsg" || v.op == "arg" {
+        v.m / v.world
+    } else {
+        v.m
+    };
     let tm = (rows as u32).div_ceil(v.block_m);
     let tn = (v.n as u32).div_ceil(v.block_n);
     match v.style.as_str() {
@@ -1104,7 +1112,7 @@ fn main() -> Result<()> {
         }
         let nd = node.as_mut().context("node")?;
         nd.reset_heap();
-        if matches!(v0.op.as_str(), "rs" | "rsg" | "ar" | "ar2") {
+        if matches!(v0.op.as_str(), "rs" | "rsg" | "ar" | "ar2" | "arg") {
             let shape = rs::run_shape(nd, &handles, &shape_dir, &variant_dirs, &cli, seed)?;
             results.push(shape);
             std::fs::write(&cli.out, serde_json::to_string_pretty(&results)?)?;

@@ -26,6 +26,13 @@
 //! own B into block r, the all-gather brings the others), writing C [M/W,
 //! N] directly. Same inputs, reference, check and baselines as `rs`; Ag and
 //! the peers' blocks of Bg are poisoned before each checked launch.
+//!
+//! `"op": "arg"` is the all-reduce computed from gathered operands: the
+//! `rsg` plan plus C [M, N] (bound, the kernel's output), whose rows each
+//! rank computes and then all-gathers by column chunks as its tiles finish
+//! them (`chunk-fuse-gathers`). Checked and timed as `ar2`: every rank's
+//! whole C against the reference; the comparison's bytes are the two-shot
+//! all-reduce's, so that its floor is the other all-reduces'.
 
 use super::{
     Checked, Cli, Cublas, GemmArgs, Launch, ShapeResult, Variant, VariantResult, compare, dir_name,
@@ -184,8 +191,8 @@ pub(crate) fn run_shape(
         variant_dirs[0].join("variant.json"),
     )?)?;
     let (m, k, n, world) = (v0.m, v0.k, v0.n, v0.world);
-    let all_reduce = v0.op == "ar" || v0.op == "ar2";
-    let gathered = v0.op == "rsg";
+    let all_reduce = matches!(v0.op.as_str(), "ar" | "ar2" | "arg");
+    let gathered = matches!(v0.op.as_str(), "rsg" | "arg");
     let p = RsProblem::alloc(
         node,
         m,
@@ -200,7 +207,7 @@ pub(crate) fn run_shape(
     // one-shot, its whole partial to every other rank.
     let block_bytes = match v0.op.as_str() {
         "ar" => m * n * 2,
-        "ar2" => 2 * (m / world) * n * 2,
+        "ar2" | "arg" => 2 * (m / world) * n * 2,
         _ => m / world * n * 2,
     };
     let at = |peer: usize| if all_reduce { 0 } else { peer * block_bytes };
@@ -265,7 +272,12 @@ fn run_variant(
                 n: p.n,
                 k: p.k,
             };
-            (vec![("A", p.a), ("Ag", *ag), ("Bg", *bg)], gemm)
+            let mut bindings = vec![("A", p.a), ("Ag", *ag), ("Bg", *bg)];
+            if all_reduce {
+                // The kernel's output, all-gathered by the plan.
+                bindings.push(("C", p.c));
+            }
+            (bindings, gemm)
         }
         None => (vec![("P", p.p), ("C", p.c)], p.gemm()),
     };

@@ -151,6 +151,9 @@ pub enum ChunkKind {
     Arrival,
     /// A reduced partial: a counter per chunk that tiles bump.
     Reduction,
+    /// An output the tiles produce and the copy engine sends to every peer:
+    /// a counter per chunk that tiles bump, and flags the copies set.
+    Output,
 }
 
 /// How a consumed or reduced buffer is chunked, and where its flags are.
@@ -198,7 +201,9 @@ pub struct Copy {
 /// destination read the previous epoch's), `bytes` from `src_buffer` at
 /// `src_offset` here to `dst_buffer` at `dst_offset` on rank `owner`; then
 /// the epoch into flag `arrived` on `owner` and, if given, flag `copied`
-/// here. Offsets in bytes.
+/// here. Offsets in bytes. With `rows`, the copy is 2D: `rows.count` rows
+/// of `bytes` each (a column chunk of a row-major output, see
+/// `chunk-fuse-gathers`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReductionCopy {
     pub src_buffer: String,
@@ -213,6 +218,17 @@ pub struct ReductionCopy {
     pub arrived: i64,
     #[serde(default)]
     pub copied: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<CopyRows>,
+}
+
+/// The rows of a 2D [`ReductionCopy`]: `count` rows, `src_pitch` and
+/// `dst_pitch` bytes apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyRows {
+    pub count: i64,
+    pub src_pitch: i64,
+    pub dst_pitch: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -840,39 +840,17 @@ impl Node {
                 }
             };
             let start = side_event()?;
-            unsafe {
-                if copy.rows == 1 {
-                    check(
-                        rank,
-                        "cuMemcpyAsync",
-                        sys::cuMemcpyAsync(dst, src, width, stream),
-                    )?;
-                } else {
-                    let params = sys::CUDA_MEMCPY2D {
-                        srcXInBytes: 0,
-                        srcY: 0,
-                        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                        srcHost: std::ptr::null(),
-                        srcDevice: src,
-                        srcArray: std::ptr::null_mut(),
-                        srcPitch: (copy.src_pitch * elem) as usize,
-                        dstXInBytes: 0,
-                        dstY: 0,
-                        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                        dstHost: std::ptr::null_mut(),
-                        dstDevice: dst,
-                        dstArray: std::ptr::null_mut(),
-                        dstPitch: (copy.dst_pitch * elem) as usize,
-                        WidthInBytes: width,
-                        Height: copy.rows as usize,
-                    };
-                    check(
-                        rank,
-                        "cuMemcpy2DAsync",
-                        sys::cuMemcpy2DAsync_v2(&params, stream),
-                    )?;
-                }
-            }
+            copy_2d(
+                rank,
+                stream,
+                [dst, src],
+                width,
+                copy.rows as usize,
+                [
+                    (copy.dst_pitch * elem) as usize,
+                    (copy.src_pitch * elem) as usize,
+                ],
+            )?;
             let data_end = side_event()?;
             unsafe {
                 if let Some(flag) = copy.flag {
@@ -964,18 +942,21 @@ impl Node {
                 }
             }
             let start = self.side_stream_event(rank)?;
-            unsafe {
-                check(
-                    rank,
-                    "cuMemcpyAsync",
-                    sys::cuMemcpyAsync(
-                        self.ptr(owner, &dst) + copy.dst_offset as u64,
-                        self.ptr(rank, &src) + copy.src_offset as u64,
-                        copy.bytes as usize,
-                        gpu.copy,
-                    ),
-                )?;
-            }
+            let (rows, pitches) = match &copy.rows {
+                Some(r) => (r.count, [r.dst_pitch as usize, r.src_pitch as usize]),
+                None => (1, [copy.bytes as usize; 2]),
+            };
+            copy_2d(
+                rank,
+                gpu.copy,
+                [
+                    self.ptr(owner, &dst) + copy.dst_offset as u64,
+                    self.ptr(rank, &src) + copy.src_offset as u64,
+                ],
+                copy.bytes as usize,
+                rows as usize,
+                pitches,
+            )?;
             let data_end = self.side_stream_event(rank)?;
             unsafe {
                 check(
@@ -996,12 +977,18 @@ impl Node {
                     )?;
                 }
             }
-            self.close_span(spans, rank, [start, data_end], copy.bytes as u64, || {
-                format!(
-                    "{} -> {} on rank {}",
-                    copy.src_buffer, copy.dst_buffer, copy.owner
-                )
-            })?;
+            self.close_span(
+                spans,
+                rank,
+                [start, data_end],
+                (copy.bytes * rows) as u64,
+                || {
+                    format!(
+                        "{} -> {} on rank {}",
+                        copy.src_buffer, copy.dst_buffer, copy.owner
+                    )
+                },
+            )?;
         }
         Ok(())
     }
@@ -1089,6 +1076,51 @@ impl Node {
             unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
         }
         Ok(())
+    }
+}
+
+/// Enqueues on `stream` a copy of `rows` rows of `width` bytes, from
+/// `[dst, src]`'s second address to its first, rows `pitches` bytes apart
+/// (`[dst_pitch, src_pitch]`); one row is a plain copy.
+fn copy_2d(
+    rank: usize,
+    stream: sys::CUstream,
+    [dst, src]: [CUdeviceptr; 2],
+    width: usize,
+    rows: usize,
+    [dst_pitch, src_pitch]: [usize; 2],
+) -> Result<()> {
+    unsafe {
+        if rows == 1 {
+            return check(
+                rank,
+                "cuMemcpyAsync",
+                sys::cuMemcpyAsync(dst, src, width, stream),
+            );
+        }
+        let params = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: std::ptr::null(),
+            srcDevice: src,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: src_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dst,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: dst_pitch,
+            WidthInBytes: width,
+            Height: rows,
+        };
+        check(
+            rank,
+            "cuMemcpy2DAsync",
+            sys::cuMemcpy2DAsync_v2(&params, stream),
+        )
     }
 }
 

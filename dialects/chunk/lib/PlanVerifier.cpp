@@ -13,8 +13,8 @@
 //  * producers: each buffer has at most one chunk.produce, a transfer that
 //    waits for a producer copies from the buffer it produces, a transfer
 //    that copies from a produced buffer waits for its producer (unless the
-//    block stays in place), and no all-gather or all-to-all moves a
-//    produced buffer;
+//    block stays in place), and no all-to-all moves a produced buffer (an
+//    all-gather may: its expansion waits for the producer);
 //  * consumers: a buffer that kernel tiles read is written by something.
 //
 // Coverage is computed exactly on a compressed grid: the boundaries of every
@@ -362,24 +362,20 @@ LogicalResult PlanVerifier::verifyProducers() {
     }
   }
   // A produced buffer's rows exist only once their tiles are done: whatever
-  // copies from it must wait for them. Reductions do (their transfers wait
-  // for the producer); a gather of a produced buffer has no such wait yet.
+  // copies from it must wait for them. Reductions and all-gathers do (their
+  // expanded transfers wait for the producer); an all-to-all does not.
   auto producedBy = [&](Attribute buffer) -> ProduceOp {
     return producers.lookup(buffer);
   };
   for (Operation &op : plan.getBody().front()) {
-    Attribute gathered;
-    if (auto ag = dyn_cast<AllGatherOp>(op))
-      gathered = ag.getBufferAttr();
-    else if (auto a2a = dyn_cast<AllToAllOp>(op))
-      gathered = a2a.getSrcAttr();
-    if (ProduceOp producer = gathered ? producedBy(gathered) : ProduceOp()) {
+    auto a2a = dyn_cast<AllToAllOp>(op);
+    if (ProduceOp producer = a2a ? producedBy(a2a.getSrcAttr()) : ProduceOp()) {
       InFlightDiagnostic diag =
           op.emitOpError()
-          << "moves " << gathered << ", which kernel tiles produce ("
-          << symbolRef(producer) << "): gathering a produced buffer is not "
-          << "supported (its chunks would be copied before the tiles write "
-          << "them)";
+          << "moves " << a2a.getSrcAttr() << ", which kernel tiles produce ("
+          << symbolRef(producer) << "): an all-to-all of a produced buffer "
+          << "is not supported (its chunks would be copied before the tiles "
+          << "write them)";
       diag.attachNote(producer.getLoc()) << "the producer is here";
       return diag;
     }

@@ -47,9 +47,9 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
     * each buffer has at most one producer (`chunk.produce`), a transfer
       waiting for a producer copies from the buffer it produces, a transfer
       copying from a produced buffer waits for its producer (unless the
-      block stays in place), and no all-gather or all-to-all moves a
-      produced buffer (its chunks would be copied before the tiles write
-      them);
+      block stays in place), and no all-to-all moves a produced buffer
+      (its chunks would be copied before the tiles write them; an
+      all-gather's transfers wait for the producer);
     * every consumed buffer is written by some transfer or collective.
 
     ```mlir
@@ -256,6 +256,21 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
 
     ```mlir
     chunk.all_gather @B dim(0) chunks(4) split(1)
+    ```
+
+    When kernel tiles produce `buffer` (`chunk.produce`), each rank's
+    block is what its tiles write, and its chunks leave as soon as those
+    tiles are done: `chunk-expand-collectives` makes every transfer wait
+    for the producer (`after [@tiles]`) and `chunk-fuse-gathers` has the
+    tiles count each finished chunk, which the copy engine then pushes to
+    every peer (backend `copy_engine`; with `split(d)`, `d` the dimension
+    the tiles are produced along). An all-reduce computed from gathered
+    operands ends this way: each rank computes its rows of the sum, then
+    gathers the others'.
+
+    ```mlir
+    chunk.produce @tiles @C dim(1) tile(256) index("pid_n")
+    chunk.all_gather @C dim(0) chunks(2) split(1)
     ```
   }] # commonDescription;
   let arguments = (ins FlatSymbolRefAttr:$buffer,

@@ -1,0 +1,364 @@
+//! `chunk-fuse-gathers`: send what the kernel's tiles produce to every peer,
+//! chunk by chunk, as soon as the tiles of a chunk are done.
+//!
+//! Input: a plan whose `chunk.produce @tiles @C dim(p) tile(T)` buffer is
+//! moved by an all-gather (`chunk.all_gather @C dim(0) ...`, backend
+//! `copy_engine`), expanded into transfers that wait for the producer
+//! (`after [@tiles]`, see `chunk-expand-collectives`). Rank `r`'s kernel
+//! computes block `r` of `@C` (its `M/W` rows); every rank must end with
+//! all of `@C`. This is how an all-reduce computed from gathered operands
+//! ends: each rank computes its rows of the sum, then gathers the others'.
+//!
+//! The pass rewrites the kernel's one store of `@C`, `tt.store %ptrs, %v`
+//! (a tile of the kernel's own `[M/W, N]` rows), where `t` is the tile
+//! index along `p` (found as `chunk-reorder-tiles` finds it, or named by
+//! `index("...")`). With `c = t * T / S` the tile's chunk (`S` the chunk's
+//! extent along `p`) and `g = r * n + c` its global index:
+//!
+//! ```mlir
+//! // The copy engine has read the previous epoch's chunk g.
+//! chunk.wait %flags[copied(g)], %epoch - 1 count(1)
+//! // Into rank r's block of @C: rows r * M/W and on.
+//! tt.store %ptrs + r * (M/W) * N, %v
+//! // One more tile of chunk g (CTA barrier, release at system scope).
+//! chunk.arrive %flags[produced(g)]
+//! ```
+//!
+//! and records, per rank, the side stream's copies (`synco.reduction_copies`,
+//! in the kernel's chunk order): once `produced(g)` reaches `epoch * n_t`
+//! (`n_t` tiles per chunk), chunk `g` of the rank's block goes to the same
+//! place in every peer's `@C` (a 2D copy when chunks are column ranges,
+//! `split(1)`), then the epoch into the peer's `arrived(g)`, and after the
+//! last peer into the rank's own `copied(g)`. A launch ends on rank `r` once
+//! every other rank's chunks arrived (`synco.completion`). The flags are
+//! those of `plan::OutputFlags`. The transfers are marked `synco.fused`.
+//!
+//! No tile waits for another rank: the copy engine reads what the tiles
+//! stored, so the result is the kernel's own bits on every rank.
+//!
+//! Options: none.
+//! Preconditions: collectives expanded, `chunk-bind-kernel` ran; `@C` is a
+//! 2D row-major `[M, N]` buffer bound to the kernel argument that the
+//! kernel stores once per tile, at the addresses of its own `[M/W, N]`
+//! rows with row pitch `N`; the ranks' blocks are rows (`dim(0)`); chunks
+//! hold whole tiles along `p`; backend `copy_engine`; no reduction of the
+//! same plan records side-stream copies.
+//! Postconditions: the gather's transfers are marked `synco.fused`; the plan
+//! records `synco.reduction_copies` and `synco.completion`.
+
+use crate::{
+    fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive, wait},
+    plan::{
+        FlagKind, FlagRange, OutputFlags, Plan, bound_kernel, fail, flag_layout, internal, loc,
+        plans, region_parts,
+    },
+    tiles::{Access, find_tile_index, tile_store},
+};
+use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
+use synco_ir::{self as ir, Builder, Op};
+use synco_manifest::{CopyRows, ReductionCopy};
+
+pub static PASS: PassDescriptor = PassDescriptor {
+    argument: "chunk-fuse-gathers",
+    description: "Have the kernel's tiles count each chunk of an output that an all-gather sends, and the copy engine send each finished chunk to every peer",
+    anchor: "builtin.module",
+    options: &[],
+    run,
+};
+
+fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    for plan in plans(module) {
+        let outputs: Vec<FlagRange> = flag_layout(&plan)?
+            .into_iter()
+            .filter(|r| r.kind == FlagKind::Output)
+            .collect();
+        if outputs.is_empty() {
+            continue;
+        }
+        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        if let [_, second, ..] = &outputs[..] {
+            return Err(fail(
+                plan.op,
+                format!(
+                    "chunk-fuse-gathers: one gathered output per plan is supported; @{} is a second one",
+                    second.buffer
+                ),
+            ));
+        }
+        let range = &outputs[0];
+        let transfers = gather_transfers(&plan, &range.buffer)?;
+        for key in [REDUCTION_COPIES_ATTR, COMPLETION_ATTR] {
+            if ir::attr(plan.op, key).is_some() {
+                return Err(fail(
+                    transfers[0],
+                    "chunk-fuse-gathers: a reduction of this plan already has the copy engine's side stream; gathering an output beside it is not supported",
+                ));
+            }
+        }
+        fuse(&plan, kernel, abi, range)?;
+        if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
+            for t in transfers {
+                ir::set_attr(t, FUSED_ATTR, unit);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The transfers that send `buffer` to other ranks: an all-gather's, on the
+/// copy engine; anything else is refused.
+fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Op>, PassFailed> {
+    let mut out = Vec::new();
+    for t in plan.ops_named("chunk.transfer") {
+        let reads = ir::attr(t, "src")
+            .and_then(region_parts)
+            .is_some_and(|(b, _, _)| b == buffer);
+        let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+            == Some(attrs::TransferMode::Local);
+        if !reads || local || ir::attr(t, "reduce").is_some() {
+            continue;
+        }
+        let group = ir::str_attr(t, "group").unwrap_or_default();
+        if !group.starts_with("all_gather") {
+            return Err(fail(
+                t,
+                format!(
+                    "chunk-fuse-gathers: @{buffer} is produced by kernel tiles and sent by this transfer, which no all-gather expanded; only an all-gather of a produced buffer is fused"
+                ),
+            ));
+        }
+        let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
+        if backend != Some(attrs::Backend::CopyEngine) {
+            return Err(fail(
+                t,
+                format!(
+                    "chunk-fuse-gathers: an all-gather of an output the tiles produce is sent by the copy engine; backend '{}' is not implemented for it",
+                    backend.map_or("?", |b| b.keyword())
+                ),
+            ));
+        }
+        out.push(t);
+    }
+    if out.is_empty() {
+        return Err(internal(plan.op, "a gathered output without transfers"));
+    }
+    Ok(out)
+}
+
+fn fuse(
+    plan: &Plan,
+    kernel: Op,
+    abi: crate::abi::AbiArgs,
+    range: &FlagRange,
+) -> Result<(), PassFailed> {
+    let w = plan.world_size;
+    let name = &range.buffer;
+    let produce = plan
+        .ops_named("chunk.produce")
+        .into_iter()
+        .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+        .ok_or_else(|| internal(plan.op, "a gathered output without its chunk.produce"))?;
+    let tile = ir::int_attr(produce, "tile").unwrap_or(1);
+    let output = plan
+        .buffer(name)
+        .ok_or_else(|| internal(produce, "a produced buffer that is not in the plan"))?;
+    let [m, n] = output.shape[..] else {
+        return Err(fail(
+            produce,
+            format!("chunk-fuse-gathers: @{name} must be a 2D [M, N] buffer"),
+        ));
+    };
+    if range.rank_dim != 0 {
+        return Err(fail(
+            produce,
+            format!(
+                "chunk-fuse-gathers: each rank's block of @{name} must be rows (an all-gather along dim(0)); it is along dimension {}",
+                range.rank_dim
+            ),
+        ));
+    }
+    let Some(arg) = output.arg else {
+        return Err(fail(
+            produce,
+            format!(
+                "@{name} is produced by kernel tiles but not bound to a kernel argument: add bind(i)"
+            ),
+        ));
+    };
+    let element_bytes = output.element_bytes().ok_or_else(|| {
+        fail(
+            produce,
+            format!("unsupported element type {}", output.element),
+        )
+    })?;
+    let block = m / w;
+    let chunk = range.rows_per_chunk;
+    if chunk % tile != 0 {
+        return Err(fail(
+            produce,
+            format!(
+                "chunks of {chunk} along dimension {} of @{name} would split its {tile}-wide tiles: pick a chunk count whose chunks hold whole tiles",
+                range.dim
+            ),
+        ));
+    }
+    let index_name = ir::str_attr(produce, "index");
+    let t = find_tile_index(
+        kernel,
+        arg,
+        Access::Store,
+        tile,
+        index_name.as_deref(),
+        produce,
+    )?;
+    let index_op = ir::defining_op(t).ok_or_else(|| {
+        fail(
+            produce,
+            format!("chunk-fuse-gathers: the tile index of @{name} must be computed in the kernel, not a block argument"),
+        )
+    })?;
+    let store = tile_store(kernel, arg, name, index_op, produce, PASS.argument)?;
+    let operands = ir::operands(store);
+    let (ptrs, value) = (operands[0], operands[1]);
+    let shape = ir::tensor_shape(ir::type_of(value)).unwrap_or_default();
+    let [tile_rows, tile_cols] = shape[..] else {
+        return Err(fail(
+            store,
+            "chunk-fuse-gathers: the tile's store must write a 2D tensor",
+        ));
+    };
+    let along = if range.dim == 0 { tile_rows } else { tile_cols };
+    if along != tile {
+        return Err(fail(
+            store,
+            format!(
+                "this store writes tiles {along} wide along dimension {}, but the plan produces tile({tile})",
+                range.dim
+            ),
+        ));
+    }
+    // Tiles of one chunk: the chunk's extent along the produced dimension,
+    // times the tiles across the rest of the rank's block.
+    let tiles_per_chunk = if range.dim == 0 {
+        chunk / tile * ((n + tile_cols - 1) / tile_cols)
+    } else {
+        chunk / tile * ((block + tile_rows - 1) / tile_rows)
+    };
+    let flags = OutputFlags::of(range, w);
+
+    let b = Builder::before(store).with_loc(ir::location_of(produce));
+    let c = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(chunk));
+    let g = b.addi(c, b.muli(abi.rank, b.const_i32(range.chunks_per_rank)));
+    let previous = b.subi(abi.epoch, b.const_i32(1));
+    wait(
+        &b,
+        abi,
+        b.addi(g, b.const_i32(flags.copied(0))),
+        previous,
+        1,
+    );
+    // Rank r's rows of @C: every address moves by r blocks of rows.
+    let shift = b.muli(b.to_i64(abi.rank), b.const_i64(block * n));
+    if (block * n) % 16 == 0 {
+        b.assume_multiple_of(shift, 16);
+    }
+    ir::set_operand(store, 0, b.addptr(ptrs, b.splat(shift, &shape)));
+    let next = ir::next_op(store).ok_or_else(|| internal(store, "a store that ends its block"))?;
+    let after = Builder::before(next).with_loc(ir::location_of(produce));
+    arrive(
+        &after,
+        abi.flags,
+        after.addi(g, after.const_i32(flags.produced(0))),
+    );
+
+    record(plan, range, flags, tiles_per_chunk, [n, element_bytes]);
+    Diagnostic::remark(
+        loc(produce),
+        format!(
+            "tiles of @{name} store into the rank's block and count each of its {} chunks ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends each finished chunk to {} peer(s){}",
+            range.chunks_per_rank,
+            range.base,
+            range.base + range.count(w),
+            w - 1,
+            if range.dim == 0 {
+                String::new()
+            } else {
+                format!(", {block} rows of {chunk} columns per copy")
+            }
+        ),
+    )
+    .emit();
+    Ok(())
+}
+
+/// The side streams' copies and the launches' completion (see the module
+/// docs), as the plan attributes `chunk-lower-transfers` moves into the
+/// schedule. `[n, element_bytes]`: the row length and element size.
+fn record(
+    plan: &Plan,
+    range: &FlagRange,
+    flags: OutputFlags,
+    tiles_per_chunk: i64,
+    [n, element_bytes]: [i64; 2],
+) {
+    let w = plan.world_size;
+    let block = range.rank_block;
+    let per_rank = range.chunks_per_rank;
+    let chunk = range.rows_per_chunk;
+    let copies: Vec<Vec<ReductionCopy>> = (0..w)
+        .map(|s| {
+            (0..per_rank)
+                .flat_map(|c| (1..w).map(move |k| (c, k)))
+                .map(|(c, k)| {
+                    let g = s * per_rank + c;
+                    // Column chunks: `block` rows of `chunk` elements; row
+                    // chunks: one contiguous range.
+                    let (offset, bytes, rows) = if range.dim == 0 {
+                        ((s * block + c * chunk) * n, chunk * n * element_bytes, None)
+                    } else {
+                        let pitch = n * element_bytes;
+                        let rows = CopyRows {
+                            count: block,
+                            src_pitch: pitch,
+                            dst_pitch: pitch,
+                        };
+                        (s * block * n + c * chunk, chunk * element_bytes, Some(rows))
+                    };
+                    ReductionCopy {
+                        src_buffer: range.buffer.clone(),
+                        dst_buffer: range.buffer.clone(),
+                        owner: (s + k) % w,
+                        src_offset: offset * element_bytes,
+                        dst_offset: offset * element_bytes,
+                        bytes,
+                        produced: (flags.produced(g), tiles_per_chunk),
+                        consumed: None,
+                        arrived: flags.arrived(g),
+                        copied: (k == w - 1).then_some(flags.copied(g)),
+                        rows,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let completion: Vec<Vec<[i64; 2]>> = (0..w)
+        .map(|r| {
+            (0..per_rank * w)
+                .filter(|g| g / per_rank != r)
+                .map(|g| [flags.arrived(g), 1])
+                .collect()
+        })
+        .collect();
+    let ctx = ir::context_of(plan.op);
+    for (key, text) in [
+        (REDUCTION_COPIES_ATTR, serde_json::to_string(&copies)),
+        (COMPLETION_ATTR, serde_json::to_string(&completion)),
+    ] {
+        ir::set_attr(
+            plan.op,
+            key,
+            ir::string_attr(ctx, &text.unwrap_or_default()),
+        );
+    }
+}
