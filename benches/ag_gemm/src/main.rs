@@ -138,6 +138,9 @@ struct VariantResult {
     style: String,
     backend: String,
     chunks: Option<u32>,
+    /// `arg`: C's column chunks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_chunks: Option<u32>,
     auto: bool,
     fused: bool,
     rel_error: Option<f64>,
@@ -681,6 +684,7 @@ impl VariantResult {
             style: v.style.clone(),
             backend: v.backend.clone(),
             chunks: v.chunks,
+            out_chunks: v.out_chunks,
             auto: v.auto,
             fused: v.fused,
             rel_error: None,
@@ -981,6 +985,7 @@ fn finish_variant(
         style: v.style.clone(),
         backend: v.backend.clone(),
         chunks: v.chunks,
+        out_chunks: v.out_chunks,
         auto: v.auto,
         fused: v.fused,
         rel_error: Some(checked.worst),
