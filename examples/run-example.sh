@@ -13,7 +13,10 @@
 #     chunk; owners reduce in the tile epilogue;
 #  5. the reduce-scatter computed from gathered operands instead
 #     (examples/gemm_rs/plan-gather.mlir, synco-gemm-rs-gather) on the GEMM
-#     summed over source ranks (matmul_kernel_sources).
+#     summed over source ranks (matmul_kernel_sources);
+#  6. the all-reduce computed the same way (plan-all-reduce-gather.mlir,
+#     synco-gemm-ar-gather): each rank's rows of the sum go to the peer in
+#     column chunks as the tiles finish them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/target/debug"
@@ -70,3 +73,12 @@ echo "== 5. the reduce-scatter from gathered operands (examples/gemm_rs/plan-gat
 PTX="$OUT/fused-rs-gather/matmul_kernel_sources.ptx"
 echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spins (peer A rows, peer B columns)"
 echo "copy-engine schedule (manifest): $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print(f["num_flags"], "chunk flags; rank 0 copies:", ", ".join(c["name"] + (" (before the kernel)" if c["before_kernel"] else " -> rank %d" % c["dst_rank"]) for c in f["copies"][0]))' "$OUT/fused-rs-gather/matmul_kernel_sources.json")"
+
+echo
+echo "== 6. the all-reduce from gathered operands (examples/gemm_rs/plan-all-reduce-gather.mlir) -> synco-gemm-ar-gather -> cubin =="
+"$BIN/synco" compile "$OUT/matmul_sources.mlir" --plan "$ROOT/examples/gemm_rs/plan-all-reduce-gather.mlir" \
+  --pass-pipeline='builtin.module(synco-gemm-ar-gather)' \
+  --emit=cubin --num-warps 8 --num-stages 4 --out-dir "$OUT/fused-ar-gather"
+PTX="$OUT/fused-ar-gather/matmul_kernel_sources.ptx"
+echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spins, $(grep -c 'atom.global.sys.release.add' "$PTX") release/sys chunk counts"
+echo "side-stream copies of C (manifest): $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print("; ".join("rank %d: " % r + ", ".join("%d rows x %d B -> rank %d" % (c["rows"]["count"], c["bytes"], c["owner"]) for c in cs) for r, cs in enumerate(f["reduction_copies"])))' "$OUT/fused-ar-gather/matmul_kernel_sources.json")"

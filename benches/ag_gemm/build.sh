@@ -23,8 +23,9 @@
 # --op arg builds the all-reduce computed from gathered operands (the rsg
 # plan, plus C [M, N] bound to the kernel's output, produced by column
 # tiles and all-gathered by column chunks: chunk-fuse-gathers); --out-chunks
-# "1 2 4" are C's column-chunk counts (default "2 4"); directories
-# arg_<M>x<K>x<N>_w<W>/grouped_c<n>_o<m> (B in n chunks, C in m).
+# "1 2 4 auto" are C's column-chunk counts (default "2 4 auto"; auto:
+# chunk-select-chunk-size); directories arg_<M>x<K>x<N>_w<W>/grouped_c<n>_o<m>
+# (B in n chunks, C in m).
 # --op rs builds GEMM + reduce-scatter instead (A [M, K] and B [K, N] per
 # rank, K the per-rank K; C [M/W, N]): shape directories rs_<M>x<K>x<N>_w<W>,
 # backend ldst (the only one that reduces), default shapes the issue's;
@@ -67,7 +68,7 @@ BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
 # configuration benches/ag_gemm/experiments measured against cuBLAS)
 STAGES_SET=0
 OP=ag
-OUT_CHUNKS="2 4"
+OUT_CHUNKS="2 4 auto"
 RS_MODE=push
 SHAPES_SET=0
 NUM_SMS_SET=0
@@ -214,7 +215,7 @@ for shape in $SHAPES; do
     for c in $counts; do
     for o in $outs; do
       block=$((M / WORLD))
-      if [ "$OP" = arg ] && { [ $((N % o)) -ne 0 ] || [ $(((N / o) % BN)) -ne 0 ]; }; then
+      if [ "$OP" = arg ] && [ "$o" != auto ] && { [ $((N % o)) -ne 0 ] || [ $(((N / o) % BN)) -ne 0 ]; }; then
         continue # C's column chunks must hold whole tiles
       fi
       if [ "$OP" = rsg ] || [ "$OP" = arg ]; then
@@ -308,7 +309,11 @@ PLAN
       fi
       out_chunks=null
       [ "$OP" = arg ] && out_chunks=$o
-      variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N" "$out_chunks"
+      if [ "$OP" = arg ] && [ "$o" = auto ]; then
+        out_chunks=$(grep 'for @C' <<<"$log" | sed -n 's/.*chunks(auto) -> chunks(\([0-9]*\)).*/\1/p' | head -1)
+        echo "$log" | grep 'for @C' >"$vdir/auto-out-choice.txt" || true
+      fi
+      variant "$vdir" "$style" "${chosen:-null}" "$([ "$c" = auto ] && echo true || echo false)" true "$M" "$K" "$N" "${out_chunks:-null}"
     done
     done
     if [ "$LOCAL" = 1 ]; then

@@ -61,4 +61,4 @@ module {
     chunk.reduce_scatter @P into @C dim(0) chunks(1)
   }
 }
-// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (a reduce-scatter with backend(ldst)), which must run first}}
+// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}

@@ -96,6 +96,18 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 ));
             }
         }
+        // One transfer per chunk of the tiles' dimension and peer: chunks
+        // that cut another dimension would not follow the tiles.
+        let expected = (plan.world_size - 1) * range.chunks_per_rank;
+        if transfers.len() as i64 != expected {
+            return Err(fail(
+                transfers[0],
+                format!(
+                    "chunk-fuse-gathers: the all-gather's chunks of @{} must cut dimension {} (along which its tiles are produced) and nothing else; use split({}), or chunks(1)",
+                    range.buffer, range.dim, range.dim
+                ),
+            ));
+        }
         fuse(&plan, kernel, abi, range)?;
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in transfers {

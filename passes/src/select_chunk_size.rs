@@ -51,13 +51,26 @@
 //! a module without the kernel, and chunks along a dimension the tiles do
 //! not walk are refused (give a count, or `chunks-per-rank`).
 //!
+//! An all-gather of an output that kernel tiles produce (`chunk.produce`,
+//! `chunk-fuse-gathers`: each rank's block goes out chunk by chunk as its
+//! tiles finish) is chunked along the dimension its tiles are produced
+//! along. When the kernel's tiles finish those chunks one after another
+//! (row chunks, or column chunks with every row tile of the block in one
+//! swizzle group), the cost model predicts each count
+//! (`synco_cost_model::predict_gathered_output`: the kernel's time from
+//! its flops, the copies' from their bytes and per-copy cost) and the
+//! fastest wins; otherwise every chunk is done only near the kernel's end,
+//! and one chunk is picked.
+//!
 //! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
 //! on any collective.
 
 use crate::plan::{BufferDecl, Plan, fail, int_option, loc, plans};
 use crate::tiles::{self, Access, find_tile_index};
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
-use synco_cost_model::{AllGatherGemm, Machine, choose, chunks_per_wave};
+use synco_cost_model::{
+    AllGatherGemm, GatheredOutput, Machine, choose, choose_gathered_output, chunks_per_wave,
+};
 use synco_ir::{self as ir, Op};
 
 pub static PASS: PassDescriptor = PassDescriptor {
@@ -112,6 +125,9 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 continue;
             }
             match name.as_str() {
+                "chunk.all_gather" if produced_by_tiles(&plan, op).is_some() => {
+                    select_gathered_output(&plan, module, op, forced, &machine)?
+                }
                 "chunk.all_gather" | "chunk.all_to_all" => {
                     if read_per_source(&plan, op) {
                         select_per_source(&plan, module, op, forced, &machine)?
@@ -307,6 +323,162 @@ fn select_per_source(
                         ))
                     )));
                 }
+            }
+        }
+    };
+    let ctx = ir::context_of(op);
+    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
+    Ok(())
+}
+
+/// The `chunk.produce` of the buffer `op` gathers, if kernel tiles produce it.
+fn produced_by_tiles(plan: &Plan, op: Op) -> Option<Op> {
+    let name = landing_buffer(op);
+    plan.ops_named("chunk.produce")
+        .into_iter()
+        .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(&name))
+}
+
+/// An all-gather of the kernel's output (see the module docs): chunks along
+/// the dimension the tiles are produced along, as many as
+/// `synco_cost_model::choose_gathered_output` predicts fastest when the
+/// tiles finish the chunks one after another, else one.
+fn select_gathered_output(
+    plan: &Plan,
+    module: Op,
+    op: Op,
+    forced: Option<i64>,
+    machine: &Machine,
+) -> Result<(), PassFailed> {
+    let name = landing_buffer(op);
+    let (Some(buffer), Some(produce)) = (plan.buffer(&name).cloned(), produced_by_tiles(plan, op))
+    else {
+        return Err(fail(
+            op,
+            "chunk-select-chunk-size: the gathered buffer is not in the plan",
+        ));
+    };
+    let refuse = |why: String| {
+        fail(
+            op,
+            format!(
+                "chunk-select-chunk-size: no chunk count for @{name} ({why}); give chunks(n) or chunks-per-rank=N"
+            ),
+        )
+    };
+    let dim = ir::int_attr(op, "dim").unwrap_or(0);
+    let chunk_dim = ir::int_attr(op, "split").unwrap_or(dim);
+    let tile = ir::int_attr(produce, "tile").unwrap_or(1).max(1);
+    let w = plan.world_size;
+    let Some(&along) = buffer.shape.get(chunk_dim as usize) else {
+        return Err(refuse(format!("it has no dimension {chunk_dim}")));
+    };
+    let extent = along / if chunk_dim == dim { w } else { 1 };
+    let follows_tiles = ir::int_attr(produce, "dim").unwrap_or(0) == chunk_dim;
+    let valid =
+        |n: i64| n >= 1 && extent % n == 0 && (extent / n) % tile == 0 && (follows_tiles || n == 1);
+    let remark = |n: i64, why: String| {
+        Diagnostic::remark(
+            loc(op),
+            format!("chunks(auto) -> chunks({n}) for @{name}: {why}"),
+        )
+        .emit();
+    };
+    let chosen = match forced {
+        Some(n) if !valid(n) => {
+            return Err(fail(
+                op,
+                format!(
+                    "chunk-select-chunk-size: chunks-per-rank={n} does not split @{name}'s {extent} elements along dimension {chunk_dim} into chunks of whole {tile}-wide tiles along the dimension they are produced along"
+                ),
+            ));
+        }
+        Some(n) => n,
+        None if !follows_tiles => {
+            remark(
+                1,
+                format!(
+                    "its chunks would cut dimension {chunk_dim}, its tiles are produced along another: one chunk once every tile is done"
+                ),
+            );
+            1
+        }
+        None => {
+            let Some(kernel) = plan.find_kernel_in(module) else {
+                return Err(refuse(
+                    "the module has no kernel whose tile order to follow".into(),
+                ));
+            };
+            let Some(arg) = buffer.arg else {
+                return Err(refuse("it is not bound to a kernel argument".into()));
+            };
+            let index = ir::str_attr(produce, "index");
+            let t = find_tile_index(kernel, arg, Access::Store, tile, index.as_deref(), produce)?;
+            // Rows of the rank's block and of one tile (from the kernel's
+            // store of the output).
+            let block = buffer.shape.first().copied().unwrap_or(0) / w;
+            let tile_rows = tiles::stores_of(kernel, arg)
+                .first()
+                .and_then(|s| ir::operands(*s).get(1).copied())
+                .and_then(|v| ir::tensor_shape(ir::type_of(v)))
+                .and_then(|shape| shape.first().copied())
+                .unwrap_or(1)
+                .max(1);
+            let row_tiles = block / tile_rows;
+            // Column chunks finish one after another only if the tiles go
+            // column block by column block: every row tile in one swizzle
+            // group.
+            let in_order = chunk_dim == 0
+                || (walked_last(t) && tiles::swizzle_group(t).is_some_and(|g| g >= row_tiles));
+            if !in_order {
+                remark(1, "the kernel's tiles do not finish its chunks one after another (its swizzle group does not hold every row tile): one chunk once every tile is done".into());
+                1
+            } else {
+                let n = buffer.shape.last().copied().unwrap_or(0);
+                // The kernel's K: a consumed operand [K, N] (B, every
+                // source's rows stacked).
+                let k = plan
+                    .ops_named("chunk.consume")
+                    .into_iter()
+                    .filter_map(|c| ir::attr(c, "buffer").and_then(ir::symbol_value))
+                    .filter_map(|b| plan.buffer(&b))
+                    .find(|b| b.shape.len() == 2 && b.shape[1] == n)
+                    .map(|b| b.shape[0]);
+                let Some(k) = k else {
+                    return Err(refuse(format!(
+                        "no consumed [K, {n}] operand tells the kernel's work"
+                    )));
+                };
+                let output = GatheredOutput {
+                    peers: (w - 1) as u64,
+                    block_bytes: (block * n * buffer.element_bytes().unwrap_or(2)) as u64,
+                    flops: 2.0 * block as f64 * n as f64 * k as f64,
+                };
+                let candidates: Vec<u64> = CANDIDATES
+                    .into_iter()
+                    .filter(|&c| valid(c))
+                    .map(|c| c as u64)
+                    .collect();
+                let Some((best, predictions)) =
+                    choose_gathered_output(machine, &output, &candidates)
+                else {
+                    return Err(refuse(format!(
+                        "no count in {CANDIDATES:?} splits its {extent} elements into whole {tile}-wide tiles"
+                    )));
+                };
+                let listed: Vec<String> = predictions
+                    .iter()
+                    .map(|(c, us)| format!("{c}: {us:.1} us"))
+                    .collect();
+                remark(
+                    best as i64,
+                    format!(
+                        "its tiles finish the chunks one after another and the copy engine sends each to {} peer(s) (predicted {})",
+                        w - 1,
+                        listed.join(", ")
+                    ),
+                );
+                best as i64
             }
         }
     };

@@ -150,6 +150,70 @@ pub fn chunks_per_wave(machine: &Machine, tiles: u64, candidates: &[u64]) -> Opt
         })
 }
 
+/// An output that the kernel's tiles produce and the copy engine sends to
+/// every peer chunk by chunk as its tiles finish (an all-gather of the
+/// kernel's output; the all-reduce from gathered operands).
+#[derive(Clone, Copy, Debug)]
+pub struct GatheredOutput {
+    /// Ranks each chunk goes to (`W - 1`).
+    pub peers: u64,
+    /// Bytes of the rank's block of the output.
+    pub block_bytes: u64,
+    /// Floating-point operations of the kernel that produces the block.
+    pub flops: f64,
+}
+
+/// Predicted time of a launch whose output goes out in `n` chunks: the
+/// tiles finish chunk `i` at `(i + 1) / n` of the kernel (they walk the
+/// chunked dimension last), and the copy stream sends each chunk to every
+/// peer once it is finished and the previous copies are done, each copy
+/// costing `copy_latency + sync + chunk bytes / link bandwidth`:
+///
+/// ```text
+///   ready(i) = (i + 1) / n * T_kernel
+///   end(i)   = max(ready(i), end(i - 1)) + peers * T_copy
+///   T(n)     = max(T_kernel, end(n - 1)) + launch
+/// ```
+///
+/// Few chunks leave the copies for after the kernel; many pay the
+/// per-copy cost many times. Measured on 2 x H200 (benches/ag_gemm
+/// README): 1 chunk best for a 8 MiB block, 2 for 32 MiB, 4 for 64 MiB.
+pub fn predict_gathered_output(machine: &Machine, output: &GatheredOutput, n: u64) -> f64 {
+    let n = n.max(1);
+    let kernel = output.flops / (machine.gemm_tflops * 1e6);
+    let chunk_bytes = output.block_bytes as f64 / n as f64;
+    let copy = machine.copy_latency_us + machine.sync_us + chunk_bytes / (machine.link_gbps * 1e3);
+    let mut end: f64 = 0.0;
+    for i in 0..n {
+        let ready = (i + 1) as f64 / n as f64 * kernel;
+        end = end.max(ready) + output.peers as f64 * copy;
+    }
+    kernel.max(end) + machine.launch_us
+}
+
+/// The candidate with the lowest [`predict_gathered_output`] (ties within
+/// [`TIE_TOLERANCE`]: the fewer chunks), with every prediction in us.
+pub fn choose_gathered_output(
+    machine: &Machine,
+    output: &GatheredOutput,
+    candidates: &[u64],
+) -> Option<(u64, Vec<(u64, f64)>)> {
+    let predictions: Vec<(u64, f64)> = candidates
+        .iter()
+        .map(|&n| (n, predict_gathered_output(machine, output, n)))
+        .collect();
+    let best_time = predictions
+        .iter()
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min);
+    let best = predictions
+        .iter()
+        .filter(|p| p.1 <= best_time * (1.0 + TIE_TOLERANCE))
+        .map(|p| p.0)
+        .min()?;
+    Some((best, predictions))
+}
+
 /// Predictions within this fraction of the best count as ties.
 pub const TIE_TOLERANCE: f64 = 0.005;
 
@@ -187,6 +251,24 @@ mod tests {
             rows_per_rank: m / 2,
             row_bytes: k * 2,
             flops_per_row: 2.0 * k as f64 * n as f64,
+        }
+    }
+
+    #[test]
+    fn gathered_output_chunks_follow_the_measured_best() {
+        // The all-reduce from gathered operands on 2 x H200, K_local = 1024,
+        // N = 8192: each rank's block of C is M/2 rows; its kernel does
+        // 2 * M/2 * N * 2048 flops. Measured best: 1, 2 and 4 chunks
+        // (benches/ag_gemm/results/arg-1dd54e0).
+        let m = Machine::H200_NVLINK;
+        for (rows, best) in [(512u64, 1u64), (2048, 2), (4096, 4)] {
+            let output = GatheredOutput {
+                peers: 1,
+                block_bytes: rows * 8192 * 2,
+                flops: 2.0 * rows as f64 * 8192.0 * 2048.0,
+            };
+            let (chosen, _) = choose_gathered_output(&m, &output, &[1, 2, 4, 8, 16]).unwrap();
+            assert_eq!(chosen, best, "{rows} rows");
         }
     }
 

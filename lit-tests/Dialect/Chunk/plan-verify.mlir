@@ -222,7 +222,3 @@ chunk.plan @scatter_produced world_size(2) {
   // expected-error @below {{'chunk.all_to_all' op moves @C, which kernel tiles produce (@tiles): an all-to-all of a produced buffer is not supported (its chunks would be copied before the tiles write them)}}
   chunk.all_to_all @C into @D dim(0) chunks(2)
 }
-  chunk.produce @tiles @C dim(1) tile(128)
-  // expected-error @below {{'chunk.all_gather' op moves @C, which kernel tiles produce (@tiles): gathering a produced buffer is not supported (its chunks would be copied before the tiles write them)}}
-  chunk.all_gather @C dim(0) chunks(2) split(1)
-}

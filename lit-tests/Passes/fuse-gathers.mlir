@@ -1,0 +1,176 @@
+// chunk-fuse-gathers: an all-gather of the output the kernel's tiles
+// produce. Each rank's kernel computes its 256 rows of @C [512, 256] in
+// 128x64 tiles (program_id 1 is the column tile); the all-gather sends
+// them to the peer in 2 column chunks of 128 (2 column tiles x 2 row
+// tiles = 4 tiles each). chunk-expand-collectives makes the peer's
+// transfers wait for the tiles; this pass moves the kernel's store to the
+// rank's rows (+ rank * 256 * 256 elements), makes it wait until the copy
+// engine read the previous epoch's chunk (copied[g] >= epoch - 1) and
+// counts it (produced[g]); chunk g = rank * 2 + column tile * 64 / 128.
+// Flags: produced 0..4, arrived 4..8, copied 8..12.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-fuse-gathers)' \
+// RUN:   | FileCheck %s
+// RUN: synco-opt %s --split-input-file --pass-pipeline='builtin.module(chunk-expand-collectives)' \
+// RUN:   2>/dev/null | FileCheck %s --check-prefix=EXPAND
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-fuse-gathers,chunk-lower-transfers)' \
+// RUN:   | FileCheck %s --check-prefix=SCHEDULE
+// Without this pass, nothing would wait for the tiles: refused.
+// RUN: not synco-opt %s --split-input-file \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers)' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=UNFUSED
+// UNFUSED: error: chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first
+//
+// The rank's own block stays in place; the peer's chunks wait for @tiles.
+// EXPAND-LABEL: chunk.plan @gather
+// EXPAND:      chunk.transfer @C_p0_c0 local
+// EXPAND-NOT:  after
+// EXPAND:      chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]>
+// EXPAND-SAME: order(2) after [@tiles]
+// EXPAND:      chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]>
+// EXPAND-SAME: order(3) after [@tiles]
+//
+// Rank 0's side stream: chunk 0 (g = 0) once its 4 tiles are counted,
+// 256 rows of 128 elements (256 bytes), pitch 512 bytes, into rank 1's
+// @C at the same place, then arrived[0] = flag 4 there and copied[0] =
+// flag 8 here; chunk 1 from byte 256. Rank 0's launch ends when rank 1's
+// chunks (g = 2, 3) have arrived: flags 6 and 7.
+// SCHEDULE: \22completion\22:{{\[}}{{\[}}[6,1],[7,1]],{{\[}}[4,1],[5,1]]]
+// SCHEDULE-SAME: \22num_flags\22:12
+// SCHEDULE-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:4,\22bytes\22:256,\22consumed\22:null,\22copied\22:8,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[0,4],\22rows\22:{\22count\22:256,\22dst_pitch\22:512,\22src_pitch\22:512},\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:5,{{.*}}\22copied\22:9,{{.*}}\22produced\22:[1,4],{{.*}}\22src_offset\22:256}],
+// Rank 1's first copy: its chunk g = 2 (byte 256 * 256 * 2 = 131072).
+// SCHEDULE-SAME: {{\[}}{\22arrived\22:6,{{.*}}\22dst_offset\22:131072,\22owner\22:0,\22produced\22:[2,4],{{.*}}\22src_offset\22:131072}
+//
+// CHECK-LABEL: chunk.plan @gather
+// CHECK-SAME:  synco.completion = "{{\[}}{{\[}}[6,1],[7,1]],{{\[}}[4,1],[5,1]]]"
+// CHECK:       chunk.transfer @C_p1_c0 {{.*}}synco.fused
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:       ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>):
+// CHECK:       %[[PID_N:.*]] = "tt.get_program_id"() <{axis = 1 : i32}>
+// CHECK:       %[[C64:.*]] = arith.constant 64 : i32
+// CHECK-NEXT:  %[[COL:.*]] = arith.muli %[[PID_N]], %[[C64]] : i32
+// CHECK-NEXT:  %[[C128:.*]] = arith.constant 128 : i32
+// CHECK-NEXT:  %[[C:.*]] = arith.divsi %[[COL]], %[[C128]] : i32
+// CHECK-NEXT:  %[[C2:.*]] = arith.constant 2 : i32
+// CHECK-NEXT:  %[[FIRST:.*]] = arith.muli %[[RANK]], %[[C2]] : i32
+// CHECK-NEXT:  %[[G:.*]] = arith.addi %[[C]], %[[FIRST]] : i32
+// CHECK-NEXT:  %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:  %[[PREV:.*]] = arith.subi %[[EPOCH]], %[[ONE]] : i32
+// CHECK-NEXT:  %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-NEXT:  %[[COPIED:.*]] = arith.addi %[[G]], %[[C8]] : i32
+// CHECK-NEXT:  chunk.wait %[[FLAGS]][%[[COPIED]]], %[[PREV]] : !tt.ptr<i32>
+// CHECK-NEXT:  %[[R64:.*]] = arith.extsi %[[RANK]] : i32 to i64
+// CHECK-NEXT:  %[[BLOCK:.*]] = arith.constant 65536 : i64
+// CHECK-NEXT:  %[[SHIFT:.*]] = arith.muli %[[R64]], %[[BLOCK]] {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK-NEXT:  %[[SPLAT:.*]] = "tt.splat"(%[[SHIFT]]) : (i64) -> tensor<128x64xi64>
+// CHECK-NEXT:  %[[MINE:.*]] = "tt.addptr"(%{{.*}}, %[[SPLAT]])
+// CHECK-NEXT:  "tt.store"(%[[MINE]], %{{.*}})
+// CHECK-NEXT:  %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:  %[[PRODUCED:.*]] = arith.addi %[[G]], %[[C0]] : i32
+// CHECK-NEXT:  chunk.arrive %[[FLAGS]][%[[PRODUCED]]] : !tt.ptr<i32>
+// CHECK-NEXT:  "tt.return"
+module {
+  chunk.plan @gather world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    // expected-remark @below {{tiles of @C store into the rank's block and count each of its 2 chunks (4 tiles each, counters 0..12); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.all_gather @C dim(0) chunks(2) split(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.muli %pid_n, %c64 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %pitch = arith.constant dense<256> : tensor<128x1xi32>
+    %roff = arith.muli %re, %pitch : tensor<128x1xi32>
+    %k = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %cs = "tt.splat"(%col) : (i32) -> tensor<64xi32>
+    %cols = arith.addi %cs, %k : tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%c) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Only the copy engine sends a produced output's chunks so far.
+module {
+  chunk.plan @sm_gather world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    // expected-error @below {{chunk-fuse-gathers: an all-gather of an output the tiles produce is sent by the copy engine; backend 'ldst' is not implemented for it}}
+    chunk.all_gather @C dim(0) chunks(2) split(1) backend(ldst)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Chunks of 32 columns would split the 64-wide tiles: a tile could not say
+// which chunk it finished.
+module {
+  chunk.plan @narrow world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    // expected-error @below {{chunks of 32 along dimension 1 of @C would split its 64-wide tiles: pick a chunk count whose chunks hold whole tiles}}
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.all_gather @C dim(0) chunks(8) split(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Row chunks of an output produced by column tiles: every row chunk needs
+// every tile, so its chunks would not follow the tiles.
+module {
+  chunk.plan @rows world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    // expected-error @below {{chunk-fuse-gathers: the all-gather's chunks of @C must cut dimension 1 (along which its tiles are produced) and nothing else; use split(1), or chunks(1)}}
+    chunk.all_gather @C dim(0) chunks(2)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Blocks of columns per rank: the kernel's rows would not be the rank's
+// block.
+module {
+  chunk.plan @columns world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    // expected-error @below {{chunk-fuse-gathers: each rank's block of @C must be rows (an all-gather along dim(0)); it is along dimension 1}}
+    chunk.produce @tiles @C dim(0) tile(128)
+    chunk.all_gather @C dim(1) chunks(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
