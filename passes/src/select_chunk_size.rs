@@ -263,16 +263,8 @@ fn select_per_source(
         }
         Some(n) => n,
         None => {
-            let Some(kernel) = plan.find_kernel_in(module) else {
-                return Err(refuse(
-                    "the module has no kernel whose tile order to follow".into(),
-                ));
-            };
-            let Some(arg) = buffer.arg else {
-                return Err(refuse("it is not bound to a kernel argument".into()));
-            };
-            let index = ir::str_attr(consume, "index");
-            let t = find_tile_index(kernel, arg, Access::Load, tile, index.as_deref(), consume)?;
+            let (_, _, t) =
+                kernel_tile_index(plan, module, &buffer, consume, Access::Load, tile, refuse)?;
             let own = extent / tile;
             let others: i64 = plan
                 .ops_named("chunk.consume")
@@ -329,6 +321,32 @@ fn select_per_source(
     let ctx = ir::context_of(op);
     ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
     Ok(())
+}
+
+/// The plan's kernel, `buffer`'s argument and the tile index that
+/// `tile_op` (its consume or produce) names or implies: what an `auto`
+/// choice that follows the kernel's tile order reads. Without a kernel in
+/// the module or an argument for the buffer, `refuse` says why.
+fn kernel_tile_index(
+    plan: &Plan,
+    module: Op,
+    buffer: &BufferDecl,
+    tile_op: Op,
+    access: Access,
+    tile: i64,
+    refuse: impl Fn(String) -> PassFailed,
+) -> Result<(Op, usize, ir::Value), PassFailed> {
+    let Some(kernel) = plan.find_kernel_in(module) else {
+        return Err(refuse(
+            "the module has no kernel whose tile order to follow".into(),
+        ));
+    };
+    let Some(arg) = buffer.arg else {
+        return Err(refuse("it is not bound to a kernel argument".into()));
+    };
+    let index = ir::str_attr(tile_op, "index");
+    let t = find_tile_index(kernel, arg, access, tile, index.as_deref(), tile_op)?;
+    Ok((kernel, arg, t))
 }
 
 /// The `chunk.produce` of the buffer `op` gathers, if kernel tiles produce it.
@@ -404,16 +422,8 @@ fn select_gathered_output(
             1
         }
         None => {
-            let Some(kernel) = plan.find_kernel_in(module) else {
-                return Err(refuse(
-                    "the module has no kernel whose tile order to follow".into(),
-                ));
-            };
-            let Some(arg) = buffer.arg else {
-                return Err(refuse("it is not bound to a kernel argument".into()));
-            };
-            let index = ir::str_attr(produce, "index");
-            let t = find_tile_index(kernel, arg, Access::Store, tile, index.as_deref(), produce)?;
+            let (kernel, arg, t) =
+                kernel_tile_index(plan, module, &buffer, produce, Access::Store, tile, refuse)?;
             // Rows of the rank's block and of one tile (from the kernel's
             // store of the output).
             let block = buffer.shape.first().copied().unwrap_or(0) / w;
