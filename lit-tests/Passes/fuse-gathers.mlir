@@ -174,3 +174,35 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// The named tile index is not what the store's addresses are computed
+// from (here pid_x = pid_n + 1): the tiles would count the wrong chunks.
+module {
+  chunk.plan @wrong_index world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64) index("pid_x")
+    chunk.all_gather @C dim(0) chunks(2) split(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    %c1 = arith.constant 1 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %pid_x = arith.addi %pid_n, %c1 : i32 loc("pid_x")
+    %col = arith.muli %pid_n, %c64 : i32
+    %k = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %cs = "tt.splat"(%col) : (i32) -> tensor<64xi32>
+    %cols = arith.addi %cs, %k : tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %off = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %ps = "tt.splat"(%c) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    // expected-error @below {{chunk-fuse-gathers: this store of @C does not address its tile as the tile index times 64; cannot tell which chunk it writes}}
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

@@ -52,7 +52,7 @@ use crate::{
         FlagKind, FlagRange, OutputFlags, Plan, bound_kernel, fail, flag_layout, internal, loc,
         plans, region_parts,
     },
-    tiles::{Access, find_tile_index, tile_store},
+    tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op};
@@ -231,6 +231,19 @@ fn fuse(
         )
     })?;
     let store = tile_store(kernel, arg, name, index_op, produce, PASS.argument)?;
+    // The chunk is computed from `t`: the store's addresses must be `t`
+    // tiles in (not, say, a reordered copy of it).
+    if !scaled_by_tile(&[store], tile)
+        .into_iter()
+        .any(|x| ir::same_value(x, t))
+    {
+        return Err(fail(
+            store,
+            format!(
+                "chunk-fuse-gathers: this store of @{name} does not address its tile as the tile index times {tile}; cannot tell which chunk it writes"
+            ),
+        ));
+    }
     let operands = ir::operands(store);
     let (ptrs, value) = (operands[0], operands[1]);
     let shape = ir::tensor_shape(ir::type_of(value)).unwrap_or_default();
