@@ -17,6 +17,9 @@
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-fuse-gathers,chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-fuse-gathers,chunk-lower-transfers)' \
+// RUN:   | FileCheck %s --check-prefix=W4
 // Without this pass, nothing would wait for the tiles: refused.
 // RUN: not synco-opt %s --split-input-file \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers)' 2>&1 \
@@ -202,6 +205,53 @@ module {
     %acc = arith.constant dense<1.0> : tensor<128x64xf32>
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     // expected-error @below {{chunk-fuse-gathers: this store of @C does not address its tile as the tile index times 64; cannot tell which chunk it writes}}
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Four ranks (issue 8's W): each rank's 256 rows of @C [1024, 256] go to
+// its 3 peers, chunk by chunk, in rank-rotated order (r+1, r+2, r+3); the
+// copy that reads a chunk last sets its copied flag. Flags: produced
+// 0..8, arrived 8..16, copied 16..24; rank 0 waits for the 6 chunks of
+// ranks 1 to 3 (g = 2..7: flags 10..15).
+// W4: \22completion\22:{{\[}}{{\[}}[10,1],[11,1],[12,1],[13,1],[14,1],[15,1]],
+// W4-SAME: \22num_flags\22:24
+// W4-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:8,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,{{.*}}\22owner\22:1,{{.*}}{\22arrived\22:8,{{.*}}\22copied\22:null,{{.*}}\22owner\22:2,{{.*}}{\22arrived\22:8,{{.*}}\22copied\22:16,{{.*}}\22owner\22:3,{{.*}}{\22arrived\22:9,
+module {
+  chunk.plan @gather4 world_size(4) {
+    chunk.buffer @C : !chunk.buffer<1024x256xbf16> bind(0)
+    // expected-remark @below {{tiles of @C store into the rank's block and count each of its 2 chunks (4 tiles each, counters 0..24); the copy engine sends each finished chunk to 3 peer(s), 256 rows of 128 columns per copy}}
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.all_gather @C dim(0) chunks(2) split(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.muli %pid_n, %c64 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %pitch = arith.constant dense<256> : tensor<128x1xi32>
+    %roff = arith.muli %re, %pitch : tensor<128x1xi32>
+    %k = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %cs = "tt.splat"(%col) : (i32) -> tensor<64xi32>
+    %cols = arith.addi %cs, %k : tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%c) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
   }) : () -> ()

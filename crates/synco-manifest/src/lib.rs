@@ -275,6 +275,69 @@ pub struct FusedPlan {
 }
 
 impl FusedPlan {
+    /// The side stream's reduction copies and the completion waits name ranks and
+    /// flags of this plan (the runtime indexes its GPUs and writes the flag
+    /// array with them), and 2D copies' rows do not overlap.
+    fn check_reduction_copies(&self, path: &Path) -> Result<(), ManifestError> {
+        let ranks = 0..self.world_size;
+        let flag = |what: String, flag: i64| {
+            if (0..self.num_flags).contains(&flag) {
+                Ok(())
+            } else {
+                Err(ManifestError::FlagIndex {
+                    path: path.into(),
+                    what,
+                    flag,
+                    num_flags: self.num_flags,
+                })
+            }
+        };
+        for (rank, list) in self.reduction_copies.iter().enumerate() {
+            for (i, copy) in list.iter().enumerate() {
+                let what = format!("reduction copy {i} of rank {rank}");
+                for r in [rank as i64, copy.owner] {
+                    if !ranks.contains(&r) {
+                        return Err(ManifestError::CopyRank {
+                            path: path.into(),
+                            copy: what,
+                            rank: r,
+                            world_size: self.world_size,
+                        });
+                    }
+                }
+                let flags = [
+                    Some(copy.produced.0),
+                    copy.consumed.map(|c| c.0),
+                    Some(copy.arrived),
+                    copy.copied,
+                ];
+                for f in flags.into_iter().flatten() {
+                    flag(what.clone(), f)?;
+                }
+                if let Some(rows) = copy.rows
+                    && (rows.count < 1
+                        || rows.src_pitch < copy.bytes
+                        || rows.dst_pitch < copy.bytes)
+                {
+                    return Err(ManifestError::CopyRows {
+                        path: path.into(),
+                        what,
+                        count: rows.count,
+                        bytes: copy.bytes,
+                        src_pitch: rows.src_pitch,
+                        dst_pitch: rows.dst_pitch,
+                    });
+                }
+            }
+        }
+        for (rank, waits) in self.completion.iter().enumerate() {
+            for &(f, _) in waits {
+                flag(format!("the completion of rank {rank}"), f)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the kernel's tiles wait for other ranks' tiles (a fused
     /// reduction: counters per chunk), not only for copies.
     pub fn waits_for_tiles(&self) -> bool {
@@ -310,6 +373,24 @@ pub enum ManifestError {
         copy: String,
         rank: i64,
         world_size: i64,
+    },
+    #[error("{path}: {what} names flag {flag}, outside the kernel's {num_flags} flags")]
+    FlagIndex {
+        path: PathBuf,
+        what: String,
+        flag: i64,
+        num_flags: i64,
+    },
+    #[error(
+        "{path}: {what} copies {count} rows of {bytes} bytes with pitches {src_pitch} / {dst_pitch}: rows would overlap"
+    )]
+    CopyRows {
+        path: PathBuf,
+        what: String,
+        count: i64,
+        bytes: i64,
+        src_pitch: i64,
+        dst_pitch: i64,
     },
 }
 
@@ -351,8 +432,17 @@ impl LaunchManifest {
                             world_size: fused.world_size,
                         });
                     }
+                    if let Some(flag) = copy.flag.filter(|f| !(0..fused.num_flags).contains(f)) {
+                        return Err(ManifestError::FlagIndex {
+                            path: path.into(),
+                            what: format!("copy '{}'", copy.name.clone().unwrap_or_default()),
+                            flag,
+                            num_flags: fused.num_flags,
+                        });
+                    }
                 }
             }
+            fused.check_reduction_copies(path)?;
         }
         Ok(manifest)
     }
@@ -474,6 +564,61 @@ mod tests {
         assert!(
             err.to_string()
                 .ends_with("copy 'A_p1_c0' names rank 2, outside the plan's 2 ranks"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_reduction_copies_outside_the_plan() {
+        let dir = std::env::temp_dir().join(format!("synco-manifest-rc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.json");
+        let load = |copy: &str, completion: &str| {
+            let mut m = sample();
+            m.fused = Some(
+                serde_json::from_str(&format!(
+                    r#"{{"plan": "p", "world_size": 2, "num_flags": 8, "buffers": [], "chunks": [], "copies": [],
+                        "reduction_copies": [[{copy}], []], "completion": {completion}}}"#
+                ))
+                .unwrap(),
+            );
+            std::fs::write(&path, m.to_json()).unwrap();
+            LaunchManifest::load(&path)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let copy = |owner: i64, arrived: i64, rows: &str| {
+            format!(
+                r#"{{"src_buffer": "C", "dst_buffer": "C", "owner": {owner}, "src_offset": 0, "dst_offset": 0,
+                    "bytes": 256, "produced": [0, 4], "arrived": {arrived}, "copied": 6{rows}}}"#
+            )
+        };
+        let rows = r#", "rows": {"count": 4, "src_pitch": 512, "dst_pitch": 512}"#;
+        assert_eq!(load(&copy(1, 4, rows), "[[[4, 1]], [[5, 1]]]"), Ok(()));
+        // An older manifest's 1D copy has no rows.
+        assert_eq!(load(&copy(1, 4, ""), "[]"), Ok(()));
+        let err = load(&copy(2, 4, ""), "[]").unwrap_err();
+        assert!(
+            err.ends_with(
+                "copy 'reduction copy 0 of rank 0' names rank 2, outside the plan's 2 ranks"
+            ),
+            "{err}"
+        );
+        let err = load(&copy(1, 8, ""), "[]").unwrap_err();
+        assert!(
+            err.ends_with("reduction copy 0 of rank 0 names flag 8, outside the kernel's 8 flags"),
+            "{err}"
+        );
+        let err = load(&copy(1, 4, ""), "[[[9, 1]], []]").unwrap_err();
+        assert!(
+            err.ends_with("the completion of rank 0 names flag 9, outside the kernel's 8 flags"),
+            "{err}"
+        );
+        let overlapping = r#", "rows": {"count": 4, "src_pitch": 128, "dst_pitch": 512}"#;
+        let err = load(&copy(1, 4, overlapping), "[]").unwrap_err();
+        assert!(
+            err.ends_with("copies 4 rows of 256 bytes with pitches 128 / 512: rows would overlap"),
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
