@@ -54,22 +54,25 @@ def main():
     ap.add_argument("--machine", default=None)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--op", choices=["ag", "rs", "ar", "ar2"], default="ag")
+    ap.add_argument("--op", choices=["ag", "rs", "rsg", "ar", "ar2", "arg"], default="ag")
     args = ap.parse_args()
     synco = [s for s in json.load(open(args.synco)) if s.get("op", "ag") == args.op]
     torch_runs = [json.load(open(path)) for path in args.torch]
     torch_data = torch_runs[0]
     # The all-reduce baseline (GEMM then NCCL all-reduce) is in the
     # reduce-scatter run's rows.
-    torch_op = "rs" if args.op in ("ar", "ar2") else args.op
+    all_reduce = args.op in ("ar", "ar2", "arg")
+    torch_op = "rs" if all_reduce or args.op == "rsg" else args.op
     torch_rows = fastest_of(torch_runs, torch_op)
-    if args.op in ("ar", "ar2"):
+    if all_reduce:
         for r in torch_rows.values():
             r["torch_b2b_ms"] = r.get("torch_b2b_allreduce_ms")
             r.pop("torch_async_tp_ms", None)
-    prefix = {"ag": "results", "rs": "results_rs", "ar": "results_ar", "ar2": "results_ar2"}[args.op]
-    title = {"ag": "All-gather + GEMM", "rs": "GEMM + reduce-scatter", "ar": "GEMM + all-reduce (one-shot)",
-             "ar2": "GEMM + all-reduce (two-shot)"}[args.op]
+    prefix = {"ag": "results", "rs": "results_rs", "rsg": "results_rsg", "ar": "results_ar", "ar2": "results_ar2",
+              "arg": "results_arg"}[args.op]
+    title = {"ag": "All-gather + GEMM", "rs": "GEMM + reduce-scatter",
+             "rsg": "GEMM + reduce-scatter from gathered operands", "ar": "GEMM + all-reduce (one-shot)",
+             "ar2": "GEMM + all-reduce (two-shot)", "arg": "GEMM + all-reduce from gathered operands"}[args.op]
     rows = []
     for shape in synco:
         key = (shape["m"], shape["k"], shape["n"])
@@ -88,8 +91,12 @@ def main():
             by_style.setdefault(key, []).append(v)
         floor = max(shape["cublas_gemm_ms"], shape["comm_ms"])
         for style, variants in by_style.items():
-            auto = next((v for v in variants if v["auto"]), None)
-            sweep = {v["chunks"]: v["median_ms"] for v in variants if not v["auto"]}
+            # (arg: chunks(auto) for both B and C, directory *_oauto.)
+            is_auto = lambda v: v["auto"] and (args.op != "arg" or v["name"].endswith("_oauto"))
+            auto = next((v for v in variants if is_auto(v)), None)
+            # (arg: B's and C's chunk counts, "b/c".)
+            count = lambda v: v["chunks"] if v.get("out_chunks") is None else f"{v['chunks']}/{v['out_chunks']}"
+            sweep = {count(v): v["median_ms"] for v in variants if not v["auto"]}
             best_chunks = min(sweep, key=sweep.get) if sweep else None
             row = {
                 "m": shape["m"], "k": shape["k"], "n_local": shape["n"], "world": shape["world"], "style": style,
@@ -105,10 +112,10 @@ def main():
                 "nccl_comm_ms": t.get("torch_allgather_ms", t.get("torch_reduce_scatter_ms")),
                 "torch_b2b_allreduce_ms": t.get("torch_b2b_allreduce_ms"),
                 "torch_b2b_ms_runs": t.get(
-                    "torch_b2b_allreduce_ms_runs" if args.op in ("ar", "ar2") else "torch_b2b_ms_runs"
+                    "torch_b2b_allreduce_ms_runs" if all_reduce else "torch_b2b_ms_runs"
                 ),
                 "synco_auto_ms": auto["median_ms"] if auto else None,
-                "auto_chunks": auto["chunks"] if auto else None,
+                "auto_chunks": count(auto) if auto else None,
                 "sweep_ms": sweep,
                 "best_chunks": best_chunks,
                 "best_ms": sweep.get(best_chunks),
@@ -143,7 +150,8 @@ def main():
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        sweep = " ".join(f"{n}:{ms:.3f}" for n, ms in sorted(r["sweep_ms"].items(), key=lambda kv: int(kv[0])))
+        order = lambda kv: [int(x) for x in str(kv[0]).split("/")]
+        sweep = " ".join(f"{n}:{ms:.3f}" for n, ms in sorted(r["sweep_ms"].items(), key=order))
         lines.append(
             f"| {r['m']} | {r['k']} | {r['n_local']} | {r['style']} | {f(r['cublas_gemm_ms'])} | {f(r['triton_local_gemm_ms'])} "
             f"| {f(r['comm_ms'])} | {f(r['floor_ms'])} | {f(r['torch_b2b_ms'])} | {f(r['torch_async_tp_ms'])} "
@@ -162,7 +170,7 @@ def main():
               f"PyTorch {torch_data.get('torch')}, NCCL {torch_data.get('nccl')}."]
     if len(torch_runs) > 1:
         lines += ["", f"PyTorch baselines: the fastest of {len(torch_runs)} runs in this call, per shape."]
-    if args.op in ("rs", "ar", "ar2"):
+    if args.op != "ag":
         det = all(r["deterministic"] for r in rows)
         lines += ["", f"Deterministic (second launch on the same inputs, same bits) on every checked variant: {det}."]
         ar = [r for r in rows if r["m"] == 1024 and r.get("torch_b2b_allreduce_ms")]
