@@ -77,7 +77,7 @@
 module {
   chunk.plan @gather world_size(2) {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
-    // expected-remark @below {{tiles of @C store into the rank's block and count each of its 2 chunks (4 tiles each, counters 0..12); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
+    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..12); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
     chunk.produce @tiles @C dim(1) tile(64)
     chunk.all_gather @C dim(0) chunks(2) split(1)
   }
@@ -223,7 +223,7 @@ module {
 module {
   chunk.plan @gather4 world_size(4) {
     chunk.buffer @C : !chunk.buffer<1024x256xbf16> bind(0)
-    // expected-remark @below {{tiles of @C store into the rank's block and count each of its 2 chunks (4 tiles each, counters 0..24); the copy engine sends each finished chunk to 3 peer(s), 256 rows of 128 columns per copy}}
+    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..24); the copy engine sends each finished chunk to 3 peer(s), 256 rows of 128 columns per copy}}
     chunk.produce @tiles @C dim(1) tile(64)
     chunk.all_gather @C dim(0) chunks(2) split(1)
   }

@@ -301,7 +301,7 @@ fn fuse(
     Diagnostic::remark(
         loc(produce),
         format!(
-            "tiles of @{name} store into the rank's block and count each of its {} chunks ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends each finished chunk to {} peer(s){}",
+            "tiles of @{name} store into the rank's block and count its chunks ({} per rank, {tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends each finished chunk to {} peer(s){}",
             range.chunks_per_rank,
             range.base,
             range.base + range.count(w),
