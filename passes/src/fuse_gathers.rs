@@ -175,7 +175,7 @@ fn fuse(
     let output = plan
         .buffer(name)
         .ok_or_else(|| internal(produce, "a produced buffer that is not in the plan"))?;
-    let [m, n] = output.shape[..] else {
+    let [_, n] = output.shape[..] else {
         return Err(fail(
             produce,
             format!("chunk-fuse-gathers: @{name} must be a 2D [M, N] buffer"),
@@ -204,7 +204,8 @@ fn fuse(
             format!("unsupported element type {}", output.element),
         )
     })?;
-    let block = m / w;
+    // The rank's rows (its block along dimension 0).
+    let block = range.rank_block;
     let chunk = range.rows_per_chunk;
     if chunk % tile != 0 {
         return Err(fail(

@@ -393,8 +393,16 @@ fn select_gathered_output(
     };
     let extent = along / if chunk_dim == dim { w } else { 1 };
     let follows_tiles = ir::int_attr(produce, "dim").unwrap_or(0) == chunk_dim;
-    let valid =
-        |n: i64| n >= 1 && extent % n == 0 && (extent / n) % tile == 0 && (follows_tiles || n == 1);
+    // Chunks across the tiles' dimension: only the whole block.
+    let valid = |n: i64| {
+        n >= 1
+            && extent % n == 0
+            && if follows_tiles {
+                (extent / n) % tile == 0
+            } else {
+                n == 1
+            }
+    };
     let remark = |n: i64, why: String| {
         Diagnostic::remark(
             loc(op),
