@@ -167,9 +167,7 @@ fn fuse(
     let w = plan.world_size;
     let name = &range.buffer;
     let produce = plan
-        .ops_named("chunk.produce")
-        .into_iter()
-        .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+        .producer_of(name)
         .ok_or_else(|| internal(plan.op, "a gathered output without its chunk.produce"))?;
     let tile = ir::int_attr(produce, "tile").unwrap_or(1);
     let output = plan

@@ -92,6 +92,14 @@ impl Plan {
         self.buffers.iter().find(|b| b.name == name)
     }
 
+    /// The `chunk.produce` whose kernel tiles write buffer `name` (the
+    /// plan verifier allows at most one).
+    pub fn producer_of(&self, name: &str) -> Option<Op> {
+        self.ops_named("chunk.produce")
+            .into_iter()
+            .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+    }
+
     /// [`Plan::kernel_in`] without the error: `None` where it would fail.
     pub fn find_kernel_in(&self, module: Op) -> Option<Op> {
         match &self.kernel {

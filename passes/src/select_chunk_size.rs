@@ -125,7 +125,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 continue;
             }
             match name.as_str() {
-                "chunk.all_gather" if produced_by_tiles(&plan, op).is_some() => {
+                "chunk.all_gather" if plan.producer_of(&landing_buffer(op)).is_some() => {
                     select_gathered_output(&plan, module, op, forced, &machine)?
                 }
                 "chunk.all_gather" | "chunk.all_to_all" => {
@@ -349,14 +349,6 @@ fn kernel_tile_index(
     Ok((kernel, arg, t))
 }
 
-/// The `chunk.produce` of the buffer `op` gathers, if kernel tiles produce it.
-fn produced_by_tiles(plan: &Plan, op: Op) -> Option<Op> {
-    let name = landing_buffer(op);
-    plan.ops_named("chunk.produce")
-        .into_iter()
-        .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(&name))
-}
-
 /// An all-gather of the kernel's output (see the module docs): chunks along
 /// the dimension the tiles are produced along, as many as
 /// `synco_cost_model::choose_gathered_output` predicts fastest when the
@@ -369,7 +361,7 @@ fn select_gathered_output(
     machine: &Machine,
 ) -> Result<(), PassFailed> {
     let name = landing_buffer(op);
-    let (Some(buffer), Some(produce)) = (plan.buffer(&name).cloned(), produced_by_tiles(plan, op))
+    let (Some(buffer), Some(produce)) = (plan.buffer(&name).cloned(), plan.producer_of(&name))
     else {
         return Err(fail(
             op,
