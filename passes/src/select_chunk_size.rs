@@ -252,15 +252,11 @@ fn select_per_source(
     let extent =
         buffer.shape[chunk_dim as usize] / if chunk_dim == dim { plan.world_size } else { 1 };
     let valid = |n: i64| n >= 1 && extent % n == 0 && (extent / n) % tile == 0;
-    let chosen = match forced {
-        Some(n) if !valid(n) => {
-            return Err(fail(
-                op,
-                format!(
-                    "chunk-select-chunk-size: chunks-per-rank={n} does not split @{name}'s {extent} elements along dimension {chunk_dim} into chunks of whole {tile}-wide tiles"
-                ),
-            ));
-        }
+    let chosen = match checked_forced(op, forced, valid, || {
+        format!(
+            "@{name}'s {extent} elements along dimension {chunk_dim} into chunks of whole {tile}-wide tiles"
+        )
+    })? {
         Some(n) => n,
         None => {
             let (_, _, t) =
@@ -321,6 +317,28 @@ fn select_per_source(
     let ctx = ir::context_of(op);
     ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
     Ok(())
+}
+
+/// The count `chunks-per-rank=N` forces on `op`, if given: refused, at
+/// `op`, where it is below 1 or `valid` rejects it (it does not split
+/// `what()`, e.g. "a block of 512 rows into chunks of whole 128-row
+/// tiles").
+fn checked_forced(
+    op: Op,
+    forced: Option<i64>,
+    valid: impl Fn(i64) -> bool,
+    what: impl FnOnce() -> String,
+) -> Result<Option<i64>, PassFailed> {
+    match forced {
+        Some(n) if n < 1 || !valid(n) => Err(fail(
+            op,
+            format!(
+                "chunk-select-chunk-size: chunks-per-rank={n} does not split {}",
+                what()
+            ),
+        )),
+        other => Ok(other),
+    }
 }
 
 /// The plan's kernel, `buffer`'s argument and the tile index that
@@ -402,15 +420,11 @@ fn select_gathered_output(
         )
         .emit();
     };
-    let chosen = match forced {
-        Some(n) if !valid(n) => {
-            return Err(fail(
-                op,
-                format!(
-                    "chunk-select-chunk-size: chunks-per-rank={n} does not split @{name}'s {extent} elements along dimension {chunk_dim} into chunks of whole {tile}-wide tiles along the dimension they are produced along"
-                ),
-            ));
-        }
+    let chosen = match checked_forced(op, forced, valid, || {
+        format!(
+            "@{name}'s {extent} elements along dimension {chunk_dim} into chunks of whole {tile}-wide tiles along the dimension they are produced along"
+        )
+    })? {
         Some(n) => n,
         None if !follows_tiles => {
             remark(
@@ -555,15 +569,8 @@ fn select_reduce_scatter(
         swizzle_group(plan, module).unwrap_or(1)
     };
     let valid = |n: i64| n >= 1 && block % n == 0 && (block / n) % tile == 0;
-    let chosen = match forced {
-        Some(n) if !valid(n) => {
-            return Err(fail(
-                op,
-                format!(
-                    "chunk-select-chunk-size: chunks-per-rank={n} does not split a block of {block} rows into chunks of whole {tile}-row tiles"
-                ),
-            ));
-        }
+    let whole_tiles = || format!("a block of {block} rows into chunks of whole {tile}-row tiles");
+    let chosen = match checked_forced(op, forced, valid, whole_tiles)? {
         Some(n) => n,
         None => {
             let min_tiles = if one_shot { 1 } else { MIN_REDUCE_CHUNK_TILES };
@@ -615,15 +622,8 @@ fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result
     let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
     let valid = |n: i64| block % n == 0 && (block / n) % tile == 0;
     let candidates: Vec<i64> = CANDIDATES.into_iter().filter(|&n| valid(n)).collect();
-    let chosen = if let Some(n) = forced {
-        if n < 1 || !valid(n) {
-            return Err(fail(
-                op,
-                format!(
-                    "chunk-select-chunk-size: chunks-per-rank={n} does not split a block of {block} rows into chunks of whole {tile}-row tiles"
-                ),
-            ));
-        }
+    let whole_tiles = || format!("a block of {block} rows into chunks of whole {tile}-row tiles");
+    let chosen = if let Some(n) = checked_forced(op, forced, valid, whole_tiles)? {
         n
     } else {
         if candidates.is_empty() {
