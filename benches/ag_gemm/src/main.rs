@@ -78,10 +78,6 @@ struct Cli {
     /// rank 0's printed).
     #[arg(long)]
     timeline: bool,
-    /// Spread each rank's pushes of gathered chunks over this many side
-    /// streams (`Node::set_copy_streams`; ranks sharing a GPU keep one).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
-    copy_streams: u8,
 }
 
 impl Cli {
@@ -98,9 +94,7 @@ impl Cli {
                 "--gpus {devices} puts {world} ranks on {devices} GPUs: only correctness means something then; add --check-only"
             );
         }
-        let mut node = Node::open_shared(world, devices, heap)?;
-        node.set_copy_streams(self.copy_streams.into())?;
-        Ok(node)
+        Ok(Node::open_shared(world, devices, heap)?)
     }
 }
 
@@ -312,8 +306,6 @@ struct ShapeResult {
     n: usize,
     world: usize,
     seed: u64,
-    /// Side streams per rank for gathered chunks (`--copy-streams`).
-    copy_streams: u8,
     cublas_gemm_ms: f64,
     /// The communication alone: peer copies of `comm_bytes_per_rank` (what
     /// each rank receives in an all-gather, sends in a reduce-scatter).
@@ -1162,7 +1154,6 @@ fn main() -> Result<()> {
         results.push(ShapeResult {
             op: "ag".into(),
             seed,
-            copy_streams: cli.copy_streams,
             shape: shape_dir
                 .file_name()
                 .unwrap_or_default()

@@ -241,7 +241,6 @@ pub(crate) fn run_shape(
         n,
         world,
         seed,
-        copy_streams: cli.copy_streams,
         cublas_gemm_ms: cublas_ms,
         comm_ms: Some(comm_ms),
         comm_bytes_per_rank: (world - 1) * block_bytes,

@@ -16,8 +16,6 @@ pub enum RuntimeError {
     NotEnoughGpus { wanted: usize, found: usize },
     #[error("{world_size} ranks cannot share {devices} GPUs: give from 1 to {world_size} GPUs")]
     BadSharing { world_size: usize, devices: usize },
-    #[error("{0} copy streams per rank asked: give from 1 to {max}", max = crate::node::MAX_COPY_STREAMS)]
-    BadCopyStreams(usize),
     #[error("GPU {a} cannot access GPU {b}'s memory (no peer access)")]
     NoPeerAccess { a: usize, b: usize },
     #[error(transparent)]

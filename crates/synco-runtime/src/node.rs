@@ -40,11 +40,7 @@ pub(crate) struct Gpu {
     pub device: usize,
     pub ctx: Arc<CudaContext>,
     pub compute: CUstream,
-    /// The side stream: a reduction's copies, and the first of the streams
-    /// a gather's pushes are spread over.
     pub copy: CUstream,
-    /// More side streams for a gather's pushes (`Node::set_copy_streams`).
-    pub more_copy: Vec<CUstream>,
     pub heap: CUdeviceptr,
     pub heap_bases: CUdeviceptr,
     pub errors: CUdeviceptr,
@@ -59,33 +55,6 @@ impl Gpu {
             message: e.to_string(),
         })
     }
-
-    /// Every side stream of the rank: the copy stream, then the others.
-    fn side_streams(&self) -> impl Iterator<Item = CUstream> + '_ {
-        std::iter::once(self.copy).chain(self.more_copy.iter().copied())
-    }
-}
-
-/// The most side streams a rank spreads its pushes over
-/// ([`Node::set_copy_streams`]).
-pub const MAX_COPY_STREAMS: usize = 4;
-
-/// Creates a stream that does not synchronise with the legacy default
-/// stream, on the context bound to the thread.
-fn create_stream(rank: usize) -> Result<CUstream> {
-    let mut stream = std::ptr::null_mut();
-    // SAFETY: plain stream creation on the bound context.
-    unsafe {
-        check(
-            rank,
-            "cuStreamCreate",
-            sys::cuStreamCreate(
-                &mut stream,
-                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-            ),
-        )?;
-    }
-    Ok(stream)
 }
 
 /// The symmetric buffer bound to the plan's buffer `name`.
@@ -105,9 +74,6 @@ pub struct Node {
     /// other's staging).
     layout: HeapLayout,
     epoch: u32,
-    /// How many side streams each rank's pushes are spread over
-    /// ([`Node::set_copy_streams`]).
-    copy_streams: usize,
     /// Scratch for Triton's global scratch pointer, per rank.
     scratch: Vec<(CUdeviceptr, usize)>,
     /// Whether launches time their side-stream copies (`record_timeline`),
@@ -203,9 +169,25 @@ impl Node {
                 message: e.to_string(),
             })?;
             let g = rank;
-            let compute = create_stream(g)?;
-            let copy = create_stream(g)?;
             unsafe {
+                let mut compute = std::ptr::null_mut();
+                check(
+                    g,
+                    "cuStreamCreate",
+                    sys::cuStreamCreate(
+                        &mut compute,
+                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                    ),
+                )?;
+                let mut copy = std::ptr::null_mut();
+                check(
+                    g,
+                    "cuStreamCreate",
+                    sys::cuStreamCreate(
+                        &mut copy,
+                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                    ),
+                )?;
                 let alloc = |bytes: usize| -> Result<CUdeviceptr> {
                     let mut p = 0;
                     check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, bytes))?;
@@ -224,7 +206,6 @@ impl Node {
                     ctx,
                     compute,
                     copy,
-                    more_copy: Vec::new(),
                     heap,
                     heap_bases,
                     errors,
@@ -278,7 +259,6 @@ impl Node {
             gpus,
             layout: HeapLayout::new(heap_bytes),
             epoch: 0,
-            copy_streams: 1,
             timeline_on: false,
             timeline: Vec::new(),
             kernel_starts: Vec::new(),
@@ -287,39 +267,6 @@ impl Node {
 
     pub fn world_size(&self) -> usize {
         self.gpus.len()
-    }
-
-    /// Spreads each rank's pushes of chunks that exist before its kernel
-    /// starts (a gather's: an all-gather's, an all-to-all's) over `streams`
-    /// side streams, round robin in the schedule's order, instead of one
-    /// (the default). A stream writes each chunk's flag once the chunk has
-    /// landed, which drains the copy engine behind it; with two streams
-    /// the next chunk moves meanwhile. Copies that wait for the kernel's
-    /// tiles (a reduction's) stay on the first stream. Ranks that share a
-    /// GPU keep one stream each: streams beyond the driver's hardware
-    /// queues (`CUDA_DEVICE_MAX_CONNECTIONS`, 8 by default) share queues,
-    /// and a stream waiting there could hold another's work.
-    pub fn set_copy_streams(&mut self, streams: usize) -> Result<()> {
-        if !(1..=MAX_COPY_STREAMS).contains(&streams) {
-            return Err(RuntimeError::BadCopyStreams(streams));
-        }
-        for (rank, gpu) in self.gpus.iter_mut().enumerate() {
-            gpu.bind()?;
-            while gpu.more_copy.len() + 1 < streams {
-                gpu.more_copy.push(create_stream(rank)?);
-            }
-        }
-        self.copy_streams = streams;
-        Ok(())
-    }
-
-    /// The side streams `rank`'s pushes are spread over (see
-    /// [`Node::set_copy_streams`]).
-    fn push_streams(&self, rank: usize) -> Vec<CUstream> {
-        let gpu = &self.gpus[rank];
-        let shared = self.gpus.iter().filter(|g| g.device == gpu.device).count() > 1;
-        let streams = if shared { 1 } else { self.copy_streams };
-        gpu.side_streams().take(streams).collect()
     }
 
     /// The epoch of the last launch (its kernel's launch count).
@@ -434,15 +381,17 @@ impl Node {
         let gpu = &self.gpus[rank];
         gpu.bind()?;
         unsafe {
-            for stream in std::iter::once(gpu.compute).chain(gpu.side_streams()) {
-                check(
-                    rank,
-                    "cuStreamSynchronize",
-                    sys::cuStreamSynchronize(stream),
-                )?;
-            }
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.compute),
+            )?;
+            check(
+                rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.copy),
+            )
         }
-        Ok(())
     }
 
     pub fn synchronize_all(&self) -> Result<()> {
@@ -679,13 +628,11 @@ impl Node {
             unsafe {
                 check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
                 // The next launch's copies overwrite rows this kernel reads.
-                for stream in gpu.side_streams() {
-                    check(
-                        g,
-                        "cuStreamWaitEvent",
-                        sys::cuStreamWaitEvent(stream, gpu.end, 0),
-                    )?;
-                }
+                check(
+                    g,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.copy, gpu.end, 0),
+                )?;
             }
         }
         self.timeline = spans;
@@ -754,19 +701,17 @@ impl Node {
         Ok(())
     }
 
-    /// With the timeline on, records a copy of `bytes` on `stream` (one of
-    /// `rank`'s side streams) whose start and data events were recorded
-    /// (`events`), ending now.
+    /// With the timeline on, records a side-stream copy of `bytes` whose
+    /// start and data events were recorded (`events`), ending now.
     fn close_span(
         &self,
         spans: &mut Vec<PendingCopy>,
-        (rank, stream): (usize, CUstream),
+        rank: usize,
         events: [Option<CUevent>; 2],
         bytes: u64,
         what: impl FnOnce() -> String,
     ) -> Result<()> {
-        if let ([Some(start), Some(data_end)], Some(end)) =
-            (events, self.timeline_event(rank, stream)?)
+        if let ([Some(start), Some(data_end)], Some(end)) = (events, self.side_stream_event(rank)?)
         {
             spans.push(PendingCopy {
                 rank,
@@ -778,6 +723,11 @@ impl Node {
             });
         }
         Ok(())
+    }
+
+    /// With the timeline on, an event recorded now on `rank`'s side stream.
+    fn side_stream_event(&self, rank: usize) -> Result<Option<CUevent>> {
+        self.timeline_event(rank, self.gpus[rank].copy)
     }
 
     /// With the timeline on, an event recorded now on `stream`, one of
@@ -835,16 +785,12 @@ impl Node {
                 .filter(|c| c.dst_rank as usize == rank && within_gpu(c))
                 .collect(),
         };
-        // The side streams wait for this launch's start on this rank and on
-        // every rank their copies write into (pushes: the destination's
+        // The copy stream waits for this launch's start on this rank and on
+        // every rank its copies write into (pushes: the destination's
         // previous kernel may still read); the compute stream, for the
         // start of every rank it copies from (its previous work wrote the
         // source).
-        let streams = if before_kernel {
-            vec![gpu.compute]
-        } else {
-            self.push_streams(rank)
-        };
+        let stream = if before_kernel { gpu.compute } else { gpu.copy };
         let mut after: Vec<usize> = if before_kernel {
             Vec::new()
         } else {
@@ -861,14 +807,12 @@ impl Node {
             }
         }
         for waited in after {
-            for &stream in &streams {
-                unsafe {
-                    check(
-                        rank,
-                        "cuStreamWaitEvent",
-                        sys::cuStreamWaitEvent(stream, self.gpus[waited].start, 0),
-                    )?;
-                }
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(stream, self.gpus[waited].start, 0),
+                )?;
             }
         }
         let place = |name: &str| -> Result<(Buffer, i64)> {
@@ -881,20 +825,18 @@ impl Node {
                 .unwrap_or(1);
             Ok((buffer, elem))
         };
-        // Round robin over the streams, in the schedule's order (the order
-        // the tiles read the chunks).
-        for (copy, &stream) in copies.into_iter().zip(streams.iter().cycle()) {
+        for copy in copies {
             let (src_buf, elem) = place(&copy.src_buffer)?;
             let (dst_buf, _) = place(&copy.dst_buffer)?;
             let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
             let dst = self.ptr(copy.dst_rank as usize, &dst_buf) + (copy.dst_offset * elem) as u64;
             let width = (copy.row_elems * elem) as usize;
-            // The timeline follows the side streams only.
+            // The timeline follows the side stream only.
             let side_event = || {
                 if before_kernel {
                     Ok(None)
                 } else {
-                    self.timeline_event(rank, stream)
+                    self.side_stream_event(rank)
                 }
             };
             let start = side_event()?;
@@ -925,7 +867,7 @@ impl Node {
             }
             self.close_span(
                 spans,
-                (rank, stream),
+                rank,
                 [start, data_end],
                 (width * copy.rows as usize) as u64,
                 || {
@@ -999,7 +941,7 @@ impl Node {
                     )?;
                 }
             }
-            let start = self.timeline_event(rank, gpu.copy)?;
+            let start = self.side_stream_event(rank)?;
             let (rows, pitches) = match &copy.rows {
                 Some(r) => (r.count, [r.dst_pitch as usize, r.src_pitch as usize]),
                 None => (1, [copy.bytes as usize; 2]),
@@ -1015,7 +957,7 @@ impl Node {
                 rows as usize,
                 pitches,
             )?;
-            let data_end = self.timeline_event(rank, gpu.copy)?;
+            let data_end = self.side_stream_event(rank)?;
             unsafe {
                 check(
                     rank,
@@ -1037,7 +979,7 @@ impl Node {
             }
             self.close_span(
                 spans,
-                (rank, gpu.copy),
+                rank,
                 [start, data_end],
                 (copy.bytes * rows) as u64,
                 || {
@@ -1057,7 +999,7 @@ impl Node {
         let started = Instant::now();
         for (rank, gpu) in self.gpus.iter().enumerate() {
             gpu.bind()?;
-            for stream in std::iter::once(gpu.compute).chain(gpu.side_streams()) {
+            for stream in [gpu.compute, gpu.copy] {
                 loop {
                     let code = unsafe { sys::cuStreamQuery(stream) };
                     if code == CUresult::CUDA_SUCCESS {
