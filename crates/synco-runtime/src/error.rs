@@ -76,6 +76,28 @@ pub enum RuntimeError {
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]
     UnboundBuffer(String),
     #[error(
+        "the plan's buffer @{name} ({shape} {element}) takes {needed} bytes, but the symmetric buffer bound to it holds {bound}"
+    )]
+    BufferTooSmall {
+        name: String,
+        shape: String,
+        element: String,
+        needed: usize,
+        bound: usize,
+    },
+    #[error(
+        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given:#x}, but the plan binds it to @{buffer}, which lies at {expected:#x} on that rank: pass the bound buffer's address"
+    )]
+    ArgNotBuffer {
+        kernel: String,
+        rank: usize,
+        index: usize,
+        param: String,
+        buffer: String,
+        given: u64,
+        expected: u64,
+    },
+    #[error(
         "rank {rank} timed out waiting for chunk {chunk} of epoch {epoch}: its flag never reached the epoch's value \
          (the transfer or the tiles that set it did not happen or did not finish)"
     )]

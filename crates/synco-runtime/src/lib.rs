@@ -12,7 +12,11 @@
 //! no MLIR) and places the kernel's own storage at the heap's end: its
 //! flags and the plan's staging buffers (`synco.staging`), which
 //! [`Node::unload`] gives back. [`Node::launch`] runs one fused operation
-//! on every rank:
+//! on every rank, once its bindings check out (every plan buffer the
+//! schedule or the kernel uses is bound, no binding is smaller than its
+//! plan buffer, and each kernel argument the plan binds, `bind(i)`, is its
+//! buffer's address on that rank: otherwise copies and tiles would miss
+//! each other or run past the buffer; an error, before any work is issued):
 //!
 //! 1. a new epoch of the kernel: its launch count. Flags are never reset: a
 //!    flag is ready when it holds the current epoch or more, a counter that
@@ -70,6 +74,7 @@
 //! process) replaces `Node::open`'s allocation by an exchange of CUDA IPC
 //! handles of each heap and keeps everything else.
 
+mod bindings;
 mod error;
 mod heap;
 mod kernel;

@@ -430,6 +430,10 @@ impl Node {
             });
         }
         crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
+        // Bindings and bound arguments, before any rank's work is issued.
+        crate::bindings::check(&kernel.manifest, world, bindings, args, &|rank, buffer| {
+            self.ptr(rank, buffer)
+        })?;
         // Copy programs (ldst backend) come first: in front of a 1D grid,
         // or as a plane in front of a 2D one.
         let (copy_programs, copy_plane) = kernel

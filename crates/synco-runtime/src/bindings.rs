@@ -1,0 +1,252 @@
+//! What a launch's bindings must satisfy, checked before anything is issued.
+//!
+//! The compiler placed the plan's copies and the kernel's remote stores
+//! relative to the symmetric buffers the caller binds to the plan's buffers
+//! by name. A binding that is missing, smaller than the plan's buffer, or a
+//! kernel argument that the plan binds to a buffer (`bind(i)`) but that
+//! points elsewhere would make copies and tiles read or write past the
+//! buffer, or tiles wait for chunks that land somewhere else: wrong results
+//! or a corrupted heap, not an error. [`check`] turns each of those into an
+//! error before the launch issues any work, so that no rank runs a launch
+//! that another rank refused.
+
+use crate::{
+    error::{Result, RuntimeError},
+    heap::Buffer,
+    kernel::Arg,
+};
+use synco_manifest::{FusedPlan, LaunchManifest, ParamRole};
+
+/// The plan's buffers that the launch needs bound, by name, in the plan's
+/// order: those the copy schedule reads or writes, those the kernel takes
+/// as `synco_buffer_<name>`, and those bound to kernel arguments (the
+/// kernel's remote stores find peers' copies of them at the same heap
+/// offsets). The kernel's own staging and trace buffers come with it.
+fn needed<'a>(m: &'a LaunchManifest, fused: &'a FusedPlan) -> Vec<&'a str> {
+    let copied = fused
+        .copies
+        .iter()
+        .flatten()
+        .flat_map(|c| [c.src_buffer.as_str(), c.dst_buffer.as_str()]);
+    let reduced = fused
+        .reduction_copies
+        .iter()
+        .flatten()
+        .flat_map(|c| [c.src_buffer.as_str(), c.dst_buffer.as_str()]);
+    let abi = m
+        .params
+        .iter()
+        .filter(|p| p.role == ParamRole::Synco)
+        .filter_map(|p| p.name.strip_prefix("synco_buffer_"));
+    let used: Vec<&str> = copied.chain(reduced).chain(abi).collect();
+    fused
+        .buffers
+        .iter()
+        .filter(|b| !b.staging && !b.trace)
+        .filter(|b| b.arg.is_some() || used.contains(&b.name.as_str()))
+        .map(|b| b.name.as_str())
+        .collect()
+}
+
+/// Checks a launch of `m` with `bindings` (plan buffer name -> symmetric
+/// buffer; names the plan does not declare are ignored) and the user's
+/// arguments `args(rank)`; `address(rank, buffer)` is where `buffer` lies
+/// on `rank`.
+pub(crate) fn check(
+    m: &LaunchManifest,
+    world: usize,
+    bindings: &[(&str, Buffer)],
+    args: &dyn Fn(usize) -> Vec<Arg>,
+    address: &dyn Fn(usize, &Buffer) -> u64,
+) -> Result<()> {
+    let Some(fused) = &m.fused else {
+        return Ok(());
+    };
+    let bound = |name: &str| bindings.iter().find(|(n, _)| *n == name).map(|(_, b)| *b);
+    for name in needed(m, fused) {
+        if bound(name).is_none() {
+            return Err(RuntimeError::UnboundBuffer(name.into()));
+        }
+    }
+    for plan_buffer in fused.buffers.iter().filter(|b| !b.staging && !b.trace) {
+        let Some(buffer) = bound(&plan_buffer.name) else {
+            continue;
+        };
+        let needed = plan_buffer.bytes().max(0) as usize;
+        if buffer.bytes < needed {
+            return Err(RuntimeError::BufferTooSmall {
+                name: plan_buffer.name.clone(),
+                shape: plan_buffer
+                    .shape
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x"),
+                element: plan_buffer.element.clone(),
+                needed,
+                bound: buffer.bytes,
+            });
+        }
+    }
+    // Kernel argument i of `bind(i)` is the i-th user parameter.
+    let user_params: Vec<&str> = m
+        .params
+        .iter()
+        .filter(|p| p.role == ParamRole::User)
+        .map(|p| p.name.as_str())
+        .collect();
+    let pinned: Vec<(usize, &str, Buffer)> = fused
+        .buffers
+        .iter()
+        .filter_map(|b| Some((b.arg?, b.name.as_str(), bound(&b.name)?)))
+        .collect();
+    if pinned.is_empty() {
+        return Ok(());
+    }
+    for rank in 0..world {
+        let given = args(rank);
+        for &(index, name, buffer) in &pinned {
+            let expected = address(rank, &buffer);
+            // A missing or non-pointer argument is the kernel's argument
+            // check's to report (with the parameter's type).
+            if let Some(Arg::Ptr(pointer)) = given.get(index)
+                && *pointer != expected
+            {
+                return Err(RuntimeError::ArgNotBuffer {
+                    kernel: m.kernel.clone(),
+                    rank,
+                    index,
+                    param: user_params.get(index).copied().unwrap_or("?").to_string(),
+                    buffer: name.to_string(),
+                    given: *pointer,
+                    expected,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reduce-scatter on the copy engine: @P (bound to argument 2) is
+    /// copied into the staging buffer, @C is the kernel's ABI output.
+    const MANIFEST: &str = r#"{
+      "format": "synco-launch-manifest", "version": 1, "kernel": "matmul",
+      "cubin": "matmul.cubin", "target": {"backend": "cuda", "arch": 90, "warp_size": 32},
+      "num_warps": 8, "num_ctas": 1, "shared_mem_bytes": 0,
+      "global_scratch": {"size": 0, "align": 1}, "profile_scratch": {"size": 0, "align": 1},
+      "triton_version": "3.6.0",
+      "params": [
+        {"name": "a_ptr", "type": "*bf16", "role": "user"},
+        {"name": "b_ptr", "type": "*bf16", "role": "user"},
+        {"name": "c_ptr", "type": "*bf16", "role": "user"},
+        {"name": "M", "type": "i32", "role": "user"},
+        {"name": "synco_buffer_C", "type": "*bf16", "role": "synco"}
+      ],
+      "fused": {
+        "plan": "gemm_rs", "world_size": 2, "num_flags": 4,
+        "buffers": [
+          {"name": "P", "arg": 2, "shape": [256, 128], "element": "bf16", "element_bytes": 2},
+          {"name": "C", "arg": null, "shape": [128, 128], "element": "bf16", "element_bytes": 2},
+          {"name": "P_staging", "arg": null, "shape": [256, 128], "element": "bf16", "element_bytes": 2, "staging": true}
+        ],
+        "chunks": [], "copies": [[], []]
+      }
+    }"#;
+
+    fn manifest() -> LaunchManifest {
+        serde_json::from_str(MANIFEST).expect("the test manifest parses")
+    }
+
+    const P: Buffer = Buffer {
+        offset: 0,
+        bytes: 256 * 128 * 2,
+    };
+    const C: Buffer = Buffer {
+        offset: 1 << 20,
+        bytes: 128 * 128 * 2,
+    };
+
+    /// Rank r's heap starts at r << 32.
+    fn address(rank: usize, buffer: &Buffer) -> u64 {
+        ((rank as u64) << 32) + buffer.offset as u64
+    }
+
+    fn args_pointing_at(p: Buffer) -> impl Fn(usize) -> Vec<Arg> {
+        move |rank| {
+            vec![
+                Arg::Ptr(7),
+                Arg::Ptr(8),
+                Arg::Ptr(address(rank, &p)),
+                Arg::I32(256),
+            ]
+        }
+    }
+
+    #[test]
+    fn accepts_the_plan_buffers_bound_and_pointed_at() {
+        let bindings = [("P", P), ("C", C), ("unrelated", C)];
+        check(&manifest(), 2, &bindings, &args_pointing_at(P), &address)
+            .expect("a launch bound as the plan says is accepted");
+    }
+
+    #[test]
+    fn refuses_a_buffer_the_launch_needs_unbound() {
+        let e = check(&manifest(), 2, &[("P", P)], &args_pointing_at(P), &address)
+            .expect_err("@C, the kernel's synco_buffer_C, is unbound");
+        assert_eq!(
+            e.to_string(),
+            "the plan's buffer @C has no symmetric buffer bound to it"
+        );
+    }
+
+    #[test]
+    fn refuses_a_binding_smaller_than_the_plan_buffer() {
+        let small = Buffer {
+            offset: 1 << 20,
+            bytes: 128 * 128 * 2 - 512,
+        };
+        let e = check(
+            &manifest(),
+            2,
+            &[("P", P), ("C", small)],
+            &args_pointing_at(P),
+            &address,
+        )
+        .expect_err("a short @C is refused");
+        assert_eq!(
+            e.to_string(),
+            "the plan's buffer @C (128x128 bf16) takes 32768 bytes, but the symmetric buffer bound to it holds 32256"
+        );
+    }
+
+    #[test]
+    fn refuses_a_bound_argument_that_points_elsewhere() {
+        // Rank 1's c_ptr points at @C instead of @P.
+        let args = |rank: usize| {
+            let at = if rank == 1 { C } else { P };
+            vec![
+                Arg::Ptr(7),
+                Arg::Ptr(8),
+                Arg::Ptr(address(rank, &at)),
+                Arg::I32(256),
+            ]
+        };
+        let e = check(&manifest(), 2, &[("P", P), ("C", C)], &args, &address)
+            .expect_err("c_ptr must be @P's address");
+        assert_eq!(
+            e.to_string(),
+            "argument 2 ('c_ptr') of 'matmul' on rank 1 is 0x100100000, but the plan binds it to @P, which lies at 0x100000000 on that rank: pass the bound buffer's address"
+        );
+    }
+
+    #[test]
+    fn leaves_kernels_without_a_plan_alone() {
+        let mut m = manifest();
+        m.fused = None;
+        check(&m, 2, &[], &|_| Vec::new(), &address).expect("no plan, nothing to check");
+    }
+}
