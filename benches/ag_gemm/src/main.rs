@@ -52,7 +52,9 @@ struct Cli {
     filter: Option<String>,
     /// Instead of benchmarking: run the first fused variant with the chunks
     /// copied into rank 1 withheld, and check that the watchdog reports the rank,
-    /// chunk and epoch that timed out (takes the kernel's wait timeout).
+    /// chunk and epoch that timed out (takes the kernel's wait timeout);
+    /// before that, check that launches with a misplaced bound argument or a
+    /// too small binding are refused without issuing anything.
     #[arg(long)]
     watchdog_test: bool,
     /// Seed of the random inputs (default: from the clock, so every run
@@ -1003,7 +1005,8 @@ fn finish_variant(
 }
 
 /// Withholds the chunks copied into rank 1: its tiles must time out, and the runtime must
-/// say so (rank 1, one of its chunks, this epoch), not hang.
+/// say so (rank 1, one of its chunks, this epoch), not hang. First, two launches with bad
+/// bindings must be refused without issuing anything.
 fn watchdog_test(cli: &Cli) -> Result<()> {
     // The first fused all-gather on the copy engine, in name order.
     let mut candidates = Vec::new();
@@ -1039,13 +1042,51 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
     let args: Vec<Vec<Arg>> = (0..v.world)
         .map(|rank| user_args(&node, &p.gemm(), rank, &kernel))
         .collect::<Result<_>>()?;
-    let started = std::time::Instant::now();
-    node.launch(
+    let bindings = [("A", p.a), ("B", p.b), ("C", p.c)];
+    // Launches the runtime must refuse before issuing anything: rank 1's
+    // A argument pointing at C, and A bound to a buffer too small for it.
+    // (Had either issued work or advanced the epoch, the timeout below
+    // would not be epoch 1's.)
+    let c_on_rank_1 = Arg::Ptr(node.ptr(1, &p.c));
+    let misplaced = |rank: usize| {
+        let mut a = args[rank].clone();
+        if rank == 1 {
+            a[0] = c_on_rank_1;
+        }
+        a
+    };
+    let refused_pointer = node.launch(&kernel, grid(&v), &misplaced, &bindings);
+    let small = node.alloc(1024)?;
+    let refused_size = node.launch(
         &kernel,
         grid(&v),
         &|rank| args[rank].clone(),
-        &[("A", p.a), ("B", p.b), ("C", p.c)],
-    )?;
+        &[("A", small), ("B", p.b), ("C", p.c)],
+    );
+    match (&refused_pointer, &refused_size) {
+        (
+            Err(synco_runtime::RuntimeError::ArgNotBuffer {
+                rank: 1, index: 0, ..
+            }),
+            Err(synco_runtime::RuntimeError::BufferTooSmall { .. }),
+        ) => {
+            for e in [refused_pointer, refused_size]
+                .into_iter()
+                .filter_map(Result::err)
+            {
+                println!("bindings: refused: {e}");
+            }
+        }
+        _ => {
+            println!(
+                "bindings: expected a misplaced argument and a short buffer to be refused, got {refused_pointer:?} and {refused_size:?}"
+            );
+            println!("ag-gemm-bench: 0 passed, 1 failed");
+            std::process::exit(1);
+        }
+    }
+    let started = std::time::Instant::now();
+    node.launch(&kernel, grid(&v), &|rank| args[rank].clone(), &bindings)?;
     match node.wait(Duration::from_secs(60)) {
         Err(
             e @ synco_runtime::RuntimeError::WaitTimedOut {
