@@ -73,6 +73,16 @@ pub enum RuntimeError {
     },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
+    #[error("rank {rank} does not exist: the node has {world_size} ranks")]
+    NoSuchRank { rank: usize, world_size: usize },
+    #[error(
+        "a write of {bytes} bytes at offset {offset} runs past a symmetric buffer of {buffer} bytes"
+    )]
+    WritePastBuffer {
+        offset: usize,
+        bytes: usize,
+        buffer: usize,
+    },
     #[error("the plan's buffer @{0} has no symmetric buffer bound to it")]
     UnboundBuffer(String),
     #[error(

@@ -304,7 +304,19 @@ impl Node {
         self.layout.reset();
     }
 
+    /// `rank`'s GPU, or an error naming the world size.
+    fn gpu(&self, rank: usize) -> Result<&Gpu> {
+        self.gpus.get(rank).ok_or(RuntimeError::NoSuchRank {
+            rank,
+            world_size: self.gpus.len(),
+        })
+    }
+
     /// The device address of `buffer` on `rank`.
+    ///
+    /// # Panics
+    ///
+    /// If `rank` is not below [`Node::world_size`].
     pub fn ptr(&self, rank: usize, buffer: &Buffer) -> CUdeviceptr {
         self.gpus[rank].heap + buffer.offset as u64
     }
@@ -314,12 +326,18 @@ impl Node {
     /// legacy default stream would not be ordered with the non-blocking
     /// streams the kernels run on, nor with peers' kernels.)
     pub fn write(&self, rank: usize, buffer: &Buffer, offset: usize, bytes: &[u8]) -> Result<()> {
-        let gpu = &self.gpus[rank];
+        let gpu = self.gpu(rank)?;
+        if offset
+            .checked_add(bytes.len())
+            .is_none_or(|end| end > buffer.bytes)
+        {
+            return Err(RuntimeError::WritePastBuffer {
+                offset,
+                bytes: bytes.len(),
+                buffer: buffer.bytes,
+            });
+        }
         gpu.bind()?;
-        assert!(
-            offset + bytes.len() <= buffer.bytes,
-            "write past the end of a symmetric buffer"
-        );
         unsafe {
             check(
                 rank,
@@ -340,7 +358,7 @@ impl Node {
     }
 
     pub fn read(&self, rank: usize, buffer: &Buffer) -> Result<Vec<u8>> {
-        let gpu = &self.gpus[rank];
+        let gpu = self.gpu(rank)?;
         gpu.bind()?;
         self.synchronize(rank)?;
         let mut out = vec![0u8; buffer.bytes];
@@ -361,7 +379,7 @@ impl Node {
     /// Sets every byte of `buffer` on `rank` (to poison outputs); returns
     /// once it is done (see [`Node::write`]).
     pub fn fill(&self, rank: usize, buffer: &Buffer, byte: u8) -> Result<()> {
-        let gpu = &self.gpus[rank];
+        let gpu = self.gpu(rank)?;
         gpu.bind()?;
         unsafe {
             check(
@@ -378,7 +396,7 @@ impl Node {
     }
 
     pub fn synchronize(&self, rank: usize) -> Result<()> {
-        let gpu = &self.gpus[rank];
+        let gpu = self.gpu(rank)?;
         gpu.bind()?;
         unsafe {
             check(
@@ -400,10 +418,19 @@ impl Node {
 
     /// The compute stream of `rank` (for callers that enqueue their own
     /// work, e.g. a cuBLAS reference).
+    ///
+    /// # Panics
+    ///
+    /// If `rank` is not below [`Node::world_size`].
     pub fn compute_stream(&self, rank: usize) -> cudarc::driver::sys::CUstream {
         self.gpus[rank].compute
     }
 
+    /// The CUDA context of `rank`'s GPU.
+    ///
+    /// # Panics
+    ///
+    /// If `rank` is not below [`Node::world_size`].
     pub fn context(&self, rank: usize) -> &Arc<CudaContext> {
         &self.gpus[rank].ctx
     }
@@ -1152,6 +1179,17 @@ mod tests {
                 assert!(matches!(
                     node.alloc(1 << 21),
                     Err(RuntimeError::HeapFull { .. })
+                ));
+                assert!(matches!(
+                    node.write(0, &buffer, 1000, &data[..100]),
+                    Err(RuntimeError::WritePastBuffer { .. })
+                ));
+                assert!(matches!(
+                    node.read(1, &buffer),
+                    Err(RuntimeError::NoSuchRank {
+                        rank: 1,
+                        world_size: 1
+                    })
                 ));
             }
         }
