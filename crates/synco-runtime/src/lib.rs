@@ -75,16 +75,19 @@
 //! handles of each heap and keeps everything else.
 
 mod bindings;
+mod copies;
 mod error;
 mod heap;
 mod kernel;
 mod node;
+mod timeline;
 pub mod trace;
 
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
-pub use node::{CopySpan, LaunchTimeline, Node};
+pub use node::Node;
+pub use timeline::{CopySpan, LaunchTimeline};
 pub use trace::TileTrace;
 
 pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;

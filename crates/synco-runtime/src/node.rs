@@ -1,9 +1,11 @@
 //! GPUs, symmetric heaps, launches and the watchdog.
 
 use crate::{
+    copies::{CopyPhase, bound},
     error::{Result, RuntimeError},
     heap::{Buffer, HeapLayout},
     kernel::{Arg, FusedKernel},
+    timeline::PendingCopy,
 };
 use cudarc::driver::{
     CudaContext,
@@ -20,17 +22,6 @@ pub(crate) fn check(rank: usize, call: &'static str, code: CUresult) -> Result<(
     } else {
         Err(RuntimeError::Cuda { call, rank, code })
     }
-}
-
-/// Which copy-engine copies `Node::enqueue_copies` issues for a rank.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum CopyPhase {
-    /// The rank's copies between GPUs, on its copy stream, each setting its
-    /// flag.
-    SideStream,
-    /// Copies into the rank within its GPU (`before_kernel`, or from a rank
-    /// sharing the GPU), on its compute stream before its kernel.
-    BeforeKernel,
 }
 
 /// One rank (its index in `Node::gpus`): its GPU's context, streams, heap
@@ -57,15 +48,6 @@ impl Gpu {
     }
 }
 
-/// The symmetric buffer bound to the plan's buffer `name`.
-fn bound(bindings: &[(&str, Buffer)], name: &str) -> Result<Buffer> {
-    bindings
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, b)| *b)
-        .ok_or_else(|| RuntimeError::UnboundBuffer(name.into()))
-}
-
 pub struct Node {
     pub(crate) gpus: Vec<Gpu>,
     /// What the heaps hold (the same on every rank): the caller's buffers
@@ -78,47 +60,11 @@ pub struct Node {
     scratch: Vec<(CUdeviceptr, usize)>,
     /// Whether launches time their side-stream copies (`record_timeline`),
     /// and the last launch's copies with their events.
-    timeline_on: bool,
-    timeline: Vec<PendingCopy>,
+    pub(crate) timeline_on: bool,
+    pub(crate) timeline: Vec<PendingCopy>,
     /// With the timeline on: per rank, an event recorded on the compute
     /// stream just before the last launch's kernel.
-    kernel_starts: Vec<(usize, CUevent)>,
-}
-
-/// The last launch seen from the streams (see [`Node::record_timeline`]).
-#[derive(Clone, Debug, Default)]
-pub struct LaunchTimeline {
-    /// Per rank, when the kernel could start: the compute stream reached it
-    /// (an all-gather's copies and the kernels of lower ranks are issued
-    /// before it, so on an idle GPU this is later than the launch's start).
-    pub kernel_start_ms: Vec<f32>,
-    pub copies: Vec<CopySpan>,
-}
-
-/// A side-stream copy of the last launch, between CUDA events.
-struct PendingCopy {
-    rank: usize,
-    what: String,
-    bytes: u64,
-    start: CUevent,
-    data_end: CUevent,
-    end: CUevent,
-}
-
-/// When one side-stream copy of the last launch ran (see
-/// [`Node::record_timeline`]), in milliseconds after the launch started on
-/// its rank: `start` once the waits before it were satisfied (the chunk's
-/// tiles done, the owner done with the previous epoch's), `data_end` once
-/// its bytes were copied, `end` once its flag was written too.
-#[derive(Clone, Debug)]
-pub struct CopySpan {
-    pub rank: usize,
-    /// Source, destination and owner, e.g. `P -> P_staging on rank 1`.
-    pub what: String,
-    pub bytes: u64,
-    pub start_ms: f32,
-    pub data_end_ms: f32,
-    pub end_ms: f32,
+    pub(crate) kernel_starts: Vec<(usize, CUevent)>,
 }
 
 impl Node {
@@ -671,359 +617,6 @@ impl Node {
         Ok(())
     }
 
-    /// While `on`, every launch records CUDA events around each of its
-    /// side-stream copies and before each rank's kernel, for
-    /// [`Node::timeline`] (a diagnostic: three events per copy and one per
-    /// kernel, created at every launch; off by default).
-    pub fn record_timeline(&mut self, on: bool) -> Result<()> {
-        self.timeline_on = on;
-        if !on {
-            self.drop_timeline()?;
-        }
-        Ok(())
-    }
-
-    /// When the last launch's kernels could start and its side-stream
-    /// copies ran, rank by rank, in milliseconds after the launch started
-    /// on that rank (call [`Node::wait`] first; empty unless
-    /// [`Node::record_timeline`] was on).
-    pub fn timeline(&self) -> Result<LaunchTimeline> {
-        let since_start = |rank: usize, event: CUevent| self.ms_since_start(rank, event);
-        let copies = self
-            .timeline
-            .iter()
-            .map(|copy| {
-                Ok(CopySpan {
-                    rank: copy.rank,
-                    what: copy.what.clone(),
-                    bytes: copy.bytes,
-                    start_ms: since_start(copy.rank, copy.start)?,
-                    data_end_ms: since_start(copy.rank, copy.data_end)?,
-                    end_ms: since_start(copy.rank, copy.end)?,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let kernel_start_ms = self
-            .kernel_starts
-            .iter()
-            .map(|&(rank, event)| since_start(rank, event))
-            .collect::<Result<_>>()?;
-        Ok(LaunchTimeline {
-            kernel_start_ms,
-            copies,
-        })
-    }
-
-    /// Destroys the events of the last launch's timeline.
-    fn drop_timeline(&mut self) -> Result<()> {
-        for (rank, event) in self.kernel_starts.drain(..) {
-            self.gpus[rank].bind()?;
-            // SAFETY: an event this node created (as below).
-            unsafe { check(rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
-        }
-        for copy in self.timeline.drain(..) {
-            self.gpus[copy.rank].bind()?;
-            // SAFETY: events this node created; a launch that recorded them
-            // may still run: CUDA releases them once it is done.
-            for event in [copy.start, copy.data_end, copy.end] {
-                unsafe { check(copy.rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
-            }
-        }
-        Ok(())
-    }
-
-    /// With the timeline on, records a side-stream copy of `bytes` whose
-    /// start and data events were recorded (`events`), ending now.
-    fn close_span(
-        &self,
-        spans: &mut Vec<PendingCopy>,
-        rank: usize,
-        events: [Option<CUevent>; 2],
-        bytes: u64,
-        what: impl FnOnce() -> String,
-    ) -> Result<()> {
-        if let ([Some(start), Some(data_end)], Some(end)) = (events, self.side_stream_event(rank)?)
-        {
-            spans.push(PendingCopy {
-                rank,
-                what: what(),
-                bytes,
-                start,
-                data_end,
-                end,
-            });
-        }
-        Ok(())
-    }
-
-    /// With the timeline on, an event recorded now on `rank`'s side stream.
-    fn side_stream_event(&self, rank: usize) -> Result<Option<CUevent>> {
-        self.timeline_event(rank, self.gpus[rank].copy)
-    }
-
-    /// With the timeline on, an event recorded now on `stream`, one of
-    /// `rank`'s streams.
-    fn timeline_event(&self, rank: usize, stream: CUstream) -> Result<Option<CUevent>> {
-        if !self.timeline_on {
-            return Ok(None);
-        }
-        let mut event = std::ptr::null_mut();
-        // SAFETY: plain event creation and recording on this rank's
-        // context (bound by the caller).
-        unsafe {
-            check(rank, "cuEventCreate", sys::cuEventCreate(&mut event, 0))?;
-            check(rank, "cuEventRecord", sys::cuEventRecord(event, stream))?;
-        }
-        Ok(Some(event))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn enqueue_copies(
-        &self,
-        rank: usize,
-        fused: &synco_manifest::FusedPlan,
-        bindings: &[(&str, Buffer)],
-        epoch: u32,
-        flags: Buffer,
-        spans: &mut Vec<PendingCopy>,
-        phase: CopyPhase,
-    ) -> Result<()> {
-        let before_kernel = phase == CopyPhase::BeforeKernel;
-        let gpu = &self.gpus[rank];
-        // (The manifest's copies name ranks of the plan, which `launch`
-        // checked is this node's world.)
-        let device_of = |r: i64| self.gpus[r as usize].device;
-        // Copies within one GPU (a rank's own, or between ranks sharing the
-        // GPU) go on the destination's compute stream, in front of its
-        // kernel: the driver may run them on SMs, which the kernel's tiles,
-        // waiting for them, would hold. The others go on the source's or
-        // destination's copy stream (whichever drives them).
-        let within_gpu = |c: &synco_manifest::Copy| {
-            c.before_kernel || device_of(c.src_rank) == device_of(c.dst_rank)
-        };
-        let copies: Vec<&synco_manifest::Copy> = match phase {
-            CopyPhase::SideStream => fused
-                .copies
-                .get(rank)
-                .into_iter()
-                .flatten()
-                .filter(|c| !within_gpu(c))
-                .collect(),
-            CopyPhase::BeforeKernel => fused
-                .copies
-                .iter()
-                .flatten()
-                .filter(|c| c.dst_rank as usize == rank && within_gpu(c))
-                .collect(),
-        };
-        // The copy stream waits for this launch's start on this rank and on
-        // every rank its copies write into (pushes: the destination's
-        // previous kernel may still read); the compute stream, for the
-        // start of every rank it copies from (its previous work wrote the
-        // source).
-        let stream = if before_kernel { gpu.compute } else { gpu.copy };
-        let mut after: Vec<usize> = if before_kernel {
-            Vec::new()
-        } else {
-            vec![rank]
-        };
-        for copy in &copies {
-            let other = if before_kernel {
-                copy.src_rank
-            } else {
-                copy.dst_rank
-            } as usize;
-            if other != rank && !after.contains(&other) {
-                after.push(other);
-            }
-        }
-        for waited in after {
-            unsafe {
-                check(
-                    rank,
-                    "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(stream, self.gpus[waited].start, 0),
-                )?;
-            }
-        }
-        let place = |name: &str| -> Result<(Buffer, i64)> {
-            let buffer = bound(bindings, name)?;
-            let elem = fused
-                .buffers
-                .iter()
-                .find(|b| b.name == name)
-                .and_then(|b| b.element_bytes)
-                .unwrap_or(1);
-            Ok((buffer, elem))
-        };
-        for copy in copies {
-            let (src_buf, elem) = place(&copy.src_buffer)?;
-            let (dst_buf, _) = place(&copy.dst_buffer)?;
-            let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
-            let dst = self.ptr(copy.dst_rank as usize, &dst_buf) + (copy.dst_offset * elem) as u64;
-            let width = (copy.row_elems * elem) as usize;
-            // The timeline follows the side stream only.
-            let side_event = || {
-                if before_kernel {
-                    Ok(None)
-                } else {
-                    self.side_stream_event(rank)
-                }
-            };
-            let start = side_event()?;
-            copy_2d(
-                rank,
-                stream,
-                [dst, src],
-                width,
-                copy.rows as usize,
-                [
-                    (copy.dst_pitch * elem) as usize,
-                    (copy.src_pitch * elem) as usize,
-                ],
-            )?;
-            let data_end = side_event()?;
-            unsafe {
-                if let Some(flag) = copy.flag {
-                    let flags = self.ptr(copy.dst_rank as usize, &flags);
-                    check(
-                        rank,
-                        "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(stream, flags + 4 * flag as u64, epoch, 0),
-                    )?;
-                }
-            }
-            if before_kernel {
-                continue;
-            }
-            self.close_span(
-                spans,
-                rank,
-                [start, data_end],
-                (width * copy.rows as usize) as u64,
-                || {
-                    format!(
-                        "{} of rank {} -> {}",
-                        copy.src_buffer, copy.src_rank, copy.dst_buffer
-                    )
-                },
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The side stream's copies of chunks the kernel's tiles finish, for a
-    /// reduction moved by the copy engine: partials into their owner's
-    /// staging buffer, and a two-shot all-reduce's sums into every peer's
-    /// output (see `synco_manifest::ReductionCopy`). The peer's flag is
-    /// written by a 4-byte peer copy of this launch's epoch, kept in the
-    /// word after the kernel's flags, so every stream memory operation
-    /// stays local.
-    fn enqueue_reduction_copies(
-        &self,
-        rank: usize,
-        fused: &synco_manifest::FusedPlan,
-        bindings: &[(&str, Buffer)],
-        epoch: u32,
-        flags: Buffer,
-        spans: &mut Vec<PendingCopy>,
-    ) -> Result<()> {
-        let Some(copies) = fused.reduction_copies.get(rank).filter(|c| !c.is_empty()) else {
-            return Ok(());
-        };
-        let gpu = &self.gpus[rank];
-        let local_flags = self.ptr(rank, &flags);
-        let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
-        let epoch_word = flag(local_flags, fused.num_flags);
-        let wait_geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
-        unsafe {
-            check(
-                rank,
-                "cuStreamWriteValue32",
-                sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
-            )?;
-        }
-        for copy in copies {
-            let src = bound(bindings, &copy.src_buffer)?;
-            let dst = bound(bindings, &copy.dst_buffer)?;
-            let owner = copy.owner as usize;
-            let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
-            unsafe {
-                check(
-                    rank,
-                    "cuStreamWaitValue32",
-                    sys::cuStreamWaitValue32_v2(
-                        gpu.copy,
-                        flag(local_flags, copy.produced.0),
-                        target(copy.produced, epoch),
-                        wait_geq,
-                    ),
-                )?;
-                if let Some(consumed) = copy.consumed {
-                    check(
-                        rank,
-                        "cuStreamWaitValue32",
-                        sys::cuStreamWaitValue32_v2(
-                            gpu.copy,
-                            flag(local_flags, consumed.0),
-                            target(consumed, epoch - 1),
-                            wait_geq,
-                        ),
-                    )?;
-                }
-            }
-            let start = self.side_stream_event(rank)?;
-            let (rows, pitches) = match &copy.rows {
-                Some(r) => (r.count, [r.dst_pitch as usize, r.src_pitch as usize]),
-                None => (1, [copy.bytes as usize; 2]),
-            };
-            copy_2d(
-                rank,
-                gpu.copy,
-                [
-                    self.ptr(owner, &dst) + copy.dst_offset as u64,
-                    self.ptr(rank, &src) + copy.src_offset as u64,
-                ],
-                copy.bytes as usize,
-                rows as usize,
-                pitches,
-            )?;
-            let data_end = self.side_stream_event(rank)?;
-            unsafe {
-                check(
-                    rank,
-                    "cuMemcpyAsync",
-                    sys::cuMemcpyAsync(
-                        flag(self.ptr(owner, &flags), copy.arrived),
-                        epoch_word,
-                        4,
-                        gpu.copy,
-                    ),
-                )?;
-                if let Some(copied) = copy.copied {
-                    check(
-                        rank,
-                        "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(gpu.copy, flag(local_flags, copied), epoch, 0),
-                    )?;
-                }
-            }
-            self.close_span(
-                spans,
-                rank,
-                [start, data_end],
-                (copy.bytes * rows) as u64,
-                || {
-                    format!(
-                        "{} -> {} on rank {}",
-                        copy.src_buffer, copy.dst_buffer, copy.owner
-                    )
-                },
-            )?;
-        }
-        Ok(())
-    }
-
     /// Waits (at most `deadline`) for every rank's last launch, then checks
     /// every rank's error buffer (see the crate docs).
     pub fn wait(&self, deadline: Duration) -> Result<()> {
@@ -1084,7 +677,7 @@ impl Node {
 
     /// Milliseconds from `rank`'s last launch's start to `event`, recorded
     /// on one of that rank's streams by the launch (which has completed).
-    fn ms_since_start(&self, rank: usize, event: CUevent) -> Result<f32> {
+    pub(crate) fn ms_since_start(&self, rank: usize, event: CUevent) -> Result<f32> {
         let gpu = &self.gpus[rank];
         gpu.bind()?;
         let mut ms = 0.0f32;
@@ -1107,51 +700,6 @@ impl Node {
             unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
         }
         Ok(())
-    }
-}
-
-/// Enqueues on `stream` a copy of `rows` rows of `width` bytes, from
-/// `[dst, src]`'s second address to its first, rows `pitches` bytes apart
-/// (`[dst_pitch, src_pitch]`); one row is a plain copy.
-fn copy_2d(
-    rank: usize,
-    stream: sys::CUstream,
-    [dst, src]: [CUdeviceptr; 2],
-    width: usize,
-    rows: usize,
-    [dst_pitch, src_pitch]: [usize; 2],
-) -> Result<()> {
-    unsafe {
-        if rows == 1 {
-            return check(
-                rank,
-                "cuMemcpyAsync",
-                sys::cuMemcpyAsync(dst, src, width, stream),
-            );
-        }
-        let params = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            srcHost: std::ptr::null(),
-            srcDevice: src,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: src_pitch,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: dst,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: dst_pitch,
-            WidthInBytes: width,
-            Height: rows,
-        };
-        check(
-            rank,
-            "cuMemcpy2DAsync",
-            sys::cuMemcpy2DAsync_v2(&params, stream),
-        )
     }
 }
 

@@ -1,0 +1,325 @@
+//! The side streams' copies of a launch: a gather's chunks before the
+//! kernels (and the copies within a GPU in front of its kernel), a
+//! reduction's finished chunks after them.
+
+use crate::{
+    error::{Result, RuntimeError},
+    heap::Buffer,
+    node::{Node, check},
+    timeline::PendingCopy,
+};
+use cudarc::driver::sys::{self, CUdeviceptr};
+
+/// Which copy-engine copies `Node::enqueue_copies` issues for a rank.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CopyPhase {
+    /// The rank's copies between GPUs, on its copy stream, each setting its
+    /// flag.
+    SideStream,
+    /// Copies into the rank within its GPU (`before_kernel`, or from a rank
+    /// sharing the GPU), on its compute stream before its kernel.
+    BeforeKernel,
+}
+
+/// The symmetric buffer bound to the plan's buffer `name`.
+pub(crate) fn bound(bindings: &[(&str, Buffer)], name: &str) -> Result<Buffer> {
+    bindings
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, b)| *b)
+        .ok_or_else(|| RuntimeError::UnboundBuffer(name.into()))
+}
+
+impl Node {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn enqueue_copies(
+        &self,
+        rank: usize,
+        fused: &synco_manifest::FusedPlan,
+        bindings: &[(&str, Buffer)],
+        epoch: u32,
+        flags: Buffer,
+        spans: &mut Vec<PendingCopy>,
+        phase: CopyPhase,
+    ) -> Result<()> {
+        let before_kernel = phase == CopyPhase::BeforeKernel;
+        let gpu = &self.gpus[rank];
+        // (The manifest's copies name ranks of the plan, which `launch`
+        // checked is this node's world.)
+        let device_of = |r: i64| self.gpus[r as usize].device;
+        // Copies within one GPU (a rank's own, or between ranks sharing the
+        // GPU) go on the destination's compute stream, in front of its
+        // kernel: the driver may run them on SMs, which the kernel's tiles,
+        // waiting for them, would hold. The others go on the source's or
+        // destination's copy stream (whichever drives them).
+        let within_gpu = |c: &synco_manifest::Copy| {
+            c.before_kernel || device_of(c.src_rank) == device_of(c.dst_rank)
+        };
+        let copies: Vec<&synco_manifest::Copy> = match phase {
+            CopyPhase::SideStream => fused
+                .copies
+                .get(rank)
+                .into_iter()
+                .flatten()
+                .filter(|c| !within_gpu(c))
+                .collect(),
+            CopyPhase::BeforeKernel => fused
+                .copies
+                .iter()
+                .flatten()
+                .filter(|c| c.dst_rank as usize == rank && within_gpu(c))
+                .collect(),
+        };
+        // The copy stream waits for this launch's start on this rank and on
+        // every rank its copies write into (pushes: the destination's
+        // previous kernel may still read); the compute stream, for the
+        // start of every rank it copies from (its previous work wrote the
+        // source).
+        let stream = if before_kernel { gpu.compute } else { gpu.copy };
+        let mut after: Vec<usize> = if before_kernel {
+            Vec::new()
+        } else {
+            vec![rank]
+        };
+        for copy in &copies {
+            let other = if before_kernel {
+                copy.src_rank
+            } else {
+                copy.dst_rank
+            } as usize;
+            if other != rank && !after.contains(&other) {
+                after.push(other);
+            }
+        }
+        for waited in after {
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(stream, self.gpus[waited].start, 0),
+                )?;
+            }
+        }
+        let place = |name: &str| -> Result<(Buffer, i64)> {
+            let buffer = bound(bindings, name)?;
+            let elem = fused
+                .buffers
+                .iter()
+                .find(|b| b.name == name)
+                .and_then(|b| b.element_bytes)
+                .unwrap_or(1);
+            Ok((buffer, elem))
+        };
+        for copy in copies {
+            let (src_buf, elem) = place(&copy.src_buffer)?;
+            let (dst_buf, _) = place(&copy.dst_buffer)?;
+            let src = self.ptr(copy.src_rank as usize, &src_buf) + (copy.src_offset * elem) as u64;
+            let dst = self.ptr(copy.dst_rank as usize, &dst_buf) + (copy.dst_offset * elem) as u64;
+            let width = (copy.row_elems * elem) as usize;
+            // The timeline follows the side stream only.
+            let side_event = || {
+                if before_kernel {
+                    Ok(None)
+                } else {
+                    self.side_stream_event(rank)
+                }
+            };
+            let start = side_event()?;
+            copy_2d(
+                rank,
+                stream,
+                [dst, src],
+                width,
+                copy.rows as usize,
+                [
+                    (copy.dst_pitch * elem) as usize,
+                    (copy.src_pitch * elem) as usize,
+                ],
+            )?;
+            let data_end = side_event()?;
+            unsafe {
+                if let Some(flag) = copy.flag {
+                    let flags = self.ptr(copy.dst_rank as usize, &flags);
+                    check(
+                        rank,
+                        "cuStreamWriteValue32",
+                        sys::cuStreamWriteValue32_v2(stream, flags + 4 * flag as u64, epoch, 0),
+                    )?;
+                }
+            }
+            if before_kernel {
+                continue;
+            }
+            self.close_span(
+                spans,
+                rank,
+                [start, data_end],
+                (width * copy.rows as usize) as u64,
+                || {
+                    format!(
+                        "{} of rank {} -> {}",
+                        copy.src_buffer, copy.src_rank, copy.dst_buffer
+                    )
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The side stream's copies of chunks the kernel's tiles finish, for a
+    /// reduction moved by the copy engine: partials into their owner's
+    /// staging buffer, and a two-shot all-reduce's sums into every peer's
+    /// output (see `synco_manifest::ReductionCopy`). The peer's flag is
+    /// written by a 4-byte peer copy of this launch's epoch, kept in the
+    /// word after the kernel's flags, so every stream memory operation
+    /// stays local.
+    pub(crate) fn enqueue_reduction_copies(
+        &self,
+        rank: usize,
+        fused: &synco_manifest::FusedPlan,
+        bindings: &[(&str, Buffer)],
+        epoch: u32,
+        flags: Buffer,
+        spans: &mut Vec<PendingCopy>,
+    ) -> Result<()> {
+        let Some(copies) = fused.reduction_copies.get(rank).filter(|c| !c.is_empty()) else {
+            return Ok(());
+        };
+        let gpu = &self.gpus[rank];
+        let local_flags = self.ptr(rank, &flags);
+        let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
+        let epoch_word = flag(local_flags, fused.num_flags);
+        let wait_geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+        unsafe {
+            check(
+                rank,
+                "cuStreamWriteValue32",
+                sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
+            )?;
+        }
+        for copy in copies {
+            let src = bound(bindings, &copy.src_buffer)?;
+            let dst = bound(bindings, &copy.dst_buffer)?;
+            let owner = copy.owner as usize;
+            let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitValue32",
+                    sys::cuStreamWaitValue32_v2(
+                        gpu.copy,
+                        flag(local_flags, copy.produced.0),
+                        target(copy.produced, epoch),
+                        wait_geq,
+                    ),
+                )?;
+                if let Some(consumed) = copy.consumed {
+                    check(
+                        rank,
+                        "cuStreamWaitValue32",
+                        sys::cuStreamWaitValue32_v2(
+                            gpu.copy,
+                            flag(local_flags, consumed.0),
+                            target(consumed, epoch - 1),
+                            wait_geq,
+                        ),
+                    )?;
+                }
+            }
+            let start = self.side_stream_event(rank)?;
+            let (rows, pitches) = match &copy.rows {
+                Some(r) => (r.count, [r.dst_pitch as usize, r.src_pitch as usize]),
+                None => (1, [copy.bytes as usize; 2]),
+            };
+            copy_2d(
+                rank,
+                gpu.copy,
+                [
+                    self.ptr(owner, &dst) + copy.dst_offset as u64,
+                    self.ptr(rank, &src) + copy.src_offset as u64,
+                ],
+                copy.bytes as usize,
+                rows as usize,
+                pitches,
+            )?;
+            let data_end = self.side_stream_event(rank)?;
+            unsafe {
+                check(
+                    rank,
+                    "cuMemcpyAsync",
+                    sys::cuMemcpyAsync(
+                        flag(self.ptr(owner, &flags), copy.arrived),
+                        epoch_word,
+                        4,
+                        gpu.copy,
+                    ),
+                )?;
+                if let Some(copied) = copy.copied {
+                    check(
+                        rank,
+                        "cuStreamWriteValue32",
+                        sys::cuStreamWriteValue32_v2(gpu.copy, flag(local_flags, copied), epoch, 0),
+                    )?;
+                }
+            }
+            self.close_span(
+                spans,
+                rank,
+                [start, data_end],
+                (copy.bytes * rows) as u64,
+                || {
+                    format!(
+                        "{} -> {} on rank {}",
+                        copy.src_buffer, copy.dst_buffer, copy.owner
+                    )
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Enqueues on `stream` a copy of `rows` rows of `width` bytes, from
+/// `[dst, src]`'s second address to its first, rows `pitches` bytes apart
+/// (`[dst_pitch, src_pitch]`); one row is a plain copy.
+fn copy_2d(
+    rank: usize,
+    stream: sys::CUstream,
+    [dst, src]: [CUdeviceptr; 2],
+    width: usize,
+    rows: usize,
+    [dst_pitch, src_pitch]: [usize; 2],
+) -> Result<()> {
+    unsafe {
+        if rows == 1 {
+            return check(
+                rank,
+                "cuMemcpyAsync",
+                sys::cuMemcpyAsync(dst, src, width, stream),
+            );
+        }
+        let params = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: std::ptr::null(),
+            srcDevice: src,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: src_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dst,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: dst_pitch,
+            WidthInBytes: width,
+            Height: rows,
+        };
+        check(
+            rank,
+            "cuMemcpy2DAsync",
+            sys::cuMemcpy2DAsync_v2(&params, stream),
+        )
+    }
+}
