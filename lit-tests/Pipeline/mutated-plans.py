@@ -42,6 +42,32 @@ chunk.plan @gemm_ar world_size(2) {
   chunk.all_reduce @P into @C dim(0) chunks(4) backend(ldst) algorithm(two_shot)
 }
 """),
+    ("matmul.generic.mlir", "synco-gemm-ar", """\
+chunk.plan @gemm_ar world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x4096xbf16> bind(2)
+  chunk.buffer @C : !chunk.buffer<1024x4096xbf16>
+  chunk.produce @tiles @P dim(0) tile(128) index("pid_m")
+  chunk.all_reduce @P into @C dim(0) chunks(4) backend(ldst) algorithm(one_shot)
+}
+"""),
+    ("matmul_grouped.generic.mlir", "synco-ag-gemm", """\
+chunk.plan @ag_gemm4 world_size(4) {
+  chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
+  chunk.all_gather @A dim(0) chunks(2) backend(ldst)
+  chunk.consume @A dim(0) tile(128) index("pid_m")
+}
+"""),
+    ("matmul_sources.generic.mlir", "synco-gemm-rs-gather", """\
+chunk.plan @gemm_rs_gather world_size(2) {
+  chunk.buffer @A : !chunk.buffer<8192x1024xbf16>
+  chunk.buffer @Ag : !chunk.buffer<8192x1024xbf16> bind(0)
+  chunk.buffer @Bg : !chunk.buffer<2048x8192xbf16> bind(1)
+  chunk.all_to_all @A into @Ag dim(0) chunks(1)
+  chunk.all_gather @Bg dim(0) chunks(4) split(1)
+  chunk.consume @Ag dim(0) tile(128) index("pid_m") source("src")
+  chunk.consume @Bg dim(1) tile(128) index("pid_n") source("src")
+}
+"""),
     ("matmul_sources.generic.mlir", "synco-gemm-ar-gather", """\
 chunk.plan @gemm_ar_gather world_size(2) {
   chunk.buffer @A : !chunk.buffer<8192x1024xbf16>
