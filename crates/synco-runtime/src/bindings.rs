@@ -72,8 +72,8 @@ pub(crate) fn check(
         let Some(buffer) = bound(&plan_buffer.name) else {
             continue;
         };
-        let needed = plan_buffer.bytes().max(0) as usize;
-        if buffer.bytes < needed {
+        let plan_bytes = plan_buffer.bytes().max(0) as usize;
+        if buffer.bytes < plan_bytes {
             return Err(RuntimeError::BufferTooSmall {
                 name: plan_buffer.name.clone(),
                 shape: plan_buffer
@@ -83,7 +83,7 @@ pub(crate) fn check(
                     .collect::<Vec<_>>()
                     .join("x"),
                 element: plan_buffer.element.clone(),
-                needed,
+                needed: plan_bytes,
                 bound: buffer.bytes,
             });
         }
