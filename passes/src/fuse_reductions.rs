@@ -56,7 +56,11 @@
 //!   `chunk-expand-collectives`; the owner's own tiles still write the
 //!   other blocks of its `@P`) and sets the owner's flag for that source
 //!   (see `record_copies`, and `CeFlags` for the flags); no program waits
-//!   for remote stores;
+//!   for remote stores, and none waits for the previous epoch's chunks to
+//!   be moved or read: the runtime orders that on its streams (a rank's
+//!   copies start after their owners' previous launch, its kernel after
+//!   its previous launch's copies), so the tiles skip the `consumed`,
+//!   `copied` and `sent` flags of the pseudo-code above;
 //! * `stage` (a reduce-scatter or two-shot all-reduce on `ldst`): staged
 //!   exactly as on the copy engine (this pass declares `@P_staging` and
 //!   its kernel argument, and marks the plan `synco.staged` so that its
@@ -132,6 +136,16 @@ impl Mode {
     /// count them locally, and something else moves each finished chunk.
     fn staged(self) -> bool {
         matches!(self, Mode::CopyEngine | Mode::Stage)
+    }
+
+    /// The kernel itself keeps one epoch's chunks from overwriting the
+    /// previous epoch's before they were moved or read (the `consumed`,
+    /// `copied` and `sent` flags). On the copy engine the runtime's stream
+    /// order does it instead (a rank's copies wait for the owners' previous
+    /// launch, its next kernel for its previous launch's copies), so those
+    /// flags are neither waited for nor bumped.
+    fn guards_epochs_in_kernel(self) -> bool {
+        !matches!(self, Mode::CopyEngine)
     }
 }
 
@@ -517,8 +531,8 @@ fn fuse(
     let out_ptrs = ob.addptr(ptrs, ob.splat(shift, &shape));
     let reduced = ob.convert_float(sum, element);
     let gathered_by_copy_engine = two_shot && mode.staged();
-    if gathered_by_copy_engine {
-        // The copy engine has sent the previous epoch's sums of this chunk.
+    if gathered_by_copy_engine && mode.guards_epochs_in_kernel() {
+        // The copy programs have sent the previous epoch's sums of this chunk.
         let sent = ce.sent(&ob, chunk);
         wait(&ob, abi, sent, ob.subi(abi.epoch, ob.const_i32(1)), 1);
     }
@@ -529,23 +543,32 @@ fn fuse(
     }
     // A two-shot all-reduce on SMs: the sum to every peer's @C too,
     // counted on its gathered-rows counter (the launch ends when those are
-    // complete, see `completion`).
-    for s in 0..w {
+    // complete, see `completion`); and every peer may overwrite its partial
+    // (unless the runtime's stream order says so).
+    let sums_to_peers = two_shot && !gathered_by_copy_engine;
+    let peers = if sums_to_peers || mode.guards_epochs_in_kernel() {
+        0..w
+    } else {
+        0..0
+    };
+    for s in peers {
         let peer = ob.const_i32(s);
         let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
         ob.if_then(other, |ib| {
             let peer_flags = peer_ptr(&ib, abi.flags, peer);
-            if two_shot && !gathered_by_copy_engine {
+            if sums_to_peers {
                 let gathered = ib.addi(flag, ib.const_i32(range.chunks_per_rank * w));
                 store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
                 arrive(&ib, peer_flags, gathered);
             }
-            let consumed = if mode.staged() {
-                ce.consumed(&ib, chunk)
-            } else {
-                flag
-            };
-            arrive(&ib, peer_flags, consumed);
+            if mode.guards_epochs_in_kernel() {
+                let consumed = if mode.staged() {
+                    ce.consumed(&ib, chunk)
+                } else {
+                    flag
+                };
+                arrive(&ib, peer_flags, consumed);
+            }
         });
     }
     if two_shot {
@@ -558,13 +581,17 @@ fn fuse(
     let peer_yield =
         yield_of(peer_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
     let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce));
-    let previous = pb.subi(abi.epoch, pb.const_i32(1));
-    if mode.staged() {
-        // The copy engine has copied the previous epoch's partial.
-        let copied = ce.copied(&pb, chunk);
-        wait(&pb, abi, copied, previous, 1);
-    } else {
-        wait(&pb, abi, flag, previous, tiles_per_chunk);
+    let previous = || pb.subi(abi.epoch, pb.const_i32(1));
+    match mode {
+        // The runtime's stream order keeps this epoch's partial from the
+        // rows the copy engine still reads (see `guards_epochs_in_kernel`).
+        Mode::CopyEngine => {}
+        // The copy programs have copied the previous epoch's partial.
+        Mode::Stage => {
+            let previous = previous();
+            wait(&pb, abi, ce.copied(&pb, chunk), previous, 1)
+        }
+        Mode::Push | Mode::Pull => wait(&pb, abi, flag, previous(), tiles_per_chunk),
     }
     match mode {
         Mode::Pull => ir::move_before(store, peer_yield),
@@ -580,6 +607,7 @@ fn fuse(
                 block * n * element_bytes,
                 n * element_bytes,
                 two_shot.then_some(out_name.as_str()),
+                mode.guards_epochs_in_kernel(),
             );
         }
         Mode::Push => {
@@ -1064,7 +1092,10 @@ pub const REDUCTION_COPIES_ATTR: &str = "synco.reduction_copies";
 /// then sends each of `s`'s own chunks of sums: once `reduced[g]` reaches
 /// `epoch * n`, from `s`'s `@C` rows of `g` to the same rows of every
 /// peer's, the epoch into each peer's `gathered[g]`, and, after the last
-/// peer, into `s`'s `sent[g]`.
+/// peer, into `s`'s `sent[g]`. Without `epoch_flags` (the copy engine,
+/// whose stream order guards the epochs: `Mode::guards_epochs_in_kernel`)
+/// the copies neither wait for `consumed[g]` nor set `copied[g]` and
+/// `sent[g]`.
 fn record_copies(
     plan: &Plan,
     range: &FlagRange,
@@ -1072,6 +1103,7 @@ fn record_copies(
     block_bytes: i64,
     row_bytes: i64,
     gather: Option<&str>,
+    epoch_flags: bool,
 ) {
     let w = plan.world_size;
     let flags = CeFlags::new(range, w);
@@ -1092,9 +1124,9 @@ fn record_copies(
                         "dst_offset": slot * block_bytes + rows * row_bytes,
                         "bytes": chunk_bytes,
                         "produced": [flags.produced_index(g), tiles_per_chunk],
-                        "consumed": [flags.consumed_index(g), tiles_per_chunk],
+                        "consumed": epoch_flags.then(|| [flags.consumed_index(g), tiles_per_chunk]),
                         "arrived": flags.arrived_index(g, s),
-                        "copied": flags.copied_index(g),
+                        "copied": epoch_flags.then(|| flags.copied_index(g)),
                     })
                 });
             let sums = gather.into_iter().flat_map(move |out| {
@@ -1112,7 +1144,7 @@ fn record_copies(
                             "produced": [flags.reduced_index(g), tiles_per_chunk],
                             "consumed": null,
                             "arrived": flags.gathered_index(g),
-                            "copied": if k == w - 1 { Some(flags.sent_index(g)) } else { None },
+                            "copied": (epoch_flags && k == w - 1).then(|| flags.sent_index(g)),
                         })
                     })
                 })

@@ -197,6 +197,21 @@ impl Node {
                 sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
             )?;
         }
+        // Each owner's previous launch is done (this launch's start on it),
+        // so its tiles have read what these copies overwrite in its staging
+        // buffer and output.
+        let mut owners: Vec<usize> = copies.iter().map(|c| c.owner as usize).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners.into_iter().filter(|&o| o != rank) {
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.copy, self.gpus[owner].start, 0),
+                )?;
+            }
+        }
         for copy in copies {
             let src = bound(bindings, &copy.src_buffer)?;
             let dst = bound(bindings, &copy.dst_buffer)?;
@@ -275,7 +290,15 @@ impl Node {
                 },
             )?;
         }
-        Ok(())
+        // The next launch's kernel on this rank waits for these copies to
+        // have read its partials and sums.
+        unsafe {
+            check(
+                rank,
+                "cuEventRecord",
+                sys::cuEventRecord(gpu.copies_done, gpu.copy),
+            )
+        }
     }
 }
 

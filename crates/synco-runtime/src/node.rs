@@ -37,6 +37,9 @@ pub(crate) struct Gpu {
     pub errors: CUdeviceptr,
     pub start: CUevent,
     pub end: CUevent,
+    /// Recorded on the copy stream after a launch's reduction copies: the
+    /// next launch's kernel waits for it (see `Node::enqueue_reduction_copies`).
+    pub copies_done: CUevent,
 }
 
 impl Gpu {
@@ -147,6 +150,8 @@ impl Node {
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut start, 0))?;
                 let mut end = std::ptr::null_mut();
                 check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
+                let mut copies_done = std::ptr::null_mut();
+                check(g, "cuEventCreate", sys::cuEventCreate(&mut copies_done, 0))?;
                 gpus.push(Gpu {
                     device,
                     ctx,
@@ -157,6 +162,7 @@ impl Node {
                     errors,
                     start,
                     end,
+                    copies_done,
                 });
             }
         }
@@ -546,6 +552,16 @@ impl Node {
                     kernel.flags,
                     &mut spans,
                     CopyPhase::BeforeKernel,
+                )?;
+            }
+            // The previous launch's reduction copies have read the rows this
+            // kernel's tiles overwrite (partials, sums): the copy engine's
+            // kernels count on it instead of flags.
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.compute, gpu.copies_done, 0),
                 )?;
             }
             if let Some(event) = self.timeline_event(rank, gpu.compute)? {
