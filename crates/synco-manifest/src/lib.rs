@@ -201,7 +201,10 @@ pub struct Copy {
 /// destination read the previous epoch's), `bytes` from `src_buffer` at
 /// `src_offset` here to `dst_buffer` at `dst_offset` on rank `owner`; then
 /// the epoch into flag `arrived` on `owner` and, if given, flag `copied`
-/// here. Offsets in bytes. With `rows`, the copy is 2D: `rows.count` rows
+/// here. A copy without `copied` leaves it to the runtime to keep the
+/// kernel's next launch from overwriting the chunk before it was read
+/// ([`FusedPlan::copies_ordered_by_streams`]). Offsets in bytes. With
+/// `rows`, the copy is 2D: `rows.count` rows
 /// of `bytes` each (a column chunk of a row-major output, see
 /// `chunk-fuse-gathers`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -342,6 +345,19 @@ impl FusedPlan {
     /// reduction: counters per chunk), not only for copies.
     pub fn waits_for_tiles(&self) -> bool {
         self.chunks.iter().any(|c| c.kind == ChunkKind::Reduction)
+    }
+
+    /// Whether some reduction copy sets no `copied` flag: the kernel's
+    /// tiles then overwrite that chunk in the next launch without waiting
+    /// for the copy engine, and the runtime must start the next launch's
+    /// kernel only once this launch's copies are done (a copy-engine
+    /// reduction; the gathered output of `chunk-fuse-gathers` keeps its
+    /// flag).
+    pub fn copies_ordered_by_streams(&self) -> bool {
+        self.reduction_copies
+            .iter()
+            .flatten()
+            .any(|c| c.copied.is_none())
     }
 }
 
@@ -614,6 +630,20 @@ mod tests {
         assert!(
             err.ends_with("the completion of rank 0 names flag 9, outside the kernel's 8 flags"),
             "{err}"
+        );
+        // A copy that sets `copied` leaves the epochs to the kernel's flags;
+        // one without leaves them to the runtime's streams.
+        let plan = |copy: &str| -> FusedPlan {
+            serde_json::from_str(&format!(
+                r#"{{"plan": "p", "world_size": 2, "num_flags": 8, "buffers": [], "chunks": [], "copies": [],
+                    "reduction_copies": [[{copy}], []]}}"#
+            ))
+            .unwrap()
+        };
+        assert!(!plan(&copy(1, 4, "")).copies_ordered_by_streams());
+        assert!(
+            plan(&copy(1, 4, "").replace(r#""copied": 6"#, r#""copied": null"#))
+                .copies_ordered_by_streams()
         );
         let overlapping = r#", "rows": {"count": 4, "src_pitch": 128, "dst_pitch": 512}"#;
         let err = load(&copy(1, 4, overlapping), "[]").unwrap_err();

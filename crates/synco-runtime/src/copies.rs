@@ -197,12 +197,15 @@ impl Node {
                 sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
             )?;
         }
-        // Each owner's previous launch is done (this launch's start on it),
-        // so its tiles have read what these copies overwrite in its staging
-        // buffer and output.
+        // Where the kernels leave the epochs to the streams: each owner's
+        // previous launch is done (this launch's start on it), so its tiles
+        // have read what these copies overwrite in its staging buffer.
         let mut owners: Vec<usize> = copies.iter().map(|c| c.owner as usize).collect();
         owners.sort_unstable();
         owners.dedup();
+        if !fused.copies_ordered_by_streams() {
+            owners.clear();
+        }
         for owner in owners.into_iter().filter(|&o| o != rank) {
             unsafe {
                 check(

@@ -48,14 +48,17 @@
 //!    of a 2D grid); then, issued after every rank's kernel (so that no
 //!    kernel waits for the host to issue them, nor for another rank's),
 //!    the copies of chunks the kernel's tiles produce (a reduction moved by
-//!    the copy engine: `reduction_copies`), after every destination's start
+//!    the copy engine: `reduction_copies`), each after
+//!    `cuStreamWaitValue32` on the tiles' counter, to a peer (the owner's
+//!    staging buffer, or a two-shot all-reduce's sums into every peer's
+//!    output), the peer's flag then set by a 4-byte copy of the epoch.
+//!    Where these copies set no `copied` flag (a copy-engine reduction,
+//!    whose kernel keeps no flags for the epochs), the streams keep the
+//!    epochs apart instead: the copies wait for every destination's start
 //!    (its previous launch done, so its tiles have read the previous
-//!    epoch's chunks there), each after `cuStreamWaitValue32` on the tiles'
-//!    counter, to a peer (the owner's staging buffer, or a two-shot
-//!    all-reduce's sums into every peer's output), the peer's flag then set
-//!    by a 4-byte copy of the epoch; the rank's next kernel waits for these
-//!    copies (an event), so that its tiles overwrite partials and sums only
-//!    once they were read: the copy engine's kernels keep no flags for that;
+//!    epoch's chunks there), and the rank's next kernel waits for them (an
+//!    event), so that its tiles overwrite partials and sums only once they
+//!    were read;
 //! 4. after the kernel, stream waits (`cuStreamWaitValue32`, >=) on the
 //!    counters the manifest's `completion` lists: rows that peers' kernels
 //!    write into this rank (a fused two-shot all-reduce), so that the

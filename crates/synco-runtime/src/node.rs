@@ -38,7 +38,8 @@ pub(crate) struct Gpu {
     pub start: CUevent,
     pub end: CUevent,
     /// Recorded on the copy stream after a launch's reduction copies: the
-    /// next launch's kernel waits for it (see `Node::enqueue_reduction_copies`).
+    /// next launch's kernel waits for it when its copies leave the epochs
+    /// to the streams (`FusedPlan::copies_ordered_by_streams`).
     pub copies_done: CUevent,
 }
 
@@ -557,12 +558,19 @@ impl Node {
             // The previous launch's reduction copies have read the rows this
             // kernel's tiles overwrite (partials, sums): the copy engine's
             // kernels count on it instead of flags.
-            unsafe {
-                check(
-                    rank,
-                    "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.compute, gpu.copies_done, 0),
-                )?;
+            if kernel
+                .manifest
+                .fused
+                .as_ref()
+                .is_some_and(|f| f.copies_ordered_by_streams())
+            {
+                unsafe {
+                    check(
+                        rank,
+                        "cuStreamWaitEvent",
+                        sys::cuStreamWaitEvent(gpu.compute, gpu.copies_done, 0),
+                    )?;
+                }
             }
             if let Some(event) = self.timeline_event(rank, gpu.compute)? {
                 kernel_starts.push((rank, event));
