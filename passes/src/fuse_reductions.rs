@@ -546,30 +546,27 @@ fn fuse(
     // complete, see `completion`); and every peer may overwrite its partial
     // (unless the runtime's stream order says so).
     let sums_to_peers = two_shot && !gathered_by_copy_engine;
-    let peers = if sums_to_peers || mode.guards_epochs_in_kernel() {
-        0..w
-    } else {
-        0..0
-    };
-    for s in peers {
-        let peer = ob.const_i32(s);
-        let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
-        ob.if_then(other, |ib| {
-            let peer_flags = peer_ptr(&ib, abi.flags, peer);
-            if sums_to_peers {
-                let gathered = ib.addi(flag, ib.const_i32(range.chunks_per_rank * w));
-                store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
-                arrive(&ib, peer_flags, gathered);
-            }
-            if mode.guards_epochs_in_kernel() {
-                let consumed = if mode.staged() {
-                    ce.consumed(&ib, chunk)
-                } else {
-                    flag
-                };
-                arrive(&ib, peer_flags, consumed);
-            }
-        });
+    if sums_to_peers || mode.guards_epochs_in_kernel() {
+        for s in 0..w {
+            let peer = ob.const_i32(s);
+            let other = ob.cmpi(Cmp::Ne, abi.rank, peer);
+            ob.if_then(other, |ib| {
+                let peer_flags = peer_ptr(&ib, abi.flags, peer);
+                if sums_to_peers {
+                    let gathered = ib.addi(flag, ib.const_i32(range.chunks_per_rank * w));
+                    store_under(&ib, peer_ptr(&ib, out_ptrs, peer), reduced, mask);
+                    arrive(&ib, peer_flags, gathered);
+                }
+                if mode.guards_epochs_in_kernel() {
+                    let consumed = if mode.staged() {
+                        ce.consumed(&ib, chunk)
+                    } else {
+                        flag
+                    };
+                    arrive(&ib, peer_flags, consumed);
+                }
+            });
+        }
     }
     if two_shot {
         let ce = mode.staged().then_some(&ce);

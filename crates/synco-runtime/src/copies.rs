@@ -200,19 +200,18 @@ impl Node {
         // Where the kernels leave the epochs to the streams: each owner's
         // previous launch is done (this launch's start on it), so its tiles
         // have read what these copies overwrite in its staging buffer.
-        let mut owners: Vec<usize> = copies.iter().map(|c| c.owner as usize).collect();
-        owners.sort_unstable();
-        owners.dedup();
-        if !fused.copies_ordered_by_streams() {
-            owners.clear();
-        }
-        for owner in owners.into_iter().filter(|&o| o != rank) {
-            unsafe {
-                check(
-                    rank,
-                    "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.copy, self.gpus[owner].start, 0),
-                )?;
+        if fused.copies_ordered_by_streams() {
+            let mut owners: Vec<usize> = copies.iter().map(|c| c.owner as usize).collect();
+            owners.sort_unstable();
+            owners.dedup();
+            for owner in owners.into_iter().filter(|&o| o != rank) {
+                unsafe {
+                    check(
+                        rank,
+                        "cuStreamWaitEvent",
+                        sys::cuStreamWaitEvent(gpu.copy, self.gpus[owner].start, 0),
+                    )?;
+                }
             }
         }
         for copy in copies {

@@ -490,6 +490,13 @@ impl Node {
         }
         let mut spans = Vec::new();
         let mut kernel_starts = Vec::new();
+        // Whether each kernel waits for its rank's previous reduction copies
+        // (see `Gpu::copies_done`).
+        let copies_ordered_by_streams = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .is_some_and(synco_manifest::FusedPlan::copies_ordered_by_streams);
         // Every rank's start (its previous launch done) before any copy: a
         // pushed chunk overwrites rows that the destination's previous
         // kernel may still read.
@@ -558,12 +565,7 @@ impl Node {
             // The previous launch's reduction copies have read the rows this
             // kernel's tiles overwrite (partials, sums): the copy engine's
             // kernels count on it instead of flags.
-            if kernel
-                .manifest
-                .fused
-                .as_ref()
-                .is_some_and(|f| f.copies_ordered_by_streams())
-            {
+            if copies_ordered_by_streams {
                 unsafe {
                     check(
                         rank,
