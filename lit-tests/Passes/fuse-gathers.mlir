@@ -4,10 +4,11 @@
 // them to the peer in 2 column chunks of 128 (2 column tiles x 2 row
 // tiles = 4 tiles each). chunk-expand-collectives makes the peer's
 // transfers wait for the tiles; this pass moves the kernel's store to the
-// rank's rows (+ rank * 256 * 256 elements), makes it wait until the copy
-// engine read the previous epoch's chunk (copied[g] >= epoch - 1) and
-// counts it (produced[g]); chunk g = rank * 2 + column tile * 64 / 128.
-// Flags: produced 0..4, arrived 4..8, copied 8..12.
+// rank's rows (+ rank * 256 * 256 elements) and counts it (produced[g]);
+// chunk g = rank * 2 + column tile * 64 / 128. Flags: produced 0..4, and
+// nothing else: the copies set no flag (no kernel waits for them; the
+// runtime's streams end each launch after its peers' copies and start the
+// next kernel, which overwrites the chunks, after the rank's own).
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-fuse-gathers)' \
@@ -37,17 +38,15 @@
 //
 // Rank 0's side stream: chunk 0 (g = 0) once its 4 tiles are counted,
 // 256 rows of 128 elements (256 bytes), pitch 512 bytes, into rank 1's
-// @C at the same place, then arrived[0] = flag 4 there and copied[0] =
-// flag 8 here; chunk 1 from byte 256. Rank 0's launch ends when rank 1's
-// chunks (g = 2, 3) have arrived: flags 6 and 7.
-// SCHEDULE: \22completion\22:{{\[}}{{\[}}[6,1],[7,1]],{{\[}}[4,1],[5,1]]]
-// SCHEDULE-SAME: \22num_flags\22:12
-// SCHEDULE-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:4,\22bytes\22:256,\22consumed\22:null,\22copied\22:8,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[0,4],\22rows\22:{\22count\22:256,\22dst_pitch\22:512,\22src_pitch\22:512},\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:5,{{.*}}\22copied\22:9,{{.*}}\22produced\22:[1,4],{{.*}}\22src_offset\22:256}],
+// @C at the same place, setting no flag; chunk 1 from byte 256. No
+// completion flags: rank 0's launch ends after rank 1's side stream.
+// SCHEDULE: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:4,\22plan\22:\22gather\22
+// SCHEDULE-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:null,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[0,4],\22rows\22:{\22count\22:256,\22dst_pitch\22:512,\22src_pitch\22:512},\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:null,{{.*}}\22copied\22:null,{{.*}}\22produced\22:[1,4],{{.*}}\22src_offset\22:256}],
 // Rank 1's first copy: its chunk g = 2 (byte 256 * 256 * 2 = 131072).
-// SCHEDULE-SAME: {{\[}}{\22arrived\22:6,{{.*}}\22dst_offset\22:131072,\22owner\22:0,\22produced\22:[2,4],{{.*}}\22src_offset\22:131072}
+// SCHEDULE-SAME: {{\[}}{\22arrived\22:null,{{.*}}\22dst_offset\22:131072,\22owner\22:0,\22produced\22:[2,4],{{.*}}\22src_offset\22:131072}
 //
 // CHECK-LABEL: chunk.plan @gather
-// CHECK-SAME:  synco.completion = "{{\[}}{{\[}}[6,1],[7,1]],{{\[}}[4,1],[5,1]]]"
+// CHECK-NOT:   synco.completion
 // CHECK:       chunk.transfer @C_p1_c0 {{.*}}synco.fused
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:       ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>):
@@ -59,11 +58,6 @@
 // CHECK-NEXT:  %[[C2:.*]] = arith.constant 2 : i32
 // CHECK-NEXT:  %[[FIRST:.*]] = arith.muli %[[RANK]], %[[C2]] : i32
 // CHECK-NEXT:  %[[G:.*]] = arith.addi %[[C]], %[[FIRST]] : i32
-// CHECK-NEXT:  %[[ONE:.*]] = arith.constant 1 : i32
-// CHECK-NEXT:  %[[PREV:.*]] = arith.subi %[[EPOCH]], %[[ONE]] : i32
-// CHECK-NEXT:  %[[C8:.*]] = arith.constant 8 : i32
-// CHECK-NEXT:  %[[COPIED:.*]] = arith.addi %[[G]], %[[C8]] : i32
-// CHECK-NEXT:  chunk.wait %[[FLAGS]][%[[COPIED]]], %[[PREV]] : !tt.ptr<i32>
 // CHECK-NEXT:  %[[R64:.*]] = arith.extsi %[[RANK]] : i32 to i64
 // CHECK-NEXT:  %[[BLOCK:.*]] = arith.constant 65536 : i64
 // CHECK-NEXT:  %[[SHIFT:.*]] = arith.muli %[[R64]], %[[BLOCK]] {tt.divisibility = dense<16> : tensor<1xi32>} : i64
@@ -77,7 +71,7 @@
 module {
   chunk.plan @gather world_size(2) {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
-    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..12); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
+    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..4); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
     chunk.produce @tiles @C dim(1) tile(64)
     chunk.all_gather @C dim(0) chunks(2) split(1)
   }
@@ -213,17 +207,14 @@ module {
 // -----
 
 // Four ranks (issue 8's W): each rank's 256 rows of @C [1024, 256] go to
-// its 3 peers, chunk by chunk, in rank-rotated order (r+1, r+2, r+3); the
-// copy that reads a chunk last sets its copied flag. Flags: produced
-// 0..8, arrived 8..16, copied 16..24; rank 0 waits for the 6 chunks of
-// ranks 1 to 3 (g = 2..7: flags 10..15).
-// W4: \22completion\22:{{\[}}{{\[}}[10,1],[11,1],[12,1],[13,1],[14,1],[15,1]],
-// W4-SAME: \22num_flags\22:24
-// W4-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:8,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,{{.*}}\22owner\22:1,{{.*}}{\22arrived\22:8,{{.*}}\22copied\22:null,{{.*}}\22owner\22:2,{{.*}}{\22arrived\22:8,{{.*}}\22copied\22:16,{{.*}}\22owner\22:3,{{.*}}{\22arrived\22:9,
+// its 3 peers, chunk by chunk, in rank-rotated order (r+1, r+2, r+3),
+// setting no flag. Flags: produced 0..8.
+// W4: \22completion\22:[],\22copies\22:{{\[}}[],[],[],[]],\22copy_programs\22:0,\22num_flags\22:8,\22plan\22:\22gather4\22
+// W4-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:null,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,{{.*}}\22owner\22:1,\22produced\22:[0,4],{{.*}}\22owner\22:2,\22produced\22:[0,4],{{.*}}\22owner\22:3,\22produced\22:[0,4],{{.*}}\22owner\22:1,\22produced\22:[1,4],
 module {
   chunk.plan @gather4 world_size(4) {
     chunk.buffer @C : !chunk.buffer<1024x256xbf16> bind(0)
-    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..24); the copy engine sends each finished chunk to 3 peer(s), 256 rows of 128 columns per copy}}
+    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..8); the copy engine sends each finished chunk to 3 peer(s), 256 rows of 128 columns per copy}}
     chunk.produce @tiles @C dim(1) tile(64)
     chunk.all_gather @C dim(0) chunks(2) split(1)
   }

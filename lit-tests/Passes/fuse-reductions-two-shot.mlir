@@ -73,12 +73,15 @@ module {
 // 20..24), with no wait for the previous epoch's sums to have been sent
 // (the runtime starts the next kernel after this launch's copies; sent[g],
 // flags 24..28, is unused); each rank's side stream then copies every
-// finished own chunk of @C to the same rows of every peer's @C and sets
-// the peer's gathered[g] (flags 28..32), which the launch waits for.
-// SCHEDULE: \22completion\22:{{\[\[\[30,1\],\[31,1\]\],\[\[28,1\],\[29,1\]\]\]}}
-// Rank 0: its partials of chunks 2 and 3 into rank 1's staging, then its
-// sums of chunk 0 (rows 0..256) and 1 into rank 1's @C.
-// SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,{{.*}}\22dst_buffer\22:\22P_staging\22,{{.*}}},{{.*}}},{\22arrived\22:28,\22bytes\22:32768,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[20,2],\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:29,{{.*}}\22copied\22:null,{{.*}}\22dst_offset\22:32768,\22owner\22:1,\22produced\22:[21,2],{{.*}}\22src_offset\22:32768}]
+// finished own chunk of @C to the same rows of every peer's @C, setting
+// no flag (gathered[g], flags 28..32, is unused too): no kernel waits for
+// the sums, and the runtime ends each launch after the peer's side
+// stream. No completion flags.
+// SCHEDULE: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:32,\22plan\22:\22p_copy_engine\22
+// Rank 0: its partials of chunks 2 and 3 into rank 1's staging (setting
+// arrived[g * 2 + 0] there, which its tiles wait for), then its sums of
+// chunk 0 (rows 0..256) and 1 into rank 1's @C.
+// SCHEDULE-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,{{.*}}\22dst_buffer\22:\22P_staging\22,{{.*}}},{{.*}}},{\22arrived\22:null,\22bytes\22:32768,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[20,2],\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:null,{{.*}}\22copied\22:null,{{.*}}\22dst_offset\22:32768,\22owner\22:1,\22produced\22:[21,2],{{.*}}\22src_offset\22:32768}]
 
 // CHECK-LABEL: chunk.plan @p_copy_engine
 // CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}

@@ -16,8 +16,6 @@
 //! extent along `p`) and `g = r * n + c` its global index:
 //!
 //! ```mlir
-//! // The copy engine has read the previous epoch's chunk g.
-//! chunk.wait %flags[copied(g)], %epoch - 1 count(1)
 //! // Into rank r's block of @C: rows r * M/W and on.
 //! tt.store %ptrs + r * (M/W) * N, %v
 //! // One more tile of chunk g (CTA barrier, release at system scope).
@@ -28,10 +26,14 @@
 //! in the kernel's chunk order): once `produced(g)` reaches `epoch * n_t`
 //! (`n_t` tiles per chunk), chunk `g` of the rank's block goes to the same
 //! place in every peer's `@C` (a 2D copy when chunks are column ranges,
-//! `split(1)`), then the epoch into the peer's `arrived(g)`, and after the
-//! last peer into the rank's own `copied(g)`. A launch ends on rank `r` once
-//! every other rank's chunks arrived (`synco.completion`). The flags are
-//! those of `plan::OutputFlags`. The transfers are marked `synco.fused`.
+//! `split(1)`). The copies set no flag: no kernel waits for them, and the
+//! runtime's streams order the rest (`synco_manifest::FusedPlan::
+//! copies_ordered_by_streams`, `sources_ordered_by_streams`): a launch ends
+//! on rank `r` once every other rank's side stream has made its copies, the
+//! copies into `r` start after `r`'s previous launch, and a rank's next
+//! kernel, whose tiles overwrite the chunks, starts after its copies. The
+//! flags are those of `plan::OutputFlags`. The transfers are marked
+//! `synco.fused`.
 //!
 //! No tile waits for another rank: the copy engine reads what the tiles
 //! stored, so the result is the kernel's own bits on every rank.
@@ -44,10 +46,10 @@
 //! hold whole tiles along `p`; backend `copy_engine`; no reduction of the
 //! same plan records side-stream copies.
 //! Postconditions: the gather's transfers are marked `synco.fused`; the plan
-//! records `synco.reduction_copies` and `synco.completion`.
+//! records `synco.reduction_copies`.
 
 use crate::{
-    fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive, wait},
+    fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive},
     plan::{
         FlagKind, FlagRange, OutputFlags, Plan, bound_kernel, fail, flag_layout, internal, loc,
         plans, region_parts,
@@ -269,19 +271,11 @@ fn fuse(
     } else {
         chunk / tile * ((block + tile_rows - 1) / tile_rows)
     };
-    let flags = OutputFlags::of(range, w);
+    let flags = OutputFlags::of(range);
 
     let b = Builder::before(store).with_loc(ir::location_of(produce));
     let c = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(chunk));
     let g = b.addi(c, b.muli(abi.rank, b.const_i32(range.chunks_per_rank)));
-    let previous = b.subi(abi.epoch, b.const_i32(1));
-    wait(
-        &b,
-        abi,
-        b.addi(g, b.const_i32(flags.copied(0))),
-        previous,
-        1,
-    );
     // Rank r's rows of @C: every address moves by r blocks of rows.
     let shift = b.muli(b.to_i64(abi.rank), b.const_i64(block * n));
     if (block * n) % 16 == 0 {
@@ -316,9 +310,8 @@ fn fuse(
     Ok(())
 }
 
-/// The side streams' copies and the launches' completion (see the module
-/// docs), as the plan attributes `chunk-lower-transfers` moves into the
-/// schedule. `[n, element_bytes]`: the row length and element size.
+/// The side streams' copies (see the module docs), as the plan attribute
+/// `chunk-lower-transfers` moves into the schedule. `[n, element_bytes]`: the row length and element size.
 fn record(
     plan: &Plan,
     range: &FlagRange,
@@ -358,31 +351,15 @@ fn record(
                         bytes,
                         produced: (flags.produced(g), tiles_per_chunk),
                         consumed: None,
-                        arrived: flags.arrived(g),
-                        copied: (k == w - 1).then_some(flags.copied(g)),
+                        arrived: None,
+                        copied: None,
                         rows,
                     }
                 })
                 .collect()
         })
         .collect();
-    let completion: Vec<Vec<[i64; 2]>> = (0..w)
-        .map(|r| {
-            (0..per_rank * w)
-                .filter(|g| g / per_rank != r)
-                .map(|g| [flags.arrived(g), 1])
-                .collect()
-        })
-        .collect();
     let ctx = ir::context_of(plan.op);
-    for (key, text) in [
-        (REDUCTION_COPIES_ATTR, serde_json::to_string(&copies)),
-        (COMPLETION_ATTR, serde_json::to_string(&completion)),
-    ] {
-        ir::set_attr(
-            plan.op,
-            key,
-            ir::string_attr(ctx, &text.unwrap_or_default()),
-        );
-    }
+    let text = serde_json::to_string(&copies).unwrap_or_default();
+    ir::set_attr(plan.op, REDUCTION_COPIES_ATTR, ir::string_attr(ctx, &text));
 }

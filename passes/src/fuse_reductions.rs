@@ -78,8 +78,9 @@
 //! send each sum to every peer's `@C`: with `ldst`, the owner's tiles store
 //! it there and count it on the peer; with `copy_engine`, they count it
 //! locally and the side stream copies each finished chunk (`record_copies`).
-//! The launch waits for the peers' sums, recorded in the plan's
-//! `synco.completion`.
+//! The launch waits for the peers' sums: for their flags, recorded in the
+//! plan's `synco.completion` (SM stores, copy programs), or, with the copy
+//! engine, for the peers' side streams (those copies set no flag).
 //!
 //! Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
 //! Preconditions: collectives expanded (reductions with backend `ldst`; a
@@ -569,8 +570,13 @@ fn fuse(
         }
     }
     if two_shot {
-        let ce = mode.staged().then_some(&ce);
-        record_completion(plan, range, tiles_per_chunk, ce);
+        match mode {
+            // The sums' copies set no flag: the runtime ends each launch
+            // after the side streams that send this rank its sums.
+            Mode::CopyEngine => {}
+            Mode::Stage => record_completion(plan, range, tiles_per_chunk, Some(&ce)),
+            Mode::Push | Mode::Pull => record_completion(plan, range, tiles_per_chunk, None),
+        }
     }
 
     // Other ranks' rows: the kernel's own store, between an acknowledgement
@@ -1004,7 +1010,9 @@ fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64, ce: O
 /// `reduced[g]` (the owner's tiles that stored their sums, a counter),
 /// `sent[g]` (set to the epoch once the copy engine has sent the owner's
 /// sums to every peer) and `gathered[g]` (set to the epoch on every peer
-/// once the sums are in its `@C`).
+/// once the sums are in its `@C`). The copy engine itself uses only
+/// `produced`, `arrived` and `reduced`: its streams order the rest (see
+/// `record_copies`); the SM-staged mode uses every one.
 #[derive(Clone, Copy)]
 struct CeFlags {
     base: i64,
@@ -1091,8 +1099,10 @@ pub const REDUCTION_COPIES_ATTR: &str = "synco.reduction_copies";
 /// peer's, the epoch into each peer's `gathered[g]`, and, after the last
 /// peer, into `s`'s `sent[g]`. Without `epoch_flags` (the copy engine,
 /// whose stream order guards the epochs: `Mode::guards_epochs_in_kernel`)
-/// the copies neither wait for `consumed[g]` nor set `copied[g]` and
-/// `sent[g]`.
+/// the copies neither wait for `consumed[g]` nor set `copied[g]`,
+/// `sent[g]` and `gathered[g]`: no kernel waits for the sums, and the
+/// runtime ends each peer's launch after the side streams that send it
+/// sums (`FusedPlan::sources_ordered_by_streams`).
 fn record_copies(
     plan: &Plan,
     range: &FlagRange,
@@ -1140,7 +1150,7 @@ fn record_copies(
                             "bytes": chunk_bytes,
                             "produced": [flags.reduced_index(g), tiles_per_chunk],
                             "consumed": null,
-                            "arrived": flags.gathered_index(g),
+                            "arrived": epoch_flags.then(|| flags.gathered_index(g)),
                             "copied": (epoch_flags && k == w - 1).then(|| flags.sent_index(g)),
                         })
                     })

@@ -314,9 +314,9 @@ pub enum FlagKind {
     Reduction,
     /// An output that kernel tiles produce and an all-gather sends to every
     /// peer (see `chunk-fuse-gathers`): per chunk, a counter of the rank's
-    /// tiles that stored it, a flag set to the epoch once the chunk's owner
-    /// has sent it here, and a flag set to the epoch once the owner's copy
-    /// engine has read it ([`OutputFlags`]).
+    /// tiles that stored it ([`OutputFlags`]). Nothing waits for its
+    /// arrival on the peers but the end of their launch, which the
+    /// runtime's streams order.
     Output,
 }
 
@@ -328,7 +328,7 @@ pub struct FlagRange {
     /// acknowledgements; two-shot: the reduce-scatter's counters, then the
     /// gathered rows'), each a range of `W * chunks_per_rank`; `3 + W` for
     /// a reduce-scatter moved by the copy engine, `6 + W` for a two-shot
-    /// all-reduce moved by it (see `chunk-fuse-reductions`); 3 for a
+    /// all-reduce moved by it (see `chunk-fuse-reductions`); 1 for a
     /// gathered output ([`FlagKind::Output`]).
     pub counters_per_chunk: i64,
     pub buffer: String,
@@ -567,7 +567,7 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         }
         let range = FlagRange {
             kind: FlagKind::Output,
-            counters_per_chunk: 3,
+            counters_per_chunk: 1,
             buffer: name,
             dim,
             rows_per_chunk,
@@ -584,36 +584,20 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
 
 /// The flags of a gathered output ([`FlagKind::Output`]), after its range's
 /// base, for the `G = W * chunks_per_rank` global chunks (chunk `c` of rank
-/// `o`'s block is `g = o * chunks_per_rank + c`): `produced[g]`, `arrived[g]`,
-/// `copied[g]`, each a range of `G`.
+/// `o`'s block is `g = o * chunks_per_rank + c`): `produced[g]`.
 #[derive(Clone, Copy, Debug)]
 pub struct OutputFlags {
     pub base: i64,
-    pub chunks: i64,
 }
 
 impl OutputFlags {
-    pub fn of(range: &FlagRange, world_size: i64) -> OutputFlags {
-        OutputFlags {
-            base: range.base,
-            chunks: range.chunks_per_rank * world_size,
-        }
+    pub fn of(range: &FlagRange) -> OutputFlags {
+        OutputFlags { base: range.base }
     }
 
     /// The rank's tiles of chunk `g` that stored it (a counter).
     pub fn produced(&self, g: i64) -> i64 {
         self.base + g
-    }
-
-    /// Chunk `g` has arrived from its owner (set to the epoch).
-    pub fn arrived(&self, g: i64) -> i64 {
-        self.base + self.chunks + g
-    }
-
-    /// The owner's copy engine has read chunk `g` for every peer (set to
-    /// the epoch).
-    pub fn copied(&self, g: i64) -> i64 {
-        self.base + 2 * self.chunks + g
     }
 }
 

@@ -555,6 +555,14 @@ impl StagedCopy {
                 ),
             ));
         }
+        if copy.arrived.is_none() {
+            // The copy programs have no stream to end the owner's launch
+            // after them: every copy they make sets its owner's flag.
+            return Err(internal(
+                plan.op,
+                "a staged reduction copy without an arrival flag",
+            ));
+        }
         let arg = |name: &str| {
             let buffer = plan.buffer(name).ok_or_else(|| {
                 internal(
@@ -643,14 +651,16 @@ fn emit_reduction_copy(
     );
     let last = last_to_finish(b, abi, b.const_i32(counter), programs);
     b.if_then(last, |then| {
-        let owner_flags = peer_ptr(&then, abi.flags, owner);
-        then.atomic_rmw(
-            RmwOp::Xchg,
-            then.addptr(owner_flags, then.const_i32(copy.arrived)),
-            abi.epoch,
-            Sem::Release,
-            Scope::Sys,
-        );
+        if let Some(arrived) = copy.arrived {
+            let owner_flags = peer_ptr(&then, abi.flags, owner);
+            then.atomic_rmw(
+                RmwOp::Xchg,
+                then.addptr(owner_flags, then.const_i32(arrived)),
+                abi.epoch,
+                Sem::Release,
+                Scope::Sys,
+            );
+        }
         if let Some(copied) = copy.copied {
             then.atomic_rmw(
                 RmwOp::Xchg,

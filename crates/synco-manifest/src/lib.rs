@@ -199,11 +199,14 @@ pub struct Copy {
 /// `produced.0 >= epoch * produced.1` (this rank's tiles of the chunk are
 /// done) and, if given, `consumed.0 >= (epoch - 1) * consumed.1` (the
 /// destination read the previous epoch's), `bytes` from `src_buffer` at
-/// `src_offset` here to `dst_buffer` at `dst_offset` on rank `owner`; then
-/// the epoch into flag `arrived` on `owner` and, if given, flag `copied`
+/// `src_offset` here to `dst_buffer` at `dst_offset` on rank `owner`; then,
+/// if given, the epoch into flag `arrived` on `owner` and flag `copied`
 /// here. A copy without `copied` leaves it to the runtime to keep the
 /// kernel's next launch from overwriting the chunk before it was read
-/// ([`FusedPlan::copies_ordered_by_streams`]). Offsets in bytes. With
+/// ([`FusedPlan::copies_ordered_by_streams`]); one without `arrived` is
+/// waited for by no kernel, only by the end of `owner`'s launch, which the
+/// runtime orders after this rank's copies
+/// ([`FusedPlan::sources_ordered_by_streams`]). Offsets in bytes. With
 /// `rows`, the copy is 2D: `rows.count` rows
 /// of `bytes` each (a column chunk of a row-major output, see
 /// `chunk-fuse-gathers`).
@@ -218,7 +221,8 @@ pub struct ReductionCopy {
     pub produced: (i64, i64),
     #[serde(default)]
     pub consumed: Option<(i64, i64)>,
-    pub arrived: i64,
+    #[serde(default)]
+    pub arrived: Option<i64>,
     #[serde(default)]
     pub copied: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -266,8 +270,10 @@ pub struct FusedPlan {
     pub copies: Vec<Vec<Copy>>,
     /// `completion[r]`: `(flag, count)` pairs rank `r`'s launch waits for
     /// after its kernel (flag >= epoch * count): rows other ranks' kernels
-    /// write into this rank's buffers (a fused two-shot all-reduce). Empty
-    /// for other plans.
+    /// or copy programs write into this rank's buffers (a two-shot
+    /// all-reduce on SMs). Empty for other plans (what the copy engine
+    /// writes into a rank ends its launch through the streams:
+    /// [`FusedPlan::sources_ordered_by_streams`]).
     #[serde(default)]
     pub completion: Vec<Vec<(i64, i64)>>,
     /// `reduction_copies[r]`: chunks of a partial that rank `r`'s side
@@ -311,7 +317,7 @@ impl FusedPlan {
                 let flags = [
                     Some(copy.produced.0),
                     copy.consumed.map(|c| c.0),
-                    Some(copy.arrived),
+                    copy.arrived,
                     copy.copied,
                 ];
                 for f in flags.into_iter().flatten() {
@@ -351,13 +357,30 @@ impl FusedPlan {
     /// tiles then overwrite that chunk in the next launch without waiting
     /// for the copy engine, and the runtime must start the next launch's
     /// kernel only once this launch's copies are done (a copy-engine
-    /// reduction; the gathered output of `chunk-fuse-gathers` keeps its
-    /// flag).
+    /// reduction, a gathered output of `chunk-fuse-gathers`; the SM-staged
+    /// mode's copy programs set theirs).
     pub fn copies_ordered_by_streams(&self) -> bool {
         self.reduction_copies
             .iter()
             .flatten()
             .any(|c| c.copied.is_none())
+    }
+
+    /// The ranks whose reduction copies into `rank` set no `arrived` flag
+    /// (a gathered output's chunks, a copy-engine all-reduce's sums): no
+    /// kernel waits for them, and `rank`'s launch ends only once each of
+    /// those ranks' side streams has made its copies. Ascending.
+    pub fn sources_ordered_by_streams(&self, rank: usize) -> Vec<usize> {
+        self.reduction_copies
+            .iter()
+            .enumerate()
+            .filter(|(_, copies)| {
+                copies
+                    .iter()
+                    .any(|c| c.owner == rank as i64 && c.arrived.is_none())
+            })
+            .map(|(source, _)| source)
+            .collect()
     }
 }
 
@@ -645,6 +668,22 @@ mod tests {
             plan(&copy(1, 4, "").replace(r#""copied": 6"#, r#""copied": null"#))
                 .copies_ordered_by_streams()
         );
+        // Copies without an arrival flag end their owner's launch through
+        // the streams: rank 1 waits for ranks 0 and 2, rank 2 for nobody.
+        let unflagged =
+            |owner: i64| copy(owner, 4, "").replace(r#""arrived": 4"#, r#""arrived": null"#);
+        let three: FusedPlan = serde_json::from_str(&format!(
+            r#"{{"plan": "p", "world_size": 3, "num_flags": 8, "buffers": [], "chunks": [], "copies": [],
+                "reduction_copies": [[{}, {}], [], [{}]]}}"#,
+            unflagged(1),
+            copy(2, 4, ""),
+            unflagged(1)
+        ))
+        .unwrap();
+        assert_eq!(three.sources_ordered_by_streams(1), vec![0, 2]);
+        assert!(three.sources_ordered_by_streams(2).is_empty());
+        assert!(three.sources_ordered_by_streams(0).is_empty());
+        assert_eq!(load(&unflagged(1), "[]"), Ok(()));
         let overlapping = r#", "rows": {"count": 4, "src_pitch": 128, "dst_pitch": 512}"#;
         let err = load(&copy(1, 4, overlapping), "[]").unwrap_err();
         assert!(

@@ -261,16 +261,20 @@ impl Node {
             )?;
             let data_end = self.side_stream_event(rank)?;
             unsafe {
-                check(
-                    rank,
-                    "cuMemcpyAsync",
-                    sys::cuMemcpyAsync(
-                        flag(self.ptr(owner, &flags), copy.arrived),
-                        epoch_word,
-                        4,
-                        gpu.copy,
-                    ),
-                )?;
+                // (Without an arrival flag, no kernel waits for this copy:
+                // the owner's launch ends after this stream's copies.)
+                if let Some(arrived) = copy.arrived {
+                    check(
+                        rank,
+                        "cuMemcpyAsync",
+                        sys::cuMemcpyAsync(
+                            flag(self.ptr(owner, &flags), arrived),
+                            epoch_word,
+                            4,
+                            gpu.copy,
+                        ),
+                    )?;
+                }
                 if let Some(copied) = copy.copied {
                     check(
                         rank,
@@ -293,7 +297,8 @@ impl Node {
             )?;
         }
         // The next launch's kernel on this rank waits for these copies to
-        // have read its partials and sums.
+        // have read its partials and sums, and the owners of copies without
+        // an arrival flag end this launch after them.
         unsafe {
             check(
                 rank,

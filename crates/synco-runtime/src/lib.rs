@@ -50,19 +50,23 @@
 //!    the copies of chunks the kernel's tiles produce (a reduction moved by
 //!    the copy engine: `reduction_copies`), each after
 //!    `cuStreamWaitValue32` on the tiles' counter, to a peer (the owner's
-//!    staging buffer, or a two-shot all-reduce's sums into every peer's
-//!    output), the peer's flag then set by a 4-byte copy of the epoch.
-//!    Where these copies set no `copied` flag (a copy-engine reduction,
-//!    whose kernel keeps no flags for the epochs), the streams keep the
-//!    epochs apart instead: the copies wait for every destination's start
-//!    (its previous launch done, so its tiles have read the previous
-//!    epoch's chunks there), and the rank's next kernel waits for them (an
-//!    event), so that its tiles overwrite partials and sums only once they
-//!    were read;
-//! 4. after the kernel, stream waits (`cuStreamWaitValue32`, >=) on the
-//!    counters the manifest's `completion` lists: rows that peers' kernels
-//!    write into this rank (a fused two-shot all-reduce), so that the
-//!    launch ends when they have all arrived.
+//!    staging buffer, a two-shot all-reduce's sums or a gathered output's
+//!    chunks into every peer's output), the peer's flag then set by a
+//!    4-byte copy of the epoch where a kernel waits for it (`arrived`).
+//!    Where these copies set no `copied` flag (a copy-engine reduction or
+//!    gathered output, whose kernel keeps no flags for the epochs), the
+//!    streams keep the epochs apart instead: the copies wait for every
+//!    destination's start (its previous launch done, so its tiles have read
+//!    the previous epoch's chunks there), and the rank's next kernel waits
+//!    for them (an event), so that its tiles overwrite partials and sums
+//!    only once they were read;
+//! 4. after every rank's copies, each rank's launch ends once what peers
+//!    write into it is there: an event wait on the side stream of every
+//!    peer whose copies into it set no flag (a copy-engine all-reduce's
+//!    sums, a gathered output's chunks), and stream waits
+//!    (`cuStreamWaitValue32`, >=) on the counters the manifest's
+//!    `completion` lists (rows peers' kernels store into this rank: an
+//!    SM two-shot all-reduce).
 //!
 //! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
 //! [`Node::clear_trace`] once, then [`Node::read_trace`] after any launch

@@ -39,7 +39,9 @@ pub(crate) struct Gpu {
     pub end: CUevent,
     /// Recorded on the copy stream after a launch's reduction copies: the
     /// next launch's kernel waits for it when its copies leave the epochs
-    /// to the streams (`FusedPlan::copies_ordered_by_streams`).
+    /// to the streams (`FusedPlan::copies_ordered_by_streams`), and the
+    /// owners of copies that set no arrival flag end the launch after it
+    /// (`FusedPlan::sources_ordered_by_streams`).
     pub copies_done: CUevent,
 }
 
@@ -587,16 +589,13 @@ impl Node {
             )?;
         }
         // Then the copies that wait for the kernels' tiles (a reduction's
-        // partials and sums) and each rank's completion, issued after every
+        // partials and sums, a gathered output's chunks), issued after every
         // rank's kernel so that no kernel waits for the host to issue them,
         // nor for another rank's (the copies wait for the tiles' flags on
-        // the GPU).
-        for rank in 0..world {
-            let gpu = &self.gpus[rank];
-            gpu.bind()?;
-            let g = rank;
-            let flags = self.ptr(rank, &kernel.flags);
-            if let Some(fused) = &kernel.manifest.fused {
+        // the GPU)...
+        if let Some(fused) = &kernel.manifest.fused {
+            for rank in 0..world {
+                self.gpus[rank].bind()?;
                 self.enqueue_reduction_copies(
                     rank,
                     fused,
@@ -605,6 +604,31 @@ impl Node {
                     kernel.flags,
                     &mut spans,
                 )?;
+            }
+        }
+        // ...and each rank's completion, after every rank's copies (it may
+        // wait for the events they record in this launch).
+        for rank in 0..world {
+            let gpu = &self.gpus[rank];
+            gpu.bind()?;
+            let g = rank;
+            let flags = self.ptr(rank, &kernel.flags);
+            // Copies into this rank that no kernel waits for (they set no
+            // flag): the launch is done when their side streams are.
+            let sources = kernel
+                .manifest
+                .fused
+                .as_ref()
+                .map(|f| f.sources_ordered_by_streams(rank))
+                .unwrap_or_default();
+            for source in sources {
+                unsafe {
+                    check(
+                        g,
+                        "cuStreamWaitEvent",
+                        sys::cuStreamWaitEvent(gpu.compute, self.gpus[source].copies_done, 0),
+                    )?;
+                }
             }
             // Rows that peers' kernels write here (a two-shot all-reduce's
             // sums): the launch is done when their counters are complete.
