@@ -22,8 +22,8 @@ S="1024,1024,8192 1024,7168,4096 1024,14336,8192 4096,1024,8192 4096,7168,4096 4
 cargo build --release -p synco -p synco-bench-ag-gemm
 OUT=build/bench/ab-new/ar2 $B --op ar2 --rs-mode copy_engine --shapes "$S" --chunks "" --no-local
 OUT=build/bench/ab-new/arg $B --op arg --chunks "4" --out-chunks "2 4 auto"
-# the correctness list and the shared checks: results/head-check-b9e53dd/build.sh
-# without its `rm -rf build/bench` and build-set.sh (the runtime's test binary
-# as there)
+# the correctness list and the shared checks, and the runtime's test binary
+# (as in results/head-check-b9e53dd/build.sh)
+benches/ag_gemm/build-check.sh
 find build/bench \( -name '*.ll' -o -name '*.ttgir' -o -name '*.ttir' -o -name '*.ptx' \) -delete
 (cd build && rm -f bench.tar.xz && tar -cJf bench.tar.xz bench)
