@@ -178,10 +178,20 @@ module {
 
 // -----
 
+// Tiles that straddle two ranks' blocks. (With a collective cutting @A the
+// plan verifier refuses this already, see Dialect/Chunk/plan-verify.mlir;
+// a gather written as transfers reaches the pass.)
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(2)
+    chunk.transfer @own local copy_engine
+        from #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+        to #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+        order(0) {group = "ag"}
+    chunk.transfer @peer pull copy_engine
+        from #chunk.region<@A[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+        to #chunk.region<@A[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> (r)
+        order(1) {group = "ag"}
     // expected-error @below {{tiles of 96 do not divide @A's 1024 rows into whole per-rank blocks of 512}}
     chunk.consume @A dim(0) tile(96)
   }

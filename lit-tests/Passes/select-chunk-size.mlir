@@ -96,12 +96,14 @@ chunk.plan @rs_small world_size(2) {
 
 // -----
 
-// No count splits 192-row blocks into 128-row tiles.
+// No count splits 192-row blocks into 128-row tiles: the plan verifier
+// refuses such tiles before any pass runs.
 chunk.plan @rs_odd world_size(2) {
   chunk.buffer @P : !chunk.buffer<384x64xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<192x64xbf16>
+  // expected-error @below {{'chunk.produce' op tiles of 128 along dimension 0 of @P do not fit its per-rank blocks of 192 (384 / world_size 2)}}
   chunk.produce @tiles @P dim(0) tile(128)
-  // expected-error @below {{chunk-select-chunk-size: no chunk count in [1, 2, 4, 8, 16] splits a block of 192 rows into whole 128-row tiles}}
+  // expected-note @below {{the blocks are cut here}}
   chunk.reduce_scatter @P into @C dim(0) chunks(auto) backend(ldst)
 }
 

@@ -15,7 +15,12 @@
 //    that copies from a produced buffer waits for its producer (unless the
 //    block stays in place), and no all-to-all moves a produced buffer (an
 //    all-gather may: its expansion waits for the producer);
-//  * consumers: a buffer that kernel tiles read is written by something.
+//  * consumers: a buffer that kernel tiles read is written by something;
+//  * tiles: a consumer's or producer's tiles along a dimension that a
+//    collective cuts into per-rank blocks fit those blocks (checked first:
+//    such a plan would otherwise expand into world_size^2 transfers before
+//    a pass refuses it; whether its chunks hold whole tiles, the passes
+//    check once the count is chosen).
 //
 // Coverage is computed exactly on a compressed grid: the boundaries of every
 // box along each dimension cut the buffer into cells, and each cell's
@@ -127,13 +132,15 @@ public:
   explicit PlanVerifier(PlanOp plan) : plan(plan) {}
 
   LogicalResult verify() {
-    return success(succeeded(verifyCoverage()) &&
+    return success(succeeded(verifyTilesInBlocks()) &&
+                   succeeded(verifyCoverage()) &&
                    succeeded(verifyProducers()) &&
                    succeeded(verifyDependencies()) &&
                    succeeded(verifyConsumers()));
   }
 
 private:
+  LogicalResult verifyTilesInBlocks();
   LogicalResult verifyCoverage();
   LogicalResult verifyGroupOnRank(StringRef group, BufferOp buffer,
                                   int64_t dstRank,
@@ -147,6 +154,57 @@ private:
 };
 
 } // namespace
+
+LogicalResult PlanVerifier::verifyTilesInBlocks() {
+  // The collective that cuts each (buffer, dimension) into world_size blocks.
+  llvm::DenseMap<std::pair<Attribute, int64_t>, Operation *> cuts;
+  auto cut = [&](FlatSymbolRefAttr buffer, int64_t dim, Operation *op) {
+    cuts.try_emplace({buffer, dim}, op);
+  };
+  for (Operation &op : plan.getBody().front()) {
+    if (auto ag = dyn_cast<AllGatherOp>(op))
+      cut(ag.getBufferAttr(), ag.getDim(), &op);
+    else if (auto rs = dyn_cast<ReduceScatterOp>(op))
+      cut(rs.getSrcAttr(), rs.getDim(), &op);
+    else if (auto ar = dyn_cast<AllReduceOp>(op))
+      cut(ar.getSrcAttr(), ar.getDim(), &op);
+    else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+      cut(a2a.getSrcAttr(), a2a.getDim(), &op);
+      cut(a2a.getDstAttr(), a2a.getDim(), &op);
+    }
+  }
+  int64_t worldSize = plan.getWorldSize();
+  auto check = [&](Operation *user, FlatSymbolRefAttr name, int64_t dim,
+                   int64_t tile) -> LogicalResult {
+    Operation *blocks = cuts.lookup({name, dim});
+    BufferOp buffer = plan.lookupBuffer(name);
+    if (!blocks || !buffer)
+      return success();
+    // (Each op verified itself first: the dimension is in range.)
+    int64_t extent = buffer.getBufferType().getShape()[dim];
+    int64_t block = extent / worldSize;
+    if (block % tile == 0)
+      return success();
+    InFlightDiagnostic diag =
+        user->emitOpError()
+        << "tiles of " << tile << " along dimension " << dim << " of " << name
+        << " do not fit its per-rank blocks of " << block << " (" << extent
+        << " / world_size " << worldSize
+        << "): a tile would span two ranks' blocks, and a tile waits for "
+           "(or signals) one chunk";
+    diag.attachNote(blocks->getLoc()) << "the blocks are cut here";
+    return diag;
+  };
+  for (auto consume : plan.getBody().getOps<ConsumeOp>())
+    if (failed(check(consume, consume.getBufferAttr(), consume.getDim(),
+                     consume.getTile())))
+      return failure();
+  for (auto produce : plan.getBody().getOps<ProduceOp>())
+    if (failed(check(produce, produce.getBufferAttr(), produce.getDim(),
+                     produce.getTile())))
+      return failure();
+  return success();
+}
 
 LogicalResult PlanVerifier::verifyCoverage() {
   int64_t worldSize = plan.getWorldSize();

@@ -222,3 +222,38 @@ chunk.plan @scatter_produced world_size(2) {
   // expected-error @below {{'chunk.all_to_all' op moves @C, which kernel tiles produce (@tiles): an all-to-all of a produced buffer is not supported (its chunks would be copied before the tiles write them)}}
   chunk.all_to_all @C into @D dim(0) chunks(2)
 }
+
+// -----
+
+// Tiles that straddle two ranks' blocks: 96-row tiles over 512-row blocks
+// of an all-gather (a tile would wait for two ranks' chunks), and 128-row
+// tiles of a reduce-scatter's partial over 64-row blocks (world_size(16):
+// refused here, before the expansion into 16 x 15 transfers).
+chunk.plan @straddle world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xbf16>
+  // expected-note @below {{the blocks are cut here}}
+  chunk.all_gather @A dim(0) chunks(2)
+  // expected-error @below {{'chunk.consume' op tiles of 96 along dimension 0 of @A do not fit its per-rank blocks of 512 (1024 / world_size 2): a tile would span two ranks' blocks, and a tile waits for (or signals) one chunk}}
+  chunk.consume @A dim(0) tile(96)
+}
+
+// -----
+
+chunk.plan @straddle16 world_size(16) {
+  chunk.buffer @P : !chunk.buffer<1024x64xbf16>
+  chunk.buffer @C : !chunk.buffer<64x64xbf16>
+  // expected-error @below {{'chunk.produce' op tiles of 128 along dimension 0 of @P do not fit its per-rank blocks of 64 (1024 / world_size 16)}}
+  chunk.produce @tiles @P dim(0) tile(128)
+  // expected-note @below {{the blocks are cut here}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(auto)
+}
+
+// -----
+
+// Tiles along another dimension than the blocks are not constrained by them
+// (a gathered output produced in column tiles). Verifies.
+chunk.plan @across world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x256xbf16>
+  chunk.produce @tiles @C dim(1) tile(96)
+  chunk.all_gather @C dim(0) chunks(2) split(1)
+}

@@ -50,7 +50,10 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
       block stays in place), and no all-to-all moves a produced buffer
       (its chunks would be copied before the tiles write them; an
       all-gather's transfers wait for the producer);
-    * every consumed buffer is written by some transfer or collective.
+    * every consumed buffer is written by some transfer or collective;
+    * the tiles of a `chunk.consume` or `chunk.produce` fit the per-rank
+      blocks a collective cuts their dimension into (a tile waits for, or
+      signals, one chunk, and a chunk lies in one rank's block).
 
     ```mlir
     chunk.plan @ag_gemm world_size(2) kernel(@matmul_kernel) {
