@@ -202,16 +202,21 @@ pub fn choose_gathered_output(
         .iter()
         .map(|&n| (n, predict_gathered_output(machine, output, n)))
         .collect();
-    let best_time = predictions
-        .iter()
-        .map(|p| p.1)
-        .fold(f64::INFINITY, f64::min);
-    let best = predictions
-        .iter()
-        .filter(|p| p.1 <= best_time * (1.0 + TIE_TOLERANCE))
-        .map(|p| p.0)
-        .min()?;
+    let best = fewest_within_tolerance(predictions.iter().copied())?;
     Some((best, predictions))
+}
+
+/// Of `(chunks, predicted us)` pairs, the fewest chunks whose prediction is
+/// within [`TIE_TOLERANCE`] of the lowest.
+fn fewest_within_tolerance(predictions: impl Iterator<Item = (u64, f64)> + Clone) -> Option<u64> {
+    let best_time = predictions
+        .clone()
+        .map(|(_, us)| us)
+        .fold(f64::INFINITY, f64::min);
+    predictions
+        .filter(|&(_, us)| us <= best_time * (1.0 + TIE_TOLERANCE))
+        .map(|(n, _)| n)
+        .min()
 }
 
 /// Predictions within this fraction of the best count as ties.
@@ -229,15 +234,8 @@ pub fn choose(
         .iter()
         .map(|&n| predict(machine, problem, n))
         .collect();
-    let best_time = predictions
-        .iter()
-        .map(|p| p.fused_us)
-        .fold(f64::INFINITY, f64::min);
-    let best = predictions
-        .iter()
-        .filter(|p| p.fused_us <= best_time * (1.0 + TIE_TOLERANCE))
-        .map(|p| p.chunks_per_rank)
-        .min()?;
+    let best =
+        fewest_within_tolerance(predictions.iter().map(|p| (p.chunks_per_rank, p.fused_us)))?;
     Some((best, predictions))
 }
 
