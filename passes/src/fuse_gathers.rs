@@ -32,8 +32,8 @@
 //! on rank `r` once every other rank's side stream has made its copies, the
 //! copies into `r` start after `r`'s previous launch, and a rank's next
 //! kernel, whose tiles overwrite the chunks, starts after its copies. The
-//! flags are those of `plan::OutputFlags`. The transfers are marked
-//! `synco.fused`.
+//! counters are the range's flags (`plan::FlagKind::Output`: `produced(g)`
+//! is flag `base + g`). The transfers are marked `synco.fused`.
 //!
 //! No tile waits for another rank: the copy engine reads what the tiles
 //! stored, so the result is the kernel's own bits on every rank.
@@ -51,8 +51,8 @@
 use crate::{
     fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive},
     plan::{
-        FlagKind, FlagRange, OutputFlags, Plan, bound_kernel, fail, flag_layout, internal, loc,
-        plans, region_parts,
+        FlagKind, FlagRange, Plan, bound_kernel, fail, flag_layout, internal, loc, plans,
+        region_parts,
     },
     tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
 };
@@ -271,7 +271,6 @@ fn fuse(
     } else {
         chunk / tile * ((block + tile_rows - 1) / tile_rows)
     };
-    let flags = OutputFlags::of(range);
 
     let b = Builder::before(store).with_loc(ir::location_of(produce));
     let c = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(chunk));
@@ -287,10 +286,10 @@ fn fuse(
     arrive(
         &after,
         abi.flags,
-        after.addi(g, after.const_i32(flags.produced(0))),
+        after.addi(g, after.const_i32(range.base)),
     );
 
-    record(plan, range, flags, tiles_per_chunk, [n, element_bytes]);
+    record(plan, range, tiles_per_chunk, [n, element_bytes]);
     Diagnostic::remark(
         loc(produce),
         format!(
@@ -312,13 +311,7 @@ fn fuse(
 
 /// The side streams' copies (see the module docs), as the plan attribute
 /// `chunk-lower-transfers` moves into the schedule. `[n, element_bytes]`: the row length and element size.
-fn record(
-    plan: &Plan,
-    range: &FlagRange,
-    flags: OutputFlags,
-    tiles_per_chunk: i64,
-    [n, element_bytes]: [i64; 2],
-) {
+fn record(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64, [n, element_bytes]: [i64; 2]) {
     let w = plan.world_size;
     let block = range.rank_block;
     let per_rank = range.chunks_per_rank;
@@ -349,7 +342,7 @@ fn record(
                         src_offset: offset * element_bytes,
                         dst_offset: offset * element_bytes,
                         bytes,
-                        produced: (flags.produced(g), tiles_per_chunk),
+                        produced: (range.base + g, tiles_per_chunk),
                         consumed: None,
                         arrived: None,
                         copied: None,

@@ -314,8 +314,9 @@ pub enum FlagKind {
     Reduction,
     /// An output that kernel tiles produce and an all-gather sends to every
     /// peer (see `chunk-fuse-gathers`): per chunk, a counter of the rank's
-    /// tiles that stored it ([`OutputFlags`]). Nothing waits for its
-    /// arrival on the peers but the end of their launch, which the
+    /// tiles that stored it (chunk `c` of rank `o`'s block, global chunk
+    /// `g = o * chunks_per_rank + c`, is flag `base + g`). Nothing waits
+    /// for its arrival on the peers but the end of their launch, which the
     /// runtime's streams order.
     Output,
 }
@@ -580,25 +581,6 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
         out.push(range);
     }
     Ok(out)
-}
-
-/// The flags of a gathered output ([`FlagKind::Output`]), after its range's
-/// base, for the `G = W * chunks_per_rank` global chunks (chunk `c` of rank
-/// `o`'s block is `g = o * chunks_per_rank + c`): `produced[g]`.
-#[derive(Clone, Copy, Debug)]
-pub struct OutputFlags {
-    pub base: i64,
-}
-
-impl OutputFlags {
-    pub fn of(range: &FlagRange) -> OutputFlags {
-        OutputFlags { base: range.base }
-    }
-
-    /// The rank's tiles of chunk `g` that stored it (a counter).
-    pub fn produced(&self, g: i64) -> i64 {
-        self.base + g
-    }
 }
 
 /// Buffers that kernel tiles produce and non-reducing transfers send to
