@@ -108,6 +108,7 @@ use crate::{
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
+use synco_manifest::ReductionCopy;
 
 pub static PASS: PassDescriptor = PassDescriptor {
     argument: "chunk-fuse-reductions",
@@ -1115,7 +1116,7 @@ fn record_copies(
     let w = plan.world_size;
     let flags = CeFlags::new(range, w);
     let chunk_bytes = range.rows_per_chunk * row_bytes;
-    let per_rank: Vec<Vec<serde_json::Value>> = (0..w)
+    let per_rank: Vec<Vec<ReductionCopy>> = (0..w)
         .map(|s| {
             let partials = (0..range.chunks_per_rank)
                 .flat_map(|c| (1..w).map(move |k| (c, (s + k) % w)))
@@ -1123,36 +1124,38 @@ fn record_copies(
                     let g = o * range.chunks_per_rank + c;
                     let rows = c * range.rows_per_chunk;
                     let slot = crate::plan::staging_slot(s, o, w);
-                    serde_json::json!({
-                        "src_buffer": range.buffer,
-                        "dst_buffer": crate::plan::staging_name(&range.buffer),
-                        "owner": o,
-                        "src_offset": o * block_bytes + rows * row_bytes,
-                        "dst_offset": slot * block_bytes + rows * row_bytes,
-                        "bytes": chunk_bytes,
-                        "produced": [flags.produced_index(g), tiles_per_chunk],
-                        "consumed": epoch_flags.then(|| [flags.consumed_index(g), tiles_per_chunk]),
-                        "arrived": flags.arrived_index(g, s),
-                        "copied": epoch_flags.then(|| flags.copied_index(g)),
-                    })
+                    ReductionCopy {
+                        src_buffer: range.buffer.clone(),
+                        dst_buffer: crate::plan::staging_name(&range.buffer),
+                        owner: o,
+                        src_offset: o * block_bytes + rows * row_bytes,
+                        dst_offset: slot * block_bytes + rows * row_bytes,
+                        bytes: chunk_bytes,
+                        produced: (flags.produced_index(g), tiles_per_chunk),
+                        consumed: epoch_flags.then(|| (flags.consumed_index(g), tiles_per_chunk)),
+                        arrived: Some(flags.arrived_index(g, s)),
+                        copied: epoch_flags.then(|| flags.copied_index(g)),
+                        rows: None,
+                    }
                 });
             let sums = gather.into_iter().flat_map(move |out| {
                 (0..range.chunks_per_rank).flat_map(move |c| {
                     let g = s * range.chunks_per_rank + c;
                     (1..w).map(move |k| {
                         let offset = g * chunk_bytes;
-                        serde_json::json!({
-                            "src_buffer": out,
-                            "dst_buffer": out,
-                            "owner": (s + k) % w,
-                            "src_offset": offset,
-                            "dst_offset": offset,
-                            "bytes": chunk_bytes,
-                            "produced": [flags.reduced_index(g), tiles_per_chunk],
-                            "consumed": null,
-                            "arrived": epoch_flags.then(|| flags.gathered_index(g)),
-                            "copied": (epoch_flags && k == w - 1).then(|| flags.sent_index(g)),
-                        })
+                        ReductionCopy {
+                            src_buffer: out.to_string(),
+                            dst_buffer: out.to_string(),
+                            owner: (s + k) % w,
+                            src_offset: offset,
+                            dst_offset: offset,
+                            bytes: chunk_bytes,
+                            produced: (flags.reduced_index(g), tiles_per_chunk),
+                            consumed: None,
+                            arrived: epoch_flags.then(|| flags.gathered_index(g)),
+                            copied: (epoch_flags && k == w - 1).then(|| flags.sent_index(g)),
+                            rows: None,
+                        }
                     })
                 })
             });
