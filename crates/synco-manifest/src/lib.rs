@@ -152,7 +152,7 @@ pub enum ChunkKind {
     /// A reduced partial: a counter per chunk that tiles bump.
     Reduction,
     /// An output the tiles produce and the copy engine sends to every peer:
-    /// a counter per chunk that tiles bump, and flags the copies set.
+    /// a counter per chunk that tiles bump (the copies set no flag).
     Output,
 }
 
@@ -284,11 +284,23 @@ pub struct FusedPlan {
 }
 
 impl FusedPlan {
-    /// The side stream's reduction copies and the completion waits name ranks and
+    /// The copies, reduction copies and completion waits name ranks and
     /// flags of this plan (the runtime indexes its GPUs and writes the flag
-    /// array with them), and 2D copies' rows do not overlap.
-    fn check_reduction_copies(&self, path: &Path) -> Result<(), ManifestError> {
+    /// array with them), and 2D reduction copies' rows do not overlap.
+    fn check_indices(&self, path: &Path) -> Result<(), ManifestError> {
         let ranks = 0..self.world_size;
+        let rank = |copy: String, r: i64| {
+            if ranks.contains(&r) {
+                Ok(())
+            } else {
+                Err(ManifestError::CopyRank {
+                    path: path.into(),
+                    copy,
+                    rank: r,
+                    world_size: self.world_size,
+                })
+            }
+        };
         let flag = |what: String, flag: i64| {
             if (0..self.num_flags).contains(&flag) {
                 Ok(())
@@ -301,18 +313,22 @@ impl FusedPlan {
                 })
             }
         };
-        for (rank, list) in self.reduction_copies.iter().enumerate() {
+        for (driver, list) in self.copies.iter().enumerate() {
+            for copy in list {
+                let name = copy.name.clone().unwrap_or_default();
+                for r in [driver as i64, copy.src_rank, copy.dst_rank] {
+                    rank(name.clone(), r)?;
+                }
+                if let Some(f) = copy.flag {
+                    flag(format!("copy '{name}'"), f)?;
+                }
+            }
+        }
+        for (source, list) in self.reduction_copies.iter().enumerate() {
             for (i, copy) in list.iter().enumerate() {
-                let what = format!("reduction copy {i} of rank {rank}");
-                for r in [rank as i64, copy.owner] {
-                    if !ranks.contains(&r) {
-                        return Err(ManifestError::CopyRank {
-                            path: path.into(),
-                            copy: what,
-                            rank: r,
-                            world_size: self.world_size,
-                        });
-                    }
+                let what = format!("reduction copy {i} of rank {source}");
+                for r in [source as i64, copy.owner] {
+                    rank(what.clone(), r)?;
                 }
                 let flags = [
                     Some(copy.produced.0),
@@ -455,33 +471,8 @@ impl LaunchManifest {
         for param in &manifest.params {
             param.size_bytes()?;
         }
-        // The runtime indexes its ranks by the copies' ranks.
         if let Some(fused) = &manifest.fused {
-            let ranks = 0..fused.world_size;
-            for (driver, list) in fused.copies.iter().enumerate() {
-                for copy in list {
-                    let outside = [driver as i64, copy.src_rank, copy.dst_rank]
-                        .into_iter()
-                        .find(|r| !ranks.contains(r));
-                    if let Some(rank) = outside {
-                        return Err(ManifestError::CopyRank {
-                            path: path.into(),
-                            copy: copy.name.clone().unwrap_or_default(),
-                            rank,
-                            world_size: fused.world_size,
-                        });
-                    }
-                    if let Some(flag) = copy.flag.filter(|f| !(0..fused.num_flags).contains(f)) {
-                        return Err(ManifestError::FlagIndex {
-                            path: path.into(),
-                            what: format!("copy '{}'", copy.name.clone().unwrap_or_default()),
-                            flag,
-                            num_flags: fused.num_flags,
-                        });
-                    }
-                }
-            }
-            fused.check_reduction_copies(path)?;
+            fused.check_indices(path)?;
         }
         Ok(manifest)
     }
@@ -603,6 +594,17 @@ mod tests {
         assert!(
             err.to_string()
                 .ends_with("copy 'A_p1_c0' names rank 2, outside the plan's 2 ranks"),
+            "{err}"
+        );
+        // A rank inside the plan, a flag outside the kernel's.
+        let fused = m.fused.as_mut().unwrap();
+        fused.copies[0][0].src_rank = 1;
+        fused.copies[0][0].flag = Some(9);
+        std::fs::write(&path, m.to_json()).unwrap();
+        let err = LaunchManifest::load(&path).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("copy 'A_p1_c0' names flag 9, outside the kernel's 4 flags"),
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
