@@ -167,12 +167,13 @@ impl Node {
     }
 
     /// The side stream's copies of chunks the kernel's tiles finish, for a
-    /// reduction moved by the copy engine: partials into their owner's
-    /// staging buffer, and a two-shot all-reduce's sums into every peer's
-    /// output (see `synco_manifest::ReductionCopy`). The peer's flag is
-    /// written by a 4-byte peer copy of this launch's epoch, kept in the
-    /// word after the kernel's flags, so every stream memory operation
-    /// stays local.
+    /// reduction or a gathered output moved by the copy engine: partials
+    /// into their owner's staging buffer, a two-shot all-reduce's sums or a
+    /// gathered output's chunks into every peer's output (see
+    /// `synco_manifest::ReductionCopy`). Where a kernel waits for a copy,
+    /// the peer's flag is written by a 4-byte peer copy of this launch's
+    /// epoch, kept in the word after the kernel's flags, so every stream
+    /// memory operation stays local.
     pub(crate) fn enqueue_reduction_copies(
         &self,
         rank: usize,
@@ -190,12 +191,16 @@ impl Node {
         let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
         let epoch_word = flag(local_flags, fused.num_flags);
         let wait_geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
-        unsafe {
-            check(
-                rank,
-                "cuStreamWriteValue32",
-                sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
-            )?;
+        // (Only the arrival flags copy the epoch word: a gathered output's
+        // copies set none and leave it alone.)
+        if copies.iter().any(|c| c.arrived.is_some()) {
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWriteValue32",
+                    sys::cuStreamWriteValue32_v2(gpu.copy, epoch_word, epoch, 0),
+                )?;
+            }
         }
         // Where the kernels leave the epochs to the streams: each owner's
         // previous launch is done (this launch's start on it), so its tiles
