@@ -123,6 +123,38 @@ module {
 
 // -----
 
+// A reduction fused before this pass (its records on the plan) keeps the
+// side stream and the launch's end: one fused operation per plan.
+module {
+  chunk.plan @after_reduction world_size(2) attributes {synco.reduction_copies = "[[], []]"} {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already has copies on the copy engine's side stream (synco.reduction_copies); gathering an output beside it is not supported}}
+    chunk.all_gather @C dim(0) chunks(2) split(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @after_two_shot world_size(2) attributes {synco.completion = "[[], []]"} {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already ends the launch on its own completion flags (synco.completion); gathering an output beside it is not supported}}
+    chunk.all_gather @C dim(0) chunks(2) split(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
 // Chunks of 32 columns would split the 64-wide tiles: a tile could not say
 // which chunk it finished.
 module {

@@ -51,8 +51,8 @@
 use crate::{
     fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive},
     plan::{
-        FlagKind, FlagRange, Plan, bound_kernel, fail, flag_layout, internal, loc, plans,
-        region_parts,
+        FlagKind, FlagRange, Plan, bound_kernel, fail, flag_layout, internal, loc,
+        plain_send_source, plans,
     },
     tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
 };
@@ -90,11 +90,18 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         }
         let range = &outputs[0];
         let transfers = gather_transfers(&plan, &range.buffer)?;
-        for key in [REDUCTION_COPIES_ATTR, COMPLETION_ATTR] {
+        // One fused operation per plan: a reduction fused before this pass
+        // owns the side stream's copies or the launch's completion.
+        for (key, what) in [
+            (REDUCTION_COPIES_ATTR, "has copies on the copy engine's side stream"),
+            (COMPLETION_ATTR, "ends the launch on its own completion flags"),
+        ] {
             if ir::attr(plan.op, key).is_some() {
                 return Err(fail(
                     transfers[0],
-                    "chunk-fuse-gathers: a reduction of this plan already has the copy engine's side stream; gathering an output beside it is not supported",
+                    format!(
+                        "chunk-fuse-gathers: a reduction fused into this plan already {what} ({key}); gathering an output beside it is not supported"
+                    ),
                 ));
             }
         }
@@ -125,12 +132,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
 fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Op>, PassFailed> {
     let mut out = Vec::new();
     for t in plan.ops_named("chunk.transfer") {
-        let reads = ir::attr(t, "src")
-            .and_then(region_parts)
-            .is_some_and(|(b, _, _)| b == buffer);
-        let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-            == Some(attrs::TransferMode::Local);
-        if !reads || local || ir::attr(t, "reduce").is_some() {
+        if plain_send_source(t).as_deref() != Some(buffer) {
             continue;
         }
         let group = ir::str_attr(t, "group").unwrap_or_default();

@@ -593,12 +593,7 @@ pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
         .collect();
     let mut out: Vec<String> = Vec::new();
     for t in plan.ops_named("chunk.transfer") {
-        let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-            == Some(attrs::TransferMode::Local);
-        if ir::attr(t, "reduce").is_some() || local {
-            continue;
-        }
-        if let Some((name, _, _)) = ir::attr(t, "src").and_then(region_parts)
+        if let Some(name) = plain_send_source(t)
             && produced.contains(&name)
             && !out.contains(&name)
         {
@@ -606,6 +601,20 @@ pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
         }
     }
     out
+}
+
+/// The buffer that transfer `t` reads when it sends data unchanged to
+/// another rank (a gather's chunk; not a reduction's, nor a copy within a
+/// rank), or `None`.
+pub fn plain_send_source(t: Op) -> Option<String> {
+    let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+        == Some(attrs::TransferMode::Local);
+    if local || ir::attr(t, "reduce").is_some() {
+        return None;
+    }
+    ir::attr(t, "src")
+        .and_then(region_parts)
+        .map(|(name, _, _)| name)
 }
 
 /// The dimension `d` along which every transfer of `transfers` writes into
