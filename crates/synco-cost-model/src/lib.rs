@@ -165,28 +165,31 @@ pub struct GatheredOutput {
 
 /// Predicted time of a launch whose output goes out in `n` chunks: the
 /// tiles finish chunk `i` at `(i + 1) / n` of the kernel (they walk the
-/// chunked dimension last), and the copy stream sends each chunk to every
-/// peer once it is finished and the previous copies are done, each copy
-/// costing `copy_latency + sync + chunk bytes / link bandwidth`:
+/// chunked dimension last), and the copy stream, once the previous copies
+/// are done, waits for the chunk's counter (`sync`, once per chunk: the
+/// runtime's stream waits once for a counter its copies to several peers
+/// share) and sends it to every peer, each copy costing `copy_latency +
+/// chunk bytes / link bandwidth`:
 ///
 /// ```text
 ///   ready(i) = (i + 1) / n * T_kernel
-///   end(i)   = max(ready(i), end(i - 1)) + peers * T_copy
+///   end(i)   = max(ready(i), end(i - 1)) + sync + peers * T_copy
 ///   T(n)     = max(T_kernel, end(n - 1)) + launch
 /// ```
 ///
 /// Few chunks leave the copies for after the kernel; many pay the
-/// per-copy cost many times. Measured on 2 x H200 (benches/ag_gemm
-/// README): 1 chunk best for a 8 MiB block, 2 for 32 MiB, 4 for 64 MiB.
+/// per-chunk costs many times. Measured on 2 x H200 (one peer; benches/
+/// ag_gemm README): 1 chunk best for a 8 MiB block, 2 for 32 MiB, 4 for 64
+/// MiB. Not measured with more than one peer.
 pub fn predict_gathered_output(machine: &Machine, output: &GatheredOutput, n: u64) -> f64 {
     let n = n.max(1);
     let kernel = output.flops / (machine.gemm_tflops * 1e6);
     let chunk_bytes = output.block_bytes as f64 / n as f64;
-    let copy = machine.copy_latency_us + machine.sync_us + chunk_bytes / (machine.link_gbps * 1e3);
+    let copy = machine.copy_latency_us + chunk_bytes / (machine.link_gbps * 1e3);
     let mut end: f64 = 0.0;
     for i in 0..n {
         let ready = (i + 1) as f64 / n as f64 * kernel;
-        end = end.max(ready) + output.peers as f64 * copy;
+        end = end.max(ready) + machine.sync_us + output.peers as f64 * copy;
     }
     kernel.max(end) + machine.launch_us
 }
@@ -268,6 +271,25 @@ mod tests {
             let (chosen, _) = choose_gathered_output(&m, &output, &[1, 2, 4, 8, 16]).unwrap();
             assert_eq!(chosen, best, "{rows} rows");
         }
+    }
+
+    #[test]
+    fn a_chunk_sent_to_several_peers_waits_for_its_counter_once() {
+        // No compute to hide behind: the copies alone, one counter wait per
+        // chunk and one copy per peer (the runtime waits once per counter).
+        let m = Machine::H200_NVLINK;
+        let output = GatheredOutput {
+            peers: 3,
+            block_bytes: 37_000_000,
+            flops: 0.0,
+        };
+        let copy = m.copy_latency_us + 37_000_000.0 / 2.0 / (m.link_gbps * 1e3);
+        let expected = 2.0 * (m.sync_us + 3.0 * copy) + m.launch_us;
+        let predicted = predict_gathered_output(&m, &output, 2);
+        assert!(
+            (predicted - expected).abs() < 1e-9,
+            "{predicted} against {expected}"
+        );
     }
 
     #[test]

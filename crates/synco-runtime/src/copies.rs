@@ -9,6 +9,7 @@ use crate::{
     timeline::PendingCopy,
 };
 use cudarc::driver::sys::{self, CUdeviceptr};
+use std::collections::HashSet;
 
 /// Which copy-engine copies `Node::enqueue_copies` issues for a rank.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -219,34 +220,37 @@ impl Node {
                 }
             }
         }
-        for copy in copies {
-            let src = bound(bindings, &copy.src_buffer)?;
-            let dst = bound(bindings, &copy.dst_buffer)?;
-            let owner = copy.owner as usize;
-            let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
+        // Counters only grow within a launch, and the stream runs in order:
+        // once it has waited for a counter to reach a value, a later wait
+        // for the same value is already met. A chunk sent to several peers
+        // (a gathered output, the two-shot's sums) waits once, not once per
+        // peer.
+        let mut waited: HashSet<(i64, u32)> = HashSet::new();
+        let mut wait_for = |index: i64, value: u32| -> Result<()> {
+            if !waited.insert((index, value)) {
+                return Ok(());
+            }
             unsafe {
                 check(
                     rank,
                     "cuStreamWaitValue32",
                     sys::cuStreamWaitValue32_v2(
                         gpu.copy,
-                        flag(local_flags, copy.produced.0),
-                        target(copy.produced, epoch),
+                        flag(local_flags, index),
+                        value,
                         wait_geq,
                     ),
-                )?;
-                if let Some(consumed) = copy.consumed {
-                    check(
-                        rank,
-                        "cuStreamWaitValue32",
-                        sys::cuStreamWaitValue32_v2(
-                            gpu.copy,
-                            flag(local_flags, consumed.0),
-                            target(consumed, epoch - 1),
-                            wait_geq,
-                        ),
-                    )?;
-                }
+                )
+            }
+        };
+        for copy in copies {
+            let src = bound(bindings, &copy.src_buffer)?;
+            let dst = bound(bindings, &copy.dst_buffer)?;
+            let owner = copy.owner as usize;
+            let target = |(_, count): (i64, i64), epoch: u32| (epoch as i64 * count) as u32;
+            wait_for(copy.produced.0, target(copy.produced, epoch))?;
+            if let Some(consumed) = copy.consumed {
+                wait_for(consumed.0, target(consumed, epoch - 1))?;
             }
             let start = self.side_stream_event(rank)?;
             let (rows, pitches) = match &copy.rows {
