@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Compiles the correctness list: every operator, kernel style, backend,
 # transport and chunk count on one shape each (build/bench/check), and the
-# W = 4 and 8 variants for ranks that share the GPUs of a 2-GPU machine
-# (build/bench/check-w4, check-w8; build-shared-check.sh). Then, on the GPU
+# variants for W = 3 to 8 ranks that share the GPUs of a 2-GPU machine
+# (build/bench/check-w3 ... check-w8; build-shared-check.sh). Then, on the GPU
 # machine, `device-run.sh check check-shared` checks every variant against
 # cuBLAS, relaunches it (bit-identical results), launches it back to back
 # and runs the watchdog test.
 #
-#   build-check.sh            (about 10 minutes on a 2-core machine)
+#   build-check.sh            (about 17 minutes on a 2-core machine)
 #
 # It adds to build/bench (build-set.sh --keep adds the timed set after it);
 # pack with build-set.sh, or:
@@ -37,6 +37,7 @@ $B --op ar2 --rs-mode stage --copy-programs 8 --shapes "4096,7168,4096" --styles
 $B --op rsg --shapes "4096,1024,8192" --chunks "2 4 8"
 $B --op arg --shapes "4096,1024,8192" --chunks "4 8" --out-chunks "1 2 4"
 unset OUT
-benches/ag_gemm/build-shared-check.sh 4
-benches/ag_gemm/build-shared-check.sh 8
-echo "build-check.sh: $(find build/bench/check build/bench/check-w4 build/bench/check-w8 -name variant.json | wc -l) variants in build/bench/check*"
+for w in 3 4 5 6 7 8; do
+  benches/ag_gemm/build-shared-check.sh "$w"
+done
+echo "build-check.sh: $(find build/bench/check build/bench/check-w? -name variant.json | wc -l) variants in build/bench/check*"

@@ -5,7 +5,8 @@
 #
 #   build-set.sh [--world W] [--ops "ag rs ar ar2 rsg arg"] [--keep]
 #
-# W defaults to 2. For W > 2 the default shapes keep M and the 2-rank layer
+# W defaults to 2 (the set's shapes split evenly for W = 2, 4 and 8; other
+# W: build.sh --world W --shapes). For W > 2 the default shapes keep M and the 2-rank layer
 # and give each rank 2/W of the weight (N_local for the all-gather, K_local
 # for the reductions: build.sh --world). --keep adds to an existing
 # build/bench (e.g. a correctness list built first) instead of starting
@@ -45,6 +46,13 @@ if [ "$WORLD" -lt 2 ] || [ "$WORLD" -gt 8 ]; then
   echo "build-set.sh: --world must be 2 to 8 (ranks of one NVLink node), not $WORLD" >&2
   exit 2
 fi
+# M = 1024, 4096 and 8192 in equal blocks, and 2/W of the 2-rank layer's
+# N_local and K_local (1024, 4096, 7168, 8192, 14336) whole: W = 2, 4, 8.
+case "$WORLD" in
+  2 | 4 | 8) ;;
+  *) echo "build-set.sh: the issues' shapes (M = 1024, 4096, 8192; 2/W of the 2-rank layer per rank) do not split evenly over $WORLD ranks: the set is built for W = 2, 4 or 8; build.sh --world $WORLD --shapes \"M,K,N ...\" builds others" >&2
+     exit 2 ;;
+esac
 for op in $OPS; do
   case $op in
     ag | rs | ar | ar2 | rsg | arg) ;;
