@@ -9,7 +9,8 @@
 # synco_ar.json, synco_ar2.json, synco_rsg.json, synco_arg.json, with
 # torch.json (all-gather baselines) and torch_rs*.json (reduce-scatter and
 # all-reduce baselines; the fastest run per shape is used) and gpus.txt.
-# COMMIT is the commit the variants were built from.
+# COMMIT is the commit the variants were built from. With reduction
+# results, targets.py then scores issue 7's targets (targets.md).
 set -euo pipefail
 DIR="${1:?usage: report-set.sh DIR COMMIT}"
 COMMIT="${2:?usage: report-set.sh DIR COMMIT}"
@@ -39,4 +40,9 @@ done
 if [ "$reported" = 0 ]; then
   echo "report-set.sh: no synco*.json with baselines in $DIR" >&2
   exit 1
+fi
+# Issue 7's targets, scored from the reduction tables (targets.md).
+reductions=(results_rs*.json results_ar*.json)
+if [ ${#reductions[@]} -gt 0 ]; then
+  python3 "$(dirname "$REPORT")/targets.py" .
 fi
