@@ -93,8 +93,14 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         // One fused operation per plan: a reduction fused before this pass
         // owns the side stream's copies or the launch's completion.
         for (key, what) in [
-            (REDUCTION_COPIES_ATTR, "has copies on the copy engine's side stream"),
-            (COMPLETION_ATTR, "ends the launch on its own completion flags"),
+            (
+                REDUCTION_COPIES_ATTR,
+                "has copies on the copy engine's side stream",
+            ),
+            (
+                COMPLETION_ATTR,
+                "ends the launch on its own completion flags",
+            ),
         ] {
             if ir::attr(plan.op, key).is_some() {
                 return Err(fail(
