@@ -156,13 +156,18 @@ module {
 // -----
 
 // Chunks of 32 columns would split the 64-wide tiles: a tile could not say
-// which chunk it finished.
+// which chunk it finished. (The plan verifier refuses such a chunk count
+// on a collective; here the all-gather is written as its transfers: each
+// rank's 128 rows in 2 chunks of 32 of the 64 columns.)
 module {
   chunk.plan @narrow world_size(2) {
-    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<256x64xbf16> bind(0)
     // expected-error @below {{chunks of 32 along dimension 1 of @C would split its 64-wide tiles: pick a chunk count whose chunks hold whole tiles}}
     chunk.produce @tiles @C dim(1) tile(64)
-    chunk.all_gather @C dim(0) chunks(8) split(1)
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 128, 0)] [128, 32]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 128, 0)] [128, 32]> on (d0) -> (d0) order(0) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 128, 32)] [128, 32]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 128, 32)] [128, 32]> on (d0) -> (d0) order(1) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 32]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 32]> on (d0) -> (d0) order(2) after [@tiles] {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 128, 32)] [128, 32]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 128, 32)] [128, 32]> on (d0) -> (d0) order(3) after [@tiles] {group = "all_gather_C"}
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>):

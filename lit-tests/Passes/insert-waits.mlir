@@ -51,11 +51,16 @@ module {
 
 // -----
 
-// Chunks of 64 rows would split 128-row tiles between two flags.
+// Chunks of 64 rows would split 128-row tiles between two flags. (The
+// plan verifier refuses such a chunk count on a collective; here the
+// all-gather is written as its transfers, 128-row blocks in 2 chunks.)
 module {
   chunk.plan @p world_size(2) {
-    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(8)
+    chunk.buffer @A : !chunk.buffer<256x64xbf16> bind(0)
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> (d0) order(0) {group = "all_gather_A"}
+    chunk.transfer @A_p0_c1 local copy_engine from <@A[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> on (d0) -> (d0) order(1) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [64, 64]> on (d0) -> (d0) order(2) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c1 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 128 + 64, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 128 + 64, 0)] [64, 64]> on (d0) -> (d0) order(3) {group = "all_gather_A"}
     // expected-remark @below {{tiles of @A: the row tile index is rotated}}
     // expected-error @below {{chunks of 64 rows of @A would split 128-row tiles: pick a chunk count whose chunks hold whole tiles}}
     chunk.consume @A dim(0) tile(128)

@@ -17,10 +17,10 @@
 //    all-gather may: its expansion waits for the producer);
 //  * consumers: a buffer that kernel tiles read is written by something;
 //  * tiles: a consumer's or producer's tiles along a dimension that a
-//    collective cuts into per-rank blocks fit those blocks (checked first:
-//    such a plan would otherwise expand into world_size^2 transfers before
-//    a pass refuses it; whether its chunks hold whole tiles, the passes
-//    check once the count is chosen).
+//    collective cuts into per-rank blocks fit those blocks, and, where the
+//    collective gives its chunk count (not chunks(auto), which picks one
+//    that fits), its chunks (checked first: such a plan would otherwise
+//    expand into world_size^2 x chunks transfers before a pass refuses it).
 //
 // Coverage is computed exactly on a compressed grid: the boundaries of every
 // box along each dimension cut the buffer into cells, and each cell's
@@ -156,43 +156,73 @@ private:
 } // namespace
 
 LogicalResult PlanVerifier::verifyTilesInBlocks() {
-  // The collective that cuts each (buffer, dimension) into world_size blocks.
+  int64_t worldSize = plan.getWorldSize();
+  // The collective that cuts each (buffer, dimension) into world_size
+  // blocks, and the one whose explicit chunks(n) cut it into chunks (with
+  // the chunks' extent along it).
   llvm::DenseMap<std::pair<Attribute, int64_t>, Operation *> cuts;
-  auto cut = [&](FlatSymbolRefAttr buffer, int64_t dim, Operation *op) {
+  llvm::DenseMap<std::pair<Attribute, int64_t>, std::pair<Operation *, int64_t>>
+      chunkCuts;
+  auto cut = [&](FlatSymbolRefAttr buffer, int64_t dim,
+                 std::optional<uint64_t> chunks, std::optional<uint64_t> split,
+                 Operation *op) {
     cuts.try_emplace({buffer, dim}, op);
+    BufferOp decl = plan.lookupBuffer(buffer);
+    if (!chunks || !decl)
+      return;
+    // (Each op verified itself first: the dimensions are in range and the
+    // chunks cut them evenly.)
+    ArrayRef<int64_t> shape = decl.getBufferType().getShape();
+    int64_t chunked = split ? static_cast<int64_t>(*split) : dim;
+    int64_t extent = split ? shape[chunked] : shape[dim] / worldSize;
+    chunkCuts.try_emplace({buffer, chunked},
+                          op, extent / static_cast<int64_t>(*chunks));
   };
   for (Operation &op : plan.getBody().front()) {
     if (auto ag = dyn_cast<AllGatherOp>(op))
-      cut(ag.getBufferAttr(), ag.getDim(), &op);
+      cut(ag.getBufferAttr(), ag.getDim(), ag.getChunks(), ag.getSplit(), &op);
     else if (auto rs = dyn_cast<ReduceScatterOp>(op))
-      cut(rs.getSrcAttr(), rs.getDim(), &op);
+      cut(rs.getSrcAttr(), rs.getDim(), rs.getChunks(), std::nullopt, &op);
     else if (auto ar = dyn_cast<AllReduceOp>(op))
-      cut(ar.getSrcAttr(), ar.getDim(), &op);
+      cut(ar.getSrcAttr(), ar.getDim(), ar.getChunks(), std::nullopt, &op);
     else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-      cut(a2a.getSrcAttr(), a2a.getDim(), &op);
-      cut(a2a.getDstAttr(), a2a.getDim(), &op);
+      cut(a2a.getSrcAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op);
+      cut(a2a.getDstAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op);
     }
   }
-  int64_t worldSize = plan.getWorldSize();
   auto check = [&](Operation *user, FlatSymbolRefAttr name, int64_t dim,
                    int64_t tile) -> LogicalResult {
-    Operation *blocks = cuts.lookup({name, dim});
     BufferOp buffer = plan.lookupBuffer(name);
-    if (!blocks || !buffer)
+    if (!buffer)
       return success();
-    // (Each op verified itself first: the dimension is in range.)
-    int64_t extent = buffer.getBufferType().getShape()[dim];
-    int64_t block = extent / worldSize;
-    if (block % tile == 0)
+    if (Operation *blocks = cuts.lookup({name, dim})) {
+      int64_t extent = buffer.getBufferType().getShape()[dim];
+      int64_t block = extent / worldSize;
+      if (block % tile != 0) {
+        InFlightDiagnostic diag =
+            user->emitOpError()
+            << "tiles of " << tile << " along dimension " << dim << " of "
+            << name << " do not fit its per-rank blocks of " << block << " ("
+            << extent << " / world_size " << worldSize
+            << "): a tile would span two ranks' blocks, and a tile waits for "
+               "(or signals) one chunk";
+        diag.attachNote(blocks->getLoc()) << "the blocks are cut here";
+        return diag;
+      }
+    }
+    auto chunked = chunkCuts.find({name, dim});
+    if (chunked == chunkCuts.end())
+      return success();
+    auto [collective, chunk] = chunked->second;
+    if (chunk % tile == 0)
       return success();
     InFlightDiagnostic diag =
         user->emitOpError()
         << "tiles of " << tile << " along dimension " << dim << " of " << name
-        << " do not fit its per-rank blocks of " << block << " (" << extent
-        << " / world_size " << worldSize
-        << "): a tile would span two ranks' blocks, and a tile waits for "
-           "(or signals) one chunk";
-    diag.attachNote(blocks->getLoc()) << "the blocks are cut here";
+        << " do not fit its chunks of " << chunk
+        << ": a tile would span two chunks, and a tile waits for (or signals) "
+           "one chunk; pick a chunk count whose chunks hold whole tiles";
+    diag.attachNote(collective->getLoc()) << "the chunks are cut here";
     return diag;
   };
   for (auto consume : plan.getBody().getOps<ConsumeOp>())

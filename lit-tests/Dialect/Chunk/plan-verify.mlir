@@ -251,9 +251,36 @@ chunk.plan @straddle16 world_size(16) {
 // -----
 
 // Tiles along another dimension than the blocks are not constrained by them
-// (a gathered output produced in column tiles). Verifies.
+// (a gathered output produced in column tiles), only by the chunks that
+// split(1) cuts along it: 64-wide tiles in chunks of 128 columns. Verifies.
 chunk.plan @across world_size(2) {
   chunk.buffer @C : !chunk.buffer<512x256xbf16>
+  chunk.produce @tiles @C dim(1) tile(64)
+  chunk.all_gather @C dim(0) chunks(2) split(1)
+}
+
+// -----
+
+// Tiles that straddle two chunks: an explicit chunk count must hold whole
+// tiles (chunks(auto) picks one that does). 128-row tiles over chunks of 64
+// rows (512-row blocks in 8 chunks), refused here rather than after the
+// expansion...
+chunk.plan @straddle_chunks world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xbf16>
+  // expected-note @below {{the chunks are cut here}}
+  chunk.all_gather @A dim(0) chunks(8)
+  // expected-error @below {{'chunk.consume' op tiles of 128 along dimension 0 of @A do not fit its chunks of 64: a tile would span two chunks, and a tile waits for (or signals) one chunk; pick a chunk count whose chunks hold whole tiles}}
+  chunk.consume @A dim(0) tile(128)
+}
+
+// -----
+
+// ...and 96-wide column tiles of a gathered output over split(1)'s chunks
+// of 128 columns.
+chunk.plan @straddle_split world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x256xbf16>
+  // expected-error @below {{'chunk.produce' op tiles of 96 along dimension 1 of @C do not fit its chunks of 128}}
   chunk.produce @tiles @C dim(1) tile(96)
+  // expected-note @below {{the chunks are cut here}}
   chunk.all_gather @C dim(0) chunks(2) split(1)
 }

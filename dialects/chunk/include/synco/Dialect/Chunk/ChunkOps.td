@@ -52,8 +52,10 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
       all-gather's transfers wait for the producer);
     * every consumed buffer is written by some transfer or collective;
     * the tiles of a `chunk.consume` or `chunk.produce` fit the per-rank
-      blocks a collective cuts their dimension into (a tile waits for, or
-      signals, one chunk, and a chunk lies in one rank's block).
+      blocks a collective cuts their dimension into, and the chunks of a
+      collective that gives its count (`chunks(n)`; `chunks(auto)` picks
+      one that fits) along it (a tile waits for, or signals, one chunk,
+      and a chunk lies in one rank's block).
 
     ```mlir
     chunk.plan @ag_gemm world_size(2) kernel(@matmul_kernel) {
