@@ -19,7 +19,9 @@ chunk). Each copy costs a fixed time plus bytes over the link. It fits its
 constants (per input copy, per output copy, launch, link, GEMM rate) to
 the 24 measurements by grid search, prints predicted against measured, and
 the pair it picks with the fitted constants and with the calibrated H200
-ones (`synco_cost_model::Machine::H200_NVLINK`).
+ones (`synco_cost_model::Machine::H200_NVLINK`), and what a second copy
+stream for C would save (the same model with the link shared between the
+streams; printed where it saves anything).
 
     python3 benches/ag_gemm/experiments/arg_chunk_model.py
 """
@@ -77,6 +79,42 @@ def predict_us(m, n_b, n_c, c_in, c_out, launch, gbps, tflops, sms=132):
     return max(end, stream) + launch
 
 
+def predict_two_streams_us(m, n_b, n_c, c_in, c_out, launch, gbps, tflops, sms=132):
+    """As `predict_us`, with C's copies on a second stream of their own:
+    each copy's fixed cost runs on its stream, its bytes through the one
+    link, in the order the copies reach it."""
+    rows = m // WORLD
+    kernel = 2 * rows * N * K_LOCAL * WORLD / (tflops * 1e6)
+    rate = gbps * 1e3
+    link = 0.0
+
+    def copy(ready, fixed, nbytes):
+        nonlocal link
+        link = max(ready + fixed, link) + nbytes / rate
+        return link
+
+    stream = a_in = copy(0.0, c_in, rows * K_LOCAL * BYTES * (WORLD - 1))
+    b_in = []
+    for _ in range(n_b):
+        stream = copy(stream, c_in, K_LOCAL * N * BYTES * (WORLD - 1) / n_b)
+        b_in.append(stream)
+    row_tiles, col_tiles = rows // TILE_M, N // TILE_N
+    tiles = row_tiles * col_tiles
+    wave = kernel * sms / tiles
+    end, wave_ends = 0.0, []
+    for w in range(math.ceil(tiles / sms)):
+        first, last = w * sms, min(tiles, (w + 1) * sms)
+        needs = max(b_in[(t // row_tiles) * n_b // col_tiles] for t in range(first, last))
+        end = max(end + wave / WORLD, max(a_in, needs)) + wave * (WORLD - 1) / WORLD
+        wave_ends.append((last, end))
+    out = 0.0
+    for i in range(n_c):
+        last_tile = (i + 1) * tiles // n_c - 1
+        ready = next(e for last, e in wave_ends if last_tile < last)
+        out = copy(max(out, ready), c_out, rows * N * BYTES * (WORLD - 1) / n_c)
+    return max(end, out) + launch
+
+
 def main():
     data = measured()
     grid = itertools.product([2, 3, 4, 5, 6, 8], [2, 3, 4, 5, 6, 8, 10], [10, 20, 30, 40],
@@ -101,6 +139,10 @@ def main():
             pick = min(((predict_us(m, b, c, *consts), b, c) for b in (1, 2, 4, 8) for c in (1, 2, 4)))
             print(f"  pick with {label}: n_B {pick[1]}, n_C {pick[2]}: measured "
                   f"{data[(m, pick[1], pick[2])]:.4f} (best {best[0]:.4f} at {best[1]}, {best[2]})")
+        for n_b, n_c in sorted({(b, c) for mm, b, c in data if mm == m}):
+            one, two = predict_us(m, n_b, n_c, *fitted), predict_two_streams_us(m, n_b, n_c, *fitted)
+            if two < one - 0.05:
+                print(f"  C on a second copy stream, n_B {n_b}, n_C {n_c}: {two:.1f} us against {one:.1f}")
 
 
 if __name__ == "__main__":
