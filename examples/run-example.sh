@@ -71,7 +71,7 @@ echo "== 5. the reduce-scatter from gathered operands (examples/gemm_rs/plan-gat
   --pass-pipeline='builtin.module(synco-gemm-rs-gather)' \
   --emit=cubin --num-warps 8 --num-stages 4 --out-dir "$OUT/fused-rs-gather"
 PTX="$OUT/fused-rs-gather/matmul_kernel_sources.ptx"
-echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spins (peer A rows, peer B columns)"
+echo "in the PTX: $(grep -c 'wgmma.mma_async' "$PTX") wgmma, $(grep -c 'ld.acquire.sys.global' "$PTX") acquire/sys flag spins (peer B columns; the peer A rows, pushed before them, need none)"
 echo "copy-engine schedule (manifest): $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print(f["num_flags"], "chunk flags; rank 0 copies:", ", ".join(c["name"] + (" (before the kernel)" if c["before_kernel"] else " -> rank %d" % c["dst_rank"]) for c in f["copies"][0]))' "$OUT/fused-rs-gather/matmul_kernel_sources.json")"
 
 echo

@@ -22,7 +22,14 @@
 //! the chunk of block `src'` holding its tile (flag
 //! `base + src' * chunks_per_rank + (t' * T) / rows_per_chunk`), unless
 //! `src'` is the rank itself (its block is in place when the kernel
-//! starts). Only the copy engine moves such chunks so far.
+//! starts). Only the copy engine moves such chunks so far. Where two
+//! buffers are read in the same loop and wait before the same op, and
+//! every rank's copy stream sends all its chunks of one before any of the
+//! other (the reduce-scatter from gathered operands: A's rows, then B's
+//! column chunks), the other's wait implies the first's: the first's
+//! transfers are marked `synco.flag_implied_by` instead, and their copies
+//! set no flag (`chunk-lower-transfers`), one spin and one stream
+//! operation fewer per chunk.
 //!
 //! A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
 //! tile loop) loses the attribute, with a remark: once flattened, Triton's
@@ -34,13 +41,15 @@
 //! Preconditions: collectives expanded; `chunk-bind-kernel` and
 //! `chunk-reorder-tiles` ran; chunks hold whole tiles.
 //! Postconditions: every load of a consumed buffer is preceded, in its tile,
-//! by a `chunk.wait` on that tile's chunk.
+//! by a `chunk.wait` on that tile's chunk, or on a chunk whose flag is set
+//! after it on the same copy stream.
 
 use crate::{
     plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
     tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
 };
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
+use std::collections::HashMap;
+use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs::TransferMode};
 use synco_ir::{self as ir, Builder, builder::Cmp};
 
 pub static PASS: PassDescriptor = PassDescriptor {
@@ -56,6 +65,20 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     for plan in plans(module) {
         let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
         let layout = flag_layout(&plan)?;
+        // The consumers read per source, where their waits go, and which of
+        // them another one's waits imply.
+        let mut sites = Vec::new();
+        for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
+            if let Some(site) = source_site(&plan, kernel, range)? {
+                sites.push(site);
+            }
+        }
+        for site in &sites {
+            match sites.iter().find(|other| implies(other, site)) {
+                Some(other) => skip_implied_waits(&plan, site, other),
+                None => wait_per_source(&plan, &abi, site),
+            }
+        }
         for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
             let Some(buffer) = plan.buffer(&range.buffer) else {
                 continue;
@@ -69,8 +92,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 })
                 .ok_or_else(|| internal(plan.op, "a flag range without its chunk.consume"))?;
             let tile = ir::int_attr(consume, "tile").unwrap_or(1);
-            if let Some(source) = ir::str_attr(consume, "source") {
-                wait_per_source(&plan, kernel, &abi, range, consume, tile, &source)?;
+            if ir::attr(consume, "source").is_some() {
                 continue;
             }
             if range.rows_per_chunk % tile != 0 {
@@ -132,24 +154,50 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
     Ok(())
 }
 
-/// The waits of a consumer that reads every rank's block in a loop over
-/// sources (`source("src")`, rotated by `chunk-reorder-tiles`): inside the
-/// loop, before its first load of the buffer, the tile waits for the chunk
-/// of the iteration's block that holds its tile,
-/// `base + src' * chunks_per_rank + (t * T) / rows_per_chunk`, unless the
-/// block is the rank's own: in place before the kernel starts (an
-/// all-gather's; an all-to-all's is copied right before the kernel, see
-/// `chunk-lower-transfers`).
-fn wait_per_source(
-    plan: &crate::plan::Plan,
-    kernel: ir::Op,
-    abi: &crate::abi::AbiArgs,
-    range: &crate::plan::FlagRange,
+/// Where a consumer that reads every rank's block in a loop over sources
+/// (`source("src")`, rotated by `chunk-reorder-tiles`) waits: inside the
+/// loop, before its first load of the buffer.
+struct SourceSite<'a> {
+    range: &'a crate::plan::FlagRange,
     consume: ir::Op,
     tile: i64,
-    source: &str,
-) -> Result<(), PassFailed> {
+    source: String,
+    /// The loop's (rotated) source index and the tile index.
+    source_index: ir::Op,
+    tile_index: ir::Op,
+    /// The op in the loop's body before which the tile waits.
+    first: ir::Op,
+    /// The transfers that write the buffer from other ranks.
+    transfers: Vec<ir::Op>,
+    /// For each (source, destination) rank pair, the first and last of
+    /// its copies in the order the driving rank's copy stream issues them
+    /// (`order`, then the transfer's place in the plan: what
+    /// `chunk-lower-transfers` sorts by).
+    issued: HashMap<RankPair, (IssueKey, IssueKey)>,
+}
+
+/// (source rank, destination rank) of a copy.
+type RankPair = (i64, i64);
+/// Where a copy is issued on its stream: (`order`, place in the plan).
+type IssueKey = (i64, usize);
+
+/// The wait site of `range`'s consumer if it reads per source (`None`
+/// otherwise, or if nothing loads the buffer).
+fn source_site<'a>(
+    plan: &crate::plan::Plan,
+    kernel: ir::Op,
+    range: &'a crate::plan::FlagRange,
+) -> Result<Option<SourceSite<'a>>, PassFailed> {
     let name = &range.buffer;
+    let Some(consume) = plan.ops_named("chunk.consume").into_iter().find(|c| {
+        ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(name.as_str())
+    }) else {
+        return Err(internal(plan.op, "a flag range without its chunk.consume"));
+    };
+    let Some(source) = ir::str_attr(consume, "source") else {
+        return Ok(None);
+    };
+    let tile = ir::int_attr(consume, "tile").unwrap_or(1);
     if range.rows_per_chunk % tile != 0 {
         return Err(fail(
             consume,
@@ -182,7 +230,7 @@ fn wait_per_source(
     };
     let (Some(tile_index), Some(source_index)) = (
         marked(TILE_INDEX_ATTR, name),
-        marked(SOURCE_INDEX_ATTR, source),
+        marked(SOURCE_INDEX_ATTR, &source),
     ) else {
         return Err(fail(
             consume,
@@ -199,13 +247,122 @@ fn wait_per_source(
         )
     })?
     else {
-        return Ok(());
+        return Ok(None);
     };
-    let b = Builder::before(first).with_loc(ir::location_of(consume));
-    let src = ir::result(source_index, 0);
-    let t = ir::result(tile_index, 0);
+    let remote: Vec<ir::Op> = transfers
+        .into_iter()
+        .filter(|t| transfer_mode(*t) != Some(TransferMode::Local))
+        .collect();
+    let mut issued: HashMap<RankPair, (IssueKey, IssueKey)> = HashMap::new();
+    for (place, t) in plan.ops_named("chunk.transfer").into_iter().enumerate() {
+        if !remote.iter().any(|r| ir::same_op(*r, t)) {
+            continue;
+        }
+        let order = ir::int_attr(t, "order").unwrap_or(i64::MAX);
+        for r in 0..plan.world_size {
+            let (Some(src), Some(dst)) = (
+                crate::plan::rank_at(t, "src_rank", r),
+                crate::plan::rank_at(t, "dst_rank", r),
+            ) else {
+                continue;
+            };
+            let key = (order, place);
+            issued
+                .entry((src, dst))
+                .and_modify(|(first, last)| {
+                    *first = (*first).min(key);
+                    *last = (*last).max(key);
+                })
+                .or_insert((key, key));
+        }
+    }
+    Ok(Some(SourceSite {
+        range,
+        consume,
+        tile,
+        source,
+        source_index,
+        tile_index,
+        first,
+        transfers: remote,
+        issued,
+    }))
+}
+
+fn transfer_mode(t: ir::Op) -> Option<TransferMode> {
+    ir::int_attr(t, "mode").and_then(TransferMode::from_value)
+}
+
+/// Whether `by`'s wait implies `site`'s: both wait in the same loop over
+/// sources before the same op, and for every pair of ranks, every chunk of
+/// `site`'s buffer is copied before any chunk of `by`'s, by the same rank's
+/// copy stream (the same transfer mode: pushes by the source, pulls by the
+/// destination; the runtime issues a rank's copies in the order
+/// `chunk-lower-transfers` lists them). A flag set after a copy on a
+/// stream is set after every earlier copy of the stream has landed, so a
+/// tile that saw its chunk of `by` from rank `s` sees all of `site`'s from
+/// `s` too.
+fn implies(by: &SourceSite, site: &SourceSite) -> bool {
+    let modes = |transfers: &[ir::Op]| -> Vec<Option<TransferMode>> {
+        let mut modes: Vec<_> = transfers.iter().map(|t| transfer_mode(*t)).collect();
+        modes.dedup();
+        modes
+    };
+    let one_mode =
+        modes(&site.transfers).len() == 1 && modes(&site.transfers) == modes(&by.transfers);
+    let copied_before = !site.issued.is_empty()
+        && site
+            .issued
+            .iter()
+            .all(|(pair, (_, last))| by.issued.get(pair).is_some_and(|(first, _)| last < first));
+    by.range.buffer != site.range.buffer
+        && by.source == site.source
+        && ir::same_op(by.first, site.first)
+        && one_mode
+        && copied_before
+}
+
+/// A consumer whose waits `by`'s imply (see [`implies`]) waits for nothing
+/// itself, and its transfers set no flag (`IMPLIED_ATTR`, read by
+/// `chunk-lower-transfers`).
+fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSite) {
+    let ctx = ir::context_of(plan.op);
+    for t in &site.transfers {
+        ir::set_attr(*t, IMPLIED_ATTR, ir::string_attr(ctx, &by.range.buffer));
+    }
+    Diagnostic::remark(
+        loc(site.consume),
+        format!(
+            "tiles of @{} need no wait of their own in the loop over '{}': each rank's chunks of it are copied before its chunks of @{}, on the same stream, and the tiles wait for those before the same '{}'; its copies set no flag",
+            site.range.buffer,
+            site.source,
+            by.range.buffer,
+            ir::op_name(site.first)
+        ),
+    )
+    .emit();
+}
+
+/// Marks a transfer whose chunk no tile waits for, because a later flag of
+/// the same copy stream implies it (see [`implies`]): `chunk-lower-transfers`
+/// gives its copy no flag. The value names the buffer whose flags do.
+pub const IMPLIED_ATTR: &str = "synco.flag_implied_by";
+
+/// The waits of a consumer that reads every rank's block in a loop over
+/// sources: inside the loop, before its first load of the buffer
+/// (`site.first`), the tile waits for the chunk of the iteration's block
+/// that holds its tile,
+/// `base + src' * chunks_per_rank + (t * T) / rows_per_chunk`, unless the
+/// block is the rank's own: in place before the kernel starts (an
+/// all-gather's; an all-to-all's is copied right before the kernel, see
+/// `chunk-lower-transfers`).
+fn wait_per_source(plan: &crate::plan::Plan, abi: &crate::abi::AbiArgs, site: &SourceSite) {
+    let range = site.range;
+    let b = Builder::before(site.first).with_loc(ir::location_of(site.consume));
+    let src = ir::result(site.source_index, 0);
+    let t = ir::result(site.tile_index, 0);
     let within = b.divsi(
-        b.muli(t, b.const_i32(tile)),
+        b.muli(t, b.const_i32(site.tile)),
         b.const_i32(range.rows_per_chunk),
     );
     let chunk = b.addi(b.muli(src, b.const_i32(range.chunks_per_rank)), within);
@@ -215,18 +372,19 @@ fn wait_per_source(
         inner.op("chunk.wait", &[abi.flags, flag, abi.epoch], &[], &[]);
     });
     Diagnostic::remark(
-        loc(consume),
+        loc(site.consume),
         format!(
-            "tiles of @{name} wait, in each iteration of the loop over '{source}' but the own rank's, for their chunk of that rank's block ({} along dimension {}, flags {}..{}) before '{}'",
+            "tiles of @{} wait, in each iteration of the loop over '{}' but the own rank's, for their chunk of that rank's block ({} along dimension {}, flags {}..{}) before '{}'",
+            range.buffer,
+            site.source,
             range.rows_per_chunk,
             range.dim,
             range.base,
             range.base + range.count(plan.world_size),
-            ir::op_name(first)
+            ir::op_name(site.first)
         ),
     )
     .emit();
-    Ok(())
 }
 
 /// The op of `block`, after `after`, that holds the first load of kernel

@@ -261,8 +261,11 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
             // (the driver may run it on SMs, which waiting tiles would
             // hold): no flag, the kernel starts with the rows in place.
             let before_kernel = mode == Some(attrs::TransferMode::Local);
+            // Nor does a chunk whose arrival a later flag of the same copy
+            // stream implies (chunk-insert-waits: no tile waits for it).
+            let implied = ir::attr(t, crate::insert_waits::IMPLIED_ATTR).is_some();
             let flag = range
-                .filter(|_| !before_kernel)
+                .filter(|_| !before_kernel && !implied)
                 .and_then(|range| range.flag_at(&dst_off));
             // The destination's rank drives a pull, the source's a push.
             let driver = if mode == Some(attrs::TransferMode::Push) {
