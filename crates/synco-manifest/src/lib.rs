@@ -174,7 +174,10 @@ pub struct ChunkLayout {
 /// `dst_rank` is set to the epoch. A copy `before_kernel` (within one rank:
 /// the driver may run it on SMs, which the kernel's waiting tiles would
 /// hold) runs on the compute stream right before the kernel instead, and
-/// sets no flag.
+/// sets no flag. A side-stream copy without a flag is one no tile waits
+/// for: a later flagged copy of the same stream to the same rank implies
+/// it (`chunk-insert-waits`: the gathered operators' A rows, followed by
+/// B's chunks).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Copy {
     pub name: Option<String>,
