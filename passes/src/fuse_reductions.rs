@@ -222,8 +222,7 @@ fn check_fusable(t: Op) -> Result<(), PassFailed> {
         return Err(internal(t, "a reducing transfer of no known collective"));
     }
     let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
-    let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-        == Some(attrs::TransferMode::Local);
+    let local = crate::plan::is_local(t);
     // A reduce-scatter, alone or as a two-shot all-reduce's first phase.
     let scatters = group.starts_with("reduce_scatter") || group.ends_with("_rs");
     if backend == Some(attrs::Backend::CopyEngine) && !local && scatters {
@@ -251,8 +250,7 @@ fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
     let mut names: Vec<String> = Vec::new();
     for t in reducing {
         let backend = ir::int_attr(*t, "backend").and_then(attrs::Backend::from_value);
-        let local = ir::int_attr(*t, "mode").and_then(attrs::TransferMode::from_value)
-            == Some(attrs::TransferMode::Local);
+        let local = crate::plan::is_local(*t);
         let Some((name, _, _)) = ir::attr(*t, "src").and_then(crate::plan::region_parts) else {
             return Err(internal(*t, "a reducing transfer without a source region"));
         };

@@ -45,7 +45,7 @@
 //! after it on the same copy stream.
 
 use crate::{
-    plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans},
+    plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans, transfer_mode},
     tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
 };
 use std::collections::HashMap;
@@ -84,17 +84,13 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 continue;
             };
             let consume = plan
-                .ops_named("chunk.consume")
-                .into_iter()
-                .find(|c| {
-                    ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref()
-                        == Some(&range.buffer)
-                })
+                .consumer_of(&range.buffer)
                 .ok_or_else(|| internal(plan.op, "a flag range without its chunk.consume"))?;
-            let tile = ir::int_attr(consume, "tile").unwrap_or(1);
+            // (Consumers read per source waited above.)
             if ir::attr(consume, "source").is_some() {
                 continue;
             }
+            let tile = ir::int_attr(consume, "tile").unwrap_or(1);
             if range.rows_per_chunk % tile != 0 {
                 return Err(fail(
                     consume,
@@ -169,6 +165,8 @@ struct SourceSite<'a> {
     first: ir::Op,
     /// The transfers that write the buffer from other ranks.
     transfers: Vec<ir::Op>,
+    /// Their transfer mode, if they share one.
+    mode: Option<TransferMode>,
     /// For each (source, destination) rank pair, the first and last of
     /// its copies in the order the driving rank's copy stream issues them
     /// (`order`, then the transfer's place in the plan: what
@@ -189,9 +187,7 @@ fn source_site<'a>(
     range: &'a crate::plan::FlagRange,
 ) -> Result<Option<SourceSite<'a>>, PassFailed> {
     let name = &range.buffer;
-    let Some(consume) = plan.ops_named("chunk.consume").into_iter().find(|c| {
-        ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(name.as_str())
-    }) else {
+    let Some(consume) = plan.consumer_of(name) else {
         return Err(internal(plan.op, "a flag range without its chunk.consume"));
     };
     let Some(source) = ir::str_attr(consume, "source") else {
@@ -207,13 +203,15 @@ fn source_site<'a>(
             ),
         ));
     }
-    let transfers: Vec<ir::Op> = plan
+    // The transfers that write the buffer, with their place in the plan.
+    let writers: Vec<(usize, ir::Op)> = plan
         .ops_named("chunk.transfer")
         .into_iter()
-        .filter(|t| crate::plan::dst_buffer(*t).as_deref() == Some(name.as_str()))
+        .enumerate()
+        .filter(|(_, t)| crate::plan::dst_buffer(*t).as_deref() == Some(name.as_str()))
         .collect();
-    if let Some(t) = transfers.iter().find(|t| {
-        ir::int_attr(**t, "backend").and_then(synco_chunk::attrs::Backend::from_value)
+    if let Some((_, t)) = writers.iter().find(|(_, t)| {
+        ir::int_attr(*t, "backend").and_then(synco_chunk::attrs::Backend::from_value)
             != Some(synco_chunk::attrs::Backend::CopyEngine)
     }) {
         return Err(fail(
@@ -249,15 +247,12 @@ fn source_site<'a>(
     else {
         return Ok(None);
     };
-    let remote: Vec<ir::Op> = transfers
+    let remote: Vec<(usize, ir::Op)> = writers
         .into_iter()
-        .filter(|t| transfer_mode(*t) != Some(TransferMode::Local))
+        .filter(|(_, t)| transfer_mode(*t) != Some(TransferMode::Local))
         .collect();
     let mut issued: HashMap<RankPair, (IssueKey, IssueKey)> = HashMap::new();
-    for (place, t) in plan.ops_named("chunk.transfer").into_iter().enumerate() {
-        if !remote.iter().any(|r| ir::same_op(*r, t)) {
-            continue;
-        }
+    for &(place, t) in &remote {
         let order = ir::int_attr(t, "order").unwrap_or(i64::MAX);
         for r in 0..plan.world_size {
             let (Some(src), Some(dst)) = (
@@ -284,13 +279,19 @@ fn source_site<'a>(
         source_index,
         tile_index,
         first,
-        transfers: remote,
+        mode: shared_mode(remote.iter().map(|(_, t)| *t)),
+        transfers: remote.into_iter().map(|(_, t)| t).collect(),
         issued,
     }))
 }
 
-fn transfer_mode(t: ir::Op) -> Option<TransferMode> {
-    ir::int_attr(t, "mode").and_then(TransferMode::from_value)
+/// The transfer mode every one of `transfers` has; `None` if they differ
+/// or there are none.
+fn shared_mode(mut transfers: impl Iterator<Item = ir::Op>) -> Option<TransferMode> {
+    let mode = transfer_mode(transfers.next()?)?;
+    transfers
+        .all(|t| transfer_mode(t) == Some(mode))
+        .then_some(mode)
 }
 
 /// Whether `by`'s wait implies `site`'s: both wait in the same loop over
@@ -303,13 +304,7 @@ fn transfer_mode(t: ir::Op) -> Option<TransferMode> {
 /// tile that saw its chunk of `by` from rank `s` sees all of `site`'s from
 /// `s` too.
 fn implies(by: &SourceSite, site: &SourceSite) -> bool {
-    let modes = |transfers: &[ir::Op]| -> Vec<Option<TransferMode>> {
-        let mut modes: Vec<_> = transfers.iter().map(|t| transfer_mode(*t)).collect();
-        modes.dedup();
-        modes
-    };
-    let one_mode =
-        modes(&site.transfers).len() == 1 && modes(&site.transfers) == modes(&by.transfers);
+    let one_mode = site.mode.is_some() && site.mode == by.mode;
     let copied_before = !site.issued.is_empty()
         && site
             .issued

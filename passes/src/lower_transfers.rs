@@ -182,7 +182,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
     let mut per_rank: Vec<Vec<(i64, Json)>> = vec![Vec::new(); w as usize];
     for t in plan.ops_named("chunk.transfer") {
         let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
-        let mode = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value);
+        let mode = crate::plan::transfer_mode(t);
         let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
             return Err(internal(t, "a transfer without regions"));
         };
@@ -354,9 +354,8 @@ fn persistent_programs(kernel: ir::Op) -> Option<i64> {
 
 /// A local transfer whose source is its destination: the rows are in place.
 fn moves_nothing(t: ir::Op) -> bool {
-    let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-        == Some(attrs::TransferMode::Local);
-    local && ir::attr(t, "src").map(ir::print_attr) == ir::attr(t, "dst").map(ir::print_attr)
+    crate::plan::is_local(t)
+        && ir::attr(t, "src").map(ir::print_attr) == ir::attr(t, "dst").map(ir::print_attr)
 }
 
 /// A box as (element offset, rows, elements per row, row pitch): every

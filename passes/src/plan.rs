@@ -100,6 +100,14 @@ impl Plan {
             .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
     }
 
+    /// The first `chunk.consume` of buffer `name` (the one its flags are
+    /// laid out for, see [`flag_layout`]).
+    pub fn consumer_of(&self, name: &str) -> Option<Op> {
+        self.ops_named("chunk.consume")
+            .into_iter()
+            .find(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+    }
+
     /// [`Plan::kernel_in`] without the error: `None` where it would fail.
     pub fn find_kernel_in(&self, module: Op) -> Option<Op> {
         match &self.kernel {
@@ -603,13 +611,21 @@ pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
     out
 }
 
+/// A transfer's mode (`push`, `pull` or `local`).
+pub fn transfer_mode(t: Op) -> Option<attrs::TransferMode> {
+    ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+}
+
+/// Whether transfer `t` copies within one rank (mode `local`).
+pub fn is_local(t: Op) -> bool {
+    transfer_mode(t) == Some(attrs::TransferMode::Local)
+}
+
 /// The buffer that transfer `t` reads when it sends data unchanged to
 /// another rank (a gather's chunk; not a reduction's, nor a copy within a
 /// rank), or `None`.
 pub fn plain_send_source(t: Op) -> Option<String> {
-    let local = ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-        == Some(attrs::TransferMode::Local);
-    if local || ir::attr(t, "reduce").is_some() {
+    if is_local(t) || ir::attr(t, "reduce").is_some() {
         return None;
     }
     ir::attr(t, "src")
@@ -715,8 +731,7 @@ fn staged_on_sms(plan: &Plan) -> Vec<String> {
 pub fn reduced_by_copy_engine(plan: &Plan, buffer: &str) -> bool {
     plan.ops_named("chunk.transfer").into_iter().any(|t| {
         ir::attr(t, "reduce").is_some()
-            && ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-                != Some(attrs::TransferMode::Local)
+            && !is_local(t)
             && ir::int_attr(t, "backend").and_then(attrs::Backend::from_value)
                 == Some(attrs::Backend::CopyEngine)
             && ir::attr(t, "src")
