@@ -51,38 +51,11 @@ def measured():
     return {k: sum(v) / len(v) for k, v in runs.items()}
 
 
-def predict_us(m, n_b, n_c, c_in, c_out, launch, gbps, tflops, sms=132):
-    rows = m // WORLD
-    kernel = 2 * rows * N * K_LOCAL * WORLD / (tflops * 1e6)
-    a_bytes = rows * K_LOCAL * BYTES * (WORLD - 1)
-    b_bytes = K_LOCAL * N * BYTES * (WORLD - 1)
-    c_bytes = rows * N * BYTES * (WORLD - 1)
-    row_tiles, col_tiles = rows // TILE_M, N // TILE_N
-    tiles = row_tiles * col_tiles
-    wave = kernel * sms / tiles
-    stream = c_in + a_bytes / (gbps * 1e3)
-    a_in = stream
-    b_in = []
-    for _ in range(n_b):
-        stream += c_in + b_bytes / n_b / (gbps * 1e3)
-        b_in.append(stream)
-    end, wave_ends = 0.0, []
-    for w in range(math.ceil(tiles / sms)):
-        first, last = w * sms, min(tiles, (w + 1) * sms)
-        needs = max(b_in[(t // row_tiles) * n_b // col_tiles] for t in range(first, last))
-        end = max(end + wave / WORLD, max(a_in, needs)) + wave * (WORLD - 1) / WORLD
-        wave_ends.append((last, end))
-    for i in range(n_c):
-        last_tile = (i + 1) * tiles // n_c - 1
-        ready = next(e for last, e in wave_ends if last_tile < last)
-        stream = max(stream, ready) + c_out + c_bytes / n_c / (gbps * 1e3)
-    return max(end, stream) + launch
-
-
-def predict_two_streams_us(m, n_b, n_c, c_in, c_out, launch, gbps, tflops, sms=132):
-    """As `predict_us`, with C's copies on a second stream of their own:
-    each copy's fixed cost runs on its stream, its bytes through the one
-    link, in the order the copies reach it."""
+def predict_us(m, n_b, n_c, c_in, c_out, launch, gbps, tflops, sms=132, two_streams=False):
+    """One launch in us. Each copy's fixed cost runs on its stream, its
+    bytes through the one link, in the order the copies reach it: with one
+    stream, one copy after another; with `two_streams`, C's copies on a
+    stream of their own."""
     rows = m // WORLD
     kernel = 2 * rows * N * K_LOCAL * WORLD / (tflops * 1e6)
     rate = gbps * 1e3
@@ -107,7 +80,7 @@ def predict_two_streams_us(m, n_b, n_c, c_in, c_out, launch, gbps, tflops, sms=1
         needs = max(b_in[(t // row_tiles) * n_b // col_tiles] for t in range(first, last))
         end = max(end + wave / WORLD, max(a_in, needs)) + wave * (WORLD - 1) / WORLD
         wave_ends.append((last, end))
-    out = 0.0
+    out = 0.0 if two_streams else stream
     for i in range(n_c):
         last_tile = (i + 1) * tiles // n_c - 1
         ready = next(e for last, e in wave_ends if last_tile < last)
@@ -140,7 +113,8 @@ def main():
             print(f"  pick with {label}: n_B {pick[1]}, n_C {pick[2]}: measured "
                   f"{data[(m, pick[1], pick[2])]:.4f} (best {best[0]:.4f} at {best[1]}, {best[2]})")
         for n_b, n_c in sorted({(b, c) for mm, b, c in data if mm == m}):
-            one, two = predict_us(m, n_b, n_c, *fitted), predict_two_streams_us(m, n_b, n_c, *fitted)
+            one = predict_us(m, n_b, n_c, *fitted)
+            two = predict_us(m, n_b, n_c, *fitted, two_streams=True)
             if two < one - 0.05:
                 print(f"  C on a second copy stream, n_B {n_b}, n_C {n_c}: {two:.1f} us against {one:.1f}")
 
