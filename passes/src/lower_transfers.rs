@@ -183,6 +183,13 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
     for t in plan.ops_named("chunk.transfer") {
         let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
         let mode = crate::plan::transfer_mode(t);
+        // A copy within the rank runs before the kernel, on its stream (the
+        // driver may run it on SMs, which waiting tiles would hold): no
+        // flag, the kernel starts with the rows in place.
+        let before_kernel = mode == Some(attrs::TransferMode::Local);
+        // Nor does a chunk whose arrival a later flag of the same copy
+        // stream implies (chunk-insert-waits: no tile waits for it).
+        let implied = ir::attr(t, crate::insert_waits::IMPLIED_ATTR).is_some();
         let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
             return Err(internal(t, "a transfer without regions"));
         };
@@ -257,13 +264,6 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
                     "chunk-lower-transfers: source and destination rows differ in length",
                 ));
             }
-            // A copy within the rank runs before the kernel, on its stream
-            // (the driver may run it on SMs, which waiting tiles would
-            // hold): no flag, the kernel starts with the rows in place.
-            let before_kernel = mode == Some(attrs::TransferMode::Local);
-            // Nor does a chunk whose arrival a later flag of the same copy
-            // stream implies (chunk-insert-waits: no tile waits for it).
-            let implied = ir::attr(t, crate::insert_waits::IMPLIED_ATTR).is_some();
             let flag = range
                 .filter(|_| !before_kernel && !implied)
                 .and_then(|range| range.flag_at(&dst_off));
