@@ -28,8 +28,17 @@ func.func private @empty_region() attributes {r = #chunk.region<@A[(r) -> (r)] [
 
 // -----
 
-// expected-error @below {{'chunk.plan' op attribute 'world_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+// expected-error @below {{'chunk.plan' op attribute 'world_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 1024}}
 chunk.plan @nobody world_size(0) {
+}
+
+// -----
+
+// At most 1024 ranks: the passes and the launch manifest go rank by rank
+// (2^31 ranks once made chunk-lower-transfers allocate 48 GiB).
+// expected-error @below {{'chunk.plan' op attribute 'world_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 1024}}
+chunk.plan @everybody world_size(1025) {
+  chunk.buffer @P : !chunk.buffer<8192x4096xbf16>
 }
 
 // -----

@@ -27,7 +27,9 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
   let summary = "An SPMD communication plan for one fused kernel";
   let description = [{
     Holds the buffers, collectives and transfers of one fused operator. Every
-    op inside is evaluated once per rank `r` in `[0, world_size)`.
+    op inside is evaluated once per rank `r` in `[0, world_size)`, with
+    `world_size` from 1 to 1024 (collectives expand into a transfer per rank
+    pair and chunk, and the launch manifest lists every rank's copies).
 
     `kernel`, if present, names the local Triton function (`tt.func`) the
     plan is fused into; buffers bind to its arguments by position.
@@ -66,7 +68,7 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$world_size,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<1024>]>:$world_size,
                        OptionalAttr<FlatSymbolRefAttr>:$kernel);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
