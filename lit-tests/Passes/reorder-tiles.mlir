@@ -203,6 +203,29 @@ module {
 
 // -----
 
+// The same along columns: the message names the dimension.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<64x1024xbf16> bind(0)
+    chunk.transfer @own local copy_engine
+        from #chunk.region<@A[(r) -> (0, r * 512)] [64, 512]> on (r) -> (r)
+        to #chunk.region<@A[(r) -> (0, r * 512)] [64, 512]> on (r) -> (r)
+        order(0) {group = "ag"}
+    chunk.transfer @peer pull copy_engine
+        from #chunk.region<@A[(r) -> (0, ((r + 1) mod 2) * 512)] [64, 512]> on (r) -> ((r + 1) mod 2)
+        to #chunk.region<@A[(r) -> (0, ((r + 1) mod 2) * 512)] [64, 512]> on (r) -> (r)
+        order(1) {group = "ag"}
+    // expected-error @below {{tiles of 96 do not divide @A's 1024 elements along dim(1) into whole per-rank blocks of 512}}
+    chunk.consume @A dim(1) tile(96)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
 // A producer of a reduced partial (found from its stores): other ranks'
 // blocks first, this rank's last: the slow axis is rotated by (rank + 1) * 4.
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "producer"

@@ -118,13 +118,18 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 order_sources(kernel, abi.rank, &plan, consume, &name, arg, tile, &source)?;
                 continue;
             }
-            let rows = buffer.shape[dim];
-            let block = rows / plan.world_size;
-            if rows % tile != 0 || block % tile != 0 {
+            let extent = buffer.shape[dim];
+            let block = extent / plan.world_size;
+            if extent % tile != 0 || block % tile != 0 {
+                let along = if dim == 0 {
+                    "rows".to_string()
+                } else {
+                    format!("elements along dim({dim})")
+                };
                 return Err(fail(
                     consume,
                     format!(
-                        "tiles of {tile} do not divide @{name}'s {rows} rows into whole per-rank blocks of {block}"
+                        "tiles of {tile} do not divide @{name}'s {extent} {along} into whole per-rank blocks of {block}"
                     ),
                 ));
             }
@@ -157,7 +162,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                     order
                 }
             };
-            let (marked, how) = remap(kernel, t, abi.rank, order, block / tile, rows / tile)?;
+            let (marked, how) = remap(kernel, t, abi.rank, order, block / tile, extent / tile)?;
             let ctx = ir::context_of(consume);
             ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
             Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();
