@@ -102,6 +102,18 @@ chunk.plan @ring world_size(2) {
 
 // -----
 
+// A one-shot all-reduce expands into world_size^2 x chunks transfers, each
+// checked on every rank: 256 ranks in 4 chunks is refused before any is
+// made (expanded, it took 200 s and 14 GB).
+chunk.plan @huge world_size(256) {
+  chunk.buffer @P : !chunk.buffer<8192x64xbf16>
+  chunk.buffer @C : !chunk.buffer<8192x64xbf16>
+  // expected-error @below {{chunk-expand-collectives: this collective expands into 262144 transfers, 262144 in the plan, each checked on 256 ranks: more than 8388608 per-rank copies; use fewer chunks or ranks}}
+  chunk.all_reduce @P into @C dim(0) chunks(4) backend(copy_engine) algorithm(one_shot)
+}
+
+// -----
+
 // reduce_scatter: rank r reduces block r of every rank's partial into its C
 // (own partial first, a local reducing copy), each chunk after the tiles
 // that produce P.

@@ -56,6 +56,8 @@
 //! `chunk-select-backend` for `backend(auto)`).
 //! Postconditions: no collective ops remain in plans; the plans verify.
 //! Not yet supported (refused with an error): the `ring` algorithm.
+//! Refused: a plan whose transfers times its world size would exceed
+//! [`MAX_RANK_COPIES`] (every transfer is checked on every rank).
 
 use crate::plan::{Plan, fail, internal, plans};
 use synco_chunk::{PassDescriptor, PassFailed, attrs};
@@ -69,8 +71,17 @@ pub static PASS: PassDescriptor = PassDescriptor {
     run,
 };
 
+/// The most per-rank copies (transfers x world size) a plan may expand
+/// into: the plan verifier and the later passes check every transfer on
+/// every rank, so the work grows with this product (a two-shot all-reduce of
+/// `world_size(1024)` in 4 chunks sits at the limit and expands in about
+/// 11 s here; a one-shot one of 256 ranks, 16 times over it, took 200 s and
+/// 14 GB).
+const MAX_RANK_COPIES: i64 = 1 << 23;
+
 fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
+        let mut transfers = plan.ops_named("chunk.transfer").len() as i64;
         for op in plan.body_ops() {
             let kind = match ir::op_name(op).as_str() {
                 "chunk.all_gather" => Kind::AllGather,
@@ -80,8 +91,26 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 _ => continue,
             };
             let expansion = Expansion::new(&plan, op, kind)?;
+            let adds = expansion.transfer_count();
+            transfers = transfers.saturating_add(adds);
+            if transfers.saturating_mul(plan.world_size) > MAX_RANK_COPIES {
+                return Err(fail(
+                    op,
+                    format!(
+                        "chunk-expand-collectives: this collective expands into {adds} transfers, {transfers} in the plan, \
+                         each checked on {} ranks: more than {MAX_RANK_COPIES} per-rank copies; use fewer chunks or ranks",
+                        plan.world_size
+                    ),
+                ));
+            }
             expansion.declare_staging()?;
             expansion.emit_all()?;
+            if plan.ops_named("chunk.transfer").len() as i64 != transfers {
+                return Err(internal(
+                    op,
+                    "the expansion made another number of transfers than it counted",
+                ));
+            }
             ir::erase(op);
         }
     }
@@ -231,6 +260,18 @@ impl<'p> Expansion<'p> {
             "r".into()
         } else {
             format!("(r + {k}) mod {}", self.plan.world_size)
+        }
+    }
+
+    /// How many transfers [`Expansion::emit_all`] makes.
+    fn transfer_count(&self) -> i64 {
+        let per_phase = self.plan.world_size.saturating_mul(self.chunks);
+        match self.kind {
+            Kind::AllReduce if self.algorithm == attrs::Algorithm::OneShot => {
+                per_phase.saturating_mul(self.plan.world_size)
+            }
+            Kind::AllReduce => per_phase.saturating_mul(2),
+            _ => per_phase,
         }
     }
 
