@@ -11,7 +11,7 @@
 # RUN: %python %s %inputs --random 600 --depth 3 --seed 1
 #
 # The single mutations found no failure when written; chains of 2 and 3
-# (about 40000 plans, with world sizes up to 2^31) found a plan of 2^31
+# (about 54000 plans, with world sizes up to 2^31) found a plan of 2^31
 # ranks that aborted allocating 48 GiB and one-shot all-reduces of 256 to
 # 1024 ranks that ran for minutes, now refused (world_size at most 1024,
 # chunk-expand-collectives' limit on per-rank copies). A mutation that
