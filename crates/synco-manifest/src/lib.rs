@@ -137,8 +137,22 @@ pub struct PlanBuffer {
 }
 
 impl PlanBuffer {
+    /// Bytes the buffer takes (0 for an element type of unknown size); a
+    /// loaded manifest's buffers have a size (see [`LaunchManifest::load`]).
     pub fn bytes(&self) -> i64 {
-        self.shape.iter().product::<i64>() * self.element_bytes.unwrap_or(0)
+        self.checked_bytes().unwrap_or(0)
+    }
+
+    /// Bytes the buffer takes, or `None` if a dimension is negative or the
+    /// size does not fit in an `i64`.
+    pub fn checked_bytes(&self) -> Option<i64> {
+        self.shape
+            .iter()
+            .chain([&self.element_bytes.unwrap_or(0)])
+            .try_fold(
+                1i64,
+                |bytes, &n| if n < 0 { None } else { bytes.checked_mul(n) },
+            )
     }
 }
 
@@ -316,6 +330,55 @@ impl FusedPlan {
                 })
             }
         };
+        for buffer in &self.buffers {
+            buffer
+                .checked_bytes()
+                .ok_or_else(|| ManifestError::BufferSize {
+                    path: path.into(),
+                    buffer: buffer.name.clone(),
+                    shape: buffer.shape.clone(),
+                })?;
+        }
+        // A copy's bytes lie inside its buffers (the runtime checks that
+        // every bound buffer holds its plan buffer's bytes).
+        let inside =
+            |what: &str, buffer: &str, start: i128, rows: i128, pitch: i128, width: i128| {
+                let Some(plan_buffer) = self.buffers.iter().find(|b| b.name == buffer) else {
+                    return Err(ManifestError::CopyBuffer {
+                        path: path.into(),
+                        what: what.into(),
+                        buffer: buffer.into(),
+                    });
+                };
+                let size = plan_buffer.checked_bytes().unwrap_or(0) as i128;
+                let end = start + (rows - 1) * pitch + width;
+                if plan_buffer.element_bytes.is_none()
+                    || start < 0
+                    || rows < 1
+                    || width < 1
+                    || (rows > 1 && pitch < width)
+                    || end > size
+                {
+                    return Err(ManifestError::CopyOutOfBounds {
+                        path: path.into(),
+                        what: what.into(),
+                        buffer: buffer.into(),
+                        start,
+                        rows,
+                        pitch,
+                        width,
+                        size,
+                    });
+                }
+                Ok(())
+            };
+        let element_bytes = |buffer: &str| {
+            self.buffers
+                .iter()
+                .find(|b| b.name == buffer)
+                .and_then(|b| b.element_bytes)
+                .unwrap_or(1) as i128
+        };
         for (driver, list) in self.copies.iter().enumerate() {
             for copy in list {
                 let name = copy.name.clone().unwrap_or_default();
@@ -324,6 +387,21 @@ impl FusedPlan {
                 }
                 if let Some(f) = copy.flag {
                     flag(format!("copy '{name}'"), f)?;
+                }
+                let what = format!("copy '{name}'");
+                for (buffer, offset, pitch) in [
+                    (&copy.src_buffer, copy.src_offset, copy.src_pitch),
+                    (&copy.dst_buffer, copy.dst_offset, copy.dst_pitch),
+                ] {
+                    let e = element_bytes(buffer);
+                    inside(
+                        &what,
+                        buffer,
+                        offset as i128 * e,
+                        copy.rows as i128,
+                        pitch as i128 * e,
+                        copy.row_elems as i128 * e,
+                    )?;
                 }
             }
         }
@@ -355,6 +433,26 @@ impl FusedPlan {
                         src_pitch: rows.src_pitch,
                         dst_pitch: rows.dst_pitch,
                     });
+                }
+                let (count, pitches) = match copy.rows {
+                    Some(r) => (r.count, [r.src_pitch, r.dst_pitch]),
+                    None => (1, [copy.bytes; 2]),
+                };
+                for ((buffer, offset), pitch) in [
+                    (&copy.src_buffer, copy.src_offset),
+                    (&copy.dst_buffer, copy.dst_offset),
+                ]
+                .into_iter()
+                .zip(pitches)
+                {
+                    inside(
+                        &what,
+                        buffer,
+                        offset as i128,
+                        count as i128,
+                        pitch as i128,
+                        copy.bytes as i128,
+                    )?;
                 }
             }
         }
@@ -431,6 +529,34 @@ pub enum ManifestError {
         copy: String,
         rank: i64,
         world_size: i64,
+    },
+    #[error(
+        "{path}: plan buffer @{buffer} of shape {shape:?} has a negative dimension or more bytes than an i64 counts"
+    )]
+    BufferSize {
+        path: PathBuf,
+        buffer: String,
+        shape: Vec<i64>,
+    },
+    #[error("{path}: {what} names @{buffer}, which is not a buffer of the plan")]
+    CopyBuffer {
+        path: PathBuf,
+        what: String,
+        buffer: String,
+    },
+    #[error(
+        "{path}: {what} reaches outside @{buffer} ({size} bytes, or its element size is unknown): \
+         {rows} rows of {width} bytes, {pitch} bytes apart, from byte {start}"
+    )]
+    CopyOutOfBounds {
+        path: PathBuf,
+        what: String,
+        buffer: String,
+        start: i128,
+        rows: i128,
+        pitch: i128,
+        width: i128,
+        size: i128,
     },
     #[error("{path}: {what} names flag {flag}, outside the kernel's {num_flags} flags")]
     FlagIndex {
@@ -618,11 +744,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("synco-manifest-rc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("k.json");
+        const C: &str =
+            r#"{"name": "C", "arg": 2, "shape": [4, 256], "element": "bf16", "element_bytes": 2}"#;
         let load = |copy: &str, completion: &str| {
             let mut m = sample();
             m.fused = Some(
                 serde_json::from_str(&format!(
-                    r#"{{"plan": "p", "world_size": 2, "num_flags": 8, "buffers": [], "chunks": [], "copies": [],
+                    r#"{{"plan": "p", "world_size": 2, "num_flags": 8, "buffers": [{C}], "chunks": [], "copies": [],
                         "reduction_copies": [[{copy}], []], "completion": {completion}}}"#
                 ))
                 .unwrap(),
@@ -640,6 +768,24 @@ mod tests {
         };
         let rows = r#", "rows": {"count": 4, "src_pitch": 512, "dst_pitch": 512}"#;
         assert_eq!(load(&copy(1, 4, rows), "[[[4, 1]], [[5, 1]]]"), Ok(()));
+        // @C holds 4 x 256 bf16 (2048 bytes): a fifth row would leave it.
+        let err = load(&copy(1, 4, &rows.replace("4,", "5,")), "[]").unwrap_err();
+        assert!(
+            err.ends_with(
+                "reduction copy 0 of rank 0 reaches outside @C (2048 bytes, or its element size is unknown): \
+                 5 rows of 256 bytes, 512 bytes apart, from byte 0"
+            ),
+            "{err}"
+        );
+        let err = load(
+            &copy(1, 4, "").replace(r#""dst_buffer": "C""#, r#""dst_buffer": "D""#),
+            "[]",
+        )
+        .unwrap_err();
+        assert!(
+            err.ends_with("reduction copy 0 of rank 0 names @D, which is not a buffer of the plan"),
+            "{err}"
+        );
         // An older manifest's 1D copy has no rows.
         assert_eq!(load(&copy(1, 4, ""), "[]"), Ok(()));
         let err = load(&copy(2, 4, ""), "[]").unwrap_err();

@@ -351,6 +351,11 @@ impl Bridge {
             "cannot write {}",
             manifest_path.display()
         )))?;
+        // What the runtime will check on load, checked now: a manifest that
+        // fails it is Synco's bug, better seen here than on the GPUs.
+        synco_manifest::LaunchManifest::load(&manifest_path).map_err(|e| {
+            BridgeError::Internal(format!("the launch manifest it wrote does not check: {e}"))
+        })?;
         Ok(CompiledKernel {
             kernel,
             ttir: files.ttir,
