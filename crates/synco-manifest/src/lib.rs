@@ -350,24 +350,23 @@ impl FusedPlan {
                         buffer: buffer.into(),
                     });
                 };
-                let size = plan_buffer.checked_bytes().unwrap_or(0) as i128;
+                let size = plan_buffer.checked_bytes().unwrap_or(0);
                 let end = start + (rows - 1) * pitch + width;
                 if plan_buffer.element_bytes.is_none()
                     || start < 0
                     || rows < 1
                     || width < 1
                     || (rows > 1 && pitch < width)
-                    || end > size
+                    || end > size as i128
                 {
                     return Err(ManifestError::CopyOutOfBounds {
                         path: path.into(),
                         what: what.into(),
                         buffer: buffer.into(),
-                        start,
-                        rows,
-                        pitch,
-                        width,
                         size,
+                        span: format!(
+                            "{rows} rows of {width} bytes, {pitch} bytes apart, from byte {start}"
+                        ),
                     });
                 }
                 Ok(())
@@ -545,18 +544,15 @@ pub enum ManifestError {
         buffer: String,
     },
     #[error(
-        "{path}: {what} reaches outside @{buffer} ({size} bytes, or its element size is unknown): \
-         {rows} rows of {width} bytes, {pitch} bytes apart, from byte {start}"
+        "{path}: {what} reaches outside @{buffer} ({size} bytes, or its element size is unknown): {span}"
     )]
     CopyOutOfBounds {
         path: PathBuf,
         what: String,
         buffer: String,
-        start: i128,
-        rows: i128,
-        pitch: i128,
-        width: i128,
-        size: i128,
+        size: i64,
+        /// The rows it copies, in words.
+        span: String,
     },
     #[error("{path}: {what} names flag {flag}, outside the kernel's {num_flags} flags")]
     FlagIndex {
