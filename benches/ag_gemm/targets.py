@@ -103,7 +103,7 @@ def main():
     lines = score(args.dir)
     if not lines:
         sys.exit(f"targets.py: no results_rs.json, results_ar2.json, ... in {args.dir}")
-    text = "\n".join([f"# Issue 7's targets ({args.dir.name})", ""] + lines)
+    text = "\n".join([f"# Issue 7's targets ({args.dir.resolve().name})", ""] + lines)
     (args.dir / "targets.md").write_text(text)
     print(text)
 
