@@ -303,8 +303,10 @@ pub struct FusedPlan {
 impl FusedPlan {
     /// The copies, reduction copies and completion waits name ranks and
     /// flags of this plan (the runtime indexes its GPUs and writes the flag
-    /// array with them), and 2D reduction copies' rows do not overlap.
-    fn check_indices(&self, path: &Path) -> Result<(), ManifestError> {
+    /// array with them), 2D reduction copies' rows do not overlap, the
+    /// buffers' sizes fit an `i64`, and every copy's bytes lie inside the
+    /// plan buffers it names (the runtime copies at the offsets given).
+    fn check_schedule(&self, path: &Path) -> Result<(), ManifestError> {
         let ranks = 0..self.world_size;
         let rank = |copy: String, r: i64| {
             if ranks.contains(&r) {
@@ -597,7 +599,7 @@ impl LaunchManifest {
             param.size_bytes()?;
         }
         if let Some(fused) = &manifest.fused {
-            fused.check_indices(path)?;
+            fused.check_schedule(path)?;
         }
         Ok(manifest)
     }
