@@ -211,11 +211,8 @@ impl<'p> Expansion<'p> {
                 .unwrap_or(attrs::Reduction::Sum)
         });
         let producers = plan
-            .ops_named("chunk.produce")
+            .ops_on("chunk.produce", &src)
             .into_iter()
-            .filter(|p| {
-                ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(src.as_str())
-            })
             .filter_map(|p| ir::str_attr(p, "sym_name"))
             .collect();
         Ok(Expansion {

@@ -45,7 +45,9 @@
 //! after it on the same copy stream.
 
 use crate::{
-    plan::{FlagKind, bound_kernel, fail, flag_layout, internal, loc, plans, transfer_mode},
+    plan::{
+        FlagKind, bound_kernel, fail, flag_layout, internal, is_local, loc, plans, transfer_mode,
+    },
     tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
 };
 use std::collections::HashMap;
@@ -247,10 +249,7 @@ fn source_site<'a>(
     else {
         return Ok(None);
     };
-    let remote: Vec<(usize, ir::Op)> = writers
-        .into_iter()
-        .filter(|(_, t)| transfer_mode(*t) != Some(TransferMode::Local))
-        .collect();
+    let remote: Vec<(usize, ir::Op)> = writers.into_iter().filter(|(_, t)| !is_local(*t)).collect();
     let mut issued: HashMap<RankPair, (IssueKey, IssueKey)> = HashMap::new();
     for &(place, t) in &remote {
         let order = ir::int_attr(t, "order").unwrap_or(i64::MAX);

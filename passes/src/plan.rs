@@ -92,20 +92,27 @@ impl Plan {
         self.buffers.iter().find(|b| b.name == name)
     }
 
+    /// The ops named `op_name` (`chunk.consume`, `chunk.produce`) whose
+    /// `buffer` is `buffer`, in plan order.
+    pub fn ops_on(&self, op_name: &str, buffer: &str) -> Vec<Op> {
+        self.ops_named(op_name)
+            .into_iter()
+            .filter(|o| {
+                ir::attr(*o, "buffer").and_then(ir::symbol_value).as_deref() == Some(buffer)
+            })
+            .collect()
+    }
+
     /// The `chunk.produce` whose kernel tiles write buffer `name` (the
     /// plan verifier allows at most one).
     pub fn producer_of(&self, name: &str) -> Option<Op> {
-        self.ops_named("chunk.produce")
-            .into_iter()
-            .find(|p| ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+        self.ops_on("chunk.produce", name).first().copied()
     }
 
     /// The first `chunk.consume` of buffer `name` (the one its flags are
     /// laid out for, see [`flag_layout`]).
     pub fn consumer_of(&self, name: &str) -> Option<Op> {
-        self.ops_named("chunk.consume")
-            .into_iter()
-            .find(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+        self.ops_on("chunk.consume", name).first().copied()
     }
 
     /// [`Plan::kernel_in`] without the error: `None` where it would fail.

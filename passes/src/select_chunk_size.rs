@@ -161,10 +161,9 @@ fn landing_buffer(op: Op) -> String {
 
 /// The per-source consume of `buffer` (`chunk.consume ... source(...)`).
 fn per_source_consume(plan: &Plan, buffer: &str) -> Option<Op> {
-    plan.ops_named("chunk.consume").into_iter().find(|c| {
-        ir::attr(*c, "source").is_some()
-            && ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(buffer)
-    })
+    plan.ops_on("chunk.consume", buffer)
+        .into_iter()
+        .find(|c| ir::attr(*c, "source").is_some())
 }
 
 /// Whether `op`'s chunks are those of a per-source operand: its buffer is
@@ -538,11 +537,8 @@ fn collective_blocks(
     let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
     let block = buffer.shape[dim] / plan.world_size;
     let tile = plan
-        .ops_named(tile_op)
+        .ops_on(tile_op, &buffer.name)
         .into_iter()
-        .filter(|c| {
-            ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(&buffer.name)
-        })
         .filter_map(|c| ir::int_attr(c, "tile"))
         .max()
         .unwrap_or(1);
