@@ -342,9 +342,15 @@ impl FusedPlan {
                 })?;
         }
         // A copy's bytes lie inside its buffers (the runtime checks that
-        // every bound buffer holds its plan buffer's bytes).
+        // every bound buffer holds its plan buffer's bytes). `unit`: what
+        // the start, pitch and width count, the buffer's elements (a
+        // gather's copies) or bytes (reduction copies).
+        enum Unit {
+            Elements,
+            Bytes,
+        }
         let inside =
-            |what: &str, buffer: &str, start: i128, rows: i128, pitch: i128, width: i128| {
+            |what: &str, buffer: &str, unit: Unit, [start, rows, pitch, width]: [i64; 4]| {
                 let Some(plan_buffer) = self.buffers.iter().find(|b| b.name == buffer) else {
                     return Err(ManifestError::CopyBuffer {
                         path: path.into(),
@@ -353,6 +359,12 @@ impl FusedPlan {
                     });
                 };
                 let size = plan_buffer.checked_bytes().unwrap_or(0);
+                let scale = match unit {
+                    Unit::Elements => plan_buffer.element_bytes.unwrap_or(0) as i128,
+                    Unit::Bytes => 1,
+                };
+                let [start, pitch, width] = [start, pitch, width].map(|v| v as i128 * scale);
+                let rows = rows as i128;
                 let end = start + (rows - 1) * pitch + width;
                 if plan_buffer.element_bytes.is_none()
                     || start < 0
@@ -373,13 +385,6 @@ impl FusedPlan {
                 }
                 Ok(())
             };
-        let element_bytes = |buffer: &str| {
-            self.buffers
-                .iter()
-                .find(|b| b.name == buffer)
-                .and_then(|b| b.element_bytes)
-                .unwrap_or(1) as i128
-        };
         for (driver, list) in self.copies.iter().enumerate() {
             for copy in list {
                 let name = copy.name.clone().unwrap_or_default();
@@ -394,14 +399,11 @@ impl FusedPlan {
                     (&copy.src_buffer, copy.src_offset, copy.src_pitch),
                     (&copy.dst_buffer, copy.dst_offset, copy.dst_pitch),
                 ] {
-                    let e = element_bytes(buffer);
                     inside(
                         &what,
                         buffer,
-                        offset as i128 * e,
-                        copy.rows as i128,
-                        pitch as i128 * e,
-                        copy.row_elems as i128 * e,
+                        Unit::Elements,
+                        [offset, copy.rows, pitch, copy.row_elems],
                     )?;
                 }
             }
@@ -449,10 +451,8 @@ impl FusedPlan {
                     inside(
                         &what,
                         buffer,
-                        offset as i128,
-                        count as i128,
-                        pitch as i128,
-                        copy.bytes as i128,
+                        Unit::Bytes,
+                        [offset, count, pitch, copy.bytes],
                     )?;
                 }
             }
@@ -588,20 +588,28 @@ impl LaunchManifest {
                 path: path.into(),
                 source,
             })?;
-        if manifest.format != FORMAT || manifest.version != VERSION {
+        manifest.check(path)?;
+        Ok(manifest)
+    }
+
+    /// What [`LaunchManifest::load`] checks once it has parsed the file at
+    /// `path` (named in the errors): the format and version, the
+    /// parameters' types, and the schedule's ranks, flags and copies.
+    pub fn check(&self, path: &Path) -> Result<(), ManifestError> {
+        if self.format != FORMAT || self.version != VERSION {
             return Err(ManifestError::Format {
                 path: path.into(),
-                format: manifest.format,
-                version: manifest.version,
+                format: self.format.clone(),
+                version: self.version,
             });
         }
-        for param in &manifest.params {
+        for param in &self.params {
             param.size_bytes()?;
         }
-        if let Some(fused) = &manifest.fused {
+        if let Some(fused) = &self.fused {
             fused.check_schedule(path)?;
         }
-        Ok(manifest)
+        Ok(())
     }
 
     /// The cubin's path, resolved against the manifest's directory.

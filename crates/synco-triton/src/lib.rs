@@ -347,15 +347,16 @@ impl Bridge {
             build_manifest(&kernel, &files.cubin, target, &metadata, &signature, &names)?;
         manifest.fused = fused;
         let manifest_path = out_dir.join(format!("{kernel}.json"));
+        // What the runtime will check on load, checked before writing: a
+        // manifest that fails it is Synco's bug, better seen here than on
+        // the GPUs.
+        manifest.check(&manifest_path).map_err(|e| {
+            BridgeError::Internal(format!("the launch manifest it made does not check: {e}"))
+        })?;
         std::fs::write(&manifest_path, manifest.to_json()).map_err(io_error(format!(
             "cannot write {}",
             manifest_path.display()
         )))?;
-        // What the runtime will check on load, checked now: a manifest that
-        // fails it is Synco's bug, better seen here than on the GPUs.
-        synco_manifest::LaunchManifest::load(&manifest_path).map_err(|e| {
-            BridgeError::Internal(format!("the launch manifest it wrote does not check: {e}"))
-        })?;
         Ok(CompiledKernel {
             kernel,
             ttir: files.ttir,
