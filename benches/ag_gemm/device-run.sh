@@ -26,6 +26,9 @@
 #   trace      like tune, for build/bench/trace/*: variants built with
 #              build.sh --trace also record every tile (experiments/
 #              trace_summary.py reads the JSON)
+#   clocks     experiments/sustained_clocks.py: cuBLAS GEMMs over their
+#              first second of load, one GPU alone and all at once, with
+#              nvidia-smi's clocks and power (clocks.json, clocks-smi.csv)
 #
 # Stages run in the order given, each under a time limit (LIMIT seconds,
 # default 280; BENCH names the ag-gemm-bench binary, default
@@ -127,8 +130,11 @@ for stage in "$@"; do
           $BENCH --variants "$cfg" --out "$OUT/trace_$(basename "$cfg").json" --iters 15
       done
       ;;
+    clocks)
+      run clocks "$OUT/clocks.log" python3 benches/ag_gemm/experiments/sustained_clocks.py --out "$OUT/clocks.json"
+      ;;
     *)
-      echo "usage: $0 check|check-shared|bench|bench-rs|bench-rsg|bench-ar|bench-ar2|bench-arg|torch-rs|tune|timeline|trace..." >&2
+      echo "usage: $0 check|check-shared|bench|bench-rs|bench-rsg|bench-ar|bench-ar2|bench-arg|torch-rs|tune|timeline|trace|clocks..." >&2
       exit 2
       ;;
   esac

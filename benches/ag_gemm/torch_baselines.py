@@ -24,8 +24,10 @@ Run on the GPU machine:  python3 torch_baselines.py --world 2 --out torch.json
 
 import argparse
 import json
+import math
 import os
 import statistics
+import time
 
 import torch
 import torch.distributed as dist
@@ -44,10 +46,25 @@ PER_SAMPLE = 10
 def timed(fn, warmup, iters):
     """Median per-call time: `iters` samples of PER_SAMPLE calls back to back
     between CUDA events (after a barrier), as ag-gemm-bench times Synco, so
-    Python's launch costs overlap the GPU work."""
-    for _ in range(warmup):
+    Python's launch costs overlap the GPU work. `warmup` is (calls, ms): at
+    least that many calls first, then batches of PER_SAMPLE until that much
+    wall time has passed, as ag-gemm-bench's --warmup / --warmup-ms (the
+    GPUs' first milliseconds under load run at higher clocks than they
+    sustain). Every rank runs the same number of batches (the most any rank
+    needs), so collectives stay matched."""
+    calls, min_ms = warmup
+    began = time.perf_counter()
+    for _ in range(calls):
         fn()
     torch.cuda.synchronize()
+    elapsed_ms = (time.perf_counter() - began) * 1e3
+    per_batch_ms = max(elapsed_ms / max(calls, 1) * PER_SAMPLE, 1e-3)
+    batches = torch.tensor([math.ceil(max(min_ms - elapsed_ms, 0.0) / per_batch_ms)], device="cuda")
+    dist.all_reduce(batches, op=dist.ReduceOp.MAX)
+    for _ in range(int(batches.item())):
+        for _ in range(PER_SAMPLE):
+            fn()
+        torch.cuda.synchronize()
     times = []
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -125,7 +142,8 @@ def worker(rank, world, shapes, warmup, iters, port, out, op="ag"):
     if rank == 0:
         with open(out, "w") as f:
             json.dump({"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-                       "device": torch.cuda.get_device_name(0), "results": results}, f, indent=1)
+                       "device": torch.cuda.get_device_name(0), "warmup": {"calls": warmup[0], "ms": warmup[1]},
+                       "results": results}, f, indent=1)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -159,7 +177,9 @@ def ag_rows(rank, world, shapes, warmup, iters, group, async_tp):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--world", type=int, default=torch.cuda.device_count())
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=5, help="calls before timing each baseline (at least)")
+    parser.add_argument("--warmup-ms", type=float, default=200.0,
+                        help="... and more, until this much wall time has passed (ag-gemm-bench's --warmup-ms)")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out", required=True)
     parser.add_argument("--shapes", default=None, help="M,K,N;M,K,N (N per rank for ag, K per rank for rs)")
@@ -176,7 +196,7 @@ def main():
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split(",")) for s in args.shapes.split(";")]
     port = 29511 if args.op == "ag" else 29512
-    mp.spawn(worker, args=(args.world, shapes, args.warmup, args.iters, port, args.out, args.op), nprocs=args.world)
+    mp.spawn(worker, args=(args.world, shapes, (args.warmup, args.warmup_ms), args.iters, port, args.out, args.op), nprocs=args.world)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ mod timing;
 
 use blas::Cublas;
 use diagnostics::{KernelTrace, Timeline, read_trace, record_timeline};
-use timing::{Timing, median, time_baselines, time_ops};
+use timing::{Timing, Warmup, median, time_baselines, time_ops};
 
 #[derive(Parser)]
 #[command(about = "Check and time fused all-gather + GEMM variants")]
@@ -49,8 +49,14 @@ struct Cli {
     /// Only check correctness (no timing).
     #[arg(long)]
     check_only: bool,
+    /// Operations run before timing each variant or baseline (at least).
     #[arg(long, default_value_t = 5)]
     warmup: usize,
+    /// ... and more of them, until this much wall time has passed (ms):
+    /// every variant and baseline is then sampled at the clocks the GPUs
+    /// sustain under load, not in the first, faster milliseconds.
+    #[arg(long, default_value_t = 200.0)]
+    warmup_ms: f64,
     #[arg(long, default_value_t = 30)]
     iters: usize,
     /// Only shapes whose directory name contains this.
@@ -89,6 +95,14 @@ struct Cli {
 }
 
 impl Cli {
+    /// What every timed operation runs first (`--warmup`, `--warmup-ms`).
+    fn warmup(&self) -> Warmup {
+        Warmup {
+            launches: self.warmup,
+            min_ms: self.warmup_ms,
+        }
+    }
+
     /// Whether `world` ranks share GPUs (`--gpus` below `world`).
     fn shares_gpus(&self, world: usize) -> bool {
         self.gpus.is_some_and(|gpus| gpus < world)
@@ -187,7 +201,12 @@ struct ShapeResult {
     n: usize,
     world: usize,
     seed: u64,
+    /// cuBLAS's local GEMM on every rank at once (the slowest rank): the
+    /// floor's GEMM.
     cublas_gemm_ms: f64,
+    /// The same on rank 0 alone, the other GPUs idle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cublas_gemm_one_gpu_ms: Option<f64>,
     /// The communication alone: peer copies of `comm_bytes_per_rank` (what
     /// each rank receives in an all-gather, sends in a reduce-scatter).
     comm_ms: Option<f64>,
@@ -546,7 +565,7 @@ fn finish_variant(
                 )?)
             },
             &|nd| Ok(nd.wait(Duration::from_secs(60))?),
-            cli.warmup,
+            cli.warmup(),
             cli.iters,
         )?;
     }
@@ -768,8 +787,7 @@ fn main() -> Result<()> {
         let block_bytes = m / world * k * 2;
         // What rank 0 receives: every peer's block of A, into its place.
         let at = |peer: usize| peer * block_bytes;
-        let (cublas_ms, copy_ms) =
-            time_baselines(nd, &handles[0], &p.gemm(), p.a, &at, block_bytes, &cli)?;
+        let baselines = time_baselines(nd, &handles, &p.gemm(), p.a, &at, block_bytes, &cli)?;
         let mut variants = Vec::new();
         for (i, dir) in variant_dirs.iter().enumerate() {
             let v: Variant =
@@ -801,8 +819,9 @@ fn main() -> Result<()> {
             k,
             n,
             world,
-            cublas_gemm_ms: cublas_ms,
-            comm_ms: Some(copy_ms),
+            cublas_gemm_ms: baselines.gemm_ms,
+            cublas_gemm_one_gpu_ms: Some(baselines.gemm_one_gpu_ms),
+            comm_ms: Some(baselines.copy_ms),
             comm_bytes_per_rank: (world - 1) * block_bytes,
             variants,
         });

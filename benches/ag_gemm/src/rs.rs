@@ -211,8 +211,7 @@ pub(crate) fn run_shape(
         _ => m / world * n * 2,
     };
     let at = |peer: usize| if all_reduce { 0 } else { peer * block_bytes };
-    let (cublas_ms, comm_ms) =
-        time_baselines(node, &cublas[0], &p.gemm(), p.p, &at, block_bytes, cli)?;
+    let baselines = time_baselines(node, cublas, &p.gemm(), p.p, &at, block_bytes, cli)?;
     let mut variants = Vec::new();
     for dir in variant_dirs {
         let v: Variant = serde_json::from_str(&std::fs::read_to_string(dir.join("variant.json"))?)?;
@@ -241,8 +240,9 @@ pub(crate) fn run_shape(
         n,
         world,
         seed,
-        cublas_gemm_ms: cublas_ms,
-        comm_ms: Some(comm_ms),
+        cublas_gemm_ms: baselines.gemm_ms,
+        cublas_gemm_one_gpu_ms: Some(baselines.gemm_one_gpu_ms),
+        comm_ms: Some(baselines.copy_ms),
         comm_bytes_per_rank: (world - 1) * block_bytes,
         variants,
     })

@@ -94,8 +94,20 @@ impl Drop for RankEvents {
     }
 }
 
+/// How long [`time_ops`] runs an operation before its samples: at least
+/// `launches` operations, then more, in batches of [`PER_SAMPLE`], until
+/// `min_ms` of wall time have passed since the first. The GPUs here run
+/// the first tens of milliseconds of full load at higher clocks than they
+/// sustain (see the bench README, "Sustained clocks"), so every operation
+/// and baseline is sampled after the same time under load.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Warmup {
+    pub(crate) launches: usize,
+    pub(crate) min_ms: f64,
+}
+
 /// Times `op` (one operation on the first `ranks` ranks, enqueued without
-/// waiting): `warmup` operations, then `samples` samples of `PER_SAMPLE`
+/// waiting): the `warmup`, then `samples` samples of `PER_SAMPLE`
 /// operations back to back between events on every rank's compute stream,
 /// so that host launch costs overlap the GPU work as in a real model step.
 /// Returns the per-operation times of the samples (slowest rank); `sync`
@@ -105,14 +117,21 @@ pub(crate) fn time_ops(
     ranks: usize,
     op: &mut dyn FnMut(&mut Node) -> Result<()>,
     sync: &dyn Fn(&Node) -> Result<()>,
-    warmup: usize,
+    warmup: Warmup,
     samples: usize,
 ) -> Result<Timing> {
     let events = RankEvents::new(node, ranks)?;
-    for _ in 0..warmup {
+    let warming = std::time::Instant::now();
+    for _ in 0..warmup.launches {
         op(node)?;
     }
     sync(node)?;
+    while warming.elapsed().as_secs_f64() * 1e3 < warmup.min_ms {
+        for _ in 0..PER_SAMPLE {
+            op(node)?;
+        }
+        sync(node)?;
+    }
     let mut timing = Timing::default();
     for _ in 0..samples {
         events.record(node, false)?;
@@ -141,35 +160,54 @@ pub(crate) struct Timing {
     pub(crate) host_ms: Vec<f64>,
 }
 
-/// The baselines of a shape, on rank 0: cuBLAS on `gemm` (bf16 out), and
-/// peer copies of `bytes` from every peer's `buffer` at byte offset
-/// `at(peer)` into the same place on rank 0 (the communication alone).
+/// A shape's baselines (median ms per operation).
+pub(crate) struct Baselines {
+    /// cuBLAS on every rank at once, each on its own operands (the slowest
+    /// rank): the local GEMM under the load the fused operators run in.
+    pub(crate) gemm_ms: f64,
+    /// The same GEMM on rank 0 alone, the other GPUs idle (the floor's
+    /// GEMM before the sustained-clock change; kept for comparison).
+    pub(crate) gemm_one_gpu_ms: f64,
+    /// Peer copies into rank 0 (the communication alone).
+    pub(crate) copy_ms: f64,
+}
+
+/// The baselines of a shape: cuBLAS on `gemm` (bf16 out) on every rank with
+/// its own handle in `cublas`, and on rank 0 alone; and peer copies of
+/// `bytes` from every peer's `buffer` at byte offset `at(peer)` into the
+/// same place on rank 0.
 pub(crate) fn time_baselines(
     node: &mut Node,
-    cublas: &Cublas,
+    cublas: &[Cublas],
     gemm: &GemmArgs,
     buffer: Buffer,
     at: &dyn Fn(usize) -> usize,
     bytes: usize,
     cli: &Cli,
-) -> Result<(f64, f64)> {
-    let gemm_ms = event_time(
+) -> Result<Baselines> {
+    let world = node.world_size();
+    let gemm_on = |nd: &Node, rank: usize| -> Result<()> {
+        nd.context(rank).bind_to_thread()?;
+        cublas[rank].gemm(
+            nd.ptr(rank, &gemm.a),
+            nd.ptr(rank, &gemm.b),
+            nd.ptr(rank, &gemm.c),
+            gemm.m,
+            gemm.n,
+            gemm.k,
+            true,
+        )
+    };
+    let sync_all = |nd: &Node| -> Result<()> { Ok(nd.synchronize_all()?) };
+    let every_rank = time_ops(
         node,
-        0,
-        |nd: &Node| {
-            cublas.gemm(
-                nd.ptr(0, &gemm.a),
-                nd.ptr(0, &gemm.b),
-                nd.ptr(0, &gemm.c),
-                gemm.m,
-                gemm.n,
-                gemm.k,
-                true,
-            )
-        },
-        cli.warmup,
+        world,
+        &mut |nd| (0..world).try_for_each(|rank| gemm_on(nd, rank)),
+        &sync_all,
+        cli.warmup(),
         cli.iters,
     )?;
+    let gemm_one_gpu_ms = event_time(node, 0, |nd: &Node| gemm_on(nd, 0), cli)?;
     let copy_ms = event_time(
         node,
         0,
@@ -188,10 +226,13 @@ pub(crate) fn time_baselines(
             }
             Ok(())
         },
-        cli.warmup,
-        cli.iters,
+        cli,
     )?;
-    Ok((gemm_ms, copy_ms))
+    Ok(Baselines {
+        gemm_ms: median(&every_rank.gpu_ms),
+        gemm_one_gpu_ms,
+        copy_ms,
+    })
 }
 
 /// Operations per timing sample (see [`time_ops`]).
@@ -202,11 +243,17 @@ pub(crate) fn event_time(
     node: &mut Node,
     rank: usize,
     f: impl Fn(&Node) -> Result<()>,
-    warmup: usize,
-    iters: usize,
+    cli: &Cli,
 ) -> Result<f64> {
     node.context(rank).bind_to_thread()?;
     let sync = |nd: &Node| -> Result<()> { Ok(nd.synchronize(rank)?) };
-    let timing = time_ops(node, rank + 1, &mut |nd| f(nd), &sync, warmup, iters)?;
+    let timing = time_ops(
+        node,
+        rank + 1,
+        &mut |nd| f(nd),
+        &sync,
+        cli.warmup(),
+        cli.iters,
+    )?;
     Ok(median(&timing.gpu_ms))
 }
