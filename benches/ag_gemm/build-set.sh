@@ -3,14 +3,18 @@
 # makes itself (chunks(auto), backend(auto)) beside each fixed transport,
 # into build/bench, and packs it as build/bench.tar.xz for the device tool:
 #
-#   build-set.sh [--world W] [--ops "ag rs ar ar2 rsg arg"] [--keep]
+#   build-set.sh [--world W] [--ops "ag rs ar ar2 rsg arg"] [--styles "grouped persistent_tma"] [--keep]
 #
 # W defaults to 2 (the set's shapes split evenly for W = 2, 4 and 8; other
 # W: build.sh --world W --shapes). For W > 2 the default shapes keep M and the 2-rank layer
 # and give each rank 2/W of the weight (N_local for the all-gather, K_local
 # for the reductions: build.sh --world). --keep adds to an existing
 # build/bench (e.g. a correctness list built first) instead of starting
-# afresh. Then, on a machine with W GPUs, one call:
+# afresh. --styles names the local GEMM kernels (build.sh --styles) that
+# the all-gather, reduce-scatter and two-shot all-reduce are built with
+# (default grouped; the one-shot all-reduce and the operators from
+# gathered operands have one kernel each). Then, on a machine with W GPUs,
+# one call:
 #
 #   benches/ag_gemm/device-run.sh torch-rs bench bench-rs bench-ar bench-ar2 bench-rsg bench-arg torch-rs
 #
@@ -29,11 +33,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 B="$ROOT/benches/ag_gemm/build.sh"
 WORLD=2
 OPS="ag rs ar ar2 rsg arg"
+STYLES="grouped"
 KEEP=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --world) WORLD="$2"; shift 2 ;;
     --ops) OPS="$2"; shift 2 ;;
+    --styles) STYLES="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "build-set.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -59,6 +65,13 @@ for op in $OPS; do
     *) echo "build-set.sh: unknown op '$op' (ag rs ar ar2 rsg arg)" >&2; exit 2 ;;
   esac
 done
+for style in $STYLES; do
+  case $style in
+    grid2d | grouped | persistent | persistent_tma) ;;
+    *) echo "build-set.sh: unknown style '$style' (grid2d grouped persistent persistent_tma)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$STYLES" ] || { echo "build-set.sh: --styles names at least one style" >&2; exit 2; }
 [ -x "$ROOT/target/release/synco" ] || {
   echo "build-set.sh: target/release/synco missing: cargo build --release -p synco -p synco-bench-ag-gemm" >&2
   exit 1
@@ -66,21 +79,22 @@ done
 cd "$ROOT"
 [ "$KEEP" = 1 ] || rm -rf build/bench
 w=(--world "$WORLD")
+s=(--styles "$STYLES")
 for op in $OPS; do
   case $op in
     ag)
-      OUT=build/bench/full "$B" "${w[@]}" --chunks ""
-      OUT=build/bench/full "$B" "${w[@]}" --backend ldst --chunks "" --no-local ;;
+      OUT=build/bench/full "$B" "${w[@]}" "${s[@]}" --chunks ""
+      OUT=build/bench/full "$B" "${w[@]}" "${s[@]}" --backend ldst --chunks "" --no-local ;;
     rs)
-      OUT=build/bench/full-rs "$B" "${w[@]}" --op rs --rs-mode auto --chunks ""
-      OUT=build/bench/full-rs "$B" "${w[@]}" --op rs --rs-mode copy_engine --chunks "" --no-local
-      OUT=build/bench/full-rs "$B" "${w[@]}" --op rs --chunks "" --no-local ;;
+      OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --rs-mode auto --chunks ""
+      OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --rs-mode copy_engine --chunks "" --no-local
+      OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --chunks "" --no-local ;;
     ar)
       OUT=build/bench/full-ar "$B" "${w[@]}" --op ar --chunks "" --no-local ;;
     ar2)
-      OUT=build/bench/full-ar2 "$B" "${w[@]}" --op ar2 --rs-mode auto --chunks ""
-      OUT=build/bench/full-ar2 "$B" "${w[@]}" --op ar2 --rs-mode copy_engine --chunks "" --no-local
-      OUT=build/bench/full-ar2 "$B" "${w[@]}" --op ar2 --chunks "" --no-local ;;
+      OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --rs-mode auto --chunks ""
+      OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --rs-mode copy_engine --chunks "" --no-local
+      OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --chunks "" --no-local ;;
     rsg)
       OUT=build/bench/full-rsg "$B" "${w[@]}" --op rsg --chunks "" ;;
     arg)
