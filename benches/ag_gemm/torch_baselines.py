@@ -46,20 +46,25 @@ PER_SAMPLE = 10
 def timed(fn, warmup, iters):
     """Median per-call time: `iters` samples of PER_SAMPLE calls back to back
     between CUDA events (after a barrier), as ag-gemm-bench times Synco, so
-    Python's launch costs overlap the GPU work. `warmup` is (calls, ms): at
-    least that many calls first, then batches of PER_SAMPLE until that much
-    wall time has passed, as ag-gemm-bench's --warmup / --warmup-ms (the
-    GPUs' first milliseconds under load run at higher clocks than they
-    sustain). Every rank runs the same number of batches (the most any rank
-    needs), so collectives stay matched."""
+    Python's launch costs overlap the GPU work. `warmup` is (calls, ms): that
+    many calls first, then batches of PER_SAMPLE calls for about that much
+    wall time (counted from the first batch, which sizes the rest, so that
+    set-up costs in the first calls do not shorten it), as ag-gemm-bench's
+    --warmup / --warmup-ms: the GPUs' first tens of milliseconds under load
+    run at higher clocks than they sustain. Every rank runs the same number
+    of batches (the most any rank needs), so collectives stay matched."""
     calls, min_ms = warmup
-    began = time.perf_counter()
     for _ in range(calls):
         fn()
     torch.cuda.synchronize()
-    elapsed_ms = (time.perf_counter() - began) * 1e3
-    per_batch_ms = max(elapsed_ms / max(calls, 1) * PER_SAMPLE, 1e-3)
-    batches = torch.tensor([math.ceil(max(min_ms - elapsed_ms, 0.0) / per_batch_ms)], device="cuda")
+    # One batch timed after the first calls (which may include cuBLAS's or
+    # NCCL's set-up), to size the rest of the warm-up.
+    began = time.perf_counter()
+    for _ in range(PER_SAMPLE):
+        fn()
+    torch.cuda.synchronize()
+    per_batch_ms = max((time.perf_counter() - began) * 1e3, 1e-3)
+    batches = torch.tensor([math.ceil(max(min_ms - per_batch_ms, 0.0) / per_batch_ms)], device="cuda")
     dist.all_reduce(batches, op=dist.ReduceOp.MAX)
     for _ in range(int(batches.item())):
         for _ in range(PER_SAMPLE):
