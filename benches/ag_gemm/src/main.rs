@@ -52,9 +52,9 @@ struct Cli {
     /// Operations run before timing each variant or baseline (at least).
     #[arg(long, default_value_t = 5)]
     warmup: usize,
-    /// ... and more of them, until this much wall time has passed (ms):
-    /// every variant and baseline is then sampled at the clocks the GPUs
-    /// sustain under load, not in the first, faster milliseconds.
+    /// Then more, until this much wall time has passed since the first
+    /// (ms): every variant and baseline is sampled at the clocks the GPUs
+    /// sustain under load, not in their first, faster milliseconds.
     #[arg(long, default_value_t = 200.0)]
     warmup_ms: f64,
     #[arg(long, default_value_t = 30)]
@@ -205,8 +205,7 @@ struct ShapeResult {
     /// floor's GEMM.
     cublas_gemm_ms: f64,
     /// The same on rank 0 alone, the other GPUs idle.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cublas_gemm_one_gpu_ms: Option<f64>,
+    cublas_gemm_one_gpu_ms: f64,
     /// The communication alone: peer copies of `comm_bytes_per_rank` (what
     /// each rank receives in an all-gather, sends in a reduce-scatter).
     comm_ms: Option<f64>,
@@ -820,7 +819,7 @@ fn main() -> Result<()> {
             n,
             world,
             cublas_gemm_ms: baselines.gemm_ms,
-            cublas_gemm_one_gpu_ms: Some(baselines.gemm_one_gpu_ms),
+            cublas_gemm_one_gpu_ms: baselines.gemm_one_gpu_ms,
             comm_ms: Some(baselines.copy_ms),
             comm_bytes_per_rank: (world - 1) * block_bytes,
             variants,

@@ -241,7 +241,7 @@ pub(crate) fn run_shape(
         world,
         seed,
         cublas_gemm_ms: baselines.gemm_ms,
-        cublas_gemm_one_gpu_ms: Some(baselines.gemm_one_gpu_ms),
+        cublas_gemm_one_gpu_ms: baselines.gemm_one_gpu_ms,
         comm_ms: Some(baselines.copy_ms),
         comm_bytes_per_rank: (world - 1) * block_bytes,
         variants,
