@@ -112,9 +112,10 @@ pub(crate) fn record_timeline(node: &mut Node, launch: &Launch) -> Result<Timeli
             launch.bindings,
         )
         .and_then(|()| node.wait(Duration::from_secs(60)));
-    let recorded = launched.and_then(|()| node.timeline());
+    // Read before the timeline is turned off (that drops its events).
+    let recorded = launched.and_then(|()| Ok((node.timeline()?, node.elapsed_ms()?)));
     node.record_timeline(false)?;
-    let recorded = recorded?;
+    let (recorded, launch_ms) = recorded?;
     let copies = recorded
         .copies
         .into_iter()
@@ -128,7 +129,7 @@ pub(crate) fn record_timeline(node: &mut Node, launch: &Launch) -> Result<Timeli
         })
         .collect();
     Ok(Timeline {
-        launch_ms: node.elapsed_ms()?,
+        launch_ms,
         kernel_start_ms: recorded.kernel_start_ms,
         copies,
     })

@@ -113,6 +113,10 @@ pub enum RuntimeError {
     )]
     WaitTimedOut { rank: i32, chunk: i32, epoch: i32 },
     #[error(
+        "the last launch recorded no timeline: call Node::record_timeline(true) before launching to time it"
+    )]
+    NoTimeline,
+    #[error(
         "rank {rank} did not finish epoch {epoch} within {seconds} s; the GPU may still be busy"
     )]
     Hung {

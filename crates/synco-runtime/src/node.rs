@@ -5,6 +5,7 @@ use crate::{
     error::{Result, RuntimeError},
     heap::{Buffer, HeapLayout},
     kernel::{Arg, FusedKernel},
+    timeline::LaunchMarks,
     timeline::PendingCopy,
 };
 use cudarc::driver::{
@@ -35,6 +36,9 @@ pub(crate) struct Gpu {
     pub heap: CUdeviceptr,
     pub heap_bases: CUdeviceptr,
     pub errors: CUdeviceptr,
+    /// Recorded on the compute stream at each launch's start (the rank's
+    /// previous work done) and end; synchronisation only, no timing (CUDA
+    /// events that keep time cost the GPU more to record).
     pub start: CUevent,
     pub end: CUevent,
     /// Recorded on the copy stream after a launch's reduction copies: the
@@ -68,9 +72,9 @@ pub struct Node {
     /// and the last launch's copies with their events.
     pub(crate) timeline_on: bool,
     pub(crate) timeline: Vec<PendingCopy>,
-    /// With the timeline on: per rank, an event recorded on the compute
-    /// stream just before the last launch's kernel.
-    pub(crate) kernel_starts: Vec<(usize, CUevent)>,
+    /// With the timeline on: the last launch's timing events on every
+    /// rank's compute stream (empty otherwise).
+    pub(crate) marks: LaunchMarks,
 }
 
 impl Node {
@@ -149,12 +153,13 @@ impl Node {
                 let heap = alloc(heap_bytes)?;
                 let heap_bases = alloc(8 * world_size)?;
                 let errors = alloc(16)?;
-                let mut start = std::ptr::null_mut();
-                check(g, "cuEventCreate", sys::cuEventCreate(&mut start, 0))?;
-                let mut end = std::ptr::null_mut();
-                check(g, "cuEventCreate", sys::cuEventCreate(&mut end, 0))?;
-                let mut copies_done = std::ptr::null_mut();
-                check(g, "cuEventCreate", sys::cuEventCreate(&mut copies_done, 0))?;
+                let sync_event = || -> Result<CUevent> {
+                    let mut event = std::ptr::null_mut();
+                    let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+                    check(g, "cuEventCreate", sys::cuEventCreate(&mut event, flags))?;
+                    Ok(event)
+                };
+                let (start, end, copies_done) = (sync_event()?, sync_event()?, sync_event()?);
                 gpus.push(Gpu {
                     device,
                     ctx,
@@ -216,7 +221,7 @@ impl Node {
             epoch: 0,
             timeline_on: false,
             timeline: Vec::new(),
-            kernel_starts: Vec::new(),
+            marks: LaunchMarks::default(),
         })
     }
 
@@ -491,7 +496,7 @@ impl Node {
             }
         }
         let mut spans = Vec::new();
-        let mut kernel_starts = Vec::new();
+        let mut marks = LaunchMarks::default();
         // Whether each kernel waits for its rank's previous reduction copies
         // (see `Gpu::copies_done`).
         let copies_ordered_by_streams = kernel
@@ -511,6 +516,9 @@ impl Node {
                     "cuEventRecord",
                     sys::cuEventRecord(gpu.start, gpu.compute),
                 )?;
+            }
+            if let Some(event) = self.timeline_event(rank, gpu.compute)? {
+                marks.began.push(event);
             }
         }
         // Copies the kernel waits for (an all-gather's chunks) go to every
@@ -577,7 +585,7 @@ impl Node {
                 }
             }
             if let Some(event) = self.timeline_event(rank, gpu.compute)? {
-                kernel_starts.push((rank, event));
+                marks.kernel.push(event);
             }
             kernel.launch_on(
                 rank,
@@ -652,6 +660,9 @@ impl Node {
                     )?;
                 }
             }
+            if let Some(event) = self.timeline_event(rank, gpu.compute)? {
+                marks.ended.push(event);
+            }
             unsafe {
                 check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
                 // The next launch's copies overwrite rows this kernel reads.
@@ -663,7 +674,7 @@ impl Node {
             }
         }
         self.timeline = spans;
-        self.kernel_starts = kernel_starts;
+        self.marks = marks;
         Ok(())
     }
 
@@ -716,20 +727,23 @@ impl Node {
     }
 
     /// Milliseconds each rank's last launch took on its compute stream
-    /// (after [`Node::wait`]).
+    /// (after [`Node::wait`]; the launch must have recorded its timeline,
+    /// see [`Node::record_timeline`]).
     pub fn elapsed_ms(&self) -> Result<Vec<f32>> {
-        self.gpus
-            .iter()
-            .enumerate()
-            .map(|(rank, gpu)| self.ms_since_start(rank, gpu.end))
+        (0..self.world_size())
+            .map(|rank| {
+                let ended = *self.marks.ended.get(rank).ok_or(RuntimeError::NoTimeline)?;
+                self.ms_since_start(rank, ended)
+            })
             .collect()
     }
 
-    /// Milliseconds from `rank`'s last launch's start to `event`, recorded
-    /// on one of that rank's streams by the launch (which has completed).
+    /// Milliseconds from `rank`'s last launch's start to `event`, a timing
+    /// event recorded on one of that rank's streams by the launch (which
+    /// has completed) with the timeline on.
     pub(crate) fn ms_since_start(&self, rank: usize, event: CUevent) -> Result<f32> {
-        let gpu = &self.gpus[rank];
-        gpu.bind()?;
+        let began = *self.marks.began.get(rank).ok_or(RuntimeError::NoTimeline)?;
+        self.gpus[rank].bind()?;
         let mut ms = 0.0f32;
         // SAFETY: both events belong to this rank's context and were
         // recorded by a launch that has completed.
@@ -737,7 +751,7 @@ impl Node {
             check(
                 rank,
                 "cuEventElapsedTime",
-                sys::cuEventElapsedTime_v2(&mut ms, gpu.start, event),
+                sys::cuEventElapsedTime_v2(&mut ms, began, event),
             )?
         };
         Ok(ms)
@@ -782,6 +796,8 @@ mod tests {
                     node.write(0, &buffer, 1000, &data[..100]),
                     Err(RuntimeError::WritePastBuffer { .. })
                 ));
+                // Launch times are kept only with the timeline on.
+                assert!(matches!(node.elapsed_ms(), Err(RuntimeError::NoTimeline)));
                 assert!(matches!(
                     node.read(1, &buffer),
                     Err(RuntimeError::NoSuchRank {

@@ -17,6 +17,16 @@ pub struct LaunchTimeline {
     pub copies: Vec<CopySpan>,
 }
 
+/// The timing events a launch records on every rank's compute stream with
+/// the timeline on, indexed by rank: at its start (the rank's previous work
+/// done), just before its kernel, and at its end.
+#[derive(Default)]
+pub(crate) struct LaunchMarks {
+    pub(crate) began: Vec<CUevent>,
+    pub(crate) kernel: Vec<CUevent>,
+    pub(crate) ended: Vec<CUevent>,
+}
+
 /// A side-stream copy of the last launch, between CUDA events.
 pub(crate) struct PendingCopy {
     rank: usize,
@@ -44,10 +54,13 @@ pub struct CopySpan {
 }
 
 impl Node {
-    /// While `on`, every launch records CUDA events around each of its
-    /// side-stream copies and before each rank's kernel, for
-    /// [`Node::timeline`] (a diagnostic: three events per copy and one per
-    /// kernel, created at every launch; off by default).
+    /// While `on`, every launch records timing events around each of its
+    /// side-stream copies and, on each rank's compute stream, at its start,
+    /// before its kernel and at its end, for [`Node::timeline`] and
+    /// [`Node::elapsed_ms`] (a diagnostic: three events per copy and three
+    /// per rank, created at every launch; off by default, as events that
+    /// keep time cost the GPU more than the synchronisation events a launch
+    /// records anyway).
     pub fn record_timeline(&mut self, on: bool) -> Result<()> {
         self.timeline_on = on;
         if !on {
@@ -77,9 +90,11 @@ impl Node {
             })
             .collect::<Result<_>>()?;
         let kernel_start_ms = self
-            .kernel_starts
+            .marks
+            .kernel
             .iter()
-            .map(|&(rank, event)| since_start(rank, event))
+            .enumerate()
+            .map(|(rank, &event)| since_start(rank, event))
             .collect::<Result<_>>()?;
         Ok(LaunchTimeline {
             kernel_start_ms,
@@ -89,10 +104,13 @@ impl Node {
 
     /// Destroys the events of the last launch's timeline.
     pub(crate) fn drop_timeline(&mut self) -> Result<()> {
-        for (rank, event) in self.kernel_starts.drain(..) {
-            self.gpus[rank].bind()?;
-            // SAFETY: an event this node created (as below).
-            unsafe { check(rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
+        let marks = std::mem::take(&mut self.marks);
+        for events in [marks.began, marks.kernel, marks.ended] {
+            for (rank, event) in events.into_iter().enumerate() {
+                self.gpus[rank].bind()?;
+                // SAFETY: an event this node created (as below).
+                unsafe { check(rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
+            }
         }
         for copy in self.timeline.drain(..) {
             self.gpus[copy.rank].bind()?;
