@@ -2,19 +2,21 @@
 // reduce-scatter (push) whose owners, after storing the sum of a tile into
 // their @C, push it into every peer's @C at the same rows and count it on
 // the peer's gathered-rows counter (flags 4..8, after the reduce-scatter's
-// 0..4). The plan records, per rank, the counters its launch waits for
-// after the kernel (synco.completion; chunk-lower-transfers moves it into
-// the schedule): rank 0 the rows of chunks 2 and 3 (flags 6, 7), rank 1
-// those of chunks 0 and 1, each from 2 tiles.
+// 0..4). The kernel ends only once the peers' sums are in: each owner tile
+// then counts itself on its chunk's finished counter (flags 8..12, an
+// acq_rel atomic add at GPU scope) and the chunk's last tile of the launch
+// (the count reaching epoch * 2 tiles) waits for the gathered counter of
+// every peer's chunk of the same index (rank 0, chunk 0: flag 6; chunk 1:
+// flag 7). So the plan records no completion waits for the runtime.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
 // RUN:   | FileCheck %s
 // RUN: synco-opt %s --split-input-file --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions,chunk-lower-transfers)' \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
-// SCHEDULE: \22completion\22:{{\[\[\[6,2\],\[7,2\]\],\[\[4,2\],\[5,2\]\]\]}}
+// SCHEDULE: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:12,\22plan\22:\22p\22
 
-// CHECK:      chunk.plan @p world_size(2) attributes {synco.completion = "{{\[\[\[6,2\],\[7,2\]\],\[\[4,2\],\[5,2\]\]\]}}"}
+// CHECK:      chunk.plan @p world_size(2) {
 // CHECK:      chunk.transfer @C_rs_p0_c0 {{.*}} {group = "all_reduce_C_rs", synco.fused}
 // CHECK:      chunk.transfer @C_ag_p1_c1 {{.*}} {group = "all_reduce_C_ag", synco.fused}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
@@ -29,6 +31,22 @@
 // CHECK-NEXT:     "tt.store"(%[[REMOTE]], %[[SUM]])
 // CHECK-NEXT:     chunk.arrive %[[PF]][%[[GATHERED]]] : !tt.ptr<i32>
 // CHECK-NEXT:     chunk.arrive %[[PF]][%[[FLAG]]] : !tt.ptr<i32>
+// CHECK:        %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-NEXT:   %[[FIN:.*]] = arith.addi %[[CHUNK:.*]], %[[C8]] : i32
+// CHECK-NEXT:   %[[FINPTR:.*]] = "tt.addptr"(%{{.*}}, %[[FIN]])
+// CHECK:        %[[BEFORE:.*]] = "tt.atomic_rmw"(%[[FINPTR]], %{{.*}}, %{{.*}}) {atomic_rmw_op = 4 : i32, scope = 1 : i32, sem = 4 : i32}
+// CHECK:        %[[DONE:.*]] = arith.addi %[[BEFORE]], %{{.*}} : i32
+// CHECK:        %[[ALL:.*]] = arith.muli %[[EPOCH:.*]], %{{.*}} : i32
+// CHECK-NEXT:   %[[LAST:.*]] = arith.cmpi eq, %[[DONE]], %[[ALL]] : i32
+// CHECK-NEXT:   scf.if %[[LAST]] {
+// CHECK:          %[[WITHIN:.*]] = arith.remsi %[[CHUNK]], %{{.*}} : i32
+// CHECK:          scf.if
+// CHECK:            %[[G0:.*]] = arith.addi %{{.*}}, %[[WITHIN]] : i32
+// CHECK-NEXT:       %[[C4B:.*]] = arith.constant 4 : i32
+// CHECK-NEXT:       %[[W0:.*]] = arith.addi %[[G0]], %[[C4B]] : i32
+// CHECK-NEXT:       chunk.wait %{{.*}}[%[[W0]]], %[[EPOCH]] count(2) : !tt.ptr<i32>
+// CHECK:          scf.if
+// CHECK:            chunk.wait %{{.*}}, %[[EPOCH]] count(2) : !tt.ptr<i32>
 // CHECK:      } else {
 module {
   chunk.plan @p world_size(2) {

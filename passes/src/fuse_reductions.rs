@@ -78,9 +78,11 @@
 //! send each sum to every peer's `@C`: with `ldst`, the owner's tiles store
 //! it there and count it on the peer; with `copy_engine`, they count it
 //! locally and the side stream copies each finished chunk (`record_copies`).
-//! The launch waits for the peers' sums: for their flags, recorded in the
-//! plan's `synco.completion` (SM stores, copy programs), or, with the copy
-//! engine, for the peers' side streams (those copies set no flag).
+//! The launch ends once the peers' sums are in: with SM stores the kernel
+//! waits for them itself (the last owner tile of each chunk, see
+//! `wait_for_peers_sums`); with copy programs the runtime waits for their
+//! flags, recorded in the plan's `synco.completion`; with the copy engine
+//! for the peers' side streams (those copies set no flag).
 //!
 //! Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
 //! Preconditions: collectives expanded (reductions with backend `ldst`; a
@@ -107,7 +109,7 @@ use crate::{
     tiles::{TILE_INDEX_ATTR, kernel_arg, tile_store},
 };
 use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
-use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
+use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
 
 pub static PASS: PassDescriptor = PassDescriptor {
@@ -542,9 +544,9 @@ fn fuse(
         arrive(&ob, abi.flags, ce.reduced(&ob, chunk));
     }
     // A two-shot all-reduce on SMs: the sum to every peer's @C too,
-    // counted on its gathered-rows counter (the launch ends when those are
-    // complete, see `completion`); and every peer may overwrite its partial
-    // (unless the runtime's stream order says so).
+    // counted on its gathered-rows counter (the kernel ends when those are
+    // complete, see `wait_for_peers_sums`); and every peer may overwrite
+    // its partial (unless the runtime's stream order says so).
     let sums_to_peers = two_shot && !gathered_by_copy_engine;
     if sums_to_peers || mode.guards_epochs_in_kernel() {
         for s in 0..w {
@@ -568,13 +570,17 @@ fn fuse(
             });
         }
     }
+    if sums_to_peers {
+        wait_for_peers_sums(&ob, abi, range, chunk, tiles_per_chunk, w);
+    }
     if two_shot {
         match mode {
             // The sums' copies set no flag: the runtime ends each launch
             // after the side streams that send this rank its sums.
             Mode::CopyEngine => {}
-            Mode::Stage => record_completion(plan, range, tiles_per_chunk, Some(&ce)),
-            Mode::Push | Mode::Pull => record_completion(plan, range, tiles_per_chunk, None),
+            Mode::Stage => record_completion(plan, range, &ce),
+            // The kernel waits for the peers' sums itself.
+            Mode::Push | Mode::Pull => {}
         }
     }
 
@@ -959,6 +965,58 @@ pub(crate) fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64)
     );
 }
 
+/// A two-shot all-reduce on SMs ends in its kernel: the owner's tiles of
+/// each of its chunks count themselves done (once their sums are sent) on
+/// the chunk's `finished` counter, and the chunk's last tile of the launch
+/// waits until every peer's chunk of the same index within its block has
+/// all its sums here (its `gathered` counter at `epoch * tiles_per_chunk`),
+/// so the kernel is over only once every peer's sums have arrived. A stream
+/// wait after the kernel (`synco.completion`) did the same at about 3 us
+/// more per launch (benches/ag_gemm/README.md).
+///
+/// Only the chunk's last tile waits, after its own sums are out: no tile
+/// holds its SM while tiles of its rank that a peer's sums depend on (its
+/// partials, which come first in the tile order) still have to run. With a
+/// persistent kernel a waiting program's later tiles (own chunks of a
+/// higher index) wait too; the waits still cannot form a cycle, since the
+/// last tile of chunk `i` waits only for peers' chunks `i`, whose tiles
+/// follow no wait of a higher index.
+fn wait_for_peers_sums(
+    b: &Builder,
+    abi: AbiArgs,
+    range: &FlagRange,
+    chunk: Value,
+    tiles_per_chunk: i64,
+    w: i64,
+) {
+    let chunks = range.chunks_per_rank * w;
+    let finished = b.addi(chunk, b.const_i32(range.base + 2 * chunks));
+    let before = b.atomic_rmw(
+        RmwOp::Add,
+        b.addptr(abi.flags, finished),
+        b.const_i32(1),
+        Sem::AcqRel,
+        Scope::Gpu,
+    );
+    let done = b.addi(before, b.const_i32(1));
+    let last = b.cmpi(
+        Cmp::Eq,
+        done,
+        b.muli(abi.epoch, b.const_i32(tiles_per_chunk)),
+    );
+    b.if_then(last, |lb| {
+        let within = lb.remsi(chunk, lb.const_i32(range.chunks_per_rank));
+        for s in 0..w {
+            let peer = lb.const_i32(s);
+            lb.if_then(lb.cmpi(Cmp::Ne, abi.rank, peer), |pb| {
+                let theirs = pb.addi(pb.muli(peer, pb.const_i32(range.chunks_per_rank)), within);
+                let gathered = pb.addi(theirs, pb.const_i32(range.base + chunks));
+                wait(&pb, abi, gathered, abi.epoch, tiles_per_chunk);
+            });
+        }
+    });
+}
+
 /// `chunk.arrive %flags[%flag]`.
 pub(crate) fn arrive(b: &Builder, flags: Value, flag: Value) {
     b.op("chunk.arrive", &[flags, flag], &[], &[]);
@@ -977,20 +1035,16 @@ fn store_under(b: &Builder, ptrs: Value, value: Value, mask: Option<Value>) {
 /// them into the schedule's `completion`).
 pub const COMPLETION_ATTR: &str = "synco.completion";
 
-/// A two-shot all-reduce ends on rank `r` once every other rank's sums
-/// arrived: the gathered-rows counter of every chunk `r` does not own
-/// reaches `epoch * tiles_per_chunk` (SM stores), or its `gathered` flag
-/// the epoch (the copy engine: `ce`).
-fn record_completion(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64, ce: Option<&CeFlags>) {
+/// A two-shot all-reduce staged on SMs ends on rank `r` once every other
+/// rank's sums arrived: the `gathered` flag of every chunk `r` does not own
+/// reaches the epoch (set by the copy programs).
+fn record_completion(plan: &Plan, range: &FlagRange, ce: &CeFlags) {
     let chunks = range.chunks_per_rank * plan.world_size;
     let per_rank: Vec<Vec<[i64; 2]>> = (0..plan.world_size)
         .map(|r| {
             (0..chunks)
                 .filter(|g| g / range.chunks_per_rank != r)
-                .map(|g| match ce {
-                    Some(ce) => [ce.gathered_index(g), 1],
-                    None => [range.base + chunks + g, tiles_per_chunk],
-                })
+                .map(|g| [ce.gathered_index(g), 1])
                 .collect()
         })
         .collect();

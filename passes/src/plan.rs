@@ -520,7 +520,13 @@ pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
                 };
                 3 + plan.world_size + gather
             }
-            Some(ReductionKind::AllReduce | ReductionKind::AllReduceTwoShot) => 2,
+            // A one-shot all-reduce's partials counter and the peers'
+            // acknowledgements.
+            Some(ReductionKind::AllReduce) => 2,
+            // A two-shot all-reduce on SMs: those, the peers' sums (its
+            // `gathered` counter) and the owner's tiles done with their sums
+            // (`finished`, the last of which waits for the peers' sums).
+            Some(ReductionKind::AllReduceTwoShot) => 3,
             _ => 1,
         };
         let range = FlagRange {

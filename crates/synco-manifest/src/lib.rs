@@ -286,10 +286,11 @@ pub struct FusedPlan {
     /// `copies[r]`: what rank `r` drives, in schedule order.
     pub copies: Vec<Vec<Copy>>,
     /// `completion[r]`: `(flag, count)` pairs rank `r`'s launch waits for
-    /// after its kernel (flag >= epoch * count): rows other ranks' kernels
-    /// or copy programs write into this rank's buffers (a two-shot
-    /// all-reduce on SMs). Empty for other plans (what the copy engine
-    /// writes into a rank ends its launch through the streams:
+    /// after its kernel (flag >= epoch * count): rows other ranks' copy
+    /// programs write into this rank's buffers (a two-shot all-reduce
+    /// staged on SMs; before the kernels waited for pushed sums themselves,
+    /// those of one on SM stores too). Empty for other plans (what the
+    /// copy engine writes into a rank ends its launch through the streams:
     /// [`FusedPlan::sources_ordered_by_streams`]).
     #[serde(default)]
     pub completion: Vec<Vec<(i64, i64)>>,

@@ -65,8 +65,9 @@
 //!    peer whose copies into it set no flag (a copy-engine all-reduce's
 //!    sums, a gathered output's chunks), and stream waits
 //!    (`cuStreamWaitValue32`, >=) on the counters the manifest's
-//!    `completion` lists (rows peers' kernels store into this rank: an
-//!    SM two-shot all-reduce).
+//!    `completion` lists (rows peers' copy programs store into this rank:
+//!    a two-shot all-reduce staged on SMs; one whose tiles push the sums
+//!    waits for them in its kernel, and older manifests list those here).
 //!
 //! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
 //! [`Node::clear_trace`] once, then [`Node::read_trace`] after any launch

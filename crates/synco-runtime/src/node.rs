@@ -638,8 +638,9 @@ impl Node {
                     )?;
                 }
             }
-            // Rows that peers' kernels write here (a two-shot all-reduce's
-            // sums): the launch is done when their counters are complete.
+            // Rows that peers' copy programs write here (a staged two-shot
+            // all-reduce's sums): the launch is done when their counters
+            // are complete.
             let completion = kernel
                 .manifest
                 .fused
