@@ -991,14 +991,7 @@ fn wait_for_peers_sums(
 ) {
     let chunks = range.chunks_per_rank * w;
     let finished = b.addi(chunk, b.const_i32(range.base + 2 * chunks));
-    let before = b.atomic_rmw(
-        RmwOp::Add,
-        b.addptr(abi.flags, finished),
-        b.const_i32(1),
-        Sem::AcqRel,
-        Scope::Gpu,
-    );
-    let done = b.addi(before, b.const_i32(1));
+    let done = count_one(b, abi.flags, finished, Scope::Gpu);
     let last = b.cmpi(
         Cmp::Eq,
         done,
@@ -1015,6 +1008,19 @@ fn wait_for_peers_sums(
             });
         }
     });
+}
+
+/// Adds 1 to `%flags[%counter]` (one acq_rel atomic at `scope`) and
+/// returns the count it made, the old value plus 1, to every thread.
+pub(crate) fn count_one(b: &Builder, flags: Value, counter: Value, scope: Scope) -> Value {
+    let before = b.atomic_rmw(
+        RmwOp::Add,
+        b.addptr(flags, counter),
+        b.const_i32(1),
+        Sem::AcqRel,
+        scope,
+    );
+    b.addi(before, b.const_i32(1))
 }
 
 /// `chunk.arrive %flags[%flag]`.

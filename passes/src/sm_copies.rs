@@ -40,7 +40,7 @@
 
 use crate::{
     abi::AbiArgs,
-    fuse_reductions::{peer_ptr, wait},
+    fuse_reductions::{count_one, peer_ptr, wait},
     plan::{FlagRange, Plan, fail, internal, region_parts},
 };
 use synco_chunk::PassFailed;
@@ -474,14 +474,8 @@ fn copy_blocks(
 /// so the program whose increment completes a multiple is the last.
 fn last_to_finish(b: &Builder, abi: AbiArgs, counter: Value, programs: i64) -> Value {
     b.barrier();
-    let old = b.atomic_rmw(
-        RmwOp::Add,
-        b.addptr(abi.flags, counter),
-        b.const_i32(1),
-        Sem::AcqRel,
-        Scope::Sys,
-    );
-    let done = b.remsi(b.addi(old, b.const_i32(1)), b.const_i32(programs));
+    let count = count_one(b, abi.flags, counter, Scope::Sys);
+    let done = b.remsi(count, b.const_i32(programs));
     b.cmpi(Cmp::Eq, done, b.const_i32(0))
 }
 
