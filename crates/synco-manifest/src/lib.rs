@@ -288,9 +288,10 @@ pub struct FusedPlan {
     /// `completion[r]`: `(flag, count)` pairs rank `r`'s launch waits for
     /// after its kernel (flag >= epoch * count): rows other ranks' copy
     /// programs write into this rank's buffers (a two-shot all-reduce
-    /// staged on SMs; before the kernels waited for pushed sums themselves,
-    /// those of one on SM stores too). Empty for other plans (what the
-    /// copy engine writes into a rank ends its launch through the streams:
+    /// staged on SMs; manifests compiled before the kernels of a two-shot
+    /// on SM stores waited for the pushed sums themselves list those too).
+    /// Empty for other plans (what the copy engine writes into a rank ends
+    /// its launch through the streams:
     /// [`FusedPlan::sources_ordered_by_streams`]).
     #[serde(default)]
     pub completion: Vec<Vec<(i64, i64)>>,

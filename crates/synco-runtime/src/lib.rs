@@ -67,7 +67,8 @@
 //!    (`cuStreamWaitValue32`, >=) on the counters the manifest's
 //!    `completion` lists (rows peers' copy programs store into this rank:
 //!    a two-shot all-reduce staged on SMs; one whose tiles push the sums
-//!    waits for them in its kernel, and older manifests list those here).
+//!    waits for them in its kernel, though older manifests list them
+//!    here too).
 //!
 //! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
 //! [`Node::clear_trace`] once, then [`Node::read_trace`] after any launch

@@ -5,8 +5,7 @@ use crate::{
     error::{Result, RuntimeError},
     heap::{Buffer, HeapLayout},
     kernel::{Arg, FusedKernel},
-    timeline::LaunchMarks,
-    timeline::PendingCopy,
+    timeline::{LaunchMarks, PendingCopy},
 };
 use cudarc::driver::{
     CudaContext,
