@@ -11,7 +11,7 @@
 # Usage: build.sh [--op ag|rs|rsg|ar|ar2|arg] [--out-chunks "2 4 auto"] [--rs-mode push|pull|stage|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
-#                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace] [--split-chunks auto|0|N]
+#                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
 #
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
 # --op rsg builds the reduce-scatter computed from gathered operands
@@ -43,9 +43,6 @@
 # copy_engine: moved by the copy engine, directories <style>_copy_engine_c<n>).
 # --rs-mode auto (rs, ar2): backend(auto), chunk-select-backend picks
 # (directories <style>_auto-backend_c<n>).
-# --split-chunks auto|0|N (rsg): chunk-split-first-wave's option (default
-# auto: the tiles of B's first column chunk run in two halves, their own
-# block first and the peer's after the rest of the grid; 0: unsplit).
 # --trace adds chunk-trace-tiles to the fused variants: the bench then
 # writes when every tile of the last timed launch began, waited, published
 # and ended ("trace" in its JSON; build them into their own OUT).
@@ -66,7 +63,6 @@ AUTO=1
 LOCAL=1
 BACKEND=copy_engine
 COPY_PROGRAMS=16
-SPLIT_CHUNKS=auto
 BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
 # persistent_tma pipelines 3 stages unless --stages says otherwise (the
 # configuration benches/ag_gemm/experiments measured against cuBLAS)
@@ -90,7 +86,6 @@ while [ $# -gt 0 ]; do
     --no-local) LOCAL=0; shift ;;
     --backend) BACKEND="$2"; shift 2 ;;
     --copy-programs) COPY_PROGRAMS="$2"; shift 2 ;;
-    --split-chunks) SPLIT_CHUNKS="$2"; shift 2 ;;
     --num-sms) NUM_SMS="$2"; NUM_SMS_SET=1; shift 2 ;;
     --block) IFS=, read -r BM BN BK <<<"$2"; shift 2 ;;
     --warps) WARPS="$2"; shift 2 ;;
@@ -298,7 +293,7 @@ PLAN
       [ "$OP" = arg ] && vdir="${vdir}_o$o"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$plan" \
-        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-fuse-gathers,chunk-split-first-wave{split-chunks=$SPLIT_CHUNKS},${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-fuse-gathers,${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages "$(stages_for "$style")" 2>&1); then
         echo "$log" >&2

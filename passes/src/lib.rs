@@ -34,7 +34,6 @@ pub mod reorder_tiles;
 pub mod select_backend;
 pub mod select_chunk_size;
 pub mod sm_copies;
-pub mod split_first_wave;
 pub mod tiles;
 pub mod trace_tiles;
 pub mod verify_plan;

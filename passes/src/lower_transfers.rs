@@ -46,10 +46,6 @@
 //! the schedule says `co_resident`: the runtime refuses a launch whose
 //! programs the GPU cannot hold all at once.
 //!
-//! A plan split by `chunk-split-first-wave` gets its tiles' ready flags
-//! after the flag layout (in `num_flags`) and `split_programs`: the
-//! programs the runtime appends to the kernel's 1D grid.
-//!
 //! Backend `tma` is not implemented yet and is refused with an error.
 //!
 //! Options:
@@ -313,9 +309,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
                    "element_bytes": b.element_bytes(), "staging": b.staging, "trace": b.trace})
         })
         .collect();
-    // The split tiles' ready flags follow the layout (chunk-split-first-wave).
-    let split_tiles = crate::split_first_wave::split_flags(plan);
-    let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum::<i64>() + split_tiles;
+    let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum();
     let consumers: Vec<Json> = layout
         .iter()
         .map(|r| {
@@ -336,7 +330,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
         ir::str_attr(plan.op, crate::fuse_reductions::REDUCTION_COPIES_ATTR)
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_else(|| json!([]));
-    let mut schedule = json!({
+    Ok(json!({
         "reduction_copies": reduction_copies,
         "completion": completion,
         "plan": plan.name,
@@ -346,11 +340,7 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
         "buffers": buffers,
         "chunks": consumers,
         "copies": copies,
-    });
-    if split_tiles > 0 {
-        schedule["split_programs"] = json!(split_tiles);
-    }
-    Ok(schedule)
+    }))
 }
 
 /// The number of programs a persistent kernel must be launched with: the

@@ -4,8 +4,8 @@ use synco_chunk::PassDescriptor;
 
 use crate::{
     bind_kernel, chunk_to_triton, expand_collectives, fuse_gathers, fuse_reductions, insert_waits,
-    kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size,
-    split_first_wave, trace_tiles, verify_plan,
+    kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size, trace_tiles,
+    verify_plan,
 };
 
 /// All of Synco's passes, in pipeline order.
@@ -19,7 +19,6 @@ pub static PASSES: &[&PassDescriptor] = &[
     &insert_waits::PASS,
     &fuse_reductions::PASS,
     &fuse_gathers::PASS,
-    &split_first_wave::PASS,
     &trace_tiles::PASS,
     &lower_transfers::PASS,
     &chunk_to_triton::PASS,
@@ -30,12 +29,6 @@ pub static PASSES: &[&PassDescriptor] = &[
 const FUSE: &str = "chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
      chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-fuse-gathers,chunk-lower-transfers,chunk-to-triton,\
      canonicalize,cse";
-
-/// [`FUSE`] with the first wave of a per-source GEMM split
-/// (`chunk-split-first-wave`, after the waits and fusions it moves).
-const FUSE_SPLIT: &str = "chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
-     chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-fuse-gathers,chunk-split-first-wave,chunk-lower-transfers,\
-     chunk-to-triton,canonicalize,cse";
 
 /// Named pipelines: (name, description, pass list).
 pub static PIPELINES: &[(&str, &str, &str)] = &[
@@ -51,8 +44,8 @@ pub static PIPELINES: &[(&str, &str, &str)] = &[
     ),
     (
         "synco-gemm-rs-gather",
-        "Fuse a reduce-scatter computed from gathered operands (every rank's A rows and B, consumed per source) into its GEMM kernel, its first wave split, down to plain TTIR",
-        FUSE_SPLIT,
+        "Fuse a reduce-scatter computed from gathered operands (every rank's A rows and B, consumed per source) into its GEMM kernel, down to plain TTIR",
+        FUSE,
     ),
     (
         "synco-gemm-ar-gather",

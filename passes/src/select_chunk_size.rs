@@ -177,7 +177,7 @@ fn read_per_source(plan: &Plan, op: Op) -> bool {
 /// Tiles a per-source consume walks in one source's block: the block's
 /// extent along the consumed dimension (a rank's block when that is the
 /// dimension the ranks' blocks stack along) over the tile.
-pub(crate) fn tiles_per_source(plan: &Plan, consume: Op) -> Option<i64> {
+fn tiles_per_source(plan: &Plan, consume: Op) -> Option<i64> {
     let name = ir::attr(consume, "buffer").and_then(ir::symbol_value)?;
     let buffer = plan.buffer(&name)?;
     let dim = ir::int_attr(consume, "dim").unwrap_or(0);
@@ -200,7 +200,7 @@ pub(crate) fn tiles_per_source(plan: &Plan, consume: Op) -> Option<i64> {
 /// Whether tile index `t` is the quotient of Triton's grouped order
 /// (`pid_n = (pid % num_pid_in_group) // group_size_m`): within a swizzle
 /// group, tiles walk it last.
-pub(crate) fn walked_last(t: ir::Value) -> bool {
+fn walked_last(t: ir::Value) -> bool {
     ir::defining_op(t).is_some_and(|op| {
         ir::op_name(op) == "arith.divsi"
             && ir::operands(op)

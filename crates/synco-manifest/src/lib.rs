@@ -269,11 +269,6 @@ pub struct FusedPlan {
     /// programs in front of a 1D grid.
     #[serde(default)]
     pub copy_plane: bool,
-    /// Programs the runtime appends to the kernel's 1D grid: the second
-    /// halves of the first tiles, which `chunk-split-first-wave` split
-    /// (their first halves are the grid's first programs).
-    #[serde(default)]
-    pub split_programs: u32,
     /// A persistent kernel's tile loop strides by this many programs (a
     /// constant such as Triton's `NUM_SMS`): launched with any other count
     /// on axis 0 (copy programs aside), it would skip tiles or run some

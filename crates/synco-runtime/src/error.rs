@@ -52,15 +52,6 @@ pub enum RuntimeError {
     )]
     CopyPlane { programs: u32, plane: u32 },
     #[error(
-        "kernel '{kernel}' runs its first {split} tiles in two halves (chunk-split-first-wave): \
-         it takes a 1D grid of at least {split} tiles, not {grid:?}"
-    )]
-    SplitGrid {
-        kernel: String,
-        split: u32,
-        grid: (u32, u32, u32),
-    },
-    #[error(
         "kernel '{kernel}' is persistent: its tile loop strides by {stride} programs, so it must be launched \
          with {stride} programs on axis 0, not {launched} (it would skip tiles or run some twice)"
     )]

@@ -427,21 +427,6 @@ impl Node {
             .fused
             .as_ref()
             .map_or((0, false), |f| (f.copy_programs, f.copy_plane));
-        // The second halves of a split kernel's first tiles come after its
-        // grid (chunk-split-first-wave).
-        let split = kernel
-            .manifest
-            .fused
-            .as_ref()
-            .map_or(0, |f| f.split_programs);
-        if split > 0 && (grid.1 != 1 || grid.2 != 1 || grid.0 < split) {
-            return Err(RuntimeError::SplitGrid {
-                kernel: kernel.manifest.kernel.clone(),
-                split,
-                grid,
-            });
-        }
-        let grid = (grid.0 + split, grid.1, grid.2);
         let grid = if copy_plane {
             if copy_programs > grid.0 * grid.1 {
                 return Err(RuntimeError::CopyPlane {
