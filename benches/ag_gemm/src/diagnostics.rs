@@ -101,17 +101,22 @@ pub(crate) struct CopyTime {
     pub(crate) end_ms: f32,
 }
 
-/// Launches `launch` once with the node's timeline on.
-pub(crate) fn record_timeline(node: &mut Node, launch: &Launch) -> Result<Timeline> {
-    node.record_timeline(true)?;
-    let launched = node
-        .launch(
+/// Launches `launch` `after` times back to back, then once more with the
+/// node's timeline on (behind the others, as in a timed run).
+pub(crate) fn record_timeline(node: &mut Node, launch: &Launch, after: usize) -> Result<Timeline> {
+    let once = |node: &mut Node| {
+        node.launch(
             &launch.kernel,
             launch.grid,
             &|rank| launch.args[rank].clone(),
             launch.bindings,
         )
-        .and_then(|()| node.wait(Duration::from_secs(60)));
+    };
+    for _ in 0..after {
+        once(node)?;
+    }
+    node.record_timeline(true)?;
+    let launched = once(node).and_then(|()| node.wait(Duration::from_secs(60)));
     // Read before the timeline is turned off (that drops its events).
     let recorded = launched.and_then(|()| Ok((node.timeline()?, node.elapsed_ms()?)));
     node.record_timeline(false)?;

@@ -92,6 +92,12 @@ struct Cli {
     /// rank 0's printed).
     #[arg(long)]
     timeline: bool,
+    /// With --timeline: launch the variant this many times back to back
+    /// first, without waiting, so that the recorded launch runs behind the
+    /// previous one as in a timed run (its copies wait for that launch)
+    /// instead of from an idle GPU. Its times still count from its own start.
+    #[arg(long, default_value_t = 0)]
+    timeline_after: usize,
 }
 
 impl Cli {
@@ -574,7 +580,7 @@ fn finish_variant(
         _ => None,
     };
     let timeline = if cli.timeline && v.fused && checked.ok {
-        let timeline = record_timeline(node, &launch)?;
+        let timeline = record_timeline(node, &launch, cli.timeline_after)?;
         let rank0: Vec<String> = timeline
             .copies
             .iter()
