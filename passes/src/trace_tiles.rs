@@ -29,6 +29,9 @@
 //! it (a persistent kernel's tile loop); a tile past `R` is not recorded.
 //! Waits and arrivals inside another loop of the tile (not the tile loop)
 //! are not bracketed: a wait per K step would record only the last one.
+//! The loop over sources (`chunk.consume ... source(...)`) is the
+//! exception: its waits, one per peer's block, are bracketed, and the
+//! record keeps the first one's begin and the last one's end.
 //! The trace buffer is kernel scratch like a staging buffer: the runtime
 //! allocates it (`synco_buffer_synco_trace`, the kernel's last argument),
 //! `Node::clear_trace` zeroes it once, `Node::read_trace` decodes it: each
@@ -53,7 +56,7 @@ use crate::{
         STAGING_ATTR, TRACE_ATTR, bound_kernel, declare_kernel_buffer, fail, int_option, internal,
         plans,
     },
-    tiles::TILE_INDEX_ATTR,
+    tiles::{SOURCE_INDEX_ATTR, TILE_INDEX_ATTR},
 };
 use synco_chunk::{PassDescriptor, PassFailed, PassOption, attrs::TraceEvent};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
@@ -209,18 +212,31 @@ fn instrument(
 }
 
 /// Whether a loop other than `tile_loop` encloses `op` (inside the tile).
+/// The loop over sources that `chunk-reorder-tiles` rotated does not
+/// count: its waits run once per source, and the record keeps the first
+/// one's begin and the last one's end.
 fn nearest_loop(op: Op, tile_loop: Option<Op>) -> bool {
     let mut current = ir::parent_op(op);
     while let Some(p) = current {
         if tile_loop.is_some_and(|t| ir::same_op(t, p)) || ir::op_name(p) == "tt.func" {
             return false;
         }
-        if matches!(ir::op_name(p).as_str(), "scf.for" | "scf.while") {
+        if matches!(ir::op_name(p).as_str(), "scf.for" | "scf.while") && !is_source_loop(p) {
             return true;
         }
         current = ir::parent_op(p);
     }
     false
+}
+
+/// Whether `op` is a loop over sources (its body computes the rotated
+/// source index, see `chunk-reorder-tiles`).
+fn is_source_loop(op: Op) -> bool {
+    ir::regions(op)
+        .into_iter()
+        .flat_map(ir::blocks)
+        .flat_map(ir::ops_in)
+        .any(|o| ir::attr(o, SOURCE_INDEX_ATTR).is_some())
 }
 
 /// `pid * R + i`, where `pid` is the program's linear id over the grid
