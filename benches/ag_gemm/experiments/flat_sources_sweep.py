@@ -40,9 +40,7 @@ clocks of a busy GPU), then CUDA graphs of 10 launches, median of 15.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -53,12 +51,12 @@ import triton.language as tl  # noqa: E402
 
 import matmul as base  # noqa: E402
 from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+from local_gemm_sweep import time_graph  # noqa: E402  (CUDA graphs, warmed for warm_ms)
 
 SOURCES = 2
 SHAPES = [(2048, 1024, 8192), (4096, 1024, 8192)]  # rows R, K per source, N
 CHUNK_COLS = 2048
 BM, BN, BK, WARPS, STAGES = 128, 256, 64, 8, 4
-PER_SAMPLE = 10
 
 # $0 = 0 once *$1 >= $2, or after 0.1 s (the experiment must not hang the
 # machine; the flags are set anyway); no load at all when $3 == 0.
@@ -159,33 +157,6 @@ def launch(kind, ops, c, group):
         raise ValueError(kind)
 
 
-def warm_then_time(fn, warm_ms):
-    """CUDA graph of PER_SAMPLE launches, replayed for warm_ms, then the
-    median over 15 replays of the time per launch (ms) and the samples."""
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(PER_SAMPLE):
-            fn()
-    t0 = time.perf_counter()
-    while (time.perf_counter() - t0) * 1e3 < warm_ms:
-        for _ in range(5):
-            graph.replay()
-        torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(15):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / PER_SAMPLE)
-    return statistics.median(times), times
-
-
 def blocked(bg, k, n):
     """[SOURCES K, N] row-major -> [SOURCES, N / CHUNK_COLS, K, CHUNK_COLS]."""
     return bg.view(SOURCES, k, n // CHUNK_COLS, CHUNK_COLS).permute(0, 2, 1, 3).contiguous()
@@ -221,11 +192,11 @@ def run(out, rounds, warm_ms):
             except Exception as e:  # a variant that does not compile or launch
                 row["variants"][name] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
         for _ in range(rounds):
-            times = {"cublas_one_loop": warm_then_time(lambda: torch.matmul(ops["a_cat"], bg, out=c), warm_ms)[0],
-                     "cublas_floor": warm_then_time(lambda: torch.matmul(a_loc, b_loc, out=c_loc), warm_ms)[0]}
+            times = {"cublas_one_loop": time_graph(lambda: torch.matmul(ops["a_cat"], bg, out=c), warm_ms)[0],
+                     "cublas_floor": time_graph(lambda: torch.matmul(a_loc, b_loc, out=c_loc), warm_ms)[0]}
             for name in VARIANTS:
                 if row["variants"][name]["ok"]:
-                    times[name] = warm_then_time(lambda: launch(name, ops, c, group), warm_ms)[0]
+                    times[name] = time_graph(lambda: launch(name, ops, c, group), warm_ms)[0]
             print(f"R={rows}", {k: round(v, 4) for k, v in times.items()}, flush=True)
             row["rounds"].append(times)
         results.append(row)

@@ -123,7 +123,12 @@ def compile_only():
     return failed
 
 
-def time_graph(fn):
+def time_graph(fn, warm_ms=0.0):
+    """Median over 15 replays of a CUDA graph of PER_SAMPLE launches of
+    `fn`, in ms per launch, and the samples; first 5 replays, then more
+    until `warm_ms` have passed (the clocks of a busy GPU)."""
+    import time
+
     import torch
     fn()
     torch.cuda.synchronize()
@@ -131,8 +136,13 @@ def time_graph(fn):
     with torch.cuda.graph(graph):
         for _ in range(PER_SAMPLE):
             fn()
-    for _ in range(5):
-        graph.replay()
+    t0 = time.perf_counter()
+    while True:
+        for _ in range(5):
+            graph.replay()
+        torch.cuda.synchronize()
+        if (time.perf_counter() - t0) * 1e3 >= warm_ms:
+            break
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times = []
