@@ -50,7 +50,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import matmul as base  # noqa: E402
-from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+from local_gemm_kernels import _tile_of, compile_sm90  # noqa: E402  (Triton's GROUP_M swizzle)
 from local_gemm_sweep import time_graph  # noqa: E402  (CUDA graphs, warmed for warm_ms)
 
 SOURCES = 2
@@ -215,22 +215,14 @@ def run(out, rounds, warm_ms):
 
 def compile_only(out_dir):
     """TTGIR and PTX of the flat kernels for sm_90, without a GPU."""
-    from triton.backends.compiler import GPUTarget
     os.makedirs(out_dir, exist_ok=True)
     sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "flags": "*i32", "epoch": "i32",
            "M": "i32", "N": "i32", "K": "i32"}
     for gate, blocked_b in ((False, False), (True, False), (True, True)):
         consts = {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK, "GROUP_M": 16, "SOURCES": SOURCES,
                   "GATE": gate, "BLOCKED_B": blocked_b, "CHUNK_COLS": CHUNK_COLS}
-        names = list(sig) + list(consts)
-        aligned = [["tt.divisibility", 16]]
-        # As the launcher specialises them: 16-byte aligned pointers, M, N, K multiples of 16.
-        src = triton.compiler.ASTSource(fn=flat_sources, signature={**sig, **{k: "constexpr" for k in consts}},
-                                        constexprs={(names.index(k), ): v for k, v in consts.items()},
-                                        attrs={(names.index(k), ): aligned
-                                               for k in ("a_ptr", "b_ptr", "c_ptr", "flags", "M", "N", "K")})
-        k = triton.compile(src, target=GPUTarget("cuda", 90, 64),
-                           options={"num_warps": WARPS, "num_stages": STAGES})
+        k = compile_sm90(flat_sources, sig, consts, ("a_ptr", "b_ptr", "c_ptr", "flags", "M", "N", "K"),
+                         WARPS, STAGES)
         name = f"flat_gate{int(gate)}_blocked{int(blocked_b)}"
         for ext in ("ttgir", "ptx"):
             with open(os.path.join(out_dir, f"{name}.{ext}"), "w") as f:

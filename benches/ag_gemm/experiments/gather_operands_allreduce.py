@@ -48,7 +48,7 @@ import triton.language as tl
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gather_operands_fused import (BLOCK_K, BLOCK_M, BLOCK_N, STAGES, WARPS, Memcpy2D,  # noqa: E402
                                    _mma_block, _wait_flag, time_both_gpus)
-from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+from local_gemm_kernels import _tile_of, compile_sm90  # noqa: E402  (Triton's GROUP_M swizzle)
 
 
 @triton.jit
@@ -84,18 +84,10 @@ SIGNATURE = {"a_own": "*bf16", "b_own": "*bf16", "a_peer": "*bf16", "b_peer": "*
 def compile_only():
     """Compiles the counting variant for sm_90a and checks the PTX: wgmma,
     the acquire loads of the two waits, the release atomic, a barrier."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
     constexprs = {"B_CHUNK_COLS": 2048, "C_CHUNK_COLS": 2048, "COUNT": True, "BLOCK_M": BLOCK_M,
                   "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "GROUP_M": 16}
-    names = list(SIGNATURE) + list(constexprs)
-    signature = dict(SIGNATURE, **{k: "constexpr" for k in constexprs})
-    aligned = [["tt.divisibility", 16]]
-    src = ASTSource(fn=owner_gemm_ar, signature=signature,
-                    constexprs={(names.index(k), ): v for k, v in constexprs.items()},
-                    attrs={(i, ): aligned for i in (0, 1, 2, 3, 4, 5, 6, 8, 9, 10)})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": WARPS, "num_stages": STAGES})
+    aligned = ("a_own", "b_own", "a_peer", "b_peer", "c", "flags", "counters", "rows", "N", "K")
+    kernel = compile_sm90(owner_gemm_ar, SIGNATURE, constexprs, aligned, WARPS, STAGES)
     ptx = kernel.asm["ptx"]
     checks = {"wgmma": ptx.count("wgmma.mma_async"), "ld.acquire.sys": ptx.count("ld.acquire.sys"),
               "atom.release.sys": ptx.count("atom.global.sys.release.add") + ptx.count("atom.release.sys"),

@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+from local_gemm_kernels import _tile_of, compile_sm90  # noqa: E402  (Triton's GROUP_M swizzle)
 
 BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES = 128, 256, 64, 8, 4
 
@@ -101,18 +101,10 @@ SIGNATURE = {"a_own": "*bf16", "b_own": "*bf16", "a_peer": "*bf16", "b_peer": "*
 def compile_only():
     """Compiles one variant for sm_90a and checks the PTX: wgmma, the
     acquire loads of the waits, two pipelined K loops (async copies)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
     constexprs = {"A_CHUNK_ROWS": 512, "B_CHUNK_COLS": 1024, "A_CHUNKS": 4, "BLOCK_M": BLOCK_M,
                   "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "GROUP_M": 16, "BLOCKED_B": True}
-    names = list(SIGNATURE) + list(constexprs)
-    signature = dict(SIGNATURE, **{k: "constexpr" for k in constexprs})
-    aligned = [["tt.divisibility", 16]]
-    src = ASTSource(fn=owner_gemm, signature=signature,
-                    constexprs={(names.index(k), ): v for k, v in constexprs.items()},
-                    attrs={(i, ): aligned for i in (0, 1, 2, 3, 4, 5, 7, 8, 9)})  # as the launcher specialises them
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": WARPS, "num_stages": STAGES})
+    aligned = ("a_own", "b_own", "a_peer", "b_peer", "c", "flags", "rows", "N", "K")
+    kernel = compile_sm90(owner_gemm, SIGNATURE, constexprs, aligned, WARPS, STAGES)
     ptx = kernel.asm["ptx"]
     checks = {"wgmma": ptx.count("wgmma.mma_async"), "ld.acquire.sys": ptx.count("ld.acquire.sys"),
               "cp.async": ptx.count("cp.async.cg"), "local": ptx.count(".local")}

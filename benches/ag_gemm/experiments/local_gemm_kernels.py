@@ -18,6 +18,24 @@ import triton
 import triton.language as tl
 
 
+def compile_sm90(fn, signature, constexprs, aligned, num_warps, num_stages):
+    """`fn` compiled for sm_90 without a GPU, specialised as Triton's
+    launcher would: `signature` types the runtime arguments, `constexprs`
+    gives the others' values, and the arguments named in `aligned` are
+    multiples of 16 (16-byte aligned pointers, sizes), which is what lets
+    Triton vectorise and pipeline the loads. Returns the compiled kernel
+    (`.asm["ttgir"]`, `.asm["ptx"]`, ...)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+    types = dict(signature, **{name: "constexpr" for name in constexprs})
+    index = {name: (i, ) for i, name in enumerate(fn.arg_names)}
+    src = ASTSource(fn=fn, signature={name: types[name] for name in fn.arg_names},
+                    constexprs={index[name]: value for name, value in constexprs.items()},
+                    attrs={index[name]: [["tt.divisibility", 16]] for name in aligned})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
 @triton.jit
 def _tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)

@@ -47,8 +47,8 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from gather_operands_fused import Memcpy2D, time_both_gpus  # noqa: E402
-from local_gemm_kernels import _tile_of  # noqa: E402  (Triton's GROUP_M swizzle)
+from gather_operands_fused import Memcpy2D, _mma_block, time_both_gpus  # noqa: E402
+from local_gemm_kernels import _tile_of, compile_sm90  # noqa: E402  (Triton's GROUP_M swizzle)
 
 BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES = 128, 256, 64, 8, 4
 
@@ -67,15 +67,6 @@ def _wait(flag, epoch):
         "setp.lt.u64 %w_p, %w_t, 100000000;\n\t@%w_p bra W_SPIN;\n"
         "W_DONE:\n\tmov.u32 $0, %w_v;\n\t}",
         "=r,l,r", [flag, epoch], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _mma_block(acc, a_ptrs, b_ptrs, K, stride_bk, BLOCK_K: tl.constexpr):
-    for k in range(0, K, BLOCK_K):
-        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * stride_bk
-    return acc
 
 
 @triton.jit
@@ -102,7 +93,7 @@ def split_owner_gemm(a_own, b_own, a_peer, b_peer, c, scratch, flags, epoch, row
         _wait(flags + 64 + tile, epoch)
         acc = tl.load(s_ptrs)
     else:
-        acc = _mma_block(acc, a_own + a_off, b_own + b_off, K, N, BLOCK_K)
+        acc = _mma_block(acc, a_own + a_off, b_own + b_off, K, 1, N, BLOCK_K)
     if own_half_only:
         tl.store(s_ptrs, acc)
         tl.debug_barrier()
@@ -110,7 +101,7 @@ def split_owner_gemm(a_own, b_own, a_peer, b_peer, c, scratch, flags, epoch, row
     else:
         _wait(flags, epoch)
         _wait(flags + 1 + (pid_n * BLOCK_N) // B_CHUNK_COLS, epoch)
-        acc = _mma_block(acc, a_peer + a_off, b_peer + b_off, K, N, BLOCK_K)
+        acc = _mma_block(acc, a_peer + a_off, b_peer + b_off, K, 1, N, BLOCK_K)
         tl.store(c + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.bfloat16))
 
 
@@ -121,19 +112,10 @@ SIGNATURE = {"a_own": "*bf16", "b_own": "*bf16", "a_peer": "*bf16", "b_peer": "*
 
 def compile_only():
     """sm_90 PTX of the kernel: wgmma, two pipelined K loops, the waits, no spills."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
     constexprs = {"B_CHUNK_COLS": 2048, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K,
                   "GROUP_M": 16}
-    names = list(SIGNATURE) + list(constexprs)
-    aligned = [["tt.divisibility", 16]]
-    src = ASTSource(fn=split_owner_gemm, signature=dict(SIGNATURE, **{k: "constexpr" for k in constexprs}),
-                    constexprs={(names.index(k), ): v for k, v in constexprs.items()},
-                    attrs={(names.index(k), ): aligned
-                           for k in ("a_own", "b_own", "a_peer", "b_peer", "c", "scratch", "flags",
-                                     "rows", "N", "K")})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 64),
-                            options={"num_warps": WARPS, "num_stages": STAGES})
+    aligned = ("a_own", "b_own", "a_peer", "b_peer", "c", "scratch", "flags", "rows", "N", "K")
+    kernel = compile_sm90(split_owner_gemm, SIGNATURE, constexprs, aligned, WARPS, STAGES)
     ptx = kernel.asm["ptx"]
     checks = {"wgmma": ptx.count("wgmma.mma_async"), "ld.acquire.sys": ptx.count("ld.acquire.sys"),
               "cp.async": ptx.count("cp.async.cg"), "release": ptx.count("atom.global.gpu.release.exch"),
