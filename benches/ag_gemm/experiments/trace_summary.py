@@ -17,9 +17,13 @@ SM-time of the launch splits into phases:
 `span` is the rank's first tile begin to its last tile end (GPU clock,
 %globaltimer); the kernel's launch overhead and the host's side stream are
 outside it. With --svg DIR, one Gantt chart per variant (a row per SM,
-ranks side by side).
+ranks side by side). With --programs, the tiles are also summed up per
+range of program ids along the grid's x axis (e.g. a first wave, or the
+programs a split kernel appends): when they began and ended (us after the
+rank's first tile began), their median duration and time to the first
+wait, and how many waited longer than 1 us.
 
-  python3 trace_summary.py trace.json [more.json] [--svg DIR]
+  python3 trace_summary.py trace.json [more.json] [--svg DIR] [--programs 0:128,128:512,512:]
 """
 
 import argparse
@@ -93,6 +97,32 @@ def summarise(rows):
     }
 
 
+def program_ranges(rows, spec):
+    """One line per range `lo:hi` of `spec` (hi may be left out) of the
+    tiles whose program id along x lies in it."""
+    t0 = min(r[BEGIN] for r in rows)
+    us = lambda ns: ns / 1e3
+    lines = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition(":")
+        lo, hi = int(lo or 0), int(hi) if hi else None
+        tiles = [r for r in rows if r[END] >= 0 and r[PX] >= lo and (hi is None or r[PX] < hi)]
+        if not tiles:
+            lines.append(f"programs {part}: none")
+            continue
+        waits = [r[WAIT_END] - r[WAIT_BEGIN] for r in tiles if r[WAIT_BEGIN] >= 0 and r[WAIT_END] >= 0]
+        to_wait = [(r[WAIT_BEGIN] if r[WAIT_BEGIN] >= 0 else r[END]) - r[BEGIN] for r in tiles]
+        lines.append(
+            f"programs {part}: {len(tiles)} tiles, began {us(min(r[BEGIN] for r in tiles) - t0):.1f} to "
+            f"{us(max(r[BEGIN] for r in tiles) - t0):.1f}, ended {us(min(r[END] for r in tiles) - t0):.1f} to "
+            f"{us(max(r[END] for r in tiles) - t0):.1f}; median {us(statistics.median(r[END] - r[BEGIN] for r in tiles)):.1f}"
+            f" us each, {us(statistics.median(to_wait)):.1f} to the first wait; "
+            f"{sum(1 for w in waits if w > 1000)} waited over 1 us"
+            + (f" (median {us(statistics.median(waits)):.1f}, longest {us(max(waits)):.1f})" if waits else "")
+        )
+    return lines
+
+
 def svg(name, ranks, path):
     width, row_h, gap = 900, 3, 30
     span = max(max(r[END] for r in rows if r[END] >= 0) for rows in ranks if rows)
@@ -128,6 +158,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", nargs="+")
     ap.add_argument("--svg", help="write a Gantt chart per variant into this directory")
+    ap.add_argument("--programs", help="comma-separated ranges lo:hi of program ids to sum up apart")
     args = ap.parse_args()
     for path in args.json:
         with open(path) as f:
@@ -161,6 +192,9 @@ def main():
                         )
                         + (f"; {s['unfinished']} tiles never ended" if s["unfinished"] else "")
                     )
+                    if args.programs:
+                        for line in program_ranges(rows, args.programs):
+                            print(f"    {line}")
                 if args.svg:
                     os.makedirs(args.svg, exist_ok=True)
                     out = os.path.join(args.svg, name.replace("/", "__") + ".svg")
