@@ -262,7 +262,7 @@ def run(out, shapes):
             print(f"{m}x{k}x{n} B chunks {b_chunks} C {c_mode:12s} {c_chunks:2d}: {ms:.4f} ms "
                   f"(rel. error {err:.2e}, after timing {err_after:.2e})", flush=True)
         results.append(row)
-        del ranks
+        ranks.clear()  # frees this shape's tensors before the next
         torch.cuda.empty_cache()
     with open(out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,

@@ -357,7 +357,7 @@ def run(out, shapes):
               f"(push {best['push']}, A {best['a_chunks']}, B {best['b_chunks']}, GROUP_M {best['group_m']}, "
               f"blocked {best['blocked_b']})", flush=True)
         results.append(row)
-        del ranks
+        ranks.clear()  # frees this shape's tensors before the next
         torch.cuda.empty_cache()
     with open(out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
