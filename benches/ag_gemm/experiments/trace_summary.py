@@ -97,15 +97,27 @@ def summarise(rows):
     }
 
 
-def program_ranges(rows, spec):
-    """One line per range `lo:hi` of `spec` (hi may be left out) of the
-    tiles whose program id along x lies in it."""
+def parse_ranges(spec):
+    """`lo:hi,...` (either end may be left out) as [(text, lo, hi or None)]."""
+    ranges = []
+    for part in spec.split(","):
+        lo, colon, hi = part.partition(":")
+        try:
+            if not colon:
+                raise ValueError
+            ranges.append((part, int(lo or 0), int(hi) if hi else None))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{part}' is not a range lo:hi of program ids") from None
+    return ranges
+
+
+def program_ranges(rows, ranges):
+    """One line per range of `ranges` (`parse_ranges`) of the tiles whose
+    program id along x lies in it."""
     t0 = min(r[BEGIN] for r in rows)
     us = lambda ns: ns / 1e3
     lines = []
-    for part in spec.split(","):
-        lo, _, hi = part.partition(":")
-        lo, hi = int(lo or 0), int(hi) if hi else None
+    for part, lo, hi in ranges:
         tiles = [r for r in rows if r[END] >= 0 and r[PX] >= lo and (hi is None or r[PX] < hi)]
         if not tiles:
             lines.append(f"programs {part}: none")
@@ -158,7 +170,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", nargs="+")
     ap.add_argument("--svg", help="write a Gantt chart per variant into this directory")
-    ap.add_argument("--programs", help="comma-separated ranges lo:hi of program ids to sum up apart")
+    ap.add_argument("--programs", type=parse_ranges,
+                    help="comma-separated ranges lo:hi of program ids to sum up apart")
     args = ap.parse_args()
     for path in args.json:
         with open(path) as f:
