@@ -18,9 +18,14 @@ whether a second stream can hide the per-copy cost:
   copied as a head (3/4 or 7/8 of its rows) and a tail, each head waiting
   for the previous head, so one chunk's tail drains while the next one's
   head moves; and the chunks dealt round robin with no ordering;
-* the same with a GEMM on each GPU's compute stream (`--load`).
+* the same with a GEMM on each GPU's compute stream.
+
+With --link, instead: one contiguous copy of 20, 64 or 256 MiB from GPU 0,
+from GPU 1, and from both at once (the link's rate per direction, one way
+and both ways).
 
     python3 copy_stream_probe.py --out probe.json      # on nvidia-h200-x2
+    python3 copy_stream_probe.py --link --out link.json
 """
 import argparse
 import ctypes
@@ -48,6 +53,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--link", action="store_true", help="time plain copies one way and both ways instead")
     args = parser.parse_args()
 
     import torch
@@ -170,7 +176,7 @@ def main():
         ("2 streams pipelined 3/4, 8 chunks, flags", lambda d: pipelined(d, 8, 768, "write_value")),
     ]
 
-    def timed(issue, load):
+    def timed(issue, load, senders=(0, 1)):
         samples = []
         for rep in range(args.reps + 5):
             for d in range(2):
@@ -184,7 +190,7 @@ def main():
                     for s in streams[d]:
                         s.wait_event(gate)
             events = []
-            for d in range(2):
+            for d in senders:
                 with torch.cuda.device(d):
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record(streams[d][0])
@@ -199,7 +205,31 @@ def main():
                 torch.cuda.synchronize(d)
             if rep >= 5:
                 samples.append([s.elapsed_time(e) for s, e in events])
-        return [statistics.median(x[d] for x in samples) for d in range(2)]
+        return [statistics.median(x[i] for x in samples) for i in range(len(senders))]
+
+    if args.link:
+        rows = []
+        for mib in (20, 64, 256):
+            nbytes = mib * 2**20
+            big_src = [torch.randint(0, 1 << 15, (nbytes // 2,), dtype=torch.int16, device=f"cuda:{d}")
+                       for d in range(2)]
+            big_dst = [torch.empty_like(big_src[d]) for d in range(2)]
+            for senders in ((0, ), (1, ), (0, 1)):
+                for d in range(2):
+                    big_dst[d].fill_(-1)
+                ms = timed(lambda d: copy_1d(big_dst[1 - d].data_ptr(), big_src[d].data_ptr(), nbytes,
+                                             streams[d][0]), False, senders)
+                ok = all(torch.equal(big_dst[1 - d].cpu(), big_src[d].cpu()) for d in senders)
+                row = {"mib": mib, "senders": list(senders), "ms": ms, "ok": ok,
+                       "gbps_per_direction": nbytes / max(ms) / 1e6}
+                rows.append(row)
+                print(f"{mib:4d} MiB from GPU {senders}: {' / '.join(f'{t:.4f}' for t in ms)} ms "
+                      f"({row['gbps_per_direction']:.0f} GB/s per direction) ok={ok}", flush=True)
+            del big_src, big_dst
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "link": rows}, f,
+                      indent=1)
+        return
 
     rows = []
     for load in (False, True):
