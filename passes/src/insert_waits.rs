@@ -41,8 +41,9 @@
 //! Preconditions: collectives expanded; `chunk-bind-kernel` and
 //! `chunk-reorder-tiles` ran; chunks hold whole tiles.
 //! Postconditions: every load of a consumed buffer is preceded, in its tile,
-//! by a `chunk.wait` on that tile's chunk, or on a chunk whose flag is set
-//! after it on the same copy stream.
+//! by a `chunk.wait` on that tile's chunk, or on a chunk whose flag comes
+//! after it in the same rank's copy list (the runtime sets no flag before
+//! every copy ahead of it in that list has landed).
 
 use crate::{
     plan::{
@@ -327,7 +328,7 @@ fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSi
     Diagnostic::remark(
         loc(site.consume),
         format!(
-            "tiles of @{} need no wait of their own in the loop over '{}': each rank's chunks of it are copied before its chunks of @{}, on the same stream, and the tiles wait for those before the same '{}'; its copies set no flag",
+            "tiles of @{} need no wait of their own in the loop over '{}': each rank's chunks of it come before its chunks of @{} in the copy order, whose flags imply them, and the tiles wait for those before the same '{}'; its copies set no flag",
             site.range.buffer,
             site.source,
             by.range.buffer,
@@ -337,8 +338,8 @@ fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSi
     .emit();
 }
 
-/// Marks a transfer whose chunk no tile waits for, because a later flag of
-/// the same copy stream implies it (see [`implies`]): `chunk-lower-transfers`
+/// Marks a transfer whose chunk no tile waits for, because a later flag in
+/// the same rank's copy list implies it (see [`implies`]): `chunk-lower-transfers`
 /// gives its copy no flag. The value names the buffer whose flags do.
 pub const IMPLIED_ATTR: &str = "synco.flag_implied_by";
 

@@ -189,9 +189,10 @@ pub struct ChunkLayout {
 /// the driver may run it on SMs, which the kernel's waiting tiles would
 /// hold) runs on the compute stream right before the kernel instead, and
 /// sets no flag. A side-stream copy without a flag is one no tile waits
-/// for: a later flagged copy of the same stream to the same rank implies
-/// it (`chunk-insert-waits`: the gathered operators' A rows, followed by
-/// B's chunks).
+/// for: a later flagged copy in the same list to the same rank implies it
+/// (`chunk-insert-waits`: the gathered operators' A rows, followed by B's
+/// chunks), as the runtime sets no flag before every copy ahead of it in
+/// the list has landed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Copy {
     pub name: Option<String>,
