@@ -20,12 +20,18 @@ whether a second stream can hide the per-copy cost:
   head moves; and the chunks dealt round robin with no ordering;
 * the same with a GEMM on each GPU's compute stream.
 
+With --first, instead: the time until B's first 1, 2 or 4 chunks (of 4)
+have landed with their flags, A copied first on the same stream (the
+runtime) or on a second stream beside B's first chunk. (Written at the
+end of a stop and not run yet: results/head-beside-not-run.)
+
 With --link, instead: one contiguous copy of 20, 64 or 256 MiB from GPU 0,
 from GPU 1, and from both at once (the link's rate per direction, one way
 and both ways).
 
     python3 copy_stream_probe.py --out probe.json      # on nvidia-h200-x2
     python3 copy_stream_probe.py --link --out link.json
+    python3 copy_stream_probe.py --first --out first.json
 """
 import argparse
 import ctypes
@@ -54,6 +60,8 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--link", action="store_true", help="time plain copies one way and both ways instead")
+    parser.add_argument("--first", action="store_true",
+                        help="time until the first chunks' flags, with A on the copy stream or beside chunk 0")
     args = parser.parse_args()
 
     import torch
@@ -161,6 +169,23 @@ def main():
             if flags_by:
                 flag(d, i, s, flags_by)
 
+    def head(d, upto, beside):
+        """A and B's first `upto` of 4 chunks, each chunk's flag after it: on
+        one stream (the runtime), or with A on the second stream beside B's
+        first chunk (`beside`; that chunk's flag then also waits for A)."""
+        a_bytes = src_a[d].nbytes
+        step = N // 4
+        s, other = streams[d]
+        copy_1d(dst_a[1 - d].data_ptr(), src_a[d].data_ptr(), a_bytes, other if beside else s)
+        if beside:
+            a_done = torch.cuda.Event()
+            a_done.record(other)
+        for i in range(upto):
+            copy_b_columns(d, i * step, step, 0, K, s)
+            if beside and i == 0:
+                s.wait_event(a_done)
+            flag(d, i, s, "write_value")
+
     variants = [
         ("20 MiB in 2 copies (B, A)", lambda d: serial(d, 1, "one copy", None)),
         ("A + B: 2 copies", lambda d: serial(d, 1, "1d", None)),
@@ -175,6 +200,10 @@ def main():
         ("2 streams pipelined 7/8, 4 chunks, flags", lambda d: pipelined(d, 4, 896, "write_value")),
         ("2 streams pipelined 3/4, 8 chunks, flags", lambda d: pipelined(d, 8, 768, "write_value")),
     ]
+    if args.first:
+        variants = [(f"A + first {n} of 4 chunks, {'A beside chunk 0' if beside else 'one stream'}",
+                     lambda d, n=n, beside=beside: head(d, n, beside), n * N // 4)
+                    for n in (1, 2, 4) for beside in (False, True)]
 
     def timed(issue, load, senders=(0, 1)):
         samples = []
@@ -233,15 +262,16 @@ def main():
 
     rows = []
     for load in (False, True):
-        for name, issue in variants:
+        for name, issue, *cols in variants:
+            cols = cols[0] if cols else N  # B's columns the variant copies
             for d in range(2):
                 dst_a[d].fill_(float("nan"))
                 dst_b[d].fill_(float("nan"))
             ms = timed(issue, load)
-            ok = all(torch.equal(dst_a[1 - d].cpu(), src_a[d].cpu()) and torch.equal(dst_b[1 - d].cpu(), src_b[d].cpu())
-                     for d in range(2))
+            ok = all(torch.equal(dst_a[1 - d].cpu(), src_a[d].cpu())
+                     and torch.equal(dst_b[1 - d][:, :cols].cpu(), src_b[d][:, :cols].cpu()) for d in range(2))
             row = {"variant": name, "gemm_load": load, "ms_gpu0": ms[0], "ms_gpu1": ms[1], "ok": ok,
-                   "gbps": 20 * 2**20 / max(ms) / 1e6}
+                   "gbps": (src_a[0].nbytes + cols * K * ELEM) / max(ms) / 1e6}
             rows.append(row)
             print(f"{'load' if load else 'idle'} {name:48} {ms[0]:.4f} / {ms[1]:.4f} ms "
                   f"({row['gbps']:.0f} GB/s per direction) ok={ok}", flush=True)
