@@ -23,25 +23,6 @@ for i in 1 2; do
     done
   done
 done
-python3 - "$A" <<'PY' | tee $A/ab.txt
-import json, sys
-d = sys.argv[1]
-rows, floor = {}, {}
-for op in ("rsg", "arg", "ag"):
-    for v in ("old", "new"):
-        for i in (1, 2):
-            for s in json.load(open(f"{d}/{op}-{v}-{i}.json")):
-                floor.setdefault(s["shape"], []).append(max(s["cublas_gemm_ms"], s["comm_ms"]))
-                for x in s["variants"]:
-                    rows.setdefault((s["shape"], x["name"]), {}).setdefault(v, []).append(
-                        (x["median_ms"], x.get("ok")))
-print(f"{'shape':24s} {'variant':22s} {'one stream ms':>17s} {'A beside ms':>17s}  efficiency (floor = median)")
-for (shape, name), per in sorted(rows.items()):
-    cell = lambda v: " / ".join(f"{t:.4f}" + ("" if ok else "!") for t, ok in per.get(v, []))
-    fl = sorted(floor[shape])[len(floor[shape]) // 2]
-    eff = " | ".join(" / ".join(f"{fl / t:.3f}" for t, _ in per.get(v, [])) for v in ("old", "new"))
-    print(f"{shape:24s} {name:22s} {cell('old'):>17s} {cell('new'):>17s}  {eff}")
-print("floor (median over the runs, ms):", {k: round(sorted(v)[len(v) // 2], 4) for k, v in floor.items()})
-PY
+python3 benches/ag_gemm/ab_table.py $A --sides old new --sets rsg arg ag --labels "one stream" "A beside" | tee $A/ab.txt
 tar czf $R/ab.tar.gz -C $A .
 cp $A/ab.txt $R/
