@@ -38,20 +38,11 @@ import ctypes
 import json
 import statistics
 
+from gather_operands_fused import Memcpy2D  # the scripts beside this one
+from nvlink_sm_probe import enable_peer_access
+
 A_ROWS, K, N = 2048, 1024, 8192  # the peer's A rows and B of 4096x1024x8192 on 2 ranks
 ELEM = 2  # bf16
-
-
-class Memcpy2D(ctypes.Structure):
-    """CUDA_MEMCPY2D of the driver API."""
-    _fields_ = [("srcXInBytes", ctypes.c_size_t), ("srcY", ctypes.c_size_t), ("srcMemoryType", ctypes.c_int),
-                ("srcHost", ctypes.c_void_p), ("srcDevice", ctypes.c_uint64), ("srcArray", ctypes.c_void_p),
-                ("srcPitch", ctypes.c_size_t), ("dstXInBytes", ctypes.c_size_t), ("dstY", ctypes.c_size_t),
-                ("dstMemoryType", ctypes.c_int), ("dstHost", ctypes.c_void_p), ("dstDevice", ctypes.c_uint64),
-                ("dstArray", ctypes.c_void_p), ("dstPitch", ctypes.c_size_t), ("WidthInBytes", ctypes.c_size_t),
-                ("Height", ctypes.c_size_t)]
-
-
 MEMORYTYPE_DEVICE = 2
 
 
@@ -71,18 +62,7 @@ def main():
         if rc != 0:
             raise RuntimeError(f"{what}: CUresult {rc}")
 
-    ctxs = []
-    for d in range(2):
-        with torch.cuda.device(d):
-            torch.empty(1, device=f"cuda:{d}")
-            ctx = ctypes.c_void_p()
-            check(cuda.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
-            ctxs.append(ctx)
-    for d in range(2):
-        with torch.cuda.device(d):
-            rc = cuda.cuCtxEnablePeerAccess(ctxs[1 - d], 0)
-            if rc not in (0, 704):  # 704: already enabled
-                raise RuntimeError(f"cuCtxEnablePeerAccess: {rc}")
+    enable_peer_access()
 
     gen = torch.Generator(device="cpu").manual_seed(0)
     src_a = [torch.randn(A_ROWS, K, generator=gen).to(torch.bfloat16).to(f"cuda:{d}") for d in range(2)]
