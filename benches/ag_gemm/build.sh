@@ -189,6 +189,15 @@ JSON
 }
 
 DEFAULT_TILES="$BM,$BN,$BK,$WARPS"
+# Variant directories are named by shape alone: the same shape twice (say,
+# with other tiles) would overwrite the first one's variants.
+seen=" "
+for shape in $SHAPES; do
+  case "$seen" in *" ${shape%@*} "*)
+    echo "build.sh: shape ${shape%@*} is given twice; build its other tiles into another OUT" >&2; exit 2 ;;
+  esac
+  seen="$seen${shape%@*} "
+done
 for shape in $SHAPES; do
   tiles=$DEFAULT_TILES
   case $shape in *@*) tiles=${shape#*@}; shape=${shape%@*} ;; esac
