@@ -6,6 +6,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace synco::chunk;
@@ -101,8 +104,67 @@ LogicalResult RegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// `expr` on dimension values `dims`, or nothing for what integer
+/// arithmetic does not give as `AffineMap::compose` would (symbols, a
+/// non-positive divisor, overflow).
+static std::optional<int64_t> evaluate(AffineExpr expr,
+                                       ArrayRef<int64_t> dims) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return constant.getValue();
+  if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+    if (dim.getPosition() >= dims.size())
+      return std::nullopt;
+    return dims[dim.getPosition()];
+  }
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return std::nullopt;
+  std::optional<int64_t> lhs = evaluate(binary.getLHS(), dims);
+  std::optional<int64_t> rhs = evaluate(binary.getRHS(), dims);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  int64_t result;
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    if (llvm::AddOverflow(*lhs, *rhs, result))
+      return std::nullopt;
+    return result;
+  case AffineExprKind::Mul:
+    if (llvm::MulOverflow(*lhs, *rhs, result))
+      return std::nullopt;
+    return result;
+  case AffineExprKind::Mod:
+    if (*rhs <= 0)
+      return std::nullopt;
+    return llvm::mod(*lhs, *rhs);
+  case AffineExprKind::FloorDiv:
+    if (*rhs <= 0)
+      return std::nullopt;
+    return llvm::divideFloorSigned(*lhs, *rhs);
+  case AffineExprKind::CeilDiv:
+    if (*rhs <= 0)
+      return std::nullopt;
+    return llvm::divideCeilSigned(*lhs, *rhs);
+  default:
+    return std::nullopt;
+  }
+}
+
+SmallVector<int64_t> synco::chunk::evaluateOnRank(AffineMap map,
+                                                  int64_t rank) {
+  SmallVector<int64_t> results;
+  results.reserve(map.getNumResults());
+  for (AffineExpr expr : map.getResults()) {
+    std::optional<int64_t> value = evaluate(expr, rank);
+    if (!value)
+      return map.compose(ArrayRef<int64_t>{rank});
+    results.push_back(*value);
+  }
+  return results;
+}
+
 SmallVector<int64_t> RegionAttr::getOffsetsOn(int64_t rank) const {
-  return getOffsets().compose(ArrayRef<int64_t>{rank});
+  return evaluateOnRank(getOffsets(), rank);
 }
 
 int64_t RegionAttr::getNumElements() const {

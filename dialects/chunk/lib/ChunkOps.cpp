@@ -91,7 +91,7 @@ static LogicalResult verifyRankMap(Operation *op, AffineMap map,
            << what << " must be an affine map (r) -> (rank), got "
            << AffineMapAttr::get(map);
   for (int64_t rank = 0; rank < worldSize; ++rank) {
-    int64_t value = map.compose(ArrayRef<int64_t>{rank})[0];
+    int64_t value = evaluateOnRank(map, rank)[0];
     if (value < 0 || value >= worldSize)
       return op->emitOpError()
              << what << " " << AffineMapAttr::get(map) << " gives rank " << value << " on rank "
@@ -182,8 +182,8 @@ LogicalResult TransferOp::verify() {
 
   if (getMode() == TransferMode::local) {
     for (int64_t rank = 0; rank < worldSize; ++rank) {
-      int64_t from = getSrcRank().compose(ArrayRef<int64_t>{rank})[0];
-      int64_t to = getDstRank().compose(ArrayRef<int64_t>{rank})[0];
+      int64_t from = evaluateOnRank(getSrcRank(), rank)[0];
+      int64_t to = evaluateOnRank(getDstRank(), rank)[0];
       if (from != to)
         return emitOpError() << "is 'local' but moves data from rank " << from
                              << " to rank " << to << " (on rank " << rank

@@ -28,7 +28,11 @@
 // touch, not in the buffer's size, and each rank's cells are built from that
 // rank's boxes only: an expanded all-gather (world_size^2 x chunks boxes)
 // verifies in time proportional to its boxes (world_size(1024): 12 s for the
-// whole synco-ag-gemm pipeline, before: 100 s, most of it here).
+// whole synco-ag-gemm pipeline, before: 100 s, most of it here). Each
+// transfer's maps are evaluated on every rank with integers
+// (`evaluateOnRank`), not `AffineMap::compose`, which builds uniqued
+// constant expressions (a two-shot all-reduce of world_size(72) in 8 chunks
+// through chunk-expand-collectives: 1.2 s -> 0.37 s).
 //
 //===----------------------------------------------------------------------===//
 
@@ -246,8 +250,8 @@ LogicalResult PlanVerifier::verifyCoverage() {
     auto &placements = groups[*transfer.getGroup()];
     for (int64_t rank = 0; rank < worldSize; ++rank)
       placements.push_back(
-          {transfer, transfer.getSrcRank().compose(ArrayRef<int64_t>{rank})[0],
-           transfer.getDstRank().compose(ArrayRef<int64_t>{rank})[0],
+          {transfer, evaluateOnRank(transfer.getSrcRank(), rank)[0],
+           evaluateOnRank(transfer.getDstRank(), rank)[0],
            transfer.getDst().getOffsetsOn(rank), transfer.getDst().getSizes()});
   }
 

@@ -81,6 +81,31 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+// Rank maps evaluate as affine maps do: floordiv rounds down, so rank 0's
+// (0 - 1) floordiv 2 is -1 (not 0)...
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op source rank affine_map<(d0) -> ((d0 - 1) floordiv 2)> gives rank -1 on rank 0, outside [0, 2)}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> ((r - 1) floordiv 2)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+// ... and ceildiv rounds up: rank 0's 3 ceildiv 2 is 2.
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op destination rank affine_map<(d0) -> ((d0 + 3) ceildiv 2)> gives rank 2 on rank 0, outside [0, 2)}}
+  chunk.transfer @t push copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> ((r + 3) ceildiv 2)
+      order(0)
+}
+
+// -----
+
 chunk.plan @p world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{'chunk.transfer' op source @B is not a chunk.buffer of plan @p}}

@@ -284,3 +284,20 @@ chunk.plan @straddle_split world_size(2) {
   // expected-note @below {{the chunks are cut here}}
   chunk.all_gather @C dim(0) chunks(2) split(1)
 }
+
+// -----
+
+// Maps that step back a rank: affine mod is never negative, so
+// (r - 1) mod 2 is 1 on rank 0 and the gather covers @A on both ranks (no
+// diagnostic).
+chunk.plan @back world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      order(0) {group = "ag"}
+  chunk.transfer @peer pull copy_engine
+      from #chunk.region<@A[(r) -> (((r - 1) mod 2) * 512, 0)] [512, 64]> on (r) -> ((r - 1) mod 2)
+      to #chunk.region<@A[(r) -> (((r - 1) mod 2) * 512, 0)] [512, 64]> on (r) -> (r)
+      order(1) {group = "ag"}
+}

@@ -23,4 +23,15 @@
 #define GET_OP_CLASSES
 #include "synco/Dialect/Chunk/ChunkOps.h.inc"
 
+namespace synco::chunk {
+
+/// The results of `map` (one dimension, no symbols: a rank map or a
+/// region's offsets) on `rank`. Evaluated on integers, without the
+/// context's uniqued constant expressions that `AffineMap::compose` builds:
+/// the plan verifier evaluates every transfer on every rank.
+::llvm::SmallVector<int64_t> evaluateOnRank(::mlir::AffineMap map,
+                                            int64_t rank);
+
+} // namespace synco::chunk
+
 #endif // SYNCO_DIALECT_CHUNK_CHUNKDIALECT_H
