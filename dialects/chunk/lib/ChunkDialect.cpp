@@ -104,9 +104,9 @@ LogicalResult RegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-/// `expr` on dimension values `dims`, or nothing for what integer
-/// arithmetic does not give as `AffineMap::compose` would (symbols, a
-/// non-positive divisor, overflow).
+/// `expr` on dimension values `dims`, or nothing (see `evaluateOnRank`;
+/// also for a symbol or a dimension beyond `dims`, which verified maps do
+/// not have).
 static std::optional<int64_t> evaluate(AffineExpr expr,
                                        ArrayRef<int64_t> dims) {
   if (auto constant = dyn_cast<AffineConstantExpr>(expr))
@@ -150,20 +150,21 @@ static std::optional<int64_t> evaluate(AffineExpr expr,
   }
 }
 
-SmallVector<int64_t> synco::chunk::evaluateOnRank(AffineMap map,
-                                                  int64_t rank) {
+std::optional<SmallVector<int64_t>>
+synco::chunk::evaluateOnRank(AffineMap map, int64_t rank) {
   SmallVector<int64_t> results;
   results.reserve(map.getNumResults());
   for (AffineExpr expr : map.getResults()) {
     std::optional<int64_t> value = evaluate(expr, rank);
     if (!value)
-      return map.compose(ArrayRef<int64_t>{rank});
+      return std::nullopt;
     results.push_back(*value);
   }
   return results;
 }
 
-SmallVector<int64_t> RegionAttr::getOffsetsOn(int64_t rank) const {
+std::optional<SmallVector<int64_t>>
+RegionAttr::getOffsetsOn(int64_t rank) const {
   return evaluateOnRank(getOffsets(), rank);
 }
 

@@ -91,7 +91,13 @@ static LogicalResult verifyRankMap(Operation *op, AffineMap map,
            << what << " must be an affine map (r) -> (rank), got "
            << AffineMapAttr::get(map);
   for (int64_t rank = 0; rank < worldSize; ++rank) {
-    int64_t value = evaluateOnRank(map, rank)[0];
+    std::optional<SmallVector<int64_t>> values = evaluateOnRank(map, rank);
+    if (!values)
+      return op->emitOpError()
+             << what << " " << AffineMapAttr::get(map)
+             << " cannot be evaluated on rank " << rank << ": "
+             << kUnevaluableMap;
+    int64_t value = (*values)[0];
     if (value < 0 || value >= worldSize)
       return op->emitOpError()
              << what << " " << AffineMapAttr::get(map) << " gives rank " << value << " on rank "
@@ -112,8 +118,14 @@ static LogicalResult verifyRegionInBounds(Operation *op, RegionAttr region,
            << " dimensions but buffer " << region.getBuffer() << " has "
            << shape.size();
   for (int64_t rank = 0; rank < worldSize; ++rank) {
-    SmallVector<int64_t> offsets = region.getOffsetsOn(rank);
-    for (auto [dim, offset] : llvm::enumerate(offsets)) {
+    std::optional<SmallVector<int64_t>> offsets = region.getOffsetsOn(rank);
+    if (!offsets)
+      return op->emitOpError()
+             << what << " region offsets "
+             << AffineMapAttr::get(region.getOffsets())
+             << " cannot be evaluated on rank " << rank << ": "
+             << kUnevaluableMap;
+    for (auto [dim, offset] : llvm::enumerate(*offsets)) {
       if (offset < 0 || offset + sizes[dim] > shape[dim])
         return op->emitOpError()
                << what << " region is out of bounds on rank " << rank
@@ -182,8 +194,9 @@ LogicalResult TransferOp::verify() {
 
   if (getMode() == TransferMode::local) {
     for (int64_t rank = 0; rank < worldSize; ++rank) {
-      int64_t from = evaluateOnRank(getSrcRank(), rank)[0];
-      int64_t to = evaluateOnRank(getDstRank(), rank)[0];
+      // (Both rank maps evaluate on every rank: verifyRankMap above.)
+      int64_t from = (*evaluateOnRank(getSrcRank(), rank))[0];
+      int64_t to = (*evaluateOnRank(getDstRank(), rank))[0];
       if (from != to)
         return emitOpError() << "is 'local' but moves data from rank " << from
                              << " to rank " << to << " (on rank " << rank

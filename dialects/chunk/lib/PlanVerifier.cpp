@@ -250,9 +250,10 @@ LogicalResult PlanVerifier::verifyCoverage() {
     auto &placements = groups[*transfer.getGroup()];
     for (int64_t rank = 0; rank < worldSize; ++rank)
       placements.push_back(
-          {transfer, evaluateOnRank(transfer.getSrcRank(), rank)[0],
-           evaluateOnRank(transfer.getDstRank(), rank)[0],
-           transfer.getDst().getOffsetsOn(rank), transfer.getDst().getSizes()});
+          // (The transfer verified: its maps evaluate on every rank.)
+          {transfer, (*evaluateOnRank(transfer.getSrcRank(), rank))[0],
+           (*evaluateOnRank(transfer.getDstRank(), rank))[0],
+           *transfer.getDst().getOffsetsOn(rank), transfer.getDst().getSizes()});
   }
 
   for (auto &[group, placements] : groups) {

@@ -106,6 +106,30 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+// A map that divides by zero has no value on any rank (it used to read as
+// an arbitrary number).
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op source rank affine_map<(d0) -> ((d0 + 1) mod 0)> cannot be evaluated on rank 0: a mod, floordiv or ceildiv by a value that is not positive, or an overflow}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> ((r + 1) mod 0)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.transfer' op source region offsets affine_map<(d0) -> (d0 floordiv 0, 0)> cannot be evaluated on rank 0: a mod, floordiv or ceildiv by a value that is not positive, or an overflow}}
+  chunk.transfer @t pull copy_engine
+      from #chunk.region<@A[(r) -> (r floordiv 0, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (0, 0)] [512, 64]> on (r) -> (r)
+      order(0)
+}
+
+// -----
+
 chunk.plan @p world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{'chunk.transfer' op source @B is not a chunk.buffer of plan @p}}

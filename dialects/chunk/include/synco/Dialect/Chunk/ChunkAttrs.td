@@ -157,8 +157,9 @@ def Chunk_RegionAttr : AttrDef<Chunk_Dialect, "Region"> {
   let assemblyFormat = "`<` $buffer `[` $offsets `]` `[` $sizes `]` `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Offsets of the box on `rank`.
-    ::llvm::SmallVector<int64_t> getOffsetsOn(int64_t rank) const;
+    /// Offsets of the box on `rank` (nothing where they cannot be
+    /// evaluated: see `evaluateOnRank`).
+    std::optional<::llvm::SmallVector<int64_t>> getOffsetsOn(int64_t rank) const;
     /// Number of elements in the box.
     int64_t getNumElements() const;
   }];

@@ -11,6 +11,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+
 #include "synco/Dialect/Chunk/ChunkDialect.h.inc"
 #include "synco/Dialect/Chunk/ChunkEnums.h.inc"
 
@@ -26,11 +28,19 @@
 namespace synco::chunk {
 
 /// The results of `map` (one dimension, no symbols: a rank map or a
-/// region's offsets) on `rank`. Evaluated on integers, without the
-/// context's uniqued constant expressions that `AffineMap::compose` builds:
-/// the plan verifier evaluates every transfer on every rank.
-::llvm::SmallVector<int64_t> evaluateOnRank(::mlir::AffineMap map,
-                                            int64_t rank);
+/// region's offsets) on `rank`, or nothing where a `mod`, `floordiv` or
+/// `ceildiv` has a divisor that is not positive or the arithmetic
+/// overflows (`AffineMap::compose` cannot fold those and leaves no value).
+/// Evaluated on integers, without the context's uniqued constant
+/// expressions that `compose` builds: the plan verifier evaluates every
+/// transfer on every rank.
+std::optional<::llvm::SmallVector<int64_t>>
+evaluateOnRank(::mlir::AffineMap map, int64_t rank);
+
+/// Why `evaluateOnRank` gave nothing, for diagnostics.
+inline constexpr const char *kUnevaluableMap =
+    "a mod, floordiv or ceildiv by a value that is not positive, or an "
+    "overflow";
 
 } // namespace synco::chunk
 
