@@ -177,7 +177,6 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 }
 
 fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, PassFailed> {
-    let ctx = ir::context_of(plan.op);
     let w = plan.world_size;
     let mut per_rank: Vec<Vec<(i64, Json)>> = vec![Vec::new(); w as usize];
     for t in plan.ops_named("chunk.transfer") {
@@ -234,10 +233,9 @@ fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, Pass
                     "chunk-lower-transfers: cannot evaluate the rank maps",
                 ));
             };
-            let (Some(src_off), Some(dst_off)) = (
-                region_offsets(ctx, src_attr, r),
-                region_offsets(ctx, dst_attr, r),
-            ) else {
+            let (Some(src_off), Some(dst_off)) =
+                (region_offsets(src_attr, r), region_offsets(dst_attr, r))
+            else {
                 return Err(fail(
                     t,
                     "chunk-lower-transfers: cannot evaluate the region offsets",

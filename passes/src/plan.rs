@@ -650,11 +650,10 @@ pub fn plain_send_source(t: Op) -> Option<String> {
 /// the block (`shape[d] / W` wide) of the rank it reads from: where a
 /// gathered buffer keeps each source rank's block.
 fn source_block_dim(plan: &Plan, transfers: &[Op], shape: &[i64]) -> Option<usize> {
-    let ctx = ir::context_of(plan.op);
     let placed: Vec<(i64, Vec<i64>)> = transfers
         .iter()
         .map(|t| {
-            let offsets = region_offsets(ctx, ir::attr(*t, "dst")?, 0)?;
+            let offsets = region_offsets(ir::attr(*t, "dst")?, 0)?;
             Some((rank_at(*t, "src_rank", 0)?, offsets))
         })
         .collect::<Option<_>>()?;
@@ -808,89 +807,46 @@ pub fn region_sizes(transfer: Op) -> Option<Vec<i64>> {
     region_parts(ir::attr(transfer, "dst")?).map(|(_, _, s)| s)
 }
 
-/// `(buffer, offsets map text, sizes)` of a `#chunk.region` attribute.
-pub fn region_parts(attr: ir::Attr) -> Option<(String, String, Vec<i64>)> {
-    let text = ir::print_attr(attr);
-    let inner = text.strip_prefix("#chunk.region<@")?.strip_suffix('>')?;
-    let (buffer, rest) = inner.split_once('[')?;
-    let close = rest.rfind("] [")?;
-    let map = rest[..close].to_string();
-    let sizes = rest[close + 3..]
-        .trim_end_matches(']')
-        .split(',')
-        .map(|s| s.trim().parse().ok())
-        .collect::<Option<Vec<i64>>>()?;
-    Some((buffer.to_string(), map, sizes))
+/// The raw `attr` as a melior attribute, for the dialect's readers.
+fn as_attribute<'c>(attr: ir::Attr) -> melior::ir::Attribute<'c> {
+    // SAFETY: attributes handed to the passes belong to the live module's
+    // context, which outlives the pass that reads them.
+    unsafe { melior::ir::Attribute::from_raw(attr) }
 }
 
-/// Evaluates a `#chunk.region`'s offsets on `rank`, with MLIR's affine
-/// arithmetic (through `affine_map` composition in the attribute parser).
-pub fn region_offsets(ctx: ir::Ctx, attr: ir::Attr, rank: i64) -> Option<Vec<i64>> {
-    let (_, map, _) = region_parts(attr)?;
-    eval_map(ctx, &map, rank)
+/// `attr` as a `#chunk.region`, if it is one.
+fn region_of<'c>(attr: ir::Attr) -> Option<attrs::Region<'c>> {
+    attrs::Region::from_attribute(as_attribute(attr))
+}
+
+/// `(buffer, offsets map text, sizes)` of a `#chunk.region` attribute.
+pub fn region_parts(attr: ir::Attr) -> Option<(String, String, Vec<i64>)> {
+    let region = region_of(attr)?;
+    Some((
+        region.buffer(),
+        region.offsets().to_string(),
+        region.sizes(),
+    ))
+}
+
+/// A `#chunk.region`'s offsets on `rank`, by the dialect's own evaluator
+/// (the one the plan verifier checks bounds with).
+pub fn region_offsets(attr: ir::Attr, rank: i64) -> Option<Vec<i64>> {
+    region_of(attr)?.offsets_on(rank)
 }
 
 /// A transfer's rank map (`key`: `src_rank` or `dst_rank`) as map text,
-/// `(d0) -> (...)`, as [`eval_map`] takes it.
+/// `(d0) -> (...)`, for passes that emit it as code.
 pub fn rank_map(t: Op, key: &str) -> Option<String> {
-    let text = ir::print_attr(ir::attr(t, key)?);
-    Some(
-        text.trim_start_matches("affine_map<")
-            .trim_end_matches('>')
-            .to_string(),
-    )
+    let map = attrs::affine_map_of(as_attribute(ir::attr(t, key)?))?;
+    Some(map.to_string())
 }
 
-/// A transfer's rank map (`key`) evaluated on rank `r`.
+/// A transfer's rank map (`key`) evaluated on rank `r`, by the dialect's
+/// own evaluator.
 pub fn rank_at(t: Op, key: &str, r: i64) -> Option<i64> {
-    let map = rank_map(t, key)?;
-    eval_map(ir::context_of(t), &map, r)?.first().copied()
-}
-
-/// Evaluates a one-dimensional affine map (as text, `(d0) -> (...)`) at `r`.
-pub fn eval_map(ctx: ir::Ctx, map: &str, r: i64) -> Option<Vec<i64>> {
-    let a = ir::parse_attr(ctx, &format!("affine_map<{map}>"))?;
-    // SAFETY: `a` is a live affine map attribute.
-    unsafe {
-        let m = mlir_sys::mlirAffineMapAttrGetValue(a);
-        let n = mlir_sys::mlirAffineMapGetNumResults(m);
-        let mut out = Vec::new();
-        for i in 0..n {
-            let expr = mlir_sys::mlirAffineMapGetResult(m, i);
-            out.push(eval_expr(expr, r)?);
-        }
-        Some(out)
-    }
-}
-
-unsafe fn eval_expr(e: mlir_sys::MlirAffineExpr, r: i64) -> Option<i64> {
-    use mlir_sys::*;
-    unsafe {
-        if mlirAffineExprIsAConstant(e) {
-            return Some(mlirAffineConstantExprGetValue(e));
-        }
-        if mlirAffineExprIsADim(e) {
-            return Some(r);
-        }
-        if mlirAffineExprIsABinary(e) {
-            let lhs = eval_expr(mlirAffineBinaryOpExprGetLHS(e), r)?;
-            let rhs = eval_expr(mlirAffineBinaryOpExprGetRHS(e), r)?;
-            return Some(if mlirAffineExprIsAAdd(e) {
-                lhs + rhs
-            } else if mlirAffineExprIsAMul(e) {
-                lhs * rhs
-            } else if mlirAffineExprIsAMod(e) {
-                lhs.rem_euclid(rhs)
-            } else if mlirAffineExprIsAFloorDiv(e) {
-                lhs.div_euclid(rhs)
-            } else if mlirAffineExprIsACeilDiv(e) {
-                (lhs + rhs - 1).div_euclid(rhs)
-            } else {
-                return None;
-            });
-        }
-    }
-    None
+    let map = attrs::affine_map_of(as_attribute(ir::attr(t, key)?))?;
+    attrs::evaluate_on_rank(map, r)?.first().copied()
 }
 
 #[cfg(test)]
@@ -976,23 +932,37 @@ mod tests {
     }
 
     #[test]
-    fn evaluates_region_offsets_and_rank_maps() {
-        let context = synco_chunk::create_context();
-        let ctx = context.to_raw();
-        assert_eq!(
-            eval_map(ctx, "(d0) -> (((d0 + 1) mod 4) * 256 + 64, 0)", 3),
-            Some(vec![64, 0])
-        );
-        assert_eq!(
-            eval_map(ctx, "(d0) -> (d0 floordiv 2, d0 ceildiv 2)", 3),
-            Some(vec![1, 2])
-        );
-        let region =
-            ir::parse_attr(ctx, "#chunk.region<@A[(r) -> (r * 512, 8)] [512, 56]>").unwrap();
-        assert_eq!(
-            region_parts(region),
-            Some(("A".into(), "(d0) -> (d0 * 512, 8)".into(), vec![512, 56]))
-        );
-        assert_eq!(region_offsets(ctx, region, 1), Some(vec![512, 8]));
+    fn reads_regions_and_rank_maps_with_the_dialect_evaluator() {
+        let text = r#"chunk.plan @p world_size(4) {
+              chunk.buffer @A : !chunk.buffer<1024x64xbf16>
+              chunk.transfer @t pull copy_engine from <@A[(r) -> (((r + 1) mod 4) * 256, 8)] [256, 56]> on (r) -> ((r + 1) mod 4) to <@A[(r) -> (((r + 1) mod 4) * 256, 8)] [256, 56]> on (r) -> (r) order(0)
+            }"#;
+        with_plans(text, |plans| {
+            let [t] = plans[0].ops_named("chunk.transfer")[..] else {
+                panic!("one transfer")
+            };
+            let src = ir::attr(t, "src").expect("a source region");
+            assert_eq!(
+                region_parts(src),
+                Some((
+                    "A".into(),
+                    "(d0) -> (((d0 + 1) mod 4) * 256, 8)".into(),
+                    vec![256, 56]
+                ))
+            );
+            assert_eq!(region_offsets(src, 3), Some(vec![0, 8]));
+            assert_eq!(rank_at(t, "src_rank", 3), Some(0));
+            assert_eq!(rank_at(t, "dst_rank", 3), Some(3));
+            assert_eq!(
+                rank_map(t, "src_rank").as_deref(),
+                Some("(d0) -> ((d0 + 1) mod 4)")
+            );
+            // Not a region, not a map: nothing, not a panic.
+            assert_eq!(
+                region_offsets(ir::attr(t, "src_rank").expect("a map"), 0),
+                None
+            );
+            assert_eq!(rank_at(t, "src", 0), None);
+        });
     }
 }

@@ -3,10 +3,19 @@
 //! The enums mirror the `I32EnumAttr`s of `ChunkAttrs.td` (same names, same
 //! values; a unit test checks every case against the C++ parser), and
 //! convert to the `i32` integer attributes that the ops store.
+//!
+//! [`Region`] and [`evaluate_on_rank`] read `#chunk.region`s and rank
+//! maps through the dialect's C API, with the plan verifier's own
+//! arithmetic, so a pass never disagrees with the verifier about a rank.
 
+use crate::ffi;
 use melior::{
     Context,
-    ir::{Attribute, attribute::IntegerAttribute, r#type::IntegerType},
+    ir::{
+        AffineMap, Attribute,
+        attribute::{AttributeLike, IntegerAttribute},
+        r#type::IntegerType,
+    },
 };
 
 macro_rules! chunk_enum {
@@ -147,4 +156,75 @@ pub fn region<'c>(
 /// maps of `chunk.transfer` use.
 pub fn rank_map<'c>(context: &'c Context, expr: &str) -> Option<Attribute<'c>> {
     Attribute::parse(context, &format!("affine_map<(r) -> ({expr})>"))
+}
+
+/// A `#chunk.region` attribute, read through the dialect's C API.
+#[derive(Clone, Copy, Debug)]
+pub struct Region<'c> {
+    attribute: Attribute<'c>,
+}
+
+impl<'c> Region<'c> {
+    /// `attribute` as a region, or `None` if it is not a `#chunk.region`.
+    pub fn from_attribute(attribute: Attribute<'c>) -> Option<Self> {
+        // SAFETY: `attribute` is a live attribute of a live context.
+        let is_region = unsafe { ffi::syncoAttributeIsAChunkRegion(attribute.to_raw()) };
+        is_region.then_some(Region { attribute })
+    }
+
+    /// The buffer's symbol name (`A` for `@A`).
+    pub fn buffer(&self) -> String {
+        // SAFETY: a live region; the string lives as long as its context.
+        unsafe {
+            let name = ffi::syncoChunkRegionGetBuffer(self.attribute.to_raw());
+            let bytes = std::slice::from_raw_parts(name.data as *const u8, name.length);
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+    }
+
+    /// The offsets map: one dimension (the rank), one result per buffer
+    /// dimension.
+    pub fn offsets(&self) -> AffineMap<'c> {
+        // SAFETY: a live region's offsets map lives as long as its context.
+        unsafe { AffineMap::from_raw(ffi::syncoChunkRegionGetOffsets(self.attribute.to_raw())) }
+    }
+
+    /// The box's sizes, one per buffer dimension.
+    pub fn sizes(&self) -> Vec<i64> {
+        let raw = self.attribute.to_raw();
+        // SAFETY: a live region, and every `pos` is below its size count.
+        unsafe {
+            (0..ffi::syncoChunkRegionGetNumSizes(raw))
+                .map(|pos| ffi::syncoChunkRegionGetSize(raw, pos))
+                .collect()
+        }
+    }
+
+    /// The box's offsets on `rank` (see [`evaluate_on_rank`]).
+    pub fn offsets_on(&self, rank: i64) -> Option<Vec<i64>> {
+        evaluate_on_rank(self.offsets(), rank)
+    }
+}
+
+/// The map of an `affine_map<...>` attribute (a transfer's `src_rank` or
+/// `dst_rank`), or `None` if `attribute` is not one.
+pub fn affine_map_of(attribute: Attribute) -> Option<AffineMap> {
+    let raw = attribute.to_raw();
+    // SAFETY: a live attribute; its map lives as long as its context.
+    unsafe {
+        mlir_sys::mlirAttributeIsAAffineMap(raw)
+            .then(|| AffineMap::from_raw(mlir_sys::mlirAffineMapAttrGetValue(raw)))
+    }
+}
+
+/// The results of `map` (one dimension, no symbols: a rank map or a
+/// region's offsets) on `rank`, computed by the dialect's `evaluateOnRank`,
+/// the plan verifier's own arithmetic. `None` where the map has symbols,
+/// divides by a value that is not positive, or overflows.
+pub fn evaluate_on_rank(map: AffineMap, rank: i64) -> Option<Vec<i64>> {
+    let mut results = vec![0i64; map.result_count()];
+    // SAFETY: `map` is live and `results` has room for each of its results.
+    let evaluated =
+        unsafe { ffi::syncoChunkEvaluateOnRank(map.to_raw(), rank, results.as_mut_ptr()) };
+    evaluated.then_some(results)
 }

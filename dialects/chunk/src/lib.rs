@@ -19,8 +19,8 @@ use melior::{
     ir::{Location, operation::OperationRef},
 };
 use mlir_sys::{
-    MlirDialectHandle, MlirDialectRegistry, MlirLocation, MlirLogicalResult, MlirOperation,
-    MlirStringRef,
+    MlirAffineMap, MlirAttribute, MlirDialectHandle, MlirDialectRegistry, MlirLocation,
+    MlirLogicalResult, MlirOperation, MlirStringRef,
 };
 use std::ffi::{CString, c_char, c_int, c_void};
 
@@ -77,6 +77,12 @@ mod ffi {
         );
         pub fn syncoPrintDiagnosticsLikeMlirOpt(context: mlir_sys::MlirContext);
         pub fn syncoOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
+        pub fn syncoAttributeIsAChunkRegion(attr: MlirAttribute) -> bool;
+        pub fn syncoChunkRegionGetBuffer(region: MlirAttribute) -> MlirStringRef;
+        pub fn syncoChunkRegionGetOffsets(region: MlirAttribute) -> MlirAffineMap;
+        pub fn syncoChunkRegionGetNumSizes(region: MlirAttribute) -> isize;
+        pub fn syncoChunkRegionGetSize(region: MlirAttribute, pos: isize) -> i64;
+        pub fn syncoChunkEvaluateOnRank(map: MlirAffineMap, rank: i64, results: *mut i64) -> bool;
     }
 }
 

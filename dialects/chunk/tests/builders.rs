@@ -134,6 +134,60 @@ fn a_region_helper_with_a_bad_map_is_refused() {
     assert!(attrs::rank_map(&context, "r +").is_none());
 }
 
+#[test]
+fn reads_a_region_and_evaluates_it_like_the_verifier() {
+    let context = create_context();
+    let region = attrs::region(
+        &context,
+        "A",
+        &[
+            "((r + 1) mod 4) * 256 + 64".into(),
+            "r floordiv 2".into(),
+            "r ceildiv 2".into(),
+        ],
+        &[256, 8, 4],
+    )
+    .expect("a valid region");
+    let region_attribute = region;
+    let region = attrs::Region::from_attribute(region).expect("a #chunk.region");
+    assert_eq!(region.buffer(), "A");
+    assert_eq!(region.sizes(), vec![256, 8, 4]);
+    assert_eq!(
+        region.offsets().to_string(),
+        "(d0) -> (((d0 + 1) mod 4) * 256 + 64, d0 floordiv 2, d0 ceildiv 2)"
+    );
+    assert_eq!(region.offsets_on(3), Some(vec![64, 1, 2]));
+    // Below zero, `mod` stays non-negative and the divisions round down
+    // and up, as in MLIR (Rust's `%` and `/` would give -448, -1, -1).
+    assert_eq!(region.offsets_on(-3), Some(vec![576, -2, -1]));
+    // Not a region.
+    let map = attrs::rank_map(&context, "r").expect("a map");
+    assert!(attrs::Region::from_attribute(map).is_none());
+    assert!(attrs::affine_map_of(map).is_some());
+    assert!(attrs::affine_map_of(region_attribute).is_none());
+}
+
+#[test]
+fn rank_maps_that_cannot_be_evaluated_give_nothing() {
+    let context = create_context();
+    let value = |text: &str, rank| {
+        let attr = melior::ir::Attribute::parse(&context, text).expect("parses");
+        attrs::evaluate_on_rank(attrs::affine_map_of(attr).expect("a map"), rank)
+    };
+    assert_eq!(
+        value("affine_map<(r) -> ((r + 1) mod 2)>", 1),
+        Some(vec![0])
+    );
+    // What `AffineMap::compose` leaves unfolded: a zero divisor, a symbol,
+    // an overflow.
+    assert_eq!(value("affine_map<(r) -> (r mod 0)>", 1), None);
+    assert_eq!(value("affine_map<(r)[s] -> (r + s)>", 1), None);
+    assert_eq!(
+        value("affine_map<(r) -> (r * 9223372036854775807)>", 2),
+        None
+    );
+}
+
 /// Every Rust enum case is the C++ enum case of the same keyword: the
 /// keyword parses (through the op's pretty syntax) to the Rust value.
 #[test]

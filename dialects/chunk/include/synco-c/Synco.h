@@ -7,13 +7,16 @@
 //  * registering passes written in Rust in MLIR's global pass registry (so
 //    `--pass-pipeline`, `--help` and `--list-passes` see them, with options),
 //  * registering named pass pipelines,
-//  * the `mlir-opt`-compatible driver used by `synco-opt`.
+//  * the `mlir-opt`-compatible driver used by `synco-opt`,
+//  * the `#chunk.region` attribute's parts and the dialect's evaluator of
+//    rank maps, so Rust reads plans with the verifier's own arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SYNCO_C_SYNCO_H
 #define SYNCO_C_SYNCO_H
 
+#include "mlir-c/AffineMap.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
@@ -86,6 +89,34 @@ MLIR_CAPI_EXPORTED void syncoPrintDiagnosticsLikeMlirOpt(MlirContext context);
 /// Unregistered dialects (Triton's `tt`, `ttg`) are allowed unless the
 /// command line says otherwise. Returns the process exit code.
 MLIR_CAPI_EXPORTED int syncoOptMain(int argc, char **argv);
+
+/// Whether `attr` is a `#chunk.region`.
+MLIR_CAPI_EXPORTED bool syncoAttributeIsAChunkRegion(MlirAttribute attr);
+
+/// The buffer symbol of a `#chunk.region` (`A` for `@A`). Owned by the
+/// context.
+MLIR_CAPI_EXPORTED MlirStringRef syncoChunkRegionGetBuffer(MlirAttribute region);
+
+/// The offsets map of a `#chunk.region`: one dimension (the rank), one
+/// result per buffer dimension.
+MLIR_CAPI_EXPORTED MlirAffineMap
+syncoChunkRegionGetOffsets(MlirAttribute region);
+
+/// The number of sizes of a `#chunk.region` (its buffer's rank).
+MLIR_CAPI_EXPORTED intptr_t syncoChunkRegionGetNumSizes(MlirAttribute region);
+
+/// The size at `pos` of a `#chunk.region`.
+MLIR_CAPI_EXPORTED int64_t syncoChunkRegionGetSize(MlirAttribute region,
+                                                   intptr_t pos);
+
+/// Evaluates `map` (one dimension, no symbols: a rank map or a region's
+/// offsets) on `rank` with the arithmetic the plan verifier uses, writing
+/// one value per result of `map` into `results`. Returns false, leaving
+/// `results` unspecified, where the map has symbols, a `mod`, `floordiv` or
+/// `ceildiv` by a value that is not positive, or an overflow.
+MLIR_CAPI_EXPORTED bool syncoChunkEvaluateOnRank(MlirAffineMap map,
+                                                 int64_t rank,
+                                                 int64_t *results);
 
 #ifdef __cplusplus
 }
