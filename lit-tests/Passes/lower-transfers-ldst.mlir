@@ -84,6 +84,48 @@ module {
 
 // -----
 
+// Rank maps as a plan writes them: `(r - 1) mod 4` is 3 on rank 0, as the
+// verifier evaluated it, so the copy corrects the truncating remainder
+// (-1) before it indexes the heap bases. `(r + 2) mod 4` cannot go below
+// zero and stays a plain remainder.
+// CHECK-LABEL: sym_name = "ring"
+// CHECK:      scf.if
+// CHECK:        %[[M1:.*]] = arith.constant -1 : i32
+// CHECK:        %[[SUB:.*]] = arith.addi %arg1, %[[M1]] : i32
+// CHECK:        %[[C4:.*]] = arith.constant 4 : i32
+// CHECK:        %[[REM:.*]] = arith.remsi %[[SUB]], %[[C4]] : i32
+// CHECK:        %[[NEG:.*]] = arith.cmpi slt, %[[REM]], %{{.*}} : i32
+// CHECK:        %[[UP:.*]] = arith.addi %[[REM]], %[[C4]] : i32
+// CHECK:        %[[LEFT:.*]] = arith.select %[[NEG]], %[[UP]], %[[REM]] : i32
+// CHECK:        "tt.addptr"(%arg3, %[[LEFT]])
+// CHECK:        %[[TWO:.*]] = arith.addi %arg1, %{{.*}} : i32
+// CHECK-NEXT:   arith.constant 4 : i32
+// CHECK-NEXT:   %[[ACROSS:.*]] = arith.remsi %[[TWO]], %{{.*}} : i32
+// CHECK-NOT:    arith.select
+// CHECK:        "tt.addptr"(%arg3, %[[ACROSS]])
+module {
+  chunk.plan @p world_size(4) {
+    chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.transfer @A_own local copy_engine from <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) to <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) order(0)
+    chunk.transfer @A_left pull ldst from <@A[(r) -> (((r - 1) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r - 1) mod 4) to <@A[(r) -> (((r - 1) mod 4) * 256, 0)] [256, 64]> on (r) -> (r) order(1)
+    chunk.transfer @A_across pull ldst from <@A[(r) -> (((r + 2) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r + 2) mod 4) to <@A[(r) -> (((r + 2) mod 4) * 256, 0)] [256, 64]> on (r) -> (r) order(2)
+    chunk.transfer @A_right pull ldst from <@A[(r) -> (((r + 1) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r + 1) mod 4) to <@A[(r) -> (((r + 1) mod 4) * 256, 0)] [256, 64]> on (r) -> (r) order(3)
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "ring", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
 // Gathering columns: chunks are not contiguous.
 module {
   chunk.plan @p world_size(2) {

@@ -1,5 +1,6 @@
 //! Reading `chunk.plan` ops, and what the passes share about them.
 
+use melior::ir::AffineMap;
 use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir::{self as ir, Op};
 
@@ -819,14 +820,10 @@ fn region_of<'c>(attr: ir::Attr) -> Option<attrs::Region<'c>> {
     attrs::Region::from_attribute(as_attribute(attr))
 }
 
-/// `(buffer, offsets map text, sizes)` of a `#chunk.region` attribute.
-pub fn region_parts(attr: ir::Attr) -> Option<(String, String, Vec<i64>)> {
+/// `(buffer, offsets map, sizes)` of a `#chunk.region` attribute.
+pub fn region_parts<'c>(attr: ir::Attr) -> Option<(String, AffineMap<'c>, Vec<i64>)> {
     let region = region_of(attr)?;
-    Some((
-        region.buffer(),
-        region.offsets().to_string(),
-        region.sizes(),
-    ))
+    Some((region.buffer(), region.offsets(), region.sizes()))
 }
 
 /// A `#chunk.region`'s offsets on `rank`, by the dialect's own evaluator
@@ -835,18 +832,17 @@ pub fn region_offsets(attr: ir::Attr, rank: i64) -> Option<Vec<i64>> {
     region_of(attr)?.offsets_on(rank)
 }
 
-/// A transfer's rank map (`key`: `src_rank` or `dst_rank`) as map text,
-/// `(d0) -> (...)`, for passes that emit it as code.
-pub fn rank_map(t: Op, key: &str) -> Option<String> {
-    let map = attrs::affine_map_of(as_attribute(ir::attr(t, key)?))?;
-    Some(map.to_string())
+/// A transfer's rank map (`key`: `src_rank` or `dst_rank`).
+pub fn rank_map<'c>(t: Op, key: &str) -> Option<AffineMap<'c>> {
+    attrs::affine_map_of(as_attribute(ir::attr(t, key)?))
 }
 
 /// A transfer's rank map (`key`) evaluated on rank `r`, by the dialect's
 /// own evaluator.
 pub fn rank_at(t: Op, key: &str, r: i64) -> Option<i64> {
-    let map = attrs::affine_map_of(as_attribute(ir::attr(t, key)?))?;
-    attrs::evaluate_on_rank(map, r)?.first().copied()
+    attrs::evaluate_on_rank(rank_map(t, key)?, r)?
+        .first()
+        .copied()
 }
 
 #[cfg(test)]
@@ -942,19 +938,16 @@ mod tests {
                 panic!("one transfer")
             };
             let src = ir::attr(t, "src").expect("a source region");
+            let (buffer, offsets, sizes) = region_parts(src).expect("a region");
             assert_eq!(
-                region_parts(src),
-                Some((
-                    "A".into(),
-                    "(d0) -> (((d0 + 1) mod 4) * 256, 8)".into(),
-                    vec![256, 56]
-                ))
+                (buffer.as_str(), offsets.to_string().as_str(), sizes),
+                ("A", "(d0) -> (((d0 + 1) mod 4) * 256, 8)", vec![256, 56])
             );
             assert_eq!(region_offsets(src, 3), Some(vec![0, 8]));
             assert_eq!(rank_at(t, "src_rank", 3), Some(0));
             assert_eq!(rank_at(t, "dst_rank", 3), Some(3));
             assert_eq!(
-                rank_map(t, "src_rank").as_deref(),
+                rank_map(t, "src_rank").map(|m| m.to_string()).as_deref(),
                 Some("(d0) -> ((d0 + 1) mod 4)")
             );
             // Not a region, not a map: nothing, not a panic.

@@ -43,6 +43,7 @@ use crate::{
     fuse_reductions::{count_one, peer_ptr, wait},
     plan::{FlagRange, Plan, fail, internal, region_parts},
 };
+use melior::ir::AffineMap;
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
@@ -71,53 +72,88 @@ pub fn copy_block(len: i64, element_bytes: i64) -> Option<i64> {
     None
 }
 
-/// Emits `map` (one-dimensional affine map text, `(d0) -> (...)`) at `rank`
-/// as i32 arithmetic. Ranks and offsets are non-negative, so `mod` and
-/// `floordiv` are `remsi` and `divsi`.
-pub fn emit_affine(b: &Builder, map: &str, rank: Value) -> Option<Vec<Value>> {
-    let attr = ir::parse_attr(b.ctx, &format!("affine_map<{map}>"))?;
-    unsafe {
-        let m = mlir_sys::mlirAffineMapAttrGetValue(attr);
-        (0..mlir_sys::mlirAffineMapGetNumResults(m))
-            .map(|i| emit_expr(b, mlir_sys::mlirAffineMapGetResult(m, i), rank))
-            .collect()
-    }
+/// Emits `map` (one dimension, no symbols: a rank map or a region's
+/// offsets) at `rank` as i32 arithmetic with MLIR's affine semantics: `mod`
+/// is never negative, `floordiv` and `ceildiv` round down and up, as the
+/// plan verifier evaluated them. A verified map divides only by positive
+/// constants. Where the dividend cannot be negative (built from the rank
+/// and non-negative constants) they are a plain `remsi` / `divsi`; else a
+/// `select` corrects the truncating result, so `(r - 1) mod W` on rank 0 is
+/// `W - 1`, not -1.
+pub fn emit_affine(b: &Builder, map: AffineMap, rank: Value) -> Option<Vec<Value>> {
+    (0..map.result_count())
+        .map(|i| Some(emit_expr(b, map.result(i).ok()?.to_raw(), rank)?.0))
+        .collect()
 }
 
-unsafe fn emit_expr(b: &Builder, e: mlir_sys::MlirAffineExpr, rank: Value) -> Option<Value> {
+/// `e` at `rank`, and whether it is never negative.
+fn emit_expr(b: &Builder, e: mlir_sys::MlirAffineExpr, rank: Value) -> Option<(Value, bool)> {
     use mlir_sys::*;
+    // SAFETY: `e` is a live expression of a live map; the binary accessors
+    // are called on binary expressions only.
     unsafe {
         if mlirAffineExprIsAConstant(e) {
-            return Some(b.const_i32(mlirAffineConstantExprGetValue(e)));
+            let c = mlirAffineConstantExprGetValue(e);
+            return Some((b.const_i32(c), c >= 0));
         }
         if mlirAffineExprIsADim(e) {
-            return Some(rank);
+            return Some((rank, true));
         }
         if !mlirAffineExprIsABinary(e) {
             return None;
         }
-        let lhs = emit_expr(b, mlirAffineBinaryOpExprGetLHS(e), rank)?;
-        let rhs = emit_expr(b, mlirAffineBinaryOpExprGetRHS(e), rank)?;
-        Some(if mlirAffineExprIsAAdd(e) {
-            b.addi(lhs, rhs)
-        } else if mlirAffineExprIsAMul(e) {
-            b.muli(lhs, rhs)
-        } else if mlirAffineExprIsAMod(e) {
-            b.remsi(lhs, rhs)
-        } else if mlirAffineExprIsAFloorDiv(e) {
-            b.divsi(lhs, rhs)
-        } else {
+        let (lhs, lhs_non_negative) = emit_expr(b, mlirAffineBinaryOpExprGetLHS(e), rank)?;
+        let rhs_expr = mlirAffineBinaryOpExprGetRHS(e);
+        let (rhs, rhs_non_negative) = emit_expr(b, rhs_expr, rank)?;
+        if mlirAffineExprIsAAdd(e) {
+            return Some((b.addi(lhs, rhs), lhs_non_negative && rhs_non_negative));
+        }
+        if mlirAffineExprIsAMul(e) {
+            return Some((b.muli(lhs, rhs), lhs_non_negative && rhs_non_negative));
+        }
+        // The divisor of a map without symbols is a constant; the verifier
+        // refused every plan whose divisor is not positive.
+        let positive_divisor =
+            mlirAffineExprIsAConstant(rhs_expr) && mlirAffineConstantExprGetValue(rhs_expr) > 0;
+        if !positive_divisor {
             return None;
-        })
+        }
+        let zero = || b.const_i32(0);
+        let one = || b.const_i32(1);
+        if mlirAffineExprIsAMod(e) {
+            let rem = b.remsi(lhs, rhs);
+            if lhs_non_negative {
+                return Some((rem, true));
+            }
+            let negative = b.cmpi(Cmp::Slt, rem, zero());
+            return Some((b.select(negative, b.addi(rem, rhs), rem), true));
+        }
+        if mlirAffineExprIsAFloorDiv(e) {
+            let quotient = b.divsi(lhs, rhs);
+            if lhs_non_negative {
+                return Some((quotient, true));
+            }
+            let below = b.cmpi(Cmp::Slt, b.remsi(lhs, rhs), zero());
+            return Some((b.select(below, b.subi(quotient, one()), quotient), false));
+        }
+        if mlirAffineExprIsACeilDiv(e) {
+            let quotient = b.divsi(lhs, rhs);
+            let above = b.cmpi(Cmp::Sgt, b.remsi(lhs, rhs), zero());
+            return Some((
+                b.select(above, b.addi(quotient, one()), quotient),
+                lhs_non_negative,
+            ));
+        }
+        None
     }
 }
 
 /// One transfer to copy, with what the code needs.
-struct SmCopy {
+struct SmCopy<'c> {
     op: Op,
-    src_rank_map: String,
-    src_offsets_map: String,
-    dst_offsets_map: String,
+    src_rank_map: AffineMap<'c>,
+    src_offsets_map: AffineMap<'c>,
+    dst_offsets_map: AffineMap<'c>,
     /// Elements in the (contiguous) chunk.
     len: i64,
     /// Elements per copy step (see [`copy_block`]).
@@ -242,7 +278,8 @@ pub fn lower(
         }
         copies.push(SmCopy {
             op: t,
-            src_rank_map: crate::plan::rank_map(t, "src_rank").unwrap_or_default(),
+            src_rank_map: crate::plan::rank_map(t, "src_rank")
+                .ok_or_else(|| internal(t, "cannot read the transfer's source rank map"))?,
             src_offsets_map: src_map,
             dst_offsets_map: dst_map,
             len,
@@ -391,10 +428,10 @@ fn emit_copy(
         "f64" | "i64" => 8,
         _ => 1,
     };
-    let emit = |map: &str| {
+    let emit = |map: AffineMap| {
         emit_affine(&b, map, abi.rank).ok_or_else(|| fail(copy.op, "cannot lower this affine map"))
     };
-    let src_rank = emit(&copy.src_rank_map)?[0];
+    let src_rank = emit(copy.src_rank_map)?[0];
     let linear = |offsets: Vec<Value>| -> Value {
         let mut total = b.const_i64(0);
         for (off, stride) in offsets.into_iter().zip(&copy.strides) {
@@ -402,8 +439,8 @@ fn emit_copy(
         }
         total
     };
-    let src_offsets = emit(&copy.src_offsets_map)?;
-    let dst_offsets = emit(&copy.dst_offsets_map)?;
+    let src_offsets = emit(copy.src_offsets_map)?;
+    let dst_offsets = emit(copy.dst_offsets_map)?;
     let flag_index = copy
         .flag
         .map(|(base, dim, rows)| (base, dst_offsets[dim], rows));
@@ -678,6 +715,66 @@ fn element_of(ptr_type: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use melior::{
+        ir::{Attribute, Module},
+        pass::{PassManager, transform::create_canonicalizer},
+    };
+    use synco_chunk::attrs;
+
+    /// What the code `emit_affine` builds for `map` computes on `rank`:
+    /// the code is built in a function returning it, with a constant rank,
+    /// and folded by the canonicalizer to the constant it returns.
+    fn emitted_value(map: &str, rank: i64) -> Option<i64> {
+        let context = synco_chunk::create_context();
+        let module = Module::parse(
+            &context,
+            "func.func @f() -> i32 {\n  %rank = arith.constant 0 : i32\n  return %rank : i32\n}",
+        )
+        .expect("parses");
+        let attribute = Attribute::parse(&context, &format!("affine_map<{map}>")).expect("a map");
+        let map = attrs::affine_map_of(attribute).expect("an affine map");
+        let module_op = module.as_operation().to_raw();
+        let ret = ir::find_all(module_op, "func.return")[0];
+        let b = Builder::before(ret);
+        let rank = b.const_i32(rank);
+        let [value] = emit_affine(&b, map, rank)?[..] else {
+            panic!("one result")
+        };
+        ir::set_operand(ret, 0, value);
+        let passes = PassManager::new(&context);
+        passes.add_pass(create_canonicalizer());
+        let mut module = module;
+        passes.run(&mut module).expect("canonicalizes");
+        let ret = ir::find_all(module.as_operation().to_raw(), "func.return")[0];
+        ir::constant_int(ir::operands(ret)[0])
+    }
+
+    #[test]
+    fn emitted_affine_code_computes_what_the_verifier_evaluates() {
+        let context = synco_chunk::create_context();
+        for map in [
+            "(d0) -> ((d0 + 1) mod 4)",
+            "(d0) -> ((d0 - 1) mod 4)",
+            "(d0) -> ((d0 * 3 - 7) mod 4)",
+            "(d0) -> (((d0 - 5) floordiv 2) * 64)",
+            "(d0) -> ((d0 - 5) ceildiv 2)",
+            "(d0) -> (d0 ceildiv 3)",
+            "(d0) -> (d0 floordiv 3 + 1)",
+            "(d0) -> (((d0 + 3) mod 4) * 256 + 64)",
+        ] {
+            let attribute =
+                Attribute::parse(&context, &format!("affine_map<{map}>")).expect("a map");
+            let parsed = attrs::affine_map_of(attribute).expect("an affine map");
+            for rank in 0..8 {
+                let expected = attrs::evaluate_on_rank(parsed, rank).expect("evaluates")[0];
+                assert_eq!(
+                    emitted_value(map, rank),
+                    Some(expected),
+                    "{map} on rank {rank}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn copy_block_is_the_largest_step_that_divides_the_chunk() {
