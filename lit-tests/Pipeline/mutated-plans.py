@@ -67,6 +67,18 @@ chunk.plan @ag_gemm4 world_size(4) {
   chunk.consume @A dim(0) tile(128) index("pid_m")
 }
 """),
+    # Written out as transfers, with the plan's own rank maps: mutations
+    # reach the maps' numbers (a rotation by -1, a floordiv, offsets).
+    ("matmul_grouped.generic.mlir", "synco-ag-gemm", """\
+chunk.plan @ag_ring world_size(4) {
+  chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
+  chunk.transfer @own local copy_engine from <@A[(r) -> (r * 2048, 0)] [2048, 4096]> on (r) -> (r) to <@A[(r) -> (r * 2048, 0)] [2048, 4096]> on (r) -> (r) order(0)
+  chunk.transfer @left pull ldst from <@A[(r) -> (((r - 1) mod 4) * 2048, 0)] [2048, 4096]> on (r) -> ((r - 1) mod 4) to <@A[(r) -> (((r - 1) mod 4) * 2048, 0)] [2048, 4096]> on (r) -> (r) order(1)
+  chunk.transfer @across pull ldst from <@A[(r) -> (r * 2048 + 4096 - (r floordiv 2) * 8192, 0)] [2048, 4096]> on (r) -> ((r + 2) mod 4) to <@A[(r) -> (((r + 2) mod 4) * 2048, 0)] [2048, 4096]> on (r) -> (r) order(2)
+  chunk.transfer @right pull ldst from <@A[(r) -> (((r + 1) mod 4) * 2048, 0)] [2048, 4096]> on (r) -> ((r + 1) mod 4) to <@A[(r) -> (((r + 1) mod 4) * 2048, 0)] [2048, 4096]> on (r) -> (r) order(3)
+  chunk.consume @A dim(0) tile(128) index("pid_m")
+}
+"""),
     ("matmul_sources.generic.mlir", "synco-gemm-rs-gather", """\
 chunk.plan @gemm_rs_gather world_size(2) {
   chunk.buffer @A : !chunk.buffer<8192x1024xbf16>
