@@ -153,3 +153,23 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// The copy code computes rank maps and offsets in i32: a map that passes
+// through 2^31 on some rank is refused, even where its value is small
+// ((r * 2^30 + 1) mod 3 is (r + 1) mod 3, but 2 * 2^30 overflows).
+module {
+  chunk.plan @p world_size(3) {
+    chunk.buffer @A : !chunk.buffer<768x64xbf16> bind(0)
+    chunk.transfer @A_own local copy_engine from <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) to <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) order(0)
+    // expected-error @below {{chunk-lower-transfers (ldst): `d0 * 1073741824` may reach 2147483648 on ranks 0 to 2, beyond the 32-bit arithmetic of the copy code}}
+    chunk.transfer @A_next pull ldst from <@A[(r) -> (((r + 1) mod 3) * 256, 0)] [256, 64]> on (r) -> ((r * 1073741824 + 1) mod 3) to <@A[(r) -> (((r + 1) mod 3) * 256, 0)] [256, 64]> on (r) -> (r) order(1)
+    chunk.transfer @A_prev pull ldst from <@A[(r) -> (((r + 2) mod 3) * 256, 0)] [256, 64]> on (r) -> ((r + 2) mod 3) to <@A[(r) -> (((r + 2) mod 3) * 256, 0)] [256, 64]> on (r) -> (r) order(2)
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

@@ -43,7 +43,7 @@ use crate::{
     fuse_reductions::{count_one, peer_ptr, wait},
     plan::{FlagRange, Plan, fail, internal, region_parts},
 };
-use melior::ir::AffineMap;
+use melior::ir::{AffineExpr, AffineMap};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
@@ -73,84 +73,163 @@ pub fn copy_block(len: i64, element_bytes: i64) -> Option<i64> {
 }
 
 /// Emits `map` (one dimension, no symbols: a rank map or a region's
-/// offsets) at `rank` as i32 arithmetic with MLIR's affine semantics: `mod`
-/// is never negative, `floordiv` and `ceildiv` round down and up, as the
-/// plan verifier evaluated them. A verified map divides only by positive
-/// constants. Where the dividend cannot be negative (built from the rank
-/// and non-negative constants) they are a plain `remsi` / `divsi`; else a
-/// `select` corrects the truncating result, so `(r - 1) mod W` on rank 0 is
-/// `W - 1`, not -1.
-pub fn emit_affine(b: &Builder, map: AffineMap, rank: Value) -> Option<Vec<Value>> {
+/// offsets) at `rank` as i32 arithmetic with MLIR's affine semantics, as
+/// the plan verifier evaluated it: `mod` is never negative, `floordiv` and
+/// `ceildiv` round down and up. A verified map divides only by positive
+/// constants. Each subexpression's range over ranks `0..world_size` is
+/// bounded first: where a dividend cannot be negative, `mod` and
+/// `floordiv` are a plain `remsi` / `divsi`; else a `select` corrects the
+/// truncating result (so `(r - 1) mod W` on rank 0 is `W - 1`, not -1). A
+/// map with a value that may leave i32 on some rank is refused, naming it.
+pub fn emit_affine(
+    b: &Builder,
+    map: AffineMap,
+    rank: Value,
+    world_size: i64,
+) -> Result<Vec<Value>, String> {
+    let ranks = Range {
+        lo: 0,
+        hi: i128::from(world_size) - 1,
+    };
     (0..map.result_count())
-        .map(|i| Some(emit_expr(b, map.result(i).ok()?.to_raw(), rank)?.0))
+        .map(|i| {
+            let expr = map.result(i).map_err(|e| e.to_string())?;
+            Ok(emit_expr(b, expr, rank, ranks)?.0)
+        })
         .collect()
 }
 
-/// `e` at `rank`, and whether it is never negative.
-fn emit_expr(b: &Builder, e: mlir_sys::MlirAffineExpr, rank: Value) -> Option<(Value, bool)> {
-    use mlir_sys::*;
-    // SAFETY: `e` is a live expression of a live map; the binary accessors
-    // are called on binary expressions only.
-    unsafe {
-        if mlirAffineExprIsAConstant(e) {
-            let c = mlirAffineConstantExprGetValue(e);
-            return Some((b.const_i32(c), c >= 0));
+/// The values an affine expression takes over a range of ranks, bounded
+/// (`lo <= value <= hi`; the bounds may be loose, never wrong).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Range {
+    lo: i128,
+    hi: i128,
+}
+
+impl Range {
+    /// The smallest range holding the four `values`.
+    fn hull(values: [i128; 4]) -> Range {
+        Range {
+            lo: values.into_iter().fold(i128::MAX, i128::min),
+            hi: values.into_iter().fold(i128::MIN, i128::max),
         }
-        if mlirAffineExprIsADim(e) {
-            return Some((rank, true));
-        }
-        if !mlirAffineExprIsABinary(e) {
-            return None;
-        }
-        let (lhs, lhs_non_negative) = emit_expr(b, mlirAffineBinaryOpExprGetLHS(e), rank)?;
-        let rhs_expr = mlirAffineBinaryOpExprGetRHS(e);
-        let (rhs, rhs_non_negative) = emit_expr(b, rhs_expr, rank)?;
-        if mlirAffineExprIsAAdd(e) {
-            return Some((b.addi(lhs, rhs), lhs_non_negative && rhs_non_negative));
-        }
-        if mlirAffineExprIsAMul(e) {
-            return Some((b.muli(lhs, rhs), lhs_non_negative && rhs_non_negative));
-        }
-        // The divisor of a map without symbols is a constant; the verifier
-        // refused every plan whose divisor is not positive.
-        let positive_divisor =
-            mlirAffineExprIsAConstant(rhs_expr) && mlirAffineConstantExprGetValue(rhs_expr) > 0;
-        if !positive_divisor {
-            return None;
-        }
-        let zero = || b.const_i32(0);
-        let one = || b.const_i32(1);
-        if mlirAffineExprIsAMod(e) {
-            let rem = b.remsi(lhs, rhs);
-            if lhs_non_negative {
-                return Some((rem, true));
-            }
-            let negative = b.cmpi(Cmp::Slt, rem, zero());
-            return Some((b.select(negative, b.addi(rem, rhs), rem), true));
-        }
-        if mlirAffineExprIsAFloorDiv(e) {
-            let quotient = b.divsi(lhs, rhs);
-            if lhs_non_negative {
-                return Some((quotient, true));
-            }
-            let below = b.cmpi(Cmp::Slt, b.remsi(lhs, rhs), zero());
-            return Some((b.select(below, b.subi(quotient, one()), quotient), false));
-        }
-        if mlirAffineExprIsACeilDiv(e) {
-            let quotient = b.divsi(lhs, rhs);
-            let above = b.cmpi(Cmp::Sgt, b.remsi(lhs, rhs), zero());
-            return Some((
-                b.select(above, b.addi(quotient, one()), quotient),
-                lhs_non_negative,
-            ));
-        }
-        None
     }
+}
+
+/// `expr` at `rank`, and the range of its values over `ranks`.
+fn emit_expr(
+    b: &Builder,
+    expr: AffineExpr,
+    rank: Value,
+    ranks: Range,
+) -> Result<(Value, Range), String> {
+    let (value, range) = emit_unchecked(b, expr, rank, ranks)?;
+    let fits = |v: i128| i32::try_from(v).is_ok();
+    if !fits(range.lo) || !fits(range.hi) {
+        return Err(format!(
+            "`{expr}` may reach {} on ranks 0 to {}, beyond the 32-bit arithmetic of the copy code",
+            if fits(range.lo) { range.hi } else { range.lo },
+            ranks.hi
+        ));
+    }
+    Ok((value, range))
+}
+
+fn emit_unchecked(
+    b: &Builder,
+    expr: AffineExpr,
+    rank: Value,
+    ranks: Range,
+) -> Result<(Value, Range), String> {
+    if expr.is_constant() {
+        let c = expr.constant_value();
+        let c128 = i128::from(c);
+        return Ok((b.const_i32(c), Range { lo: c128, hi: c128 }));
+    }
+    if expr.is_dim() {
+        return Ok((rank, ranks));
+    }
+    if !expr.is_binary() {
+        return Err(format!(
+            "`{expr}` has a symbol; rank maps and offsets have none"
+        ));
+    }
+    let (lhs, l) = emit_expr(b, expr.lhs(), rank, ranks)?;
+    let (rhs, r) = emit_expr(b, expr.rhs(), rank, ranks)?;
+    if expr.is_add() {
+        return Ok((
+            b.addi(lhs, rhs),
+            Range {
+                lo: l.lo + r.lo,
+                hi: l.hi + r.hi,
+            },
+        ));
+    }
+    if expr.is_mul() {
+        let products = [l.lo * r.lo, l.lo * r.hi, l.hi * r.lo, l.hi * r.hi];
+        return Ok((b.muli(lhs, rhs), Range::hull(products)));
+    }
+    // Without symbols a divisor is a constant, and the verifier refused
+    // every plan whose divisor is not positive.
+    let divisor = i128::from(expr.rhs().constant_value());
+    if !expr.rhs().is_constant() || divisor <= 0 {
+        return Err(format!(
+            "`{expr}` divides by a value that is not a positive constant"
+        ));
+    }
+    let non_negative = l.lo >= 0;
+    let zero = || b.const_i32(0);
+    let one = || b.const_i32(1);
+    if expr.is_mod() {
+        let rem = b.remsi(lhs, rhs);
+        let range = if non_negative && l.hi < divisor {
+            l
+        } else {
+            Range {
+                lo: 0,
+                hi: divisor - 1,
+            }
+        };
+        if non_negative {
+            return Ok((rem, range));
+        }
+        let negative = b.cmpi(Cmp::Slt, rem, zero());
+        return Ok((b.select(negative, b.addi(rem, rhs), rem), range));
+    }
+    let floor = |v: i128| v.div_euclid(divisor);
+    let ceil = |v: i128| -(-v).div_euclid(divisor);
+    if expr.is_floor_div() {
+        let quotient = b.divsi(lhs, rhs);
+        let range = Range {
+            lo: floor(l.lo),
+            hi: floor(l.hi),
+        };
+        if non_negative {
+            return Ok((quotient, range));
+        }
+        let below = b.cmpi(Cmp::Slt, b.remsi(lhs, rhs), zero());
+        return Ok((b.select(below, b.subi(quotient, one()), quotient), range));
+    }
+    if expr.is_ceil_div() {
+        let quotient = b.divsi(lhs, rhs);
+        let above = b.cmpi(Cmp::Sgt, b.remsi(lhs, rhs), zero());
+        let range = Range {
+            lo: ceil(l.lo),
+            hi: ceil(l.hi),
+        };
+        return Ok((b.select(above, b.addi(quotient, one()), quotient), range));
+    }
+    Err(format!(
+        "`{expr}` is not an affine operation the copy code lowers"
+    ))
 }
 
 /// One transfer to copy, with what the code needs.
 struct SmCopy<'c> {
     op: Op,
+    /// The ranks its maps are evaluated on: `0..world_size`.
+    world_size: i64,
     src_rank_map: AffineMap<'c>,
     src_offsets_map: AffineMap<'c>,
     dst_offsets_map: AffineMap<'c>,
@@ -278,6 +357,7 @@ pub fn lower(
         }
         copies.push(SmCopy {
             op: t,
+            world_size: plan.world_size,
             src_rank_map: crate::plan::rank_map(t, "src_rank")
                 .ok_or_else(|| internal(t, "cannot read the transfer's source rank map"))?,
             src_offsets_map: src_map,
@@ -429,7 +509,8 @@ fn emit_copy(
         _ => 1,
     };
     let emit = |map: AffineMap| {
-        emit_affine(&b, map, abi.rank).ok_or_else(|| fail(copy.op, "cannot lower this affine map"))
+        emit_affine(&b, map, abi.rank, copy.world_size)
+            .map_err(|why| fail(copy.op, format!("chunk-lower-transfers (ldst): {why}")))
     };
     let src_rank = emit(copy.src_rank_map)?[0];
     let linear = |offsets: Vec<Value>| -> Value {
@@ -721,10 +802,11 @@ mod tests {
     };
     use synco_chunk::attrs;
 
-    /// What the code `emit_affine` builds for `map` computes on `rank`:
-    /// the code is built in a function returning it, with a constant rank,
-    /// and folded by the canonicalizer to the constant it returns.
-    fn emitted_value(map: &str, rank: i64) -> Option<i64> {
+    /// What the code `emit_affine` builds for `map` on 8 ranks computes on
+    /// `rank` (or why it refused the map): the code is built in a function
+    /// returning it, with a constant rank, and folded by the canonicalizer
+    /// to the constant it returns.
+    fn emitted_value(map: &str, rank: i64) -> Result<Option<i64>, String> {
         let context = synco_chunk::create_context();
         let module = Module::parse(
             &context,
@@ -737,7 +819,7 @@ mod tests {
         let ret = ir::find_all(module_op, "func.return")[0];
         let b = Builder::before(ret);
         let rank = b.const_i32(rank);
-        let [value] = emit_affine(&b, map, rank)?[..] else {
+        let [value] = emit_affine(&b, map, rank, 8)?[..] else {
             panic!("one result")
         };
         ir::set_operand(ret, 0, value);
@@ -746,7 +828,25 @@ mod tests {
         let mut module = module;
         passes.run(&mut module).expect("canonicalizes");
         let ret = ir::find_all(module.as_operation().to_raw(), "func.return")[0];
-        ir::constant_int(ir::operands(ret)[0])
+        Ok(ir::constant_int(ir::operands(ret)[0]))
+    }
+
+    #[test]
+    fn maps_beyond_32_bits_are_refused() {
+        // 7 * 2^28 fits in i32; 7 * 2^29 does not, even where the result
+        // would (a mod brings it back).
+        assert_eq!(
+            emitted_value("(d0) -> (d0 * 268435456)", 7),
+            Ok(Some(7 << 28))
+        );
+        for map in [
+            "(d0) -> (d0 * 536870912)",
+            "(d0) -> ((d0 * 536870912) mod 3)",
+            "(d0) -> (d0 - 2147483649)",
+        ] {
+            let why = emitted_value(map, 0).expect_err(map);
+            assert!(why.contains("beyond the 32-bit arithmetic"), "{map}: {why}");
+        }
     }
 
     #[test]
@@ -769,7 +869,7 @@ mod tests {
                 let expected = attrs::evaluate_on_rank(parsed, rank).expect("evaluates")[0];
                 assert_eq!(
                     emitted_value(map, rank),
-                    Some(expected),
+                    Ok(Some(expected)),
                     "{map} on rank {rank}"
                 );
             }
