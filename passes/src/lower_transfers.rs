@@ -52,16 +52,22 @@
 //! * `copy-programs=C` (default 16): programs that copy `ldst` chunks (or
 //!   a staged reduction's).
 //!
+//! Refused, at the transfer or the consumer: transfers into a consumed
+//! buffer that do not set each of its arrival flags exactly once per rank
+//! (see [`check_arrival_flags`]), as a plan written out by hand can.
+//!
 //! Preconditions: collectives expanded; plans verify.
 //! Postconditions: the module carries the schedule; plans keep only their
 //! buffers (no transfers, consumers or producers).
 
 use crate::plan::{
-    Plan, dst_buffer, fail, flag_layout, internal, plans, region_offsets, region_parts,
+    FlagKind, FlagRange, Plan, dst_buffer, fail, flag_layout, internal, loc, plans, region_offsets,
+    region_parts,
 };
 use crate::{fuse_reductions::FUSED_ATTR, sm_copies};
 use serde_json::{Value as Json, json};
-use synco_chunk::{PassDescriptor, PassFailed, attrs};
+use std::collections::HashMap;
+use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
 use synco_ir as ir;
 
 pub const SCHEDULE_ATTR: &str = "synco.host_schedule";
@@ -106,6 +112,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             .filter(|t| !moves_nothing(*t) && ir::attr(*t, FUSED_ATTR).is_none())
             .collect();
         let layout = flag_layout(&plan)?;
+        check_arrival_flags(&plan, &layout)?;
         let mut schedule = schedule(&plan, &layout)?;
         if let Some(programs) = plan.find_kernel_in(module).and_then(persistent_programs) {
             schedule["persistent_programs"] = json!(programs);
@@ -170,6 +177,105 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
         for name in ["chunk.transfer", "chunk.consume", "chunk.produce"] {
             for op in plan.ops_named(name) {
                 ir::erase(op);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses transfers into a consumed buffer that would not set each of its
+/// arrival flags exactly once on every rank. A tile waits for the one flag
+/// of its chunk (`rows_per_chunk` rows along the consumed dimension, the
+/// size of the buffer's first transfer), and the copy that writes the chunk
+/// sets it. So every transfer from another rank must write exactly one
+/// whole chunk: a smaller one would set the flag before the rest of the
+/// chunk arrives (tiles would read stale rows), a larger one would leave
+/// the next chunks' flags unset, and two transfers into one chunk would set
+/// its flag at the first. Every chunk of every other rank's block must be
+/// written: its tiles would wait for it until the runtime's watchdog.
+/// Plans from `chunk-expand-collectives` hold all of this; a plan written
+/// out by hand may not. Buffers whose flags a later copy implies
+/// (`chunk-insert-waits`) have no waits of their own and are skipped.
+fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFailed> {
+    for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
+        let transfers: Vec<ir::Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| dst_buffer(*t).as_deref() == Some(range.buffer.as_str()))
+            .filter(|t| !crate::plan::is_local(*t))
+            .collect();
+        if transfers
+            .iter()
+            .any(|t| ir::attr(*t, crate::insert_waits::IMPLIED_ATTR).is_some())
+        {
+            continue;
+        }
+        let name = &range.buffer;
+        let chunk = range.rows_per_chunk;
+        // The transfer `flag_layout` took the chunk size from.
+        let sized_by = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .find(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
+            .and_then(|t| ir::str_attr(t, "sym_name"))
+            .unwrap_or_default();
+        let mut setters: HashMap<(i64, i64), ir::Op> = HashMap::new();
+        for &t in &transfers {
+            let (Some(dst), Some(sizes)) = (ir::attr(t, "dst"), crate::plan::region_sizes(t))
+            else {
+                return Err(internal(t, "a transfer without a destination region"));
+            };
+            let rows = sizes.get(range.dim).copied().unwrap_or(0);
+            for r in 0..plan.world_size {
+                let (Some(on), Some(offsets)) = (
+                    crate::plan::rank_at(t, "dst_rank", r),
+                    region_offsets(dst, r),
+                ) else {
+                    return Err(internal(t, "cannot evaluate the transfer on every rank"));
+                };
+                let start = offsets.get(range.dim).copied().unwrap_or(0);
+                if rows != chunk || start % chunk != 0 {
+                    return Err(fail(
+                        t,
+                        format!(
+                            "chunk-lower-transfers: tiles wait for @{name} in chunks of {chunk} along dimension {} (the size of @{sized_by}, its first transfer), one flag each, but on rank {on} this transfer writes {rows} from {start}: a transfer into a consumed buffer must write exactly one chunk, or the chunk's flag is set before all of it arrives",
+                            range.dim
+                        ),
+                    ));
+                }
+                let Some(flag) = range.flag_at(&offsets) else {
+                    return Err(internal(t, "the transfer's chunk has no flag"));
+                };
+                if let Some(other) = setters.insert((on, flag), t) {
+                    Diagnostic::error(
+                        loc(t),
+                        format!(
+                            "chunk-lower-transfers: on rank {on}, this transfer and another write chunk {} of @{name}: its flag would be set when the first lands",
+                            flag - range.base
+                        ),
+                    )
+                    .note(loc(other), "the other transfer")
+                    .emit();
+                    return Err(PassFailed);
+                }
+            }
+        }
+        let consume = plan
+            .ops_named("chunk.consume")
+            .into_iter()
+            .find(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
+            .unwrap_or(plan.op);
+        for r in 0..plan.world_size {
+            for index in 0..range.chunks_per_rank * plan.world_size {
+                let owner = index / range.chunks_per_rank;
+                if owner != r && !setters.contains_key(&(r, range.base + index)) {
+                    return Err(fail(
+                        consume,
+                        format!(
+                            "chunk-lower-transfers: on rank {r}, no transfer writes chunk {index} of @{name} (in rank {owner}'s block), but tiles wait for it: the launch would never finish"
+                        ),
+                    ));
+                }
             }
         }
     }
