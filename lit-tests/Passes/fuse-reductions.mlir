@@ -359,3 +359,82 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// Written out by hand with a rotated owner: rank r's @C gets the sum of
+// rank r + 1's block. The plan verifier accepts it (every row of @C gets
+// one partial from every rank); the fused code would not do it.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<256x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<128x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    // expected-error @below {{chunk-fuse-reductions: on rank 0, this transfer moves 128 rows of @P from [128, 0] into @C at [0, 0] of rank 0, but the fused code sums rank o's own block of the partials into the rows from 0 of rank o's @C, 128 whole rows at a time: write the collective and let chunk-expand-collectives expand it}}
+    chunk.transfer @C_own local ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+    chunk.transfer @C_peer pull ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Reducing transfers written out by hand, without the group that names
+// their collective.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<256x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<128x64xbf16>
+    // expected-remark @below {{tiles of @P: the row tile index}}
+    chunk.produce @tiles @P dim(0) tile(128)
+    // expected-error @below {{chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `group` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it}}
+    chunk.transfer @C_own local ldst from <@P[(d0) -> (d0 * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum)
+    chunk.transfer @C_peer pull ldst from <@P[(d0) -> (d0 * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
