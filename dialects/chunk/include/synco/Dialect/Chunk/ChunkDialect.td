@@ -37,6 +37,14 @@ def Chunk_Dialect : Dialect {
     checks for bounds, matching sizes, exact coverage and acyclic
     dependencies.
 
+    A plan may also be written as transfers. The lowering passes then take
+    them as written where they can (rank maps such as `(r - 1) mod W`
+    included) and refuse, at the transfer, what they would not carry out as
+    written: transfers into a consumed buffer that do not move one whole
+    chunk each, or leave a chunk that tiles wait for unwritten
+    (`chunk-lower-transfers`); reducing transfers laid out other than a
+    collective's expansion (`chunk-fuse-reductions`).
+
     The dialect also has the kernel-level synchronisation ops that lowering
     inserts into the fused Triton kernel (`chunk.rank`, `chunk.peer_ptr`,
     `chunk.wait`, `chunk.signal`); `chunk-to-triton` rewrites them into `tt`
