@@ -173,3 +173,21 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// Written from the source's side: rank r's instance writes rank r + 1's
+// buffer, which rank r's copy programs cannot load into.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
+    chunk.transfer @own local copy_engine from <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) to <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) order(0)
+    // expected-error @below {{the ldst backend's copy programs load into their own rank's buffer, but on rank 0 this transfer writes rank 1's: write it from the destination's side, `to <...> on (r) -> (r)`, with its source rank map naming the peer}}
+    chunk.transfer @out push ldst from <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) to <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> ((r + 1) mod 2) order(1)
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

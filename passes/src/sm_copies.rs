@@ -307,6 +307,20 @@ pub fn lower(
                 "the ldst backend copies within one buffer (all_gather); not yet between buffers",
             ));
         }
+        // Rank r's copy programs run the instance of rank r, into r's own
+        // buffer.
+        for r in 0..plan.world_size {
+            let dst_rank = crate::plan::rank_at(t, "dst_rank", r);
+            if dst_rank != Some(r) {
+                return Err(fail(
+                    t,
+                    format!(
+                        "the ldst backend's copy programs load into their own rank's buffer, but on rank {r} this transfer writes {}: write it from the destination's side, `to <...> on (r) -> (r)`, with its source rank map naming the peer",
+                        dst_rank.map_or("an unknown rank".into(), |d| format!("rank {d}'s"))
+                    ),
+                ));
+            }
+        }
         let Some(buffer) = plan.buffer(&dst_buf) else {
             return Err(internal(t, "the transfer's buffer is not in the plan"));
         };
