@@ -41,8 +41,9 @@ def Chunk_Dialect : Dialect {
     them as written where they can (rank maps such as `(r - 1) mod W`
     included) and refuse, at the transfer, what they would not carry out as
     written: transfers into a consumed buffer that do not move one whole
-    chunk each, or leave a chunk that tiles wait for unwritten
-    (`chunk-lower-transfers`); reducing transfers laid out other than a
+    chunk each, or leave a chunk that tiles wait for unwritten, and `ldst`
+    transfers written from the source's side (`chunk-lower-transfers`);
+    reducing transfers laid out other than a
     collective's expansion (`chunk-fuse-reductions`).
 
     The dialect also has the kernel-level synchronisation ops that lowering
