@@ -192,10 +192,11 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 /// chunk arrives (tiles would read stale rows), a larger one would leave
 /// the next chunks' flags unset, and two transfers into one chunk would set
 /// its flag at the first. Every chunk of every other rank's block must be
-/// written: its tiles would wait for it until the runtime's watchdog.
-/// Plans from `chunk-expand-collectives` hold all of this; a plan written
-/// out by hand may not. Buffers whose flags a later copy implies
-/// (`chunk-insert-waits`) have no waits of their own and are skipped.
+/// written: its tiles would wait for it until the runtime's watchdog (or,
+/// where a later copy's flag implies the buffer's, see
+/// `chunk-insert-waits`, read rows that never came). Plans from
+/// `chunk-expand-collectives` hold all of this; a plan written out by hand
+/// may not.
 fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFailed> {
     for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
         let transfers: Vec<ir::Op> = plan
@@ -204,12 +205,11 @@ fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFail
             .filter(|t| dst_buffer(*t).as_deref() == Some(range.buffer.as_str()))
             .filter(|t| !crate::plan::is_local(*t))
             .collect();
-        if transfers
+        // Chunks whose arrival a later copy implies (`chunk-insert-waits`)
+        // set no flag, but their tiles still read them.
+        let implied_by = transfers
             .iter()
-            .any(|t| ir::attr(*t, crate::insert_waits::IMPLIED_ATTR).is_some())
-        {
-            continue;
-        }
+            .find_map(|t| ir::str_attr(*t, crate::insert_waits::IMPLIED_ATTR));
         let name = &range.buffer;
         let chunk = range.rows_per_chunk;
         // The transfer `flag_layout` took the chunk size from.
@@ -269,10 +269,16 @@ fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFail
             for index in 0..range.chunks_per_rank * plan.world_size {
                 let owner = index / range.chunks_per_rank;
                 if owner != r && !setters.contains_key(&(r, range.base + index)) {
+                    let consequence = match &implied_by {
+                        None => "but tiles wait for it: the launch would never finish".to_string(),
+                        Some(by) => format!(
+                            "but tiles read it once @{by}'s chunks arrive: they would read rows that never came"
+                        ),
+                    };
                     return Err(fail(
                         consume,
                         format!(
-                            "chunk-lower-transfers: on rank {r}, no transfer writes chunk {index} of @{name} (in rank {owner}'s block), but tiles wait for it: the launch would never finish"
+                            "chunk-lower-transfers: on rank {r}, no transfer writes chunk {index} of @{name} (in rank {owner}'s block), {consequence}"
                         ),
                     ));
                 }
