@@ -284,3 +284,48 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// Written out by hand with the peer's column chunks swapped: every element
+// still lands once (the plan verifies), but not where the fused gather's
+// copies put it.
+module {
+  chunk.plan @swapped world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) {group = "all_gather_C"}
+    // expected-error @below {{chunk-fuse-gathers: on rank 0, this transfer sends [256, 128] of @C at [256, 0] from rank 1 to [256, 128], but the fused gather sends each rank's own block (256 along dimension 0), 128 along dimension 1 at a time, to the same place on every peer: write the collective and let chunk-expand-collectives expand it}}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] {group = "all_gather_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.muli %pid_n, %c64 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %pitch = arith.constant dense<256> : tensor<128x1xi32>
+    %roff = arith.muli %re, %pitch : tensor<128x1xi32>
+    %k = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %cs = "tt.splat"(%col) : (i32) -> tensor<64xi32>
+    %cols = arith.addi %cs, %k : tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%c) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

@@ -45,6 +45,9 @@
 //! rows with row pitch `N`; the ranks' blocks are rows (`dim(0)`); chunks
 //! hold whole tiles along `p`; backend `copy_engine`; no reduction of the
 //! same plan records side-stream copies.
+//! Refused (`check_layout`): gather transfers, as a plan written out by
+//! hand may have them, that do not send one chunk of their source rank's
+//! own block to the same place on the peer.
 //! Postconditions: the gather's transfers are marked `synco.fused`; the plan
 //! records `synco.reduction_copies`.
 
@@ -123,10 +126,55 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
                 ),
             ));
         }
+        check_layout(&plan, range, &transfers)?;
         fuse(&plan, kernel, abi, range)?;
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in transfers {
                 ir::set_attr(t, FUSED_ATTR, unit);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses gather transfers that the recorded copies would not make as
+/// written: on every rank, each must send one chunk (`rows_per_chunk`
+/// along the tiles' dimension) of its source rank's own block, into the
+/// same place of the destination's buffer, as `record` copies it. The plan
+/// verifier checked that every element lands exactly once; a plan written
+/// out by hand can still move a block elsewhere or relay another rank's.
+fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Op]) -> Result<(), PassFailed> {
+    let chunk = range.rows_per_chunk;
+    let block = range.rank_block;
+    for &t in transfers {
+        let (Some(src), Some(dst), Some(sizes)) = (
+            ir::attr(t, "src"),
+            ir::attr(t, "dst"),
+            crate::plan::region_sizes(t),
+        ) else {
+            return Err(internal(t, "a transfer without regions"));
+        };
+        for r in 0..plan.world_size {
+            let (Some(source), Some(src_at), Some(dst_at)) = (
+                crate::plan::rank_at(t, "src_rank", r),
+                crate::plan::region_offsets(src, r),
+                crate::plan::region_offsets(dst, r),
+            ) else {
+                return Err(internal(t, "cannot evaluate the transfer on every rank"));
+            };
+            let rows = |d: usize| (src_at[d], src_at[d] + sizes[d]);
+            let (first, end) = rows(range.rank_dim);
+            let own_block = first >= source * block && end <= (source + 1) * block;
+            let (start, _) = rows(range.dim);
+            let one_chunk = sizes[range.dim] == chunk && start % chunk == 0;
+            if src_at != dst_at || !own_block || !one_chunk {
+                return Err(fail(
+                    t,
+                    format!(
+                        "chunk-fuse-gathers: on rank {r}, this transfer sends {sizes:?} of @{} at {src_at:?} from rank {source} to {dst_at:?}, but the fused gather sends each rank's own block ({block} along dimension {}), {chunk} along dimension {} at a time, to the same place on every peer: write the collective and let chunk-expand-collectives expand it",
+                        range.buffer, range.rank_dim, range.dim
+                    ),
+                ));
             }
         }
     }

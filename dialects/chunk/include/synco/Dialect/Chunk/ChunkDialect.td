@@ -43,8 +43,9 @@ def Chunk_Dialect : Dialect {
     written: transfers into a consumed buffer that do not move one whole
     chunk each, or leave a chunk that tiles wait for unwritten, and `ldst`
     transfers written from the source's side (`chunk-lower-transfers`);
-    reducing transfers laid out other than a collective's expansion
-    (`chunk-fuse-reductions`).
+    reducing transfers, or gathers of what tiles produce, laid out other
+    than a collective's expansion (`chunk-fuse-reductions`,
+    `chunk-fuse-gathers`).
 
     The dialect also has the kernel-level synchronisation ops that lowering
     inserts into the fused Triton kernel (`chunk.rank`, `chunk.peer_ptr`,
