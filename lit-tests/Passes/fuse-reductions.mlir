@@ -371,7 +371,7 @@ module {
     chunk.buffer @C : !chunk.buffer<128x64xbf16>
     // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: on rank 0, this transfer moves 128 rows of @P from [128, 0] into @C at [0, 0] of rank 0, but the fused code sums rank o's own block of the partials into the rows from 0 of rank o's @C, 128 whole rows at a time: write the collective and let chunk-expand-collectives expand it}}
+    // expected-error @below {{chunk-fuse-reductions: on rank 0, this transfer moves 128 rows of @P at [128, 0] on rank 0 into @C at [0, 0] on rank 0, but the fused code sums rank o's own block of the partials into the rows from 0 of rank o's @C, 128 whole rows at a time: write the collective and let chunk-expand-collectives expand it}}
     chunk.transfer @C_own local ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
     chunk.transfer @C_peer pull ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
   }

@@ -323,20 +323,26 @@ fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
         let whole_rows = (0..sizes.len()).all(|k| k == dim || sizes.get(k) == c_buf.shape.get(k));
         let rows = sizes.get(dim).copied().unwrap_or(0);
         for r in 0..plan.world_size {
-            let key = if gathered { "src_rank" } else { "dst_rank" };
-            let (Some(owner), Some(src_at), Some(dst_at)) = (
-                crate::plan::rank_at(t, key, r),
+            let (Some(from), Some(to), Some(src_at), Some(dst_at)) = (
+                crate::plan::rank_at(t, "src_rank", r),
+                crate::plan::rank_at(t, "dst_rank", r),
                 crate::plan::region_offsets(src, r),
                 crate::plan::region_offsets(dst, r),
             ) else {
                 return Err(internal(t, "cannot evaluate the transfer on every rank"));
             };
+            // Whose block of rows this is: the receiver's sum, or the
+            // sender's gathered sums.
+            let owner = if gathered { from } else { to };
             let start = src_at.get(dim).copied().unwrap_or(0);
             let in_owners_block =
                 one_shot || (start >= owner * block && start < (owner + 1) * block);
             let mut expected = src_at.clone();
-            if into_block && !gathered {
-                expected[dim] -= owner * block;
+            if let Some(row) = expected.get_mut(dim)
+                && into_block
+                && !gathered
+            {
+                *row -= owner * block;
             }
             if rows == chunk
                 && chunk > 0
@@ -359,7 +365,7 @@ fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
             return Err(fail(
                 t,
                 format!(
-                    "chunk-fuse-reductions: on rank {r}, this transfer moves {rows} rows of @{src_name} from {src_at:?} into @{dst_name} at {dst_at:?} of rank {owner}, but the fused code {what} @{dst_name}, {chunk} whole rows at a time: write the collective and let chunk-expand-collectives expand it"
+                    "chunk-fuse-reductions: on rank {r}, this transfer moves {rows} rows of @{src_name} at {src_at:?} on rank {from} into @{dst_name} at {dst_at:?} on rank {to}, but the fused code {what} @{dst_name}, {chunk} whole rows at a time: write the collective and let chunk-expand-collectives expand it"
                 ),
             ));
         }
