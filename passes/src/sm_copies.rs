@@ -172,8 +172,12 @@ fn emit_unchecked(
     }
     // Without symbols a divisor is a constant, and the verifier refused
     // every plan whose divisor is not positive.
-    let divisor = i128::from(expr.rhs().constant_value());
-    if !expr.rhs().is_constant() || divisor <= 0 {
+    let divisor = if expr.rhs().is_constant() {
+        i128::from(expr.rhs().constant_value())
+    } else {
+        0
+    };
+    if divisor <= 0 {
         return Err(format!(
             "`{expr}` divides by a value that is not a positive constant"
         ));
