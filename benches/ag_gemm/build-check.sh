@@ -26,6 +26,10 @@ ALL="grid2d grouped persistent persistent_tma"
 export OUT=build/bench/check
 $B --shapes "4096,4096,7168" --styles "$ALL" --chunks "1 2 4 8" --no-auto
 $B --shapes "4096,4096,7168" --styles "$ALL" --chunks "1 2 4 8" --no-auto --no-local --backend ldst
+# Written out as transfers ((r - k) mod W, pushes from the source's side).
+$B --shapes "4096,4096,7168" --styles "grouped persistent" --chunks "1 4" --no-auto --no-local --backend ldst --written-out pull
+$B --shapes "4096,4096,7168" --styles "grouped persistent" --chunks "1 4" --no-auto --no-local --written-out pull
+$B --shapes "4096,4096,7168" --styles "grouped persistent" --chunks "1 4" --no-auto --no-local --written-out push
 $B --op rs --shapes "4096,7168,4096" --styles "$ALL" --chunks "1 2 4 8" --no-auto
 $B --op rs --rs-mode pull --shapes "4096,7168,4096" --styles "grouped persistent_tma" --chunks "1 2 4 8" --no-auto --no-local
 $B --op rs --rs-mode copy_engine --shapes "4096,7168,4096" --styles "$ALL" --chunks "1 2 4 8" --no-auto --no-local

@@ -35,6 +35,12 @@ esac
 common=(--world "$W" --styles "grid2d grouped persistent persistent_tma" --num-sms 32 --no-auto --no-local)
 "$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS"
 "$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS" --backend ldst
+# The same all-gather written out as transfers, with rank maps the
+# expansion does not write ((r - k) mod W; chunks written from the source's
+# side).
+"$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS" --backend ldst --written-out pull
+"$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS" --written-out pull
+"$B" "${common[@]}" --shapes "$AG" --chunks "$CHUNKS" --written-out push
 "$B" "${common[@]}" --op rs --shapes "$RS" --chunks "$CHUNKS"
 "$B" "${common[@]}" --op rs --rs-mode copy_engine --shapes "$RS" --chunks "$CHUNKS"
 "$B" "${common[@]}" --op ar --shapes "$AR" --chunks "$AR_CHUNKS"

@@ -10,10 +10,18 @@
 #
 # Usage: build.sh [--op ag|rs|rsg|ar|ar2|arg] [--out-chunks "2 4 auto"] [--rs-mode push|pull|stage|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
-#                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N]
+#                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N] [--written-out pull|push]
 #                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
 #
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
+# --written-out pull|push (all-gather, fixed chunk counts) writes the plan
+# out as chunk.transfer ops instead of chunk.all_gather, with rank maps a
+# person would write and chunk-expand-collectives does not: pull, each rank
+# fetches rank (r - k) mod W's chunks, k = 1 .. W-1 (the backend's, copy
+# engine or ldst; ldst lowers the maps into the copy programs' own index
+# arithmetic); push (copy engine), each chunk is written from its source's
+# side, `on (r) -> (r)` to `on (r) -> ((r + k) mod W)`. Directories
+# <style>[_ldst]_<pull|push>-written_c<n>; backend label <backend>_written.
 # --op rsg builds the reduce-scatter computed from gathered operands
 # (examples/gemm_rs/plan-gather.mlir, kernel matmul_kernel_sources, style
 # grouped, tiles column-block-major: GROUP_M = every row tile of the rank's
@@ -73,6 +81,7 @@ RS_MODE=push
 SHAPES_SET=0
 NUM_SMS_SET=0
 TRACE=""
+WRITTEN=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --op) OP="$2"; shift 2 ;;
@@ -91,6 +100,7 @@ while [ $# -gt 0 ]; do
     --warps) WARPS="$2"; shift 2 ;;
     --stages) STAGES="$2"; STAGES_SET=1; shift 2 ;;
     --trace) TRACE="chunk-trace-tiles,"; shift ;;
+    --written-out) WRITTEN="$2"; shift 2 ;;
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -128,6 +138,20 @@ case $OP in
     ;;
   *) echo "build.sh: --op is ag, rs, rsg, arg, ar or ar2, not $OP" >&2; exit 2 ;;
 esac
+case "$WRITTEN" in
+  "") ;;
+  pull | push)
+    if [ "$OP" != ag ] || [ "$AUTO" = 1 ]; then
+      echo "build.sh: --written-out is for --op ag with fixed chunk counts (add --no-auto)" >&2
+      exit 2
+    fi
+    if [ "$WRITTEN" = push ] && [ "$BACKEND" = ldst ]; then
+      echo "build.sh: --written-out push is for the copy engine (ldst copy programs load into their own rank)" >&2
+      exit 2
+    fi
+    ;;
+  *) echo "build.sh: --written-out is pull or push, not $WRITTEN" >&2; exit 2 ;;
+esac
 if [ "$RS_MODE" = stage ]; then
   if [ "$OP" != rs ] && [ "$OP" != ar2 ]; then
     echo "build.sh: --rs-mode stage is for --op rs or ar2" >&2
@@ -142,6 +166,7 @@ FUSE_MODE=$RS_MODE
 { [ "$RS_MODE" = copy_engine ] || [ "$RS_MODE" = auto ]; } && FUSE_MODE=push
 # The backend as the results name it.
 LABEL=$BACKEND
+[ -n "$WRITTEN" ] && LABEL="${BACKEND}_written"
 { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && { [ "$RS_MODE" = pull ] || [ "$RS_MODE" = stage ]; } && LABEL="${BACKEND}_$RS_MODE"
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
@@ -283,6 +308,30 @@ chunk.plan @gemm_rs world_size($WORLD) {
   chunk.reduce_scatter @P into @C dim(0) chunks($c) backend($BACKEND)
 }
 PLAN
+      elif [ -n "$WRITTEN" ]; then
+        plan="$dir/plan_${BACKEND}_${WRITTEN}-written_$c.mlir"
+        rows=$((block / c))
+        {
+          echo "chunk.plan @ag_gemm world_size($WORLD) {"
+          echo "  chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16> bind(0)"
+          echo "  chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)"
+          order=0
+          for k in $(seq 1 $((WORLD - 1))); do
+            for i in $(seq 0 $((c - 1))); do
+              if [ "$WRITTEN" = pull ]; then
+                peer="(r - $k) mod $WORLD"
+                box="<@A[(r) -> (($peer) * $block + $((i * rows)), 0)] [$rows, $K]>"
+                echo "  chunk.transfer @A_k${k}_c$i pull $BACKEND from $box on (r) -> ($peer) to $box on (r) -> (r) order($order)"
+              else
+                box="<@A[(r) -> (r * $block + $((i * rows)), 0)] [$rows, $K]>"
+                echo "  chunk.transfer @A_k${k}_c$i push $BACKEND from $box on (r) -> (r) to $box on (r) -> ((r + $k) mod $WORLD) order($order)"
+              fi
+              order=$((order + 1))
+            done
+          done
+          echo "  chunk.consume @A dim(0) tile($BM) index(\"pid_m\")"
+          echo "}"
+        } >"$plan"
       else
         cat >"$plan" <<PLAN
 chunk.plan @ag_gemm world_size($WORLD) {
@@ -295,6 +344,7 @@ PLAN
       fi
       tag=$style
       [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
+      [ -n "$WRITTEN" ] && tag="${tag}_$WRITTEN-written"
       { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
       [ "$BACKEND" = auto ] && tag="${style}_auto-backend"
       vdir="$dir/${tag}_c$c"
