@@ -32,7 +32,8 @@ MlirAffineMap syncoChunkRegionGetOffsets(MlirAttribute region) {
 }
 
 intptr_t syncoChunkRegionGetNumSizes(MlirAttribute region) {
-  return static_cast<intptr_t>(cast<RegionAttr>(unwrap(region)).getSizes().size());
+  ArrayRef<int64_t> sizes = cast<RegionAttr>(unwrap(region)).getSizes();
+  return static_cast<intptr_t>(sizes.size());
 }
 
 int64_t syncoChunkRegionGetSize(MlirAttribute region, intptr_t pos) {

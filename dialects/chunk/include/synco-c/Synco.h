@@ -95,7 +95,8 @@ MLIR_CAPI_EXPORTED bool syncoAttributeIsAChunkRegion(MlirAttribute attr);
 
 /// The buffer symbol of a `#chunk.region` (`A` for `@A`). Owned by the
 /// context.
-MLIR_CAPI_EXPORTED MlirStringRef syncoChunkRegionGetBuffer(MlirAttribute region);
+MLIR_CAPI_EXPORTED MlirStringRef
+syncoChunkRegionGetBuffer(MlirAttribute region);
 
 /// The offsets map of a `#chunk.region`: one dimension (the rank), one
 /// result per buffer dimension.
