@@ -121,6 +121,11 @@ KEYWORDS = {
     "bind(2)": ["bind(0)"],
     "split(1)": ["split(0)"],
     "@tiles": ["@other"],
+    # Rank maps (the written-out base).
+    " mod ": [" floordiv ", " ceildiv "],
+    " - ": [" + "],
+    " + ": [" - "],
+    "(r) -> (r)": ["(r) -> ((r + 1) mod 4)"],
 }
 LOCATED_ERROR = re.compile(r"^\S+:\d+:\d+: error: ", re.M)
 
