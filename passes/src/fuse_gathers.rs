@@ -162,11 +162,15 @@ fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Op]) -> Result<(), 
             ) else {
                 return Err(internal(t, "cannot evaluate the transfer on every rank"));
             };
-            let rows = |d: usize| (src_at[d], src_at[d] + sizes[d]);
-            let (first, end) = rows(range.rank_dim);
-            let own_block = first >= source * block && end <= (source + 1) * block;
-            let (start, _) = rows(range.dim);
-            let one_chunk = sizes[range.dim] == chunk && start % chunk == 0;
+            // (first, size) along dimension `d`.
+            let along = |d: usize| Some((*src_at.get(d)?, *sizes.get(d)?));
+            let (Some((first, extent)), Some((start, size))) =
+                (along(range.rank_dim), along(range.dim))
+            else {
+                return Err(internal(t, "a region of another rank than its buffer"));
+            };
+            let own_block = first >= source * block && first + extent <= (source + 1) * block;
+            let one_chunk = size == chunk && start % chunk == 0;
             if src_at != dst_at || !own_block || !one_chunk {
                 return Err(fail(
                     t,
