@@ -167,7 +167,10 @@ fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Op]) -> Result<(), 
             let (Some((first, extent)), Some((start, size))) =
                 (along(range.rank_dim), along(range.dim))
             else {
-                return Err(internal(t, "a region with fewer dimensions than its buffer"));
+                return Err(internal(
+                    t,
+                    "a region with fewer dimensions than its buffer",
+                ));
             };
             let own_block = first >= source * block && first + extent <= (source + 1) * block;
             let one_chunk = size == chunk && start % chunk == 0;

@@ -295,9 +295,7 @@ fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
         } else {
             src_name.clone()
         };
-        let Some(produce) = plan.ops_named("chunk.produce").into_iter().find(|p| {
-            ir::attr(*p, "buffer").and_then(ir::symbol_value).as_deref() == Some(partials.as_str())
-        }) else {
+        let Some(produce) = plan.producer_of(&partials) else {
             return Err(fail(
                 t,
                 format!(

@@ -199,10 +199,20 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
 /// may not.
 fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFailed> {
     for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
-        let transfers: Vec<ir::Op> = plan
+        let name = &range.buffer;
+        let chunk = range.rows_per_chunk;
+        let writers: Vec<ir::Op> = plan
             .ops_named("chunk.transfer")
             .into_iter()
-            .filter(|t| dst_buffer(*t).as_deref() == Some(range.buffer.as_str()))
+            .filter(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
+            .collect();
+        // The transfer `flag_layout` took the chunk size from.
+        let sized_by = writers
+            .first()
+            .and_then(|t| ir::str_attr(*t, "sym_name"))
+            .unwrap_or_default();
+        let transfers: Vec<ir::Op> = writers
+            .into_iter()
             .filter(|t| !crate::plan::is_local(*t))
             .collect();
         // Chunks whose arrival a later copy implies (`chunk-insert-waits`)
@@ -210,15 +220,6 @@ fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFail
         let implied_by = transfers
             .iter()
             .find_map(|t| ir::str_attr(*t, crate::insert_waits::IMPLIED_ATTR));
-        let name = &range.buffer;
-        let chunk = range.rows_per_chunk;
-        // The transfer `flag_layout` took the chunk size from.
-        let sized_by = plan
-            .ops_named("chunk.transfer")
-            .into_iter()
-            .find(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
-            .and_then(|t| ir::str_attr(t, "sym_name"))
-            .unwrap_or_default();
         let mut setters: HashMap<(i64, i64), ir::Op> = HashMap::new();
         for &t in &transfers {
             let (Some(dst), Some(sizes)) = (ir::attr(t, "dst"), crate::plan::region_sizes(t))
@@ -260,11 +261,7 @@ fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFail
                 }
             }
         }
-        let consume = plan
-            .ops_named("chunk.consume")
-            .into_iter()
-            .find(|c| ir::attr(*c, "buffer").and_then(ir::symbol_value).as_deref() == Some(name))
-            .unwrap_or(plan.op);
+        let consume = plan.consumer_of(name).unwrap_or(plan.op);
         for r in 0..plan.world_size {
             for index in 0..range.chunks_per_rank * plan.world_size {
                 let owner = index / range.chunks_per_rank;
