@@ -266,6 +266,20 @@ fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
     let gathers = plan.ops_named("chunk.transfer").into_iter().filter(|t| {
         ir::str_attr(*t, "group").is_some_and(|g| g.starts_with("all_reduce") && g.ends_with("_ag"))
     });
+    // (partials, output, sizes) of each partial buffer's first reducing
+    // transfer: its sizes are the chunk (as in `flag_layout`).
+    let mut firsts: Vec<(String, String, Vec<i64>)> = Vec::new();
+    for r in reducing {
+        let (Some((p, _, sizes)), Some(c)) = (
+            ir::attr(*r, "src").and_then(crate::plan::region_parts),
+            crate::plan::dst_buffer(*r),
+        ) else {
+            continue;
+        };
+        if !firsts.iter().any(|(q, _, _)| *q == p) {
+            firsts.push((p, c, sizes));
+        }
+    }
     for t in reducing.iter().copied().chain(gathers) {
         let gathered = ir::attr(t, "reduce").is_none();
         let (Some(src), Some(dst)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
@@ -280,17 +294,10 @@ fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
         // A two-shot all-reduce's gathering transfers move @C itself; its
         // partials are the reducing transfers' source.
         let partials = if gathered {
-            reducing
+            firsts
                 .iter()
-                .find_map(|r| {
-                    let (Some((p, _, _)), Some(c)) = (
-                        ir::attr(*r, "src").and_then(crate::plan::region_parts),
-                        crate::plan::dst_buffer(*r),
-                    ) else {
-                        return None;
-                    };
-                    (c == dst_name).then_some(p)
-                })
+                .find(|(_, c, _)| *c == dst_name)
+                .map(|(p, _, _)| p.clone())
                 .unwrap_or_default()
         } else {
             src_name.clone()
@@ -308,12 +315,10 @@ fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
             return Err(internal(t, "the transfer's buffers are not in the plan"));
         };
         let block = p_buf.shape.get(dim).copied().unwrap_or(0) / plan.world_size;
-        let chunk = reducing
+        let chunk = firsts
             .iter()
-            .find_map(|r| {
-                let (p, _, sizes) = ir::attr(*r, "src").and_then(crate::plan::region_parts)?;
-                (p == partials).then(|| sizes.get(dim).copied())?
-            })
+            .find(|(p, _, _)| *p == partials)
+            .and_then(|(_, _, sizes)| sizes.get(dim).copied())
             .unwrap_or(0);
         let kind = reduction_kind(plan, &partials);
         let one_shot = kind == Some(ReductionKind::AllReduce);
