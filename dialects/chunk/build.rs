@@ -10,6 +10,9 @@
 //!
 //! (Linking MLIR's C API is `synco-mlir-sys`'s job.)
 
+#[path = "build/pass_glue.rs"]
+mod pass_glue;
+
 use std::{
     env, fs,
     path::{Path, PathBuf},
@@ -17,19 +20,71 @@ use std::{
 };
 
 /// ODS inputs and the generator flags run on each; outputs land in
-/// `$OUT_DIR/include/synco/Dialect/Chunk/<stem>.<ext>`.
-const TBLGEN_JOBS: &[(&str, &str, &str)] = &[
-    ("ChunkOps.td", "-gen-dialect-decls", "ChunkDialect.h.inc"),
-    ("ChunkOps.td", "-gen-dialect-defs", "ChunkDialect.cpp.inc"),
-    ("ChunkOps.td", "-gen-op-decls", "ChunkOps.h.inc"),
-    ("ChunkOps.td", "-gen-op-defs", "ChunkOps.cpp.inc"),
-    ("ChunkOps.td", "-gen-typedef-decls", "ChunkTypes.h.inc"),
-    ("ChunkOps.td", "-gen-typedef-defs", "ChunkTypes.cpp.inc"),
-    ("ChunkOps.td", "-gen-attrdef-decls", "ChunkAttrs.h.inc"),
-    ("ChunkOps.td", "-gen-attrdef-defs", "ChunkAttrs.cpp.inc"),
-    ("ChunkOps.td", "-gen-enum-decls", "ChunkEnums.h.inc"),
-    ("ChunkOps.td", "-gen-enum-defs", "ChunkEnums.cpp.inc"),
-    ("ChunkOps.td", "-gen-dialect-doc", "ChunkDialect.md"),
+/// `$OUT_DIR/include/synco/Dialect/Chunk/<output>`.
+const TBLGEN_JOBS: &[(&str, &[&str], &str)] = &[
+    (
+        "ChunkOps.td",
+        &["-gen-dialect-decls", "--dialect=chunk"],
+        "ChunkDialect.h.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-dialect-defs", "--dialect=chunk"],
+        "ChunkDialect.cpp.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-op-decls", "--dialect=chunk"],
+        "ChunkOps.h.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-op-defs", "--dialect=chunk"],
+        "ChunkOps.cpp.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-typedef-decls", "--dialect=chunk"],
+        "ChunkTypes.h.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-typedef-defs", "--dialect=chunk"],
+        "ChunkTypes.cpp.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-attrdef-decls", "--dialect=chunk"],
+        "ChunkAttrs.h.inc",
+    ),
+    (
+        "ChunkOps.td",
+        &["-gen-attrdef-defs", "--dialect=chunk"],
+        "ChunkAttrs.cpp.inc",
+    ),
+    ("ChunkOps.td", &["-gen-enum-decls"], "ChunkEnums.h.inc"),
+    ("ChunkOps.td", &["-gen-enum-defs"], "ChunkEnums.cpp.inc"),
+    (
+        "ChunkOps.td",
+        &["-gen-dialect-doc", "--dialect=chunk"],
+        "ChunkDialect.md",
+    ),
+    (
+        "ChunkPasses.td",
+        &["-gen-pass-decls", "-name", "Chunk"],
+        "ChunkPasses.h.inc",
+    ),
+    (
+        "ChunkPasses.td",
+        &["-gen-enum-decls"],
+        "ChunkPassEnums.h.inc",
+    ),
+    (
+        "ChunkPasses.td",
+        &["-gen-enum-defs"],
+        "ChunkPassEnums.cpp.inc",
+    ),
+    ("ChunkPasses.td", &["-gen-pass-doc"], "ChunkPasses.md"),
 ];
 
 /// The dialect proper: linked into the Rust binaries and into the plugin.
@@ -41,7 +96,8 @@ const DIALECT_SOURCES: &[&str] = &[
 /// The C API, Rust-pass registration and the opt driver: Rust binaries only.
 const SHIM_SOURCES: &[&str] = &[
     "lib/CAPI.cpp",
-    "lib/RustPass.cpp",
+    "lib/ChunkPasses.cpp",
+    "lib/ChunkPipelines.cpp",
     "lib/OptMain.cpp",
     "lib/Diagnostics.cpp",
 ];
@@ -65,15 +121,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cargo:rustc-env=SYNCO_CHUNK_TD_INCLUDE={}",
         src_include.display()
     );
-    for dir in ["include", "lib"] {
+    for dir in ["include", "lib", "build"] {
         rerun_if_tree_changed(&manifest_dir.join(dir))?;
     }
 
     let tblgen = llvm.join("bin/mlir-tblgen");
-    for (td, flag, output) in TBLGEN_JOBS {
+    for (td, flags, output) in TBLGEN_JOBS {
         let status = Command::new(&tblgen)
-            .arg(flag)
-            .arg("--dialect=chunk")
+            .args(*flags)
             .arg("-I")
             .arg(&llvm_include)
             .arg("-I")
@@ -84,9 +139,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .status()
             .map_err(|e| format!("cannot run {}: {e}", tblgen.display()))?;
         if !status.success() {
-            return Err(format!("mlir-tblgen {flag} {td} failed").into());
+            return Err(format!("mlir-tblgen {flags:?} {td} failed").into());
         }
     }
+    generate_pass_glue(&llvm, &src_include, &gen_dir, &out_dir)?;
 
     // The C++ must be compiled by the clang that built Debian's libMLIR.so:
     // MLIR resolves some TypeIDs (trait checks such as
@@ -159,7 +215,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gen_dir.join("ChunkDialect.md"),
             profile_dir.join("ChunkDialect.generated.md"),
         )?;
+        fs::copy(
+            gen_dir.join("ChunkPasses.md"),
+            profile_dir.join("ChunkPasses.generated.md"),
+        )?;
     }
+    Ok(())
+}
+
+/// Reads `ChunkPasses.td`'s records and writes the C++ pass classes and
+/// the Rust option structs that connect each declared pass to its body.
+fn generate_pass_glue(
+    llvm: &Path,
+    src_include: &Path,
+    gen_dir: &Path,
+    out_dir: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let output = Command::new(llvm.join("bin/llvm-tblgen"))
+        .arg("--dump-json")
+        .arg("-I")
+        .arg(llvm.join("include"))
+        .arg("-I")
+        .arg(src_include)
+        .arg(src_include.join("synco/Dialect/Chunk/ChunkPasses.td"))
+        .output()
+        .map_err(|e| format!("cannot run llvm-tblgen: {e} (install llvm-22-tools)"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "llvm-tblgen --dump-json ChunkPasses.td failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    let records: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let decls = pass_glue::read(&records)?;
+    fs::write(
+        gen_dir.join("ChunkPassImpls.cpp.inc"),
+        pass_glue::cpp(&decls),
+    )?;
+    fs::write(
+        gen_dir.join("ChunkPassParsers.h.inc"),
+        pass_glue::cpp_parsers(&decls),
+    )?;
+    fs::write(out_dir.join("pass_options.rs"), pass_glue::rust(&decls)?)?;
     Ok(())
 }
 

@@ -19,7 +19,8 @@
 // RUN: not synco-opt %s --split-input-file \
 // RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=both})' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=MODE
-// MODE: error: chunk-fuse-reductions: mode=both is not push, pull or stage
+// MODE: for the --mode option: 'both' is not one of push, pull, stage
+// MODE: failed to add `chunk-fuse-reductions` with options `mode=both`
 
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):

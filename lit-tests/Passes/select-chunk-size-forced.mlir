@@ -9,7 +9,8 @@
 // RUN:   | FileCheck %s --check-prefix=BADVALUE
 // RUN: not synco-opt %s --pass-pipeline='builtin.module(chunk-select-chunk-size{chunk-count=2})' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADOPTION
-// BADVALUE: error: chunk-select-chunk-size: option chunks-per-rank=two is not an integer
+// BADVALUE: for the --chunks-per-rank option: 'two' value invalid for long argument
+// BADVALUE: failed to add `chunk-select-chunk-size` with options `chunks-per-rank=two`
 // BADOPTION: no such option chunk-count
 
 // CHECK-LABEL: chunk.plan @forced

@@ -1,34 +1,33 @@
 //! `chunk-bind-kernel`: give the plan's kernel the fused kernel's ABI.
 //!
-//! Appends the arguments listed in [`crate::abi`] to the `tt.func` named by
-//! each plan's `kernel(@...)` (function type, entry block arguments named
-//! after them, `arg_attrs` extended), and records where they start in the
-//! discardable attribute `synco.abi_first_arg`; then one pointer argument
-//! per plan buffer without `bind(i)` (listed in `synco.abi_buffers`).
-//! Kernel-level chunk ops
-//! (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
-//!
-//! Options: none.
-//! Preconditions: each plan names a `tt.func` of the module, not yet bound.
-//! Postconditions: the kernel takes the ABI arguments; the rest of the IR is
-//! unchanged.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkBindKernel` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
     abi::{ARGS, FIRST_ARG_ATTR, append_args, append_buffer_args},
     plan::{Plan, fail, plans},
 };
-use synco_chunk::{PassDescriptor, PassFailed};
+use melior::ir::operation::OperationRef;
+use synco_chunk::PassFailed;
+use synco_chunk::passes::{ChunkBindKernelOptions, PassOptions, RustPass};
 use synco_ir::{self as ir, Op};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-bind-kernel",
-    description: "Append the fused-kernel ABI arguments (rank, heap bases, flags, epoch, errors) to the plan's kernel",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-bind-kernel`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+impl RustPass for Pass {
+    type Options = ChunkBindKernelOptions;
+
+    fn run(module: OperationRef, options: &ChunkBindKernelOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkBindKernelOptions::ARGUMENT;
+
+fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
         let kernel = plan.kernel_in(module.to_raw())?;
         if ir::attr(kernel, FIRST_ARG_ATTR).is_some() {
@@ -52,14 +51,14 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string()))
         .collect();
-    append_args(kernel, &args, "{}", PASS.argument)?;
+    append_args(kernel, &args, "{}", NAME)?;
     let unbound: Vec<(&str, &str)> = plan
         .buffers
         .iter()
         .filter(|b| b.arg.is_none())
         .map(|b| (b.name.as_str(), b.element.as_str()))
         .collect();
-    append_buffer_args(kernel, &unbound, PASS.argument)?;
+    append_buffer_args(kernel, &unbound, NAME)?;
     ir::set_attr(
         kernel,
         FIRST_ARG_ATTR,

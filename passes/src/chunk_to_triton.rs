@@ -1,67 +1,32 @@
 //! `chunk-to-triton`: lower the remaining chunk ops to ops Triton compiles.
 //!
-//! Kernel-level ops are rewritten against the kernel's ABI arguments (see
-//! [`crate::abi`]):
-//!
-//! * `chunk.rank`, `chunk.world_size` -> `synco_rank`, `synco_world_size`;
-//! * `chunk.peer_ptr %p, %peer` -> `int_to_ptr(ptr_to_int(p) -
-//!   heap_bases[rank] + heap_bases[peer])`, built as a `tt.addptr` by that
-//!   difference in elements (assumed a multiple of 16: heap bases are
-//!   aligned) so that loads through it stay vectorised; element-wise for a
-//!   tensor of pointers;
-//! * `chunk.wait %flags[%c], %epoch count(n)` -> a bounded spin, one PTX
-//!   loop in a `tt.elementwise_inline_asm`: read the flag with
-//!   `ld.<sem>.<scope>` until it reaches `epoch * n`, an error is recorded,
-//!   or `timeout_ns` have passed (`%globaltimer`), sleeping 64 ns
-//!   (`nanosleep`) between reads; if the flag fell short, claim the error
-//!   buffer with an acq_rel/sys compare-and-swap and record
-//!   `[1, rank, c, epoch]`. Once an error is recorded, later waits fall
-//!   through, so the kernel ends and the host reports it;
-//! * `chunk.signal %flags[%c], %epoch` -> CTA barrier (`bar.sync 0`),
-//!   then one thread's atomic exchange of the epoch into the flag with the
-//!   op's semantic and scope (release: its fence covers the whole
-//!   program's writes, which the barrier ordered before it);
-//! * `chunk.arrive %flags[%c]` -> the same barrier, then one thread's
-//!   atomic add of 1 with the op's semantic and scope;
-//! * `chunk.trace <event> %trace[%record], %tile` -> one asm block in which
-//!   thread 0 stores `%globaltimer` into the record's word for the event
-//!   (`wait_begin` only if the word is still 0); `tile_begin` writes the
-//!   whole record (the other events' words cleared, the tile, `%smid` and
-//!   `%ctaid`); records at or beyond `records` are skipped.
-//!
-//! Plans are erased (their schedule was recorded by
-//! `chunk-lower-transfers`), as are Synco's marker attributes.
-//!
-//! A loop Triton flattens (`tt.flatten`, a persistent kernel's tile loop)
-//! whose body now ends in an op with regions (the fused epilogue's
-//! `scf.if`) gets a side-effecting no-op (`mov.u32 $0, 0;`) appended to its
-//! body: Triton 3.6's `tritongpu-fuse-nested-loops` takes every value used
-//! inside the epilogue's last op for an epilogue output and builds an
-//! invalid `scf.if` (triton-lang/triton PR 11863, open); the no-op keeps
-//! those uses inside the epilogue.
-//!
-//! Options: none.
-//! Preconditions: the kernel was bound (`chunk-bind-kernel`); no
-//! `chunk.transfer` or collective remains.
-//! Postconditions: no chunk op remains; the module is plain TTIR.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkToTriton` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
     abi::{BUFFERS_ATTR, FIRST_ARG_ATTR, abi_args, enclosing_kernel},
     plan::fail,
     tiles::{FLATTEN_ATTR, TILE_INDEX_ATTR},
 };
-use synco_chunk::{PassDescriptor, PassFailed, attrs};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkToTritonOptions, RustPass};
+use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, builder::Cmp};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-to-triton",
-    description: "Lower chunk.rank/world_size/peer_ptr/wait/signal/arrive to tt/arith/scf ops and drop plans",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-to-triton`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+impl RustPass for Pass {
+    type Options = ChunkToTritonOptions;
+
+    fn run(module: OperationRef, options: &ChunkToTritonOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+fn run(module: OperationRef, _options: &ChunkToTritonOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for op in ir::walk(module) {
         let name = ir::op_name(op);

@@ -1,75 +1,31 @@
 //! `chunk-expand-collectives`: turn collectives into explicit transfers.
 //!
-//! Each collective of a `chunk.plan` becomes the `chunk.transfer` ops that
-//! implement it, in one `group` per phase (so the plan verifier checks their
-//! coverage), and the collective is erased. The dimension `d` of the
-//! collective splits into `W` blocks of `B = shape[d] / W` rows; each block
-//! into `n` chunks of `B / n` rows (`chunks(n)`). Rank `r` always handles its
-//! own chunks first, then its peers in rank-rotated order `r+1, r+2, ...`
-//! (mod `W`); `order` is that position. Transfers are named
-//! `@<dst>_p<k>_c<c>` (chunk `c` with peer `r + k`; phases of two-shot
-//! all-reduce add `_rs` / `_ag`).
-//!
-//! * `all_gather @A` (direct): block `r+k` of `A`, from rank `r+k` into the
-//!   same place; `k = 0` is a `local` marker (rows already in place). With
-//!   `split(s)` the chunks of a block are ranges along dimension `s` (all of
-//!   the block along `d`), named the same way.
-//! * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
-//!   block `r+k` of `Y`.
-//! * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
-//!   `P`, reduced into `C` (which holds one block) on rank `r`; `k = 0` is
-//!   the rank's own partial, a local reducing copy.
-//! * `all_reduce @P into @C`, `one_shot`: every rank reduces every rank's
-//!   whole `P` into its `C`; `two_shot`: a reduce-scatter into block `r` of
-//!   `C`, then an all-gather of the other blocks of `C`, each chunk after the
-//!   reduce-scatter chunks that produce it.
-//!
-//! Transfers of an all-gather or all-to-all with `backend(copy_engine)` are
-//! pushed: the source rank's copy engine drives them (each chunk pulled
-//! across NVLink cost about 11 us more than one pushed, `benches/ag_gemm`
-//! README, "Gathering operands, fused by hand"). `ldst` transfers are
-//! pulled by the consumer's copy programs.
-//!
-//! Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
-//! wait for those tiles (`after [@producer]`), and so do an all-gather's
-//! transfers of such a buffer (each rank's block is what its tiles write;
-//! `chunk-fuse-gathers` has the tiles count each chunk).
-//!
-//! A `reduce_scatter @P` with `backend(copy_engine)` (or a two-shot
-//! `all_reduce`, whose first phase is one) also declares
-//! `chunk.buffer @P_staging {synco.staging}`: `W - 1` blocks of `P`'s
-//! shape, unbound (a kernel argument that the runtime allocates with the
-//! kernel), where the copy engine lands the peers' partials of the rank's
-//! own block (source `s` on rank `r` in slot `(s - r - 1) mod W`; see
-//! [`crate::plan::staging_slot`]), so that no copy overwrites rows the
-//! rank's own tiles write.
-//!
-//! A one-shot `all_reduce @P` of `W > 2` ranks declares `@P_staging` too:
-//! `W - 2` copies of `P`'s shape, where peers push their whole partials.
-//! Source `s` lands on rank `r` in slot `(s - r - 1) mod W`; slot 0 is the
-//! rank's own `P` (a one-shot all-reduce never stores its own partial
-//! there), slot `k > 0` is copy `k - 1` of the staging buffer.
-//!
-//! Options: none.
-//! Preconditions: every collective has an explicit chunk count and
-//! backend (run `chunk-select-chunk-size` for `chunks(auto)`,
-//! `chunk-select-backend` for `backend(auto)`).
-//! Postconditions: no collective ops remain in plans; the plans verify.
-//! Not yet supported (refused with an error): the `ring` algorithm.
-//! Refused: a plan whose transfers times its world size would exceed
-//! [`MAX_RANK_COPIES`] (every transfer is checked on every rank).
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkExpandCollectives` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::plan::{Plan, fail, internal, plans};
-use synco_chunk::{PassDescriptor, PassFailed, attrs};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
+use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-expand-collectives",
-    description: "Expand chunk collectives (all_gather, all_to_all) into explicit chunk.transfer ops",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-expand-collectives`.
+pub struct Pass;
+
+impl RustPass for Pass {
+    type Options = ChunkExpandCollectivesOptions;
+
+    fn run(
+        module: OperationRef,
+        options: &ChunkExpandCollectivesOptions,
+    ) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkExpandCollectivesOptions::ARGUMENT;
 
 /// The most per-rank copies (transfers x world size) a plan may expand
 /// into: the plan verifier and the later passes check every transfer on
@@ -79,7 +35,7 @@ pub static PASS: PassDescriptor = PassDescriptor {
 /// 14 GB).
 const MAX_RANK_COPIES: i64 = 1 << 23;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
         let mut transfers = plan.ops_named("chunk.transfer").len() as i64;
         for op in plan.body_ops() {
@@ -429,14 +385,8 @@ impl<'p> Expansion<'p> {
         } else {
             return Ok(());
         };
-        let (name, shape, element) = crate::plan::staging_decl(
-            self.plan,
-            &self.src,
-            self.dim,
-            rows,
-            self.op,
-            PASS.argument,
-        )?;
+        let (name, shape, element) =
+            crate::plan::staging_decl(self.plan, &self.src, self.dim, rows, self.op, NAME)?;
         crate::plan::build_buffer(
             &self.b,
             self.op,

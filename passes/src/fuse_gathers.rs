@@ -1,55 +1,10 @@
 //! `chunk-fuse-gathers`: send what the kernel's tiles produce to every peer,
 //! chunk by chunk, as soon as the tiles of a chunk are done.
 //!
-//! Input: a plan whose `chunk.produce @tiles @C dim(p) tile(T)` buffer is
-//! moved by an all-gather (`chunk.all_gather @C dim(0) ...`, backend
-//! `copy_engine`), expanded into transfers that wait for the producer
-//! (`after [@tiles]`, see `chunk-expand-collectives`). Rank `r`'s kernel
-//! computes block `r` of `@C` (its `M/W` rows); every rank must end with
-//! all of `@C`. This is how an all-reduce computed from gathered operands
-//! ends: each rank computes its rows of the sum, then gathers the others'.
-//!
-//! The pass rewrites the kernel's one store of `@C`, `tt.store %ptrs, %v`
-//! (a tile of the kernel's own `[M/W, N]` rows), where `t` is the tile
-//! index along `p` (found as `chunk-reorder-tiles` finds it, or named by
-//! `index("...")`). With `c = t * T / S` the tile's chunk (`S` the chunk's
-//! extent along `p`) and `g = r * n + c` its global index:
-//!
-//! ```mlir
-//! // Into rank r's block of @C: rows r * M/W and on.
-//! tt.store %ptrs + r * (M/W) * N, %v
-//! // One more tile of chunk g (CTA barrier, release at system scope).
-//! chunk.arrive %flags[produced(g)]
-//! ```
-//!
-//! and records, per rank, the side stream's copies (`synco.reduction_copies`,
-//! in the kernel's chunk order): once `produced(g)` reaches `epoch * n_t`
-//! (`n_t` tiles per chunk), chunk `g` of the rank's block goes to the same
-//! place in every peer's `@C` (a 2D copy when chunks are column ranges,
-//! `split(1)`). The copies set no flag: no kernel waits for them, and the
-//! runtime's streams order the rest (`synco_manifest::FusedPlan::
-//! copies_ordered_by_streams`, `sources_ordered_by_streams`): a launch ends
-//! on rank `r` once every other rank's side stream has made its copies, the
-//! copies into `r` start after `r`'s previous launch, and a rank's next
-//! kernel, whose tiles overwrite the chunks, starts after its copies. The
-//! counters are the range's flags (`plan::FlagKind::Output`: `produced(g)`
-//! is flag `base + g`). The transfers are marked `synco.fused`.
-//!
-//! No tile waits for another rank: the copy engine reads what the tiles
-//! stored, so the result is the kernel's own bits on every rank.
-//!
-//! Options: none.
-//! Preconditions: collectives expanded, `chunk-bind-kernel` ran; `@C` is a
-//! 2D row-major `[M, N]` buffer bound to the kernel argument that the
-//! kernel stores once per tile, at the addresses of its own `[M/W, N]`
-//! rows with row pitch `N`; the ranks' blocks are rows (`dim(0)`); chunks
-//! hold whole tiles along `p`; backend `copy_engine`; no reduction of the
-//! same plan records side-stream copies.
-//! Refused (`check_layout`): gather transfers, as a plan written out by
-//! hand may have them, that do not send one chunk of their source rank's
-//! own block to the same place on the peer.
-//! Postconditions: the gather's transfers are marked `synco.fused`; the plan
-//! records `synco.reduction_copies`.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkFuseGathers` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
     fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive},
@@ -59,19 +14,26 @@ use crate::{
     },
     tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
 };
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkFuseGathersOptions, PassOptions, RustPass};
+use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op};
 use synco_manifest::{CopyRows, ReductionCopy};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-fuse-gathers",
-    description: "Have the kernel's tiles count each chunk of an output that an all-gather sends, and the copy engine send each finished chunk to every peer",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-fuse-gathers`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+impl RustPass for Pass {
+    type Options = ChunkFuseGathersOptions;
+
+    fn run(module: OperationRef, options: &ChunkFuseGathersOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkFuseGathersOptions::ARGUMENT;
+
+fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
         let outputs: Vec<FlagRange> = flag_layout(&plan)?
@@ -81,7 +43,7 @@ fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result
         if outputs.is_empty() {
             continue;
         }
-        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
         if let [_, second, ..] = &outputs[..] {
             return Err(fail(
                 plan.op,
@@ -294,7 +256,7 @@ fn fuse(
             format!("chunk-fuse-gathers: the tile index of @{name} must be computed in the kernel, not a block argument"),
         )
     })?;
-    let store = tile_store(kernel, arg, name, index_op, produce, PASS.argument)?;
+    let store = tile_store(kernel, arg, name, index_op, produce, NAME)?;
     // The chunk is computed from `t`: the store's addresses must be `t`
     // tiles in (not, say, a reordered copy of it).
     if !scaled_by_tile(&[store], tile)

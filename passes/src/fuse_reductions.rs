@@ -1,109 +1,10 @@
 //! `chunk-fuse-reductions`: fuse a reduce-scatter, or a one-shot
 //! all-reduce, into the GEMM tiles that produce its partials.
 //!
-//! (The one-shot all-reduce is `fuse_all_reduce`: every tile pushes its
-//! partial to every peer and adds the peers', in the kernel's own order on
-//! every rank; with more than 2 ranks, peers' partials beyond the first
-//! land in `@P_staging`, declared by `chunk-expand-collectives`. Its
-//! precondition beyond the reduce-scatter's: the kernel runs the tiles of a
-//! chunk together (a row of tiles with Triton's GROUP_M = 1 swizzle), since
-//! each waits for the peers' same chunk; chunks of more than 128 tiles are
-//! refused. The rest of this comment is the reduce-scatter.)
-//!
-//! Input: a plan whose `chunk.reduce_scatter @P into @C ... backend(ldst)`
-//! was expanded into reducing transfers that wait for
-//! `chunk.produce @tiles @P dim(0) tile(T)`: every rank's kernel computes a
-//! partial `P [M, N]`, and rank `r` must end with rows
-//! `[r * M/W, (r + 1) * M/W)` of the sum of all partials in `C [M/W, N]`.
-//!
-//! The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`,
-//! where the tile's rows start at `t' * T` (`t'` is the tile index marked by
-//! `chunk-reorder-tiles`, which already orders the tiles so that a rank's
-//! own chunks come after the peers' chunks they wait for). With `g` the global chunk
-//! holding the rows, its owner `o = g / chunks_per_rank`, `n` the tiles that
-//! write one chunk and `flags[g]` the chunk's counter:
-//!
-//! ```mlir
-//! scf.if (%o == rank) {
-//!   // Own rows: the peers' partials of this chunk are ready...
-//!   chunk.wait %flags[g], %epoch count((W - 1) * n)
-//!   // ...they are added in rank order in f32 (the tile's own partial %v in
-//!   // place of rank's), rounded once, and stored into @C...
-//!   %sum = x_0 + x_1 + ... + x_{W-1}, x_s = s == rank ? %v : load(partial of s)
-//!   tt.store %c_ptrs, truncf(%sum)
-//!   // ...and every peer may overwrite its partial (next epoch).
-//!   chunk.arrive peer_ptr(%flags, s)[g]     for every s != rank
-//! } else {
-//!   // A partial for rank o: wait until o consumed the previous epoch's...
-//!   chunk.wait %flags[g], %epoch - 1 count(n)
-//!   tt.store (partial of rank for o), %v
-//!   chunk.arrive peer_ptr(%flags, o)[g]      // ...then tell o it is ready
-//! }
-//! ```
-//!
-//! Where partials travel is the option `mode`, or the copy engine:
-//!
-//! * `push` (default): a tile stores its partial for rank `o` straight into
-//!   `o`'s `@P` over NVLink, in the block of rows of the source rank (rank
-//!   `o` never stores its own partial of other ranks' rows there: it pushes
-//!   them too), so the bytes move while the GEMM still computes other
-//!   tiles, and owners read their peers' partials from local memory;
-//! * `pull`: a tile stores its partial locally, at its own rows; owners
-//!   load it from the producer's `@P` over NVLink in their epilogue;
-//! * the reduce-scatter's `backend(copy_engine)`: a tile stores its partial
-//!   in place and counts it on its own rank; the host's side stream copies
-//!   each finished chunk into the owner's `@P_staging` (declared by
-//!   `chunk-expand-collectives`; the owner's own tiles still write the
-//!   other blocks of its `@P`) and sets the owner's flag for that source
-//!   (see `record_copies`, and `CeFlags` for the flags); no program waits
-//!   for remote stores, and none waits for the previous epoch's chunks to
-//!   be moved or read: the runtime orders that on its streams (a rank's
-//!   copies start after their owners' previous launch, its kernel after
-//!   its previous launch's copies), so the tiles skip the `consumed`,
-//!   `copied` and `sent` flags of the pseudo-code above;
-//! * `stage` (a reduce-scatter or two-shot all-reduce on `ldst`): staged
-//!   exactly as on the copy engine (this pass declares `@P_staging` and
-//!   its kernel argument, and marks the plan `synco.staged` so that its
-//!   flag layout is the copy engine's), but the copies are run by SM copy
-//!   programs of the kernel itself, which `chunk-lower-transfers` adds
-//!   (`sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
-//!   stream, at the price of the SMs the copy programs hold.
-//!
-//! Every tile waits only for its own chunk, and the sum is the same bits on
-//! every run: partials are added in rank order whatever order they arrive
-//! in. Own rows of `@P` are never written. `@C` is a kernel argument: the
-//! user's if `@C` is bound, else the ABI's `synco_buffer_C`.
-//!
-//! A two-shot all-reduce fuses as its reduce-scatter whose owners also
-//! send each sum to every peer's `@C`: with `ldst`, the owner's tiles store
-//! it there and count it on the peer; with `copy_engine`, they count it
-//! locally and the side stream copies each finished chunk (`record_copies`).
-//! The launch ends once the peers' sums are in: with SM stores the kernel
-//! waits for them itself (the last owner tile of each chunk, see
-//! `wait_for_peers_sums`); with copy programs the runtime waits for their
-//! flags, recorded in the plan's `synco.completion`; with the copy engine
-//! for the peers' side streams (those copies set no flag).
-//!
-//! Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
-//! Refused (see `check_layout`): reducing transfers, as a plan written out
-//! by hand may have them, that do not move whole chunks of one size into
-//! the rows where the fused code puts each sum (a rank's own block, or
-//! every row for a one-shot all-reduce), or that carry no collective's
-//! `group`.
-//! Preconditions: collectives expanded (reductions with backend `ldst`; a
-//! reduce-scatter or two-shot all-reduce with `copy_engine`, whose staging
-//! buffer `chunk-expand-collectives` declared), `chunk-bind-kernel` and
-//! `chunk-reorder-tiles` ran; the kernel stores `@P` once per tile, a 2D
-//! tile of `T` rows, at the addresses of a row-major `[M, N]` array (what
-//! the plan declares); `@C` is `[M/W, N]` (reduce-scatter) or `[M, N]`
-//! (all-reduce); `@P`, `@C` and the staging buffer start at multiples of 16
-//! elements (the runtime's symmetric buffers are 512-byte aligned).
-//! Postconditions: the fused transfers are marked `synco.fused` (for
-//! `chunk-lower-transfers`, which drops them); the flag array holds the
-//! counters and flags of every chunk of `@P` (see `plan::flag_layout` and
-//! `CeFlags`); the plan records the side stream's copies
-//! (`synco.reduction_copies`) and the launch's completion waits
-//! (`synco.completion`) where there are any.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkFuseReductions` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
     abi::{AbiArgs, buffer_arg},
@@ -113,21 +14,24 @@ use crate::{
     },
     tiles::{TILE_INDEX_ATTR, kernel_arg, tile_store},
 };
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkFuseReductionsOptions, PassOptions, ReductionMode, RustPass};
+use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-fuse-reductions",
-    description: "Fuse reduce-scatter and all-reduce (one-shot, two-shot) into the kernel tiles that produce the partials (SM or copy-engine transport, reduction in the tile epilogue)",
-    anchor: "builtin.module",
-    options: &[synco_chunk::PassOption {
-        name: "mode",
-        description: "push: tiles store partials into their owner's memory; pull: owners load them from the producers; stage: tiles store them locally and the kernel's SM copy programs move each finished chunk to its owner's staging buffer",
-        default: "push",
-    }],
-    run,
-};
+/// The body of `chunk-fuse-reductions`.
+pub struct Pass;
+
+impl RustPass for Pass {
+    type Options = ChunkFuseReductionsOptions;
+
+    fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkFuseReductionsOptions::ARGUMENT;
 
 /// How partials reach their owner (the pass option `mode`, or the copy
 /// engine when the reduce-scatter's backend is `copy_engine`).
@@ -161,18 +65,12 @@ impl Mode {
 /// Marks a transfer that a pass lowered into the kernel.
 pub const FUSED_ATTR: &str = "synco.fused";
 
-fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
-    let mode = match options[0] {
-        "push" | "" => Mode::Push,
-        "pull" => Mode::Pull,
-        "stage" => Mode::Stage,
-        other => {
-            return Err(fail(
-                module,
-                format!("chunk-fuse-reductions: mode={other} is not push, pull or stage"),
-            ));
-        }
+    let mode = match options.mode {
+        ReductionMode::Push => Mode::Push,
+        ReductionMode::Pull => Mode::Pull,
+        ReductionMode::Stage => Mode::Stage,
     };
     for plan in plans(module) {
         let reducing: Vec<Op> = plan
@@ -187,7 +85,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             check_fusable(*t)?;
         }
         check_layout(&plan, &reducing)?;
-        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
         if mode == Mode::Stage {
             stage(&plan, kernel, &reducing)?;
         }
@@ -414,7 +312,7 @@ fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
             return Err(internal(plan.op, "a reduced buffer without rows"));
         };
         let (staging, shape, element) =
-            crate::plan::staging_decl(plan, &name, 0, rows / w * (w - 1), plan.op, PASS.argument)?;
+            crate::plan::staging_decl(plan, &name, 0, rows / w * (w - 1), plan.op, NAME)?;
         crate::plan::declare_kernel_buffer(
             plan,
             kernel,
@@ -422,7 +320,7 @@ fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
             &shape,
             &element,
             &[crate::plan::STAGING_ATTR],
-            PASS.argument,
+            NAME,
         )?;
     }
     Ok(())
@@ -525,7 +423,7 @@ fn fuse(
         name,
         marked,
         produce,
-        PASS.argument,
+        NAME,
     )?;
     let operands = ir::operands(store);
     let (ptrs, value) = (operands[0], operands[1]);

@@ -1,49 +1,9 @@
 //! `chunk-insert-waits`: make each tile wait for the chunk it reads.
 //!
-//! For each consumed buffer, at the tile index marked by
-//! `chunk-reorder-tiles`, inserts before the first loop or op of the tile
-//! that loads the buffer:
-//!
-//! ```mlir
-//! %chunk = (t' * T) / rows_per_chunk          // the chunk holding the rows
-//! %owner = %chunk / chunks_per_rank
-//! scf.if (%owner != rank) {                   // own rows are in place
-//!   chunk.wait %synco_flags[base + %chunk], %synco_epoch   // acquire, sys
-//! }
-//! ```
-//!
-//! so the tile spins (bounded, see `chunk.wait`) on one flag, before any of
-//! its loads of the buffer, and reads the chunk with acquire ordering.
-//!
-//! A consumer read per source (`chunk.consume ... source("src")`: every
-//! tile reads every rank's block, one per iteration of the kernel's loop
-//! over `src`, which `chunk-reorder-tiles` rotated to `src'`) waits inside
-//! that loop instead, before the iteration's first load of the buffer, for
-//! the chunk of block `src'` holding its tile (flag
-//! `base + src' * chunks_per_rank + (t' * T) / rows_per_chunk`), unless
-//! `src'` is the rank itself (its block is in place when the kernel
-//! starts). Only the copy engine moves such chunks so far. Where two
-//! buffers are read in the same loop and wait before the same op, and
-//! every rank's copy stream sends all its chunks of one before any of the
-//! other (the reduce-scatter from gathered operands: A's rows, then B's
-//! column chunks), the other's wait implies the first's: the first's
-//! transfers are marked `synco.flag_implied_by` instead, and their copies
-//! set no flag (`chunk-lower-transfers`), one spin and one stream
-//! operation fewer per chunk.
-//!
-//! A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
-//! tile loop) loses the attribute, with a remark: once flattened, Triton's
-//! software pipeliner issues the loads of a tile's first K steps while the
-//! previous tile still runs, ahead of the tile's wait. Unflattened, the wait
-//! stays in front of the pipelined K loop.
-//!
-//! Options: none.
-//! Preconditions: collectives expanded; `chunk-bind-kernel` and
-//! `chunk-reorder-tiles` ran; chunks hold whole tiles.
-//! Postconditions: every load of a consumed buffer is preceded, in its tile,
-//! by a `chunk.wait` on that tile's chunk, or on a chunk whose flag comes
-//! after it in the same rank's copy list (the runtime sets no flag before
-//! every copy ahead of it in that list has landed).
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkInsertWaits` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
     plan::{
@@ -51,22 +11,29 @@ use crate::{
     },
     tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
 };
+use melior::ir::operation::OperationRef;
 use std::collections::HashMap;
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs::TransferMode};
+use synco_chunk::passes::{ChunkInsertWaitsOptions, PassOptions, RustPass};
+use synco_chunk::{Diagnostic, PassFailed, attrs::TransferMode};
 use synco_ir::{self as ir, Builder, builder::Cmp};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-insert-waits",
-    description: "Insert, before each tile's first load of a consumed buffer, a wait on that tile's chunk",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-insert-waits`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+impl RustPass for Pass {
+    type Options = ChunkInsertWaitsOptions;
+
+    fn run(module: OperationRef, options: &ChunkInsertWaitsOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkInsertWaitsOptions::ARGUMENT;
+
+fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
         let layout = flag_layout(&plan)?;
         // The consumers read per source, where their waits go, and which of
         // them another one's waits imply.

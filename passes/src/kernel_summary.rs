@@ -1,33 +1,28 @@
 //! `synco-kernel-summary`: describe each Triton kernel in a module.
 //!
-//! Emits one remark per `tt.func`, at the function, listing what the chunk
-//! passes look at when they bind a plan to a kernel: the number of
-//! arguments, the grid axes it reads with `tt.get_program_id`, and how many
-//! loads, stores, dots and loops it has. The IR is not changed.
-//!
-//! ```text
-//! synco-opt kernel.ttir --pass-pipeline='builtin.module(synco-kernel-summary)'
-//! ```
-//!
-//! Options: none.
-//! Preconditions: the module holds `tt.func` ops in generic form (Triton's
-//! dialect is not registered in synco-opt).
-//! Postconditions: the IR is unchanged.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `SyncoKernelSummary` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use melior::ir::{
     attribute::{IntegerAttribute, StringAttribute, TypeAttribute},
     operation::{OperationLike, OperationRef, WalkOrder, WalkResult},
     r#type::FunctionType,
 };
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
+use synco_chunk::passes::{RustPass, SyncoKernelSummaryOptions};
+use synco_chunk::{Diagnostic, PassFailed};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "synco-kernel-summary",
-    description: "Emit a remark describing each Triton kernel (tt.func)",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `synco-kernel-summary`.
+pub struct Pass;
+
+impl RustPass for Pass {
+    type Options = SyncoKernelSummaryOptions;
+
+    fn run(module: OperationRef, options: &SyncoKernelSummaryOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
 
 /// What one kernel contains.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -99,7 +94,7 @@ pub fn summarize(func: OperationRef) -> KernelSummary {
     summary
 }
 
-fn run(module: OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: OperationRef, _options: &SyncoKernelSummaryOptions) -> Result<(), PassFailed> {
     module.walk(WalkOrder::PreOrder, |op| {
         if op.name().as_string_ref().as_str() == Ok("tt.func") {
             Diagnostic::remark(op.location(), summarize(op).to_string()).emit();

@@ -38,4 +38,4 @@ pub mod tiles;
 pub mod trace_tiles;
 pub mod verify_plan;
 
-pub use registry::{PASSES, PIPELINES, register_all};
+pub use registry::{register_all, register_synco_passes};

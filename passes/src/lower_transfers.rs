@@ -1,99 +1,40 @@
 //! `chunk-lower-transfers`: turn transfers into what moves the data.
 //!
-//! Backend `copy_engine`: the copies run on the host's side stream, so the
-//! pass records, for every rank, the ordered list of copies it drives (the
-//! host transfer schedule) in the module attribute `synco.host_schedule`
-//! (JSON; `synco compile` moves it into the launch manifest) and erases the
-//! transfers. Each copy names its source and destination rank and buffer,
-//! element offsets, a 2D shape (`rows` x `row_elems`, with row pitches in
-//! elements) and the flag the side stream sets to the epoch once the copy is
-//! done. Local transfers whose source is their destination move nothing and
-//! are dropped (their rows are in place before the launch); other local
-//! transfers (an all-to-all's own block) are `before_kernel`: the runtime
-//! makes them on the compute stream right before the kernel (the driver may
-//! run a copy within a GPU on SMs, which tiles waiting for it would hold),
-//! with no flag.
-//!
-//! ```json
-//! {"plan": "ag_gemm", "world_size": 2, "num_flags": 8,
-//!  "buffers": [{"name": "A", "arg": 0, "shape": [8192, 4096], "element": "bf16", "element_bytes": 2}],
-//!  "copies": [[{"order": 4, "src_rank": 1, "dst_rank": 0, "buffer": "A",
-//!               "src_offset": 16777216, "dst_offset": 16777216, "rows": 1024,
-//!               "row_elems": 4096, "src_pitch": 4096, "dst_pitch": 4096, "flag": 4}, ...], ...]}
-//! ```
-//!
-//! `copies[r]` is rank `r`'s list, in schedule order.
-//!
-//! Backend `ldst`: the chunks are copied by SM programs of the fused kernel
-//! itself (see [`crate::sm_copies`]): the kernel's 1D grid gets
-//! `copy-programs` extra programs in front, recorded as `copy_programs` in
-//! the schedule (the runtime launches them), and the flag array gets one
-//! completion counter per flag after the flags. A 2D grid gets an extra
-//! plane of copy programs instead (`copy_plane` in the schedule; grid axis
-//! 2, index 0, in front of the kernel's own programs).
-//!
-//! A reduction staged on SMs (`chunk-fuse-reductions{mode=stage}` marked
-//! the plan `synco.staged`) gets `copy-programs` copy programs the same
-//! way, which run the reduction copies the copy engine would
-//! (`sm_copies::lower_reduction_copies`); the schedule's
-//! `reduction_copies` is then empty. One kernel has one set of copy
-//! programs: an `ldst` transfer beside a staged reduction is refused.
-//!
-//! A persistent kernel whose tile loop strides by a constant (Triton's
-//! `NUM_SMS`) records it as `persistent_programs`: the runtime launches it
-//! with exactly that many programs (besides copy programs) or refuses. If
-//! it also fuses a reduction (its programs wait for other programs' tiles)
-//! the schedule says `co_resident`: the runtime refuses a launch whose
-//! programs the GPU cannot hold all at once.
-//!
-//! Backend `tma` is not implemented yet and is refused with an error.
-//!
-//! Options:
-//! * `copy-programs=C` (default 16): programs that copy `ldst` chunks (or
-//!   a staged reduction's).
-//!
-//! Refused, at the transfer or the consumer: transfers into a consumed
-//! buffer that do not set each of its arrival flags exactly once per rank
-//! (see [`check_arrival_flags`]), as a plan written out by hand can.
-//!
-//! Preconditions: collectives expanded; plans verify.
-//! Postconditions: the module carries the schedule; plans keep only their
-//! buffers (no transfers, consumers or producers).
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkLowerTransfers` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::plan::{
     FlagKind, FlagRange, Plan, dst_buffer, fail, flag_layout, internal, loc, plans, region_offsets,
     region_parts,
 };
 use crate::{fuse_reductions::FUSED_ATTR, sm_copies};
+use melior::ir::operation::OperationRef;
 use serde_json::{Value as Json, json};
 use std::collections::HashMap;
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, attrs};
+use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
+use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir as ir;
 
 pub const SCHEDULE_ATTR: &str = "synco.host_schedule";
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-lower-transfers",
-    description: "Lower chunk.transfer ops: copy-engine transfers become the host transfer schedule",
-    anchor: "builtin.module",
-    options: &[synco_chunk::PassOption {
-        name: "copy-programs",
-        description: "Programs of the fused kernel that copy ldst chunks (or a reduction staged by chunk-fuse-reductions{mode=stage})",
-        default: "16",
-    }],
-    run,
-};
+/// The body of `chunk-lower-transfers`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
-    let module = module.to_raw();
-    let programs =
-        crate::plan::int_option(module, PASS.argument, "copy-programs", options[0])?.unwrap_or(16);
-    if programs < 1 {
-        return Err(fail(
-            module,
-            "chunk-lower-transfers: copy-programs must be at least 1",
-        ));
+impl RustPass for Pass {
+    type Options = ChunkLowerTransfersOptions;
+
+    fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(), PassFailed> {
+        run(module, options)
     }
+}
+
+const NAME: &str = ChunkLowerTransfersOptions::ARGUMENT;
+
+fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    let programs = options.copy_programs;
     let all = plans(module);
     if all.len() > 1 {
         return Err(fail(
@@ -135,7 +76,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             let copies: Vec<Vec<synco_manifest::ReductionCopy>> =
                 serde_json::from_value(schedule["reduction_copies"].take())
                     .map_err(|e| internal(plan.op, &format!("unreadable reduction copies: {e}")))?;
-            let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
+            let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);
             if copies.iter().any(|c| c.len() as i64 > flags) {
                 return Err(internal(plan.op, "more reduction copies than counters"));
@@ -149,7 +90,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
             schedule["copy_plane"] = json!(placement == sm_copies::CopyPrograms::Plane);
             schedule["num_flags"] = json!(2 * flags);
         } else if !sm_transfers.is_empty() {
-            let (kernel, abi) = crate::plan::bound_kernel(&plan, module, PASS.argument)?;
+            let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
             let flags = schedule["num_flags"].as_i64().unwrap_or(0);
             let placement = sm_copies::placement(kernel, sm_transfers[0])?;
             sm_copies::lower(

@@ -299,24 +299,6 @@ pub fn internal(op: Op, what: &str) -> synco_chunk::PassFailed {
     )
 }
 
-/// Parses an integer pass option; reports a bad value at `op`.
-pub fn int_option(
-    op: Op,
-    pass: &str,
-    name: &str,
-    value: &str,
-) -> Result<Option<i64>, synco_chunk::PassFailed> {
-    if value.is_empty() {
-        return Ok(None);
-    }
-    value.parse().map(Some).map_err(|_| {
-        fail(
-            op,
-            format!("{pass}: option {name}={value} is not an integer"),
-        )
-    })
-}
-
 /// What a range of flags counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlagKind {

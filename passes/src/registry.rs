@@ -1,6 +1,6 @@
-//! Every Synco pass and named pipeline, and the call that registers them.
+//! Attaches every pass body to its declaration, and registers them all.
 
-use synco_chunk::PassDescriptor;
+use synco_chunk::passes::{self, RustPass};
 
 use crate::{
     bind_kernel, chunk_to_triton, expand_collectives, fuse_gathers, fuse_reductions, insert_waits,
@@ -8,66 +8,59 @@ use crate::{
     verify_plan,
 };
 
-/// All of Synco's passes, in pipeline order.
-pub static PASSES: &[&PassDescriptor] = &[
-    &select_backend::PASS,
-    &select_chunk_size::PASS,
-    &expand_collectives::PASS,
-    &verify_plan::PASS,
-    &bind_kernel::PASS,
-    &reorder_tiles::PASS,
-    &insert_waits::PASS,
-    &fuse_reductions::PASS,
-    &fuse_gathers::PASS,
-    &trace_tiles::PASS,
-    &lower_transfers::PASS,
-    &chunk_to_triton::PASS,
-    &kernel_summary::PASS,
-];
+/// The argument of every pass with a body here, in pipeline order.
+pub fn implemented() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for_each_body(&mut |name, _| names.push(name));
+    names
+}
 
-/// The passes that fuse a plan into its kernel, down to plain TTIR.
-const FUSE: &str = "chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,\
-     chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions,chunk-fuse-gathers,chunk-lower-transfers,chunk-to-triton,\
-     canonicalize,cse";
+/// Calls `visit` with each body's pass argument and the function attaching it.
+fn for_each_body(visit: &mut dyn FnMut(&'static str, fn())) {
+    fn entry<P: RustPass>(visit: &mut dyn FnMut(&'static str, fn())) {
+        visit(
+            <P::Options as passes::PassOptions>::ARGUMENT,
+            passes::set_body::<P>,
+        );
+    }
+    entry::<select_backend::Pass>(visit);
+    entry::<select_chunk_size::Pass>(visit);
+    entry::<expand_collectives::Pass>(visit);
+    entry::<verify_plan::Pass>(visit);
+    entry::<bind_kernel::Pass>(visit);
+    entry::<reorder_tiles::Pass>(visit);
+    entry::<insert_waits::Pass>(visit);
+    entry::<fuse_reductions::Pass>(visit);
+    entry::<fuse_gathers::Pass>(visit);
+    entry::<trace_tiles::Pass>(visit);
+    entry::<lower_transfers::Pass>(visit);
+    entry::<chunk_to_triton::Pass>(visit);
+    entry::<kernel_summary::Pass>(visit);
+}
 
-/// Named pipelines: (name, description, pass list).
-pub static PIPELINES: &[(&str, &str, &str)] = &[
-    (
-        "synco-ag-gemm",
-        "Fuse an all-gather plan into its GEMM kernel, down to plain TTIR",
-        FUSE,
-    ),
-    (
-        "synco-gemm-rs",
-        "Fuse a reduce-scatter plan into the GEMM kernel that produces its partials, down to plain TTIR",
-        FUSE,
-    ),
-    (
-        "synco-gemm-rs-gather",
-        "Fuse a reduce-scatter computed from gathered operands (every rank's A rows and B, consumed per source) into its GEMM kernel, down to plain TTIR",
-        FUSE,
-    ),
-    (
-        "synco-gemm-ar-gather",
-        "Fuse an all-reduce computed from gathered operands (each rank computes its rows of the sum from every rank's A rows and B, then its tiles' chunks of C go to every peer) into its GEMM kernel, down to plain TTIR",
-        FUSE,
-    ),
-    (
-        "synco-gemm-ar",
-        "Fuse an all-reduce plan (one-shot or two-shot) into the GEMM kernel that produces its partials, down to plain TTIR",
-        FUSE,
-    ),
-];
+/// Registers Synco's passes (declared in `ChunkPasses.td`, with the bodies
+/// here) and named pipelines (`synco-fuse` and its aliases) in MLIR's global
+/// registry, without MLIR's own passes. For a pass plugin loaded into a
+/// driver that registered those already. Idempotent.
+pub fn register_synco_passes() {
+    passes::register_declared();
+    for_each_body(&mut |_, attach| attach());
+}
 
-/// Registers every upstream MLIR pass, every pass in [`PASSES`] and every
-/// pipeline in [`PIPELINES`] in MLIR's global registry, so textual
-/// pipelines can name them. Idempotent.
+/// Registers every upstream MLIR pass and Synco's passes and pipelines, so
+/// textual pipelines can name them. Idempotent.
 pub fn register_all() {
     melior::utility::register_all_passes();
-    for pass in PASSES {
-        synco_chunk::register_pass(pass);
-    }
-    for (name, description, passes) in PIPELINES {
-        synco_chunk::register_pipeline(name, description, passes);
+    register_synco_passes();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every declared pass has a body and every body a declaration.
+    #[test]
+    fn bodies_match_declarations() {
+        assert_eq!(implemented(), passes::DECLARED_PASSES);
     }
 }

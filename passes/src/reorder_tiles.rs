@@ -1,59 +1,9 @@
 //! `chunk-reorder-tiles`: run tiles in the order their chunks arrive.
 //!
-//! For each `chunk.consume @A dim(d) tile(T)` of a plan, finds the kernel's
-//! tile index `t` along `d` (the value its loads of `@A` multiply by `T`, or
-//! the value named by `index("...")`) and remaps it so that, in dispatch
-//! order, tiles consume chunks in arrival order: the rank's own block first,
-//! then the block of rank `r+1`, `r+2`, ... (see `chunk-expand-collectives`).
-//!
-//! * 2D grid, `t = tt.get_program_id 0` and the other tile index is
-//!   `tt.get_program_id 1`: CUDA dispatches `x` fastest, so the grid would
-//!   sweep every row block before finishing one. The pass linearises the
-//!   program id and makes `t` the slow index
-//!   (`L = pid0 + pid1 * num_programs(0)`, `t' = L / num_programs(1)`,
-//!   `other' = L % num_programs(1)`), then rotates `t'`.
-//! * Otherwise (a 1D grid with GROUP_M swizzle, a persistent tile loop, or
-//!   a 2D grid whose row index is already the slow axis) the tile order is
-//!   already row-block-major; the pass only rotates `t`:
-//!   `t' = (t + rank * T_r) mod T_all`, with `T_r = block / T` row tiles per
-//!   rank and `T_all = A.shape[d] / T`.
-//!
-//! A consumer with `source("src")` reads every rank's block, one per
-//! iteration of the kernel's loop over `src` (0 to `W` by 1, a constant
-//! trip count): the tiles keep the kernel's order and the loop is rotated
-//! instead (`src' = (src + rank) mod W`, at the start of its body, marked
-//! `synco.source_index = "src"`), so that each tile reads its rank's own
-//! block first and its peers' in the order they arrive.
-//!
-//! Producers run the other way round: for `chunk.produce @tiles @P` whose
-//! buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
-//! rank's own chunks come after the peers' chunks they wait for. With one
-//! chunk per rank, tiles compute the blocks other ranks own first,
-//! starting with rank `r+1`'s, and the rank's own block last
-//! (`t' = (t + (rank + 1) * T_r) mod T_all`). With `n > 1` chunks per rank
-//! the order interleaves, so that partials leave all through the kernel
-//! instead of during its first part only: window `c` is chunk `c` of every
-//! other rank's block (ranks `r+1`, `r+2`, ...), and the sequence is
-//! window 0, window 1, own chunk 0, window 2, own chunk 1, ...,
-//! window n-1, own chunk n-2, own chunk n-1: own chunk `c` runs after
-//! every peer computed its chunk `c` (in the same slot of its own
-//! sequence) and one more window. The tile index is found from the
-//! kernel's stores of `@P`.
-//!
-//! Producers of a one-shot all-reduce's partial keep the kernel's order:
-//! every rank waits for the same tiles of its peers, so all ranks must run
-//! them in the same order.
-//!
-//! The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
-//! `chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
-//! was done.
-//!
-//! Options: none.
-//! Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
-//! `A.shape[d]` and the block are multiples of `T`; a kernel either
-//! consumes gathered buffers or produces reduced ones, not both.
-//! Postconditions: every consumed buffer and every produced reduced buffer
-//! has a marked tile index.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkReorderTiles` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
     plan::{
@@ -62,21 +12,28 @@ use crate::{
     },
     tiles::{Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index, scaled_by_tile},
 };
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkReorderTilesOptions, PassOptions, RustPass};
+use synco_chunk::{Diagnostic, PassFailed};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-reorder-tiles",
-    description: "Remap the kernel's tile index so tiles consume chunks in arrival order and produce partials before their owners need them",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-reorder-tiles`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+impl RustPass for Pass {
+    type Options = ChunkReorderTilesOptions;
+
+    fn run(module: OperationRef, options: &ChunkReorderTilesOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkReorderTilesOptions::ARGUMENT;
+
+fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
-        let (kernel, abi) = bound_kernel(&plan, module, PASS.argument)?;
+        let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
         let reduced = crate::plan::reduced_buffers(&plan);
         let consumes = plan.ops_named("chunk.consume");
         let produces: Vec<Op> = plan

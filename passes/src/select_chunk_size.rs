@@ -1,96 +1,30 @@
 //! `chunk-select-chunk-size`: give every `chunks(auto)` collective a count.
 //!
-//! For an all-gather (or all-to-all) of `@A` along `d` on `W` ranks, the
-//! candidates are the counts `n` in {1, 2, 4, 8, 16} that split a rank's
-//! block evenly into chunks whose rows are a multiple of the consuming
-//! tile (`chunk.consume @A ... tile(T)`, so no tile waits for two chunks).
-//! The cost model (`synco-cost-model`) predicts the fused time of each from
-//! the bytes per chunk, link bandwidth, per-chunk sync cost and the compute
-//! time of a chunk's rows; the fastest wins. Each choice is reported as a
-//! remark listing every prediction.
-//!
-//! The compute per row is `2 * K * N`: `K` is the product of `@A`'s other
-//! dimensions, `N` the last dimension of the plan's output buffer (a buffer
-//! other than `@A` with as many rows as `@A`), or `K` if there is none.
-//!
-//! For a reduce-scatter of a partial `@P` that kernel tiles produce
-//! (`chunk.produce @P ... tile(T)`), chunks set how finely
-//! `chunk-reorder-tiles` interleaves peers' and own rows: finer chunks
-//! spread the partials' traffic over more of the kernel, but a chunk
-//! must hold whole swizzle groups of the kernel (`GROUP_M` row tiles,
-//! `chunk-reorder-tiles` refuses the rest: they can deadlock). The pass
-//! picks the finest count whose chunks hold at least
-//! [`MIN_REDUCE_CHUNK_TILES`] row tiles and a multiple of the kernel's
-//! swizzle group (read from the plan's kernel when the module has it), else
-//! one chunk per rank (measured on 2 x H200: finer counts lost up to 25%,
-//! see benches/ag_gemm/README.md; those finer chunks also split the
-//! kernel's swizzle groups, which is now refused).
-//!
-//! Options:
-//! * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
-//!   against the same rules), skipping the model;
-//! * `calibration=PATH`: a JSON file with the model's machine constants
-//!   (fields of `synco_cost_model::Machine`), e.g. fitted from a benchmark's
-//!   chunk-count sweep. Default: `Machine::H200_NVLINK`.
-//!
-//! An all-reduce of such a partial: two-shot, as a reduce-scatter; one-shot,
-//! the finest count (its chunks' tiles wait for the peers together).
-//!
-//! A gathered operand read per source (`chunk.consume ... source(...)`,
-//! the reduce-scatter from gathered operands: every tile reads every rank's
-//! block, waiting for the chunk of the peer's block it reads) is chunked
-//! along the dimension its tiles walk (`split(d)`, else `dim`). The pass
-//! reads the tile order from the plan's kernel (Triton's GROUP_M swizzle):
-//! when one swizzle group holds every tile of the other per-source
-//! operands, tiles go one block of this operand's tiles after another
-//! (column block by column block for B), so its chunks arrive in the order
-//! the waves of tiles need them, and it gets one chunk per wave of
-//! programs (`synco_cost_model::chunks_per_wave`; `sms` in the
-//! calibration, 132 by default); the operand whose tiles a group walks
-//! (A's rows) is read whole by every wave: one chunk. Other tile orders,
-//! a module without the kernel, and chunks along a dimension the tiles do
-//! not walk are refused (give a count, or `chunks-per-rank`).
-//!
-//! An all-gather of an output that kernel tiles produce (`chunk.produce`,
-//! `chunk-fuse-gathers`: each rank's block goes out chunk by chunk as its
-//! tiles finish) is chunked along the dimension its tiles are produced
-//! along. When the kernel's tiles finish those chunks one after another
-//! (row chunks, or column chunks with every row tile of the block in one
-//! swizzle group), the cost model predicts each count
-//! (`synco_cost_model::predict_gathered_output`: the kernel's time from
-//! its flops, the copies' from their bytes and per-copy cost) and the
-//! fastest wins; otherwise every chunk is done only near the kernel's end,
-//! and one chunk is picked.
-//!
-//! Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
-//! on any collective.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkSelectChunkSize` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
-use crate::plan::{BufferDecl, Plan, fail, int_option, loc, plans};
+use crate::plan::{BufferDecl, Plan, fail, loc, plans};
 use crate::tiles::{self, Access, find_tile_index};
-use synco_chunk::{Diagnostic, PassDescriptor, PassFailed, PassOption};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkSelectChunkSizeOptions, RustPass};
+use synco_chunk::{Diagnostic, PassFailed};
 use synco_cost_model::{
     AllGatherGemm, GatheredOutput, Machine, choose, choose_gathered_output, chunks_per_wave,
 };
 use synco_ir::{self as ir, Op};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-select-chunk-size",
-    description: "Pick chunks(auto) counts from the cost model (or an explicit count)",
-    anchor: "builtin.module",
-    options: &[
-        PassOption {
-            name: "chunks-per-rank",
-            description: "Use this count for every chunks(auto) collective instead of the cost model",
-            default: "",
-        },
-        PassOption {
-            name: "calibration",
-            description: "JSON file with the cost model's machine constants",
-            default: "",
-        },
-    ],
-    run,
-};
+/// The body of `chunk-select-chunk-size`.
+pub struct Pass;
+
+impl RustPass for Pass {
+    type Options = ChunkSelectChunkSizeOptions;
+
+    fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
 
 const CANDIDATES: [i64; 5] = [1, 2, 4, 8, 16];
 
@@ -98,10 +32,11 @@ const CANDIDATES: [i64; 5] = [1, 2, 4, 8, 16];
 /// swizzle group of Triton's matmul (GROUP_M = 8).
 pub const MIN_REDUCE_CHUNK_TILES: i64 = 8;
 
-fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
-    let forced = int_option(module, PASS.argument, "chunks-per-rank", options[0])?;
-    let machine = match options[1] {
+    // 0: no count given, ask the cost model.
+    let forced = Some(options.chunks_per_rank).filter(|&n| n != 0);
+    let machine = match options.calibration.as_str() {
         "" => Machine::H200_NVLINK,
         path => {
             let text = std::fs::read_to_string(path).map_err(|e| {

@@ -1,84 +1,32 @@
 //! `chunk-trace-tiles`: record, for every tile of a fused kernel, when it
 //! starts, waits, publishes and ends.
 //!
-//! Declares the plan's trace buffer and instruments the kernel with
-//! `chunk.trace` ops (see the op for the record layout):
-//!
-//! ```mlir
-//! chunk.buffer @synco_trace : !chunk.buffer<16384x8xi64> {synco.staging, synco.trace}
-//! ...
-//! %t = ... {synco.tile_index = "P"}              // the tile index
-//! %record = pid * R + i                          // i: the tile's iteration
-//! chunk.trace tile_begin %trace[%record], %t records(16384)
-//! ...
-//! chunk.trace wait_begin %trace[%record], %t records(16384)
-//! chunk.wait %flags[%c], %epoch
-//! chunk.trace wait_end %trace[%record], %t records(16384)
-//! ...
-//! chunk.arrive %flags[%c]
-//! chunk.trace signal %trace[%record], %t records(16384)
-//! ...
-//! chunk.trace tile_end %trace[%record], %t records(16384)
-//! ```
-//!
-//! The tile index is the first op `chunk-reorder-tiles` marked (a kernel
-//! that consumes and produces chunks has two). `pid` is the program's
-//! linear id over the grid; `R` is 1 where the tile
-//! index is computed once per program (a kernel of one tile per program),
-//! else `tiles-per-program` and `i` the iteration of the loop that computes
-//! it (a persistent kernel's tile loop); a tile past `R` is not recorded.
-//! Waits and arrivals inside another loop of the tile (not the tile loop)
-//! are not bracketed: a wait per K step would record only the last one.
-//! The loop over sources (`chunk.consume ... source(...)`) is the
-//! exception: its waits, one per peer's block, are bracketed, and the
-//! record keeps the first one's begin and the last one's end.
-//! The trace buffer is kernel scratch like a staging buffer: the runtime
-//! allocates it (`synco_buffer_synco_trace`, the kernel's last argument),
-//! `Node::clear_trace` zeroes it once, `Node::read_trace` decodes it: each
-//! record holds the last launch that ran its tile.
-//!
-//! Each event is one thread's store, no barrier and no atomic: the cost is
-//! a few instructions per event (`wait_begin` also reads its word, to keep
-//! the first of several waits).
-//!
-//! Options: `records` (trace records, default 16384: 1 MiB);
-//! `tiles-per-program` (default 64).
-//! Preconditions: `chunk-bind-kernel` and `chunk-reorder-tiles` ran (the
-//! tile index is marked); run after `chunk-insert-waits` and
-//! `chunk-fuse-reductions` (the waits and arrivals to bracket) and before
-//! `chunk-lower-transfers` (which lists the plan's buffers in the launch
-//! manifest) and `chunk-to-triton`.
-//! Postconditions: the plan has `@synco_trace`; the kernel takes it and
-//! records every tile.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkTraceTiles` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
-    plan::{
-        STAGING_ATTR, TRACE_ATTR, bound_kernel, declare_kernel_buffer, fail, int_option, internal,
-        plans,
-    },
+    plan::{STAGING_ATTR, TRACE_ATTR, bound_kernel, declare_kernel_buffer, fail, internal, plans},
     tiles::{SOURCE_INDEX_ATTR, TILE_INDEX_ATTR},
 };
-use synco_chunk::{PassDescriptor, PassFailed, PassOption, attrs::TraceEvent};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkTraceTilesOptions, PassOptions, RustPass};
+use synco_chunk::{PassFailed, attrs::TraceEvent};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-trace-tiles",
-    description: "Record when every tile of the fused kernel starts, waits, publishes and ends (%globaltimer) in a trace buffer",
-    anchor: "builtin.module",
-    options: &[
-        PassOption {
-            name: "records",
-            description: "Trace records (64 bytes each); tiles past the last are not recorded",
-            default: "16384",
-        },
-        PassOption {
-            name: "tiles-per-program",
-            description: "Records per program of a persistent kernel (a tile loop); later tiles are not recorded",
-            default: "64",
-        },
-    ],
-    run,
-};
+/// The body of `chunk-trace-tiles`.
+pub struct Pass;
+
+impl RustPass for Pass {
+    type Options = ChunkTraceTilesOptions;
+
+    fn run(module: OperationRef, options: &ChunkTraceTilesOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkTraceTilesOptions::ARGUMENT;
 
 /// The trace buffer's name in the plan.
 pub const TRACE_BUFFER: &str = "synco_trace";
@@ -86,30 +34,18 @@ pub const TRACE_BUFFER: &str = "synco_trace";
 /// `i64` words per trace record (see `chunk.trace` for the layout).
 pub const RECORD_WORDS: i64 = 8;
 
-fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<(), PassFailed> {
+fn run(module: OperationRef, options: &ChunkTraceTilesOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
-    let records = int_option(module, PASS.argument, "records", options[0])?.unwrap_or(16384);
-    let per_program =
-        int_option(module, PASS.argument, "tiles-per-program", options[1])?.unwrap_or(64);
-    for (name, value) in [("records", records), ("tiles-per-program", per_program)] {
-        if !(1..=i32::MAX as i64).contains(&value) {
-            return Err(fail(
-                module,
-                format!(
-                    "{}: {name} must be in 1..=2^31-1, not {value}",
-                    PASS.argument
-                ),
-            ));
-        }
-    }
+    let records = options.records;
+    let per_program = options.tiles_per_program;
     for plan in plans(module) {
-        let (kernel, _) = bound_kernel(&plan, module, PASS.argument)?;
+        let (kernel, _) = bound_kernel(&plan, module, NAME)?;
         if plan.buffer(TRACE_BUFFER).is_some() {
             return Err(fail(
                 plan.op,
                 format!(
                     "{}: plan @{} already has a buffer @{TRACE_BUFFER} (traced twice?)",
-                    PASS.argument, plan.name
+                    NAME, plan.name
                 ),
             ));
         }
@@ -124,7 +60,7 @@ fn run(module: melior::ir::operation::OperationRef, options: &[&str]) -> Result<
                 plan.op,
                 format!(
                     "{}: the kernel has no marked tile index; run chunk-reorder-tiles first",
-                    PASS.argument
+                    NAME
                 ),
             ));
         };
@@ -144,7 +80,7 @@ fn declare_buffer(plan: &crate::plan::Plan, kernel: Op, records: i64) -> Result<
         &[records, RECORD_WORDS],
         "i64",
         &[STAGING_ATTR, TRACE_ATTR],
-        PASS.argument,
+        NAME,
     )
 }
 

@@ -1,31 +1,28 @@
 //! `chunk-verify-plan`: check each plan against the kernel it fuses into.
 //!
-//! The plan's own rules (bounds, sizes, coverage, dependencies) are checked
-//! by `chunk.plan`'s verifier whenever the IR is verified; this pass checks
-//! what needs the kernel too:
-//!
-//! * the plan names a `tt.func` of the module;
-//! * every `bind(i)` is an argument of that kernel, a `!tt.ptr<T>` whose `T`
-//!   is the buffer's element type;
-//! * no two buffers bind the same argument;
-//! * every consumed buffer is bound (the kernel must read it), and so is
-//!   every produced one (the kernel must write it).
-//!
-//! Options: none. Pre/postconditions: none; the IR is not changed.
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration, `ChunkVerifyPlan` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::plan::{fail, plans};
-use synco_chunk::{PassDescriptor, PassFailed};
+use melior::ir::operation::OperationRef;
+use synco_chunk::PassFailed;
+use synco_chunk::passes::{ChunkVerifyPlanOptions, RustPass};
 use synco_ir as ir;
 
-pub static PASS: PassDescriptor = PassDescriptor {
-    argument: "chunk-verify-plan",
-    description: "Check each chunk.plan against its kernel (bound arguments, element types)",
-    anchor: "builtin.module",
-    options: &[],
-    run,
-};
+/// The body of `chunk-verify-plan`.
+pub struct Pass;
 
-fn run(module: melior::ir::operation::OperationRef, _options: &[&str]) -> Result<(), PassFailed> {
+impl RustPass for Pass {
+    type Options = ChunkVerifyPlanOptions;
+
+    fn run(module: OperationRef, options: &ChunkVerifyPlanOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+fn run(module: OperationRef, _options: &ChunkVerifyPlanOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
         let kernel = plan.kernel_in(module)?;

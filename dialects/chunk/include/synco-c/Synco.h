@@ -4,9 +4,9 @@
 // parts of MLIR that the upstream C API does not expose:
 //
 //  * the `chunk` dialect handle,
-//  * registering passes written in Rust in MLIR's global pass registry (so
-//    `--pass-pipeline`, `--help` and `--list-passes` see them, with options),
-//  * registering named pass pipelines,
+//  * registering the passes declared in `ChunkPasses.td` and Synco's named
+//    pipelines in MLIR's global registry, and giving each pass its body
+//    (written in Rust),
 //  * the `mlir-opt`-compatible driver used by `synco-opt`,
 //  * the `#chunk.region` attribute's parts and the dialect's evaluator of
 //    rank maps, so Rust reads plans with the verifier's own arithmetic.
@@ -26,41 +26,31 @@ extern "C" {
 
 MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Chunk, chunk);
 
-/// One option of a Rust pass. Every option is parsed by MLIR as a string and
-/// handed to the pass's `run` callback; the pass validates and converts it.
+/// The value of one option of a declared pass (`ChunkPasses.td`), in the
+/// option's declaration order: integers, booleans (0 or 1) and enums (the
+/// case's value) in `integer`; strings in `text`.
 typedef struct {
-  MlirStringRef name;
-  MlirStringRef description;
-  MlirStringRef defaultValue;
-} SyncoPassOptionSpec;
+  int64_t integer;
+  MlirStringRef text;
+} SyncoPassOptionValue;
 
-/// Runs a Rust pass on `op`. `optionValues` has one entry per declared
-/// option, in declaration order. Returns failure to make the pass fail (the
-/// pass is expected to have emitted a diagnostic first).
-typedef MlirLogicalResult (*SyncoRustPassRunFn)(MlirOperation op,
-                                                const MlirStringRef *optionValues,
-                                                intptr_t numOptionValues,
-                                                void *userData);
+/// The body of a declared pass, written in Rust: runs on `op` with the
+/// pass's option values. Returns failure to make the pass fail (the body
+/// emits a diagnostic first).
+typedef MlirLogicalResult (*SyncoPassBodyFn)(MlirOperation op,
+                                             const SyncoPassOptionValue *values,
+                                             intptr_t numValues,
+                                             void *userData);
 
-typedef struct {
-  MlirStringRef argument;    ///< Pipeline name, e.g. "chunk-verify-plan".
-  MlirStringRef description; ///< One line for --help.
-  MlirStringRef opName;      ///< Anchor op, e.g. "builtin.module".
-  const SyncoPassOptionSpec *options;
-  intptr_t numOptions;
-  SyncoRustPassRunFn run;
-  void *userData;
-} SyncoRustPassInfo;
+/// Registers every pass declared in `ChunkPasses.td` and Synco's named
+/// pipelines in MLIR's global registry. Idempotent.
+MLIR_CAPI_EXPORTED void syncoRegisterChunkPasses(void);
 
-/// Registers a Rust pass in MLIR's global pass registry. All strings are
-/// copied. Registering the same argument twice is a no-op.
-MLIR_CAPI_EXPORTED void syncoRegisterRustPass(const SyncoRustPassInfo *info);
-
-/// Registers `argument` as a named pipeline that expands to the textual
-/// `pipeline` (e.g. "builtin.module(canonicalize,cse)").
-MLIR_CAPI_EXPORTED void syncoRegisterPipelineAlias(MlirStringRef argument,
-                                                   MlirStringRef description,
-                                                   MlirStringRef pipeline);
+/// Gives the declared pass `argument` its body. A declared pass run without
+/// one fails with an error saying so. Returns false if no pass of that name
+/// is declared.
+MLIR_CAPI_EXPORTED bool syncoSetPassBody(MlirStringRef argument,
+                                         SyncoPassBodyFn body, void *userData);
 
 /// Registers the Synco dialects (and every upstream dialect, like mlir-opt)
 /// into `registry`.

@@ -1,0 +1,774 @@
+//===- ChunkPasses.td - Synco's passes ---------------------*- tablegen -*-===//
+//
+// Every Synco pass, declared once: its name, summary, contract
+// (description), typed options with their defaults, and the dialects it may
+// create ops of. `mlir-tblgen -gen-pass-decls` turns this into the C++ pass
+// classes that MLIR's registry, option parser and `--help` use;
+// `-gen-pass-doc` into `docs/ChunkPasses.md`; and `build.rs` into the Rust
+// option structs that each pass's body (written in Rust, `passes/src/`)
+// receives. A pass body reads its options only through those structs, so an
+// option exists, with one type and one default, exactly where it is
+// declared here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SYNCO_CHUNK_PASSES
+#define SYNCO_CHUNK_PASSES
+
+include "mlir/Pass/PassBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Option types
+//===----------------------------------------------------------------------===//
+
+def Chunk_ReductionMode : I32EnumAttr<"ReductionMode",
+    "how the partials of a reduction on ldst reach their owner", [
+      I32EnumAttrCase<"push", 0>,
+      I32EnumAttrCase<"pull", 1>,
+      I32EnumAttrCase<"stage", 2>]> {
+  let cppNamespace = "::synco::chunk";
+}
+
+/// An integer option that must lie in [minValue, maxValue]: a value outside
+/// is refused when the pipeline is parsed.
+class BoundedOption<string varName, string arg, string default,
+                    int min, int max, string desc>
+    : Option<varName, arg, "int64_t", default, desc> {
+  int minValue = min;
+  int maxValue = max;
+}
+
+/// A pass whose body is written in Rust. It runs on the module (plans and
+/// kernels are siblings in it) and may create arith, scf, gpu and chunk ops.
+class ChunkPass<string arg> : Pass<arg, "::mlir::ModuleOp"> {
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::gpu::GPUDialect",
+    "::synco::chunk::ChunkDialect",
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Passes, in pipeline order
+//===----------------------------------------------------------------------===//
+
+def ChunkSelectBackend : ChunkPass<"chunk-select-backend"> {
+  let summary = "Pick a backend for backend(auto) collectives (copy engine or SM loads and stores)";
+  let description = [{
+* `all_gather`, `all_to_all`: `copy_engine` (the chunks move while every
+  SM computes; SM copies were as fast only where the GEMM dominates, and
+  up to 2.5x slower where the transfer does, see
+  benches/ag_gemm/README.md);
+* `reduce_scatter` and two-shot `all_reduce` of a partial that kernel
+  tiles produce: `copy_engine` when each rank's partial of a peer's
+  block, `B = M / W * N` elements, exceeds `copy-engine-min-bytes`, else
+  `ldst` (the producing tiles push their partials). The copy engine
+  frees the SMs from waiting for remote stores, but each chunk it moves
+  costs a stream wait and a copy launch that a small transfer at the
+  kernel's end does not hide. A two-shot all-reduce moves twice (the
+  partials, then the sums), so its threshold is twice the
+  reduce-scatter's. Defaults from 2 x H200 (commit f93bc6b): the copy
+  engine lost at 4 MiB per peer (reduce-scatter 1024x7168x4096: 0.116
+  against 0.106 ms), tied at 8 MiB, won from 16 MiB (4% to 17%); the
+  two-shot copy engine lost up to 16% at 4 and 8 MiB and won 5% to 12%
+  from 16 MiB;
+* one-shot `all_reduce`: `ldst` (the only fused one).
+
+Each choice is reported as a remark with its reason.
+
+Options:
+* `copy-engine-min-bytes=N` (default 4194304, 4 MiB): the reduce-scatter
+  threshold above.
+
+Preconditions: plans verify. Postconditions: no collective has
+`backend(auto)`.
+  }];
+  let options = [
+    BoundedOption<"copyEngineMinBytes", "copy-engine-min-bytes",
+                  /*default=*/"4194304", 0, 4611686018427387904,
+           "Bytes of a rank's partial per peer above which a reduce-scatter's "
+           "partials move by the copy engine (twice that for a two-shot "
+           "all-reduce)">,
+  ];
+}
+
+def ChunkSelectChunkSize : ChunkPass<"chunk-select-chunk-size"> {
+  let summary = "Pick chunks(auto) counts from the cost model (or an explicit count)";
+  let description = [{
+For an all-gather (or all-to-all) of `@A` along `d` on `W` ranks, the
+candidates are the counts `n` in {1, 2, 4, 8, 16} that split a rank's
+block evenly into chunks whose rows are a multiple of the consuming
+tile (`chunk.consume @A ... tile(T)`, so no tile waits for two chunks).
+The cost model (`synco-cost-model`) predicts the fused time of each from
+the bytes per chunk, link bandwidth, per-chunk sync cost and the compute
+time of a chunk's rows; the fastest wins. Each choice is reported as a
+remark listing every prediction.
+
+The compute per row is `2 * K * N`: `K` is the product of `@A`'s other
+dimensions, `N` the last dimension of the plan's output buffer (a buffer
+other than `@A` with as many rows as `@A`), or `K` if there is none.
+
+For a reduce-scatter of a partial `@P` that kernel tiles produce
+(`chunk.produce @P ... tile(T)`), chunks set how finely
+`chunk-reorder-tiles` interleaves peers' and own rows: finer chunks
+spread the partials' traffic over more of the kernel, but a chunk
+must hold whole swizzle groups of the kernel (`GROUP_M` row tiles,
+`chunk-reorder-tiles` refuses the rest: they can deadlock). The pass
+picks the finest count whose chunks hold at least
+[`MIN_REDUCE_CHUNK_TILES`] row tiles and a multiple of the kernel's
+swizzle group (read from the plan's kernel when the module has it), else
+one chunk per rank (measured on 2 x H200: finer counts lost up to 25%,
+see benches/ag_gemm/README.md; those finer chunks also split the
+kernel's swizzle groups, which is now refused).
+
+Options:
+* `chunks-per-rank=N`: use `N` for every `auto` collective (checked
+  against the same rules), skipping the model;
+* `calibration=PATH`: a JSON file with the model's machine constants
+  (fields of `synco_cost_model::Machine`), e.g. fitted from a benchmark's
+  chunk-count sweep. Default: `Machine::H200_NVLINK`.
+
+An all-reduce of such a partial: two-shot, as a reduce-scatter; one-shot,
+the finest count (its chunks' tiles wait for the peers together).
+
+A gathered operand read per source (`chunk.consume ... source(...)`,
+the reduce-scatter from gathered operands: every tile reads every rank's
+block, waiting for the chunk of the peer's block it reads) is chunked
+along the dimension its tiles walk (`split(d)`, else `dim`). The pass
+reads the tile order from the plan's kernel (Triton's GROUP_M swizzle):
+when one swizzle group holds every tile of the other per-source
+operands, tiles go one block of this operand's tiles after another
+(column block by column block for B), so its chunks arrive in the order
+the waves of tiles need them, and it gets one chunk per wave of
+programs (`synco_cost_model::chunks_per_wave`; `sms` in the
+calibration, 132 by default); the operand whose tiles a group walks
+(A's rows) is read whole by every wave: one chunk. Other tile orders,
+a module without the kernel, and chunks along a dimension the tiles do
+not walk are refused (give a count, or `chunks-per-rank`).
+
+An all-gather of an output that kernel tiles produce (`chunk.produce`,
+`chunk-fuse-gathers`: each rank's block goes out chunk by chunk as its
+tiles finish) is chunked along the dimension its tiles are produced
+along. When the kernel's tiles finish those chunks one after another
+(row chunks, or column chunks with every row tile of the block in one
+swizzle group), the cost model predicts each count
+(`synco_cost_model::predict_gathered_output`: the kernel's time from
+its flops, the copies' from their bytes and per-copy cost) and the
+fastest wins; otherwise every chunk is done only near the kernel's end,
+and one chunk is picked.
+
+Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
+on any collective.
+  }];
+  let options = [
+    BoundedOption<"chunksPerRank", "chunks-per-rank", /*default=*/"0", 0,
+                  2147483647,
+           "Use this count for every chunks(auto) collective instead of the "
+           "cost model (0: ask the cost model)">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"",
+           "JSON file with the cost model's machine constants (empty: the "
+           "built-in H200 NVLink constants)">,
+  ];
+}
+
+def ChunkExpandCollectives : ChunkPass<"chunk-expand-collectives"> {
+  let summary = "Expand chunk collectives (all_gather, all_to_all) into explicit chunk.transfer ops";
+  let description = [{
+Each collective of a `chunk.plan` becomes the `chunk.transfer` ops that
+implement it, in one `group` per phase (so the plan verifier checks their
+coverage), and the collective is erased. The dimension `d` of the
+collective splits into `W` blocks of `B = shape[d] / W` rows; each block
+into `n` chunks of `B / n` rows (`chunks(n)`). Rank `r` always handles its
+own chunks first, then its peers in rank-rotated order `r+1, r+2, ...`
+(mod `W`); `order` is that position. Transfers are named
+`@<dst>_p<k>_c<c>` (chunk `c` with peer `r + k`; phases of two-shot
+all-reduce add `_rs` / `_ag`).
+
+* `all_gather @A` (direct): block `r+k` of `A`, from rank `r+k` into the
+  same place; `k = 0` is a `local` marker (rows already in place). With
+  `split(s)` the chunks of a block are ranges along dimension `s` (all of
+  the block along `d`), named the same way.
+* `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
+  block `r+k` of `Y`.
+* `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
+  `P`, reduced into `C` (which holds one block) on rank `r`; `k = 0` is
+  the rank's own partial, a local reducing copy.
+* `all_reduce @P into @C`, `one_shot`: every rank reduces every rank's
+  whole `P` into its `C`; `two_shot`: a reduce-scatter into block `r` of
+  `C`, then an all-gather of the other blocks of `C`, each chunk after the
+  reduce-scatter chunks that produce it.
+
+Transfers of an all-gather or all-to-all with `backend(copy_engine)` are
+pushed: the source rank's copy engine drives them (each chunk pulled
+across NVLink cost about 11 us more than one pushed, `benches/ag_gemm`
+README, "Gathering operands, fused by hand"). `ldst` transfers are
+pulled by the consumer's copy programs.
+
+Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)
+wait for those tiles (`after [@producer]`), and so do an all-gather's
+transfers of such a buffer (each rank's block is what its tiles write;
+`chunk-fuse-gathers` has the tiles count each chunk).
+
+A `reduce_scatter @P` with `backend(copy_engine)` (or a two-shot
+`all_reduce`, whose first phase is one) also declares
+`chunk.buffer @P_staging {synco.staging}`: `W - 1` blocks of `P`'s
+shape, unbound (a kernel argument that the runtime allocates with the
+kernel), where the copy engine lands the peers' partials of the rank's
+own block (source `s` on rank `r` in slot `(s - r - 1) mod W`; see
+[`crate::plan::staging_slot`]), so that no copy overwrites rows the
+rank's own tiles write.
+
+A one-shot `all_reduce @P` of `W > 2` ranks declares `@P_staging` too:
+`W - 2` copies of `P`'s shape, where peers push their whole partials.
+Source `s` lands on rank `r` in slot `(s - r - 1) mod W`; slot 0 is the
+rank's own `P` (a one-shot all-reduce never stores its own partial
+there), slot `k > 0` is copy `k - 1` of the staging buffer.
+
+Options: none.
+Preconditions: every collective has an explicit chunk count and
+backend (run `chunk-select-chunk-size` for `chunks(auto)`,
+`chunk-select-backend` for `backend(auto)`).
+Postconditions: no collective ops remain in plans; the plans verify.
+Not yet supported (refused with an error): the `ring` algorithm.
+Refused: a plan whose transfers times its world size would exceed
+[`MAX_RANK_COPIES`] (every transfer is checked on every rank).
+  }];
+}
+
+def ChunkVerifyPlan : ChunkPass<"chunk-verify-plan"> {
+  let summary = "Check each chunk.plan against its kernel (bound arguments, element types)";
+  let description = [{
+The plan's own rules (bounds, sizes, coverage, dependencies) are checked
+by `chunk.plan`'s verifier whenever the IR is verified; this pass checks
+what needs the kernel too:
+
+* the plan names a `tt.func` of the module;
+* every `bind(i)` is an argument of that kernel, a `!tt.ptr<T>` whose `T`
+  is the buffer's element type;
+* no two buffers bind the same argument;
+* every consumed buffer is bound (the kernel must read it), and so is
+  every produced one (the kernel must write it).
+
+Options: none. Pre/postconditions: none; the IR is not changed.
+  }];
+}
+
+def ChunkBindKernel : ChunkPass<"chunk-bind-kernel"> {
+  let summary = "Append the fused-kernel ABI arguments (rank, heap bases, flags, epoch, errors) to the plan's kernel";
+  let description = [{
+Appends the arguments listed in [`crate::abi`] to the `tt.func` named by
+each plan's `kernel(@...)` (function type, entry block arguments named
+after them, `arg_attrs` extended), and records where they start in the
+discardable attribute `synco.abi_first_arg`; then one pointer argument
+per plan buffer without `bind(i)` (listed in `synco.abi_buffers`).
+Kernel-level chunk ops
+(`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
+
+Options: none.
+Preconditions: each plan names a `tt.func` of the module, not yet bound.
+Postconditions: the kernel takes the ABI arguments; the rest of the IR is
+unchanged.
+  }];
+}
+
+def ChunkReorderTiles : ChunkPass<"chunk-reorder-tiles"> {
+  let summary = "Remap the kernel's tile index so tiles consume chunks in arrival order and produce partials before their owners need them";
+  let description = [{
+For each `chunk.consume @A dim(d) tile(T)` of a plan, finds the kernel's
+tile index `t` along `d` (the value its loads of `@A` multiply by `T`, or
+the value named by `index("...")`) and remaps it so that, in dispatch
+order, tiles consume chunks in arrival order: the rank's own block first,
+then the block of rank `r+1`, `r+2`, ... (see `chunk-expand-collectives`).
+
+* 2D grid, `t = tt.get_program_id 0` and the other tile index is
+  `tt.get_program_id 1`: CUDA dispatches `x` fastest, so the grid would
+  sweep every row block before finishing one. The pass linearises the
+  program id and makes `t` the slow index
+  (`L = pid0 + pid1 * num_programs(0)`, `t' = L / num_programs(1)`,
+  `other' = L % num_programs(1)`), then rotates `t'`.
+* Otherwise (a 1D grid with GROUP_M swizzle, a persistent tile loop, or
+  a 2D grid whose row index is already the slow axis) the tile order is
+  already row-block-major; the pass only rotates `t`:
+  `t' = (t + rank * T_r) mod T_all`, with `T_r = block / T` row tiles per
+  rank and `T_all = A.shape[d] / T`.
+
+A consumer with `source("src")` reads every rank's block, one per
+iteration of the kernel's loop over `src` (0 to `W` by 1, a constant
+trip count): the tiles keep the kernel's order and the loop is rotated
+instead (`src' = (src + rank) mod W`, at the start of its body, marked
+`synco.source_index = "src"`), so that each tile reads its rank's own
+block first and its peers' in the order they arrive.
+
+Producers run the other way round: for `chunk.produce @tiles @P` whose
+buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
+rank's own chunks come after the peers' chunks they wait for. With one
+chunk per rank, tiles compute the blocks other ranks own first,
+starting with rank `r+1`'s, and the rank's own block last
+(`t' = (t + (rank + 1) * T_r) mod T_all`). With `n > 1` chunks per rank
+the order interleaves, so that partials leave all through the kernel
+instead of during its first part only: window `c` is chunk `c` of every
+other rank's block (ranks `r+1`, `r+2`, ...), and the sequence is
+window 0, window 1, own chunk 0, window 2, own chunk 1, ...,
+window n-1, own chunk n-2, own chunk n-1: own chunk `c` runs after
+every peer computed its chunk `c` (in the same slot of its own
+sequence) and one more window. The tile index is found from the
+kernel's stores of `@P`.
+
+Producers of a one-shot all-reduce's partial keep the kernel's order:
+every rank waits for the same tiles of its peers, so all ranks must run
+them in the same order.
+
+The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
+`chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
+was done.
+
+Options: none.
+Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
+`A.shape[d]` and the block are multiples of `T`; a kernel either
+consumes gathered buffers or produces reduced ones, not both.
+Postconditions: every consumed buffer and every produced reduced buffer
+has a marked tile index.
+  }];
+}
+
+def ChunkInsertWaits : ChunkPass<"chunk-insert-waits"> {
+  let summary = "Insert, before each tile's first load of a consumed buffer, a wait on that tile's chunk";
+  let description = [{
+For each consumed buffer, at the tile index marked by
+`chunk-reorder-tiles`, inserts before the first loop or op of the tile
+that loads the buffer:
+
+```mlir
+%chunk = (t' * T) / rows_per_chunk          // the chunk holding the rows
+%owner = %chunk / chunks_per_rank
+scf.if (%owner != rank) {                   // own rows are in place
+  chunk.wait %synco_flags[base + %chunk], %synco_epoch   // acquire, sys
+}
+```
+
+so the tile spins (bounded, see `chunk.wait`) on one flag, before any of
+its loads of the buffer, and reads the chunk with acquire ordering.
+
+A consumer read per source (`chunk.consume ... source("src")`: every
+tile reads every rank's block, one per iteration of the kernel's loop
+over `src`, which `chunk-reorder-tiles` rotated to `src'`) waits inside
+that loop instead, before the iteration's first load of the buffer, for
+the chunk of block `src'` holding its tile (flag
+`base + src' * chunks_per_rank + (t' * T) / rows_per_chunk`), unless
+`src'` is the rank itself (its block is in place when the kernel
+starts). Only the copy engine moves such chunks so far. Where two
+buffers are read in the same loop and wait before the same op, and
+every rank's copy stream sends all its chunks of one before any of the
+other (the reduce-scatter from gathered operands: A's rows, then B's
+column chunks), the other's wait implies the first's: the first's
+transfers are marked `synco.flag_implied_by` instead, and their copies
+set no flag (`chunk-lower-transfers`), one spin and one stream
+operation fewer per chunk.
+
+A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
+tile loop) loses the attribute, with a remark: once flattened, Triton's
+software pipeliner issues the loads of a tile's first K steps while the
+previous tile still runs, ahead of the tile's wait. Unflattened, the wait
+stays in front of the pipelined K loop.
+
+Options: none.
+Preconditions: collectives expanded; `chunk-bind-kernel` and
+`chunk-reorder-tiles` ran; chunks hold whole tiles.
+Postconditions: every load of a consumed buffer is preceded, in its tile,
+by a `chunk.wait` on that tile's chunk, or on a chunk whose flag comes
+after it in the same rank's copy list (the runtime sets no flag before
+every copy ahead of it in that list has landed).
+  }];
+}
+
+def ChunkFuseReductions : ChunkPass<"chunk-fuse-reductions"> {
+  let summary = "Fuse reduce-scatter and all-reduce (one-shot, two-shot) into the kernel tiles that produce the partials (SM or copy-engine transport, reduction in the tile epilogue)";
+  let description = [{
+all-reduce, into the GEMM tiles that produce its partials.
+
+(The one-shot all-reduce is `fuse_all_reduce`: every tile pushes its
+partial to every peer and adds the peers', in the kernel's own order on
+every rank; with more than 2 ranks, peers' partials beyond the first
+land in `@P_staging`, declared by `chunk-expand-collectives`. Its
+precondition beyond the reduce-scatter's: the kernel runs the tiles of a
+chunk together (a row of tiles with Triton's GROUP_M = 1 swizzle), since
+each waits for the peers' same chunk; chunks of more than 128 tiles are
+refused. The rest of this comment is the reduce-scatter.)
+
+Input: a plan whose `chunk.reduce_scatter @P into @C ... backend(ldst)`
+was expanded into reducing transfers that wait for
+`chunk.produce @tiles @P dim(0) tile(T)`: every rank's kernel computes a
+partial `P [M, N]`, and rank `r` must end with rows
+`[r * M/W, (r + 1) * M/W)` of the sum of all partials in `C [M/W, N]`.
+
+The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`,
+where the tile's rows start at `t' * T` (`t'` is the tile index marked by
+`chunk-reorder-tiles`, which already orders the tiles so that a rank's
+own chunks come after the peers' chunks they wait for). With `g` the global chunk
+holding the rows, its owner `o = g / chunks_per_rank`, `n` the tiles that
+write one chunk and `flags[g]` the chunk's counter:
+
+```mlir
+scf.if (%o == rank) {
+  // Own rows: the peers' partials of this chunk are ready...
+  chunk.wait %flags[g], %epoch count((W - 1) * n)
+  // ...they are added in rank order in f32 (the tile's own partial %v in
+  // place of rank's), rounded once, and stored into @C...
+  %sum = x_0 + x_1 + ... + x_{W-1}, x_s = s == rank ? %v : load(partial of s)
+  tt.store %c_ptrs, truncf(%sum)
+  // ...and every peer may overwrite its partial (next epoch).
+  chunk.arrive peer_ptr(%flags, s)[g]     for every s != rank
+} else {
+  // A partial for rank o: wait until o consumed the previous epoch's...
+  chunk.wait %flags[g], %epoch - 1 count(n)
+  tt.store (partial of rank for o), %v
+  chunk.arrive peer_ptr(%flags, o)[g]      // ...then tell o it is ready
+}
+```
+
+Where partials travel is the option `mode`, or the copy engine:
+
+* `push` (default): a tile stores its partial for rank `o` straight into
+  `o`'s `@P` over NVLink, in the block of rows of the source rank (rank
+  `o` never stores its own partial of other ranks' rows there: it pushes
+  them too), so the bytes move while the GEMM still computes other
+  tiles, and owners read their peers' partials from local memory;
+* `pull`: a tile stores its partial locally, at its own rows; owners
+  load it from the producer's `@P` over NVLink in their epilogue;
+* the reduce-scatter's `backend(copy_engine)`: a tile stores its partial
+  in place and counts it on its own rank; the host's side stream copies
+  each finished chunk into the owner's `@P_staging` (declared by
+  `chunk-expand-collectives`; the owner's own tiles still write the
+  other blocks of its `@P`) and sets the owner's flag for that source
+  (see `record_copies`, and `CeFlags` for the flags); no program waits
+  for remote stores, and none waits for the previous epoch's chunks to
+  be moved or read: the runtime orders that on its streams (a rank's
+  copies start after their owners' previous launch, its kernel after
+  its previous launch's copies), so the tiles skip the `consumed`,
+  `copied` and `sent` flags of the pseudo-code above;
+* `stage` (a reduce-scatter or two-shot all-reduce on `ldst`): staged
+  exactly as on the copy engine (this pass declares `@P_staging` and
+  its kernel argument, and marks the plan `synco.staged` so that its
+  flag layout is the copy engine's), but the copies are run by SM copy
+  programs of the kernel itself, which `chunk-lower-transfers` adds
+  (`sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
+  stream, at the price of the SMs the copy programs hold.
+
+Every tile waits only for its own chunk, and the sum is the same bits on
+every run: partials are added in rank order whatever order they arrive
+in. Own rows of `@P` are never written. `@C` is a kernel argument: the
+user's if `@C` is bound, else the ABI's `synco_buffer_C`.
+
+A two-shot all-reduce fuses as its reduce-scatter whose owners also
+send each sum to every peer's `@C`: with `ldst`, the owner's tiles store
+it there and count it on the peer; with `copy_engine`, they count it
+locally and the side stream copies each finished chunk (`record_copies`).
+The launch ends once the peers' sums are in: with SM stores the kernel
+waits for them itself (the last owner tile of each chunk, see
+`wait_for_peers_sums`); with copy programs the runtime waits for their
+flags, recorded in the plan's `synco.completion`; with the copy engine
+for the peers' side streams (those copies set no flag).
+
+Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
+Refused (see `check_layout`): reducing transfers, as a plan written out
+by hand may have them, that do not move whole chunks of one size into
+the rows where the fused code puts each sum (a rank's own block, or
+every row for a one-shot all-reduce), or that carry no collective's
+`group`.
+Preconditions: collectives expanded (reductions with backend `ldst`; a
+reduce-scatter or two-shot all-reduce with `copy_engine`, whose staging
+buffer `chunk-expand-collectives` declared), `chunk-bind-kernel` and
+`chunk-reorder-tiles` ran; the kernel stores `@P` once per tile, a 2D
+tile of `T` rows, at the addresses of a row-major `[M, N]` array (what
+the plan declares); `@C` is `[M/W, N]` (reduce-scatter) or `[M, N]`
+(all-reduce); `@P`, `@C` and the staging buffer start at multiples of 16
+elements (the runtime's symmetric buffers are 512-byte aligned).
+Postconditions: the fused transfers are marked `synco.fused` (for
+`chunk-lower-transfers`, which drops them); the flag array holds the
+counters and flags of every chunk of `@P` (see `plan::flag_layout` and
+`CeFlags`); the plan records the side stream's copies
+(`synco.reduction_copies`) and the launch's completion waits
+(`synco.completion`) where there are any.
+  }];
+  let options = [
+    Option<"mode", "mode", "::synco::chunk::ReductionMode",
+           /*default=*/"::synco::chunk::ReductionMode::push",
+           "How partials reach their owner on ldst",
+           [{::llvm::cl::values(
+             clEnumValN(::synco::chunk::ReductionMode::push, "push",
+                        "tiles store partials into their owner's memory"),
+             clEnumValN(::synco::chunk::ReductionMode::pull, "pull",
+                        "owners load partials from the producers"),
+             clEnumValN(::synco::chunk::ReductionMode::stage, "stage",
+                        "tiles store partials locally; the kernel's SM copy "
+                        "programs move each finished chunk to its owner's "
+                        "staging buffer"))}]>,
+  ];
+}
+
+def ChunkFuseGathers : ChunkPass<"chunk-fuse-gathers"> {
+  let summary = "Have the kernel's tiles count each chunk of an output that an all-gather sends, and the copy engine send each finished chunk to every peer";
+  let description = [{
+chunk by chunk, as soon as the tiles of a chunk are done.
+
+Input: a plan whose `chunk.produce @tiles @C dim(p) tile(T)` buffer is
+moved by an all-gather (`chunk.all_gather @C dim(0) ...`, backend
+`copy_engine`), expanded into transfers that wait for the producer
+(`after [@tiles]`, see `chunk-expand-collectives`). Rank `r`'s kernel
+computes block `r` of `@C` (its `M/W` rows); every rank must end with
+all of `@C`. This is how an all-reduce computed from gathered operands
+ends: each rank computes its rows of the sum, then gathers the others'.
+
+The pass rewrites the kernel's one store of `@C`, `tt.store %ptrs, %v`
+(a tile of the kernel's own `[M/W, N]` rows), where `t` is the tile
+index along `p` (found as `chunk-reorder-tiles` finds it, or named by
+`index("...")`). With `c = t * T / S` the tile's chunk (`S` the chunk's
+extent along `p`) and `g = r * n + c` its global index:
+
+```mlir
+// Into rank r's block of @C: rows r * M/W and on.
+tt.store %ptrs + r * (M/W) * N, %v
+// One more tile of chunk g (CTA barrier, release at system scope).
+chunk.arrive %flags[produced(g)]
+```
+
+and records, per rank, the side stream's copies (`synco.reduction_copies`,
+in the kernel's chunk order): once `produced(g)` reaches `epoch * n_t`
+(`n_t` tiles per chunk), chunk `g` of the rank's block goes to the same
+place in every peer's `@C` (a 2D copy when chunks are column ranges,
+`split(1)`). The copies set no flag: no kernel waits for them, and the
+runtime's streams order the rest (`synco_manifest::FusedPlan::
+copies_ordered_by_streams`, `sources_ordered_by_streams`): a launch ends
+on rank `r` once every other rank's side stream has made its copies, the
+copies into `r` start after `r`'s previous launch, and a rank's next
+kernel, whose tiles overwrite the chunks, starts after its copies. The
+counters are the range's flags (`plan::FlagKind::Output`: `produced(g)`
+is flag `base + g`). The transfers are marked `synco.fused`.
+
+No tile waits for another rank: the copy engine reads what the tiles
+stored, so the result is the kernel's own bits on every rank.
+
+Options: none.
+Preconditions: collectives expanded, `chunk-bind-kernel` ran; `@C` is a
+2D row-major `[M, N]` buffer bound to the kernel argument that the
+kernel stores once per tile, at the addresses of its own `[M/W, N]`
+rows with row pitch `N`; the ranks' blocks are rows (`dim(0)`); chunks
+hold whole tiles along `p`; backend `copy_engine`; no reduction of the
+same plan records side-stream copies.
+Refused (`check_layout`): gather transfers, as a plan written out by
+hand may have them, that do not send one chunk of their source rank's
+own block to the same place on the peer.
+Postconditions: the gather's transfers are marked `synco.fused`; the plan
+records `synco.reduction_copies`.
+  }];
+}
+
+def ChunkTraceTiles : ChunkPass<"chunk-trace-tiles"> {
+  let summary = "Record when every tile of the fused kernel starts, waits, publishes and ends (%globaltimer) in a trace buffer";
+  let description = [{
+starts, waits, publishes and ends.
+
+Declares the plan's trace buffer and instruments the kernel with
+`chunk.trace` ops (see the op for the record layout):
+
+```mlir
+chunk.buffer @synco_trace : !chunk.buffer<16384x8xi64> {synco.staging, synco.trace}
+...
+%t = ... {synco.tile_index = "P"}              // the tile index
+%record = pid * R + i                          // i: the tile's iteration
+chunk.trace tile_begin %trace[%record], %t records(16384)
+...
+chunk.trace wait_begin %trace[%record], %t records(16384)
+chunk.wait %flags[%c], %epoch
+chunk.trace wait_end %trace[%record], %t records(16384)
+...
+chunk.arrive %flags[%c]
+chunk.trace signal %trace[%record], %t records(16384)
+...
+chunk.trace tile_end %trace[%record], %t records(16384)
+```
+
+The tile index is the first op `chunk-reorder-tiles` marked (a kernel
+that consumes and produces chunks has two). `pid` is the program's
+linear id over the grid; `R` is 1 where the tile
+index is computed once per program (a kernel of one tile per program),
+else `tiles-per-program` and `i` the iteration of the loop that computes
+it (a persistent kernel's tile loop); a tile past `R` is not recorded.
+Waits and arrivals inside another loop of the tile (not the tile loop)
+are not bracketed: a wait per K step would record only the last one.
+The loop over sources (`chunk.consume ... source(...)`) is the
+exception: its waits, one per peer's block, are bracketed, and the
+record keeps the first one's begin and the last one's end.
+The trace buffer is kernel scratch like a staging buffer: the runtime
+allocates it (`synco_buffer_synco_trace`, the kernel's last argument),
+`Node::clear_trace` zeroes it once, `Node::read_trace` decodes it: each
+record holds the last launch that ran its tile.
+
+Each event is one thread's store, no barrier and no atomic: the cost is
+a few instructions per event (`wait_begin` also reads its word, to keep
+the first of several waits).
+
+Options: `records` (trace records, default 16384: 1 MiB);
+`tiles-per-program` (default 64).
+Preconditions: `chunk-bind-kernel` and `chunk-reorder-tiles` ran (the
+tile index is marked); run after `chunk-insert-waits` and
+`chunk-fuse-reductions` (the waits and arrivals to bracket) and before
+`chunk-lower-transfers` (which lists the plan's buffers in the launch
+manifest) and `chunk-to-triton`.
+Postconditions: the plan has `@synco_trace`; the kernel takes it and
+records every tile.
+  }];
+  let options = [
+    BoundedOption<"records", "records", /*default=*/"16384", 1, 2147483647,
+                  "Trace records (64 bytes each); tiles past the last are "
+                  "not recorded">,
+    BoundedOption<"tilesPerProgram", "tiles-per-program", /*default=*/"64",
+                  1, 2147483647,
+                  "Records per program of a persistent kernel (a tile loop); "
+                  "later tiles are not recorded">,
+  ];
+}
+
+def ChunkLowerTransfers : ChunkPass<"chunk-lower-transfers"> {
+  let summary = "Lower chunk.transfer ops: copy-engine transfers become the host transfer schedule";
+  let description = [{
+Backend `copy_engine`: the copies run on the host's side stream, so the
+pass records, for every rank, the ordered list of copies it drives (the
+host transfer schedule) in the module attribute `synco.host_schedule`
+(JSON; `synco compile` moves it into the launch manifest) and erases the
+transfers. Each copy names its source and destination rank and buffer,
+element offsets, a 2D shape (`rows` x `row_elems`, with row pitches in
+elements) and the flag the side stream sets to the epoch once the copy is
+done. Local transfers whose source is their destination move nothing and
+are dropped (their rows are in place before the launch); other local
+transfers (an all-to-all's own block) are `before_kernel`: the runtime
+makes them on the compute stream right before the kernel (the driver may
+run a copy within a GPU on SMs, which tiles waiting for it would hold),
+with no flag.
+
+```json
+{"plan": "ag_gemm", "world_size": 2, "num_flags": 8,
+ "buffers": [{"name": "A", "arg": 0, "shape": [8192, 4096], "element": "bf16", "element_bytes": 2} ],
+ "copies": [[{"order": 4, "src_rank": 1, "dst_rank": 0, "buffer": "A",
+              "src_offset": 16777216, "dst_offset": 16777216, "rows": 1024,
+              "row_elems": 4096, "src_pitch": 4096, "dst_pitch": 4096, "flag": 4}, ...], ...]}
+```
+
+`copies[r]` is rank `r`'s list, in schedule order.
+
+Backend `ldst`: the chunks are copied by SM programs of the fused kernel
+itself (see [`crate::sm_copies`]): the kernel's 1D grid gets
+`copy-programs` extra programs in front, recorded as `copy_programs` in
+the schedule (the runtime launches them), and the flag array gets one
+completion counter per flag after the flags. A 2D grid gets an extra
+plane of copy programs instead (`copy_plane` in the schedule; grid axis
+2, index 0, in front of the kernel's own programs).
+
+A reduction staged on SMs (`chunk-fuse-reductions{mode=stage}` marked
+the plan `synco.staged`) gets `copy-programs` copy programs the same
+way, which run the reduction copies the copy engine would
+(`sm_copies::lower_reduction_copies`); the schedule's
+`reduction_copies` is then empty. One kernel has one set of copy
+programs: an `ldst` transfer beside a staged reduction is refused.
+
+A persistent kernel whose tile loop strides by a constant (Triton's
+`NUM_SMS`) records it as `persistent_programs`: the runtime launches it
+with exactly that many programs (besides copy programs) or refuses. If
+it also fuses a reduction (its programs wait for other programs' tiles)
+the schedule says `co_resident`: the runtime refuses a launch whose
+programs the GPU cannot hold all at once.
+
+Backend `tma` is not implemented yet and is refused with an error.
+
+Options:
+* `copy-programs=C` (default 16): programs that copy `ldst` chunks (or
+  a staged reduction's).
+
+Refused, at the transfer or the consumer: transfers into a consumed
+buffer that do not set each of its arrival flags exactly once per rank
+(see [`check_arrival_flags`]), as a plan written out by hand can.
+
+Preconditions: collectives expanded; plans verify.
+Postconditions: the module carries the schedule; plans keep only their
+buffers (no transfers, consumers or producers).
+  }];
+  let options = [
+    BoundedOption<"copyPrograms", "copy-programs", /*default=*/"16", 1,
+                  2147483647,
+                  "Programs of the fused kernel that copy ldst chunks (or a "
+                  "reduction staged by chunk-fuse-reductions{mode=stage})">,
+  ];
+}
+
+def ChunkToTriton : ChunkPass<"chunk-to-triton"> {
+  let summary = "Lower chunk.rank/world_size/peer_ptr/wait/signal/arrive to tt/arith/scf ops and drop plans";
+  let description = [{
+Kernel-level ops are rewritten against the kernel's ABI arguments (see
+[`crate::abi`]):
+
+* `chunk.rank`, `chunk.world_size` -> `synco_rank`, `synco_world_size`;
+* `chunk.peer_ptr %p, %peer` -> `int_to_ptr(ptr_to_int(p) -
+  heap_bases[rank] + heap_bases[peer])`, built as a `tt.addptr` by that
+  difference in elements (assumed a multiple of 16: heap bases are
+  aligned) so that loads through it stay vectorised; element-wise for a
+  tensor of pointers;
+* `chunk.wait %flags[%c], %epoch count(n)` -> a bounded spin, one PTX
+  loop in a `tt.elementwise_inline_asm`: read the flag with
+  `ld.<sem>.<scope>` until it reaches `epoch * n`, an error is recorded,
+  or `timeout_ns` have passed (`%globaltimer`), sleeping 64 ns
+  (`nanosleep`) between reads; if the flag fell short, claim the error
+  buffer with an acq_rel/sys compare-and-swap and record
+  `[1, rank, c, epoch]`. Once an error is recorded, later waits fall
+  through, so the kernel ends and the host reports it;
+* `chunk.signal %flags[%c], %epoch` -> CTA barrier (`bar.sync 0`),
+  then one thread's atomic exchange of the epoch into the flag with the
+  op's semantic and scope (release: its fence covers the whole
+  program's writes, which the barrier ordered before it);
+* `chunk.arrive %flags[%c]` -> the same barrier, then one thread's
+  atomic add of 1 with the op's semantic and scope;
+* `chunk.trace <event> %trace[%record], %tile` -> one asm block in which
+  thread 0 stores `%globaltimer` into the record's word for the event
+  (`wait_begin` only if the word is still 0); `tile_begin` writes the
+  whole record (the other events' words cleared, the tile, `%smid` and
+  `%ctaid`); records at or beyond `records` are skipped.
+
+Plans are erased (their schedule was recorded by
+`chunk-lower-transfers`), as are Synco's marker attributes.
+
+A loop Triton flattens (`tt.flatten`, a persistent kernel's tile loop)
+whose body now ends in an op with regions (the fused epilogue's
+`scf.if`) gets a side-effecting no-op (`mov.u32 $0, 0;`) appended to its
+body: Triton 3.6's `tritongpu-fuse-nested-loops` takes every value used
+inside the epilogue's last op for an epilogue output and builds an
+invalid `scf.if` (triton-lang/triton PR 11863, open); the no-op keeps
+those uses inside the epilogue.
+
+Options: none.
+Preconditions: the kernel was bound (`chunk-bind-kernel`); no
+`chunk.transfer` or collective remains.
+Postconditions: no chunk op remains; the module is plain TTIR.
+  }];
+}
+
+def SyncoKernelSummary : ChunkPass<"synco-kernel-summary"> {
+  let summary = "Emit a remark describing each Triton kernel (tt.func)";
+  let description = [{
+Emits one remark per `tt.func`, at the function, listing what the chunk
+passes look at when they bind a plan to a kernel: the number of
+arguments, the grid axes it reads with `tt.get_program_id`, and how many
+loads, stores, dots and loops it has. The IR is not changed.
+
+```text
+synco-opt kernel.ttir --pass-pipeline='builtin.module(synco-kernel-summary)'
+```
+
+Options: none.
+Preconditions: the module holds `tt.func` ops in generic form (Triton's
+dialect is not registered in synco-opt).
+Postconditions: the IR is unchanged.
+  }];
+}
+
+#endif // SYNCO_CHUNK_PASSES
