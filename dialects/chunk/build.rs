@@ -1,12 +1,14 @@
 //! Builds the C++ half of the `chunk` dialect:
 //!
 //! 1. runs `mlir-tblgen` on the ODS files in `include/` (declarations,
-//!    definitions and the Markdown reference) into `$OUT_DIR`;
-//! 2. compiles the dialect, its C API and the Rust-pass/driver shim into a
-//!    static library linked into every Rust binary that uses MLIR;
-//! 3. links the same objects into `libSyncoChunkPlugin.so`, a dialect plugin
-//!    for upstream `mlir-opt --load-dialect-plugin`, copied next to the Rust
-//!    binaries (`target/<profile>/`);
+//!    definitions, the pass classes and the Markdown references) into
+//!    `$OUT_DIR`;
+//! 2. generates, from `ChunkPasses.td`'s records, the pass classes' final
+//!    halves and the Rust option structs (`build/pass_glue.rs`);
+//! 3. compiles the dialect, its passes, its C API and the driver shim into a
+//!    static library linked into every Rust crate that uses MLIR (the
+//!    binaries, and `tools/synco-plugin`, the plugin for upstream
+//!    `mlir-opt`).
 //!
 //! (Linking MLIR's C API is `synco-mlir-sys`'s job.)
 
@@ -87,14 +89,11 @@ const TBLGEN_JOBS: &[(&str, &[&str], &str)] = &[
     ("ChunkPasses.td", &["-gen-pass-doc"], "ChunkPasses.md"),
 ];
 
-/// The dialect proper: linked into the Rust binaries and into the plugin.
-const DIALECT_SOURCES: &[&str] = &[
+/// The dialect, its passes, its C API and the opt driver.
+const SOURCES: &[&str] = &[
     "lib/ChunkDialect.cpp",
     "lib/ChunkOps.cpp",
     "lib/PlanVerifier.cpp",
-];
-/// The C API, Rust-pass registration and the opt driver: Rust binaries only.
-const SHIM_SOURCES: &[&str] = &[
     "lib/CAPI.cpp",
     "lib/ChunkPasses.cpp",
     "lib/ChunkPipelines.cpp",
@@ -109,7 +108,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         env::var("MLIR_SYS_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into()),
     );
     let llvm_include = llvm.join("include");
-    let llvm_lib = llvm.join("lib");
     let src_include = manifest_dir.join("include");
     let gen_include = out_dir.join("include");
     let gen_dir = gen_include.join("synco/Dialect/Chunk");
@@ -181,10 +179,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .files(sources.iter().map(|source| manifest_dir.join(source)))
             .compile_intermediates()
     };
-    let dialect_objects = compile(DIALECT_SOURCES);
-    let shim_objects = compile(SHIM_SOURCES);
-    let plugin_objects = compile(&["lib/Plugin.cpp"]);
-    let objects: Vec<&PathBuf> = dialect_objects.iter().chain(&shim_objects).collect();
+    let objects = compile(SOURCES);
 
     // Static library for the Rust side.
     let archive = out_dir.join("libsynco_chunk_cxx.a");
@@ -194,23 +189,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rustc-link-lib=static=synco_chunk_cxx");
     println!("cargo:rustc-link-lib=dylib=stdc++");
 
-    // The mlir-opt dialect plugin, linked against the same shared MLIR that
-    // Debian's mlir-opt uses.
-    let plugin = out_dir.join("libSyncoChunkPlugin.so");
-    let compiler = build.get_compiler();
-    run(Command::new(compiler.path())
-        .arg("-shared")
-        .arg("-o")
-        .arg(&plugin)
-        .args(&dialect_objects)
-        .args(&plugin_objects)
-        .arg(format!("-L{}", llvm_lib.display()))
-        .arg(format!("-Wl,-rpath,{}", llvm_lib.display()))
-        .arg("-lMLIR")
-        .arg("-lLLVM"))?;
     // $OUT_DIR is target/<profile>/build/<pkg>-<hash>/out.
     if let Some(profile_dir) = out_dir.ancestors().nth(3) {
-        fs::copy(&plugin, profile_dir.join("libSyncoChunkPlugin.so"))?;
         fs::copy(
             gen_dir.join("ChunkDialect.md"),
             profile_dir.join("ChunkDialect.generated.md"),
