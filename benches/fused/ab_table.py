@@ -1,10 +1,10 @@
 """The table of an A/B call: variants timed on each side in turn, run by run.
 
-Reads DIR/<set>-<side>-<run>.json (ag-gemm-bench --out of each set of
+Reads DIR/<set>-<side>-<run>.json (synco-bench --out of each set of
 variants, each side, each run) and prints, per shape and variant, every
 run's median time on each side and the overlap efficiency against the
 median of all runs' floors (max of the cuBLAS local GEMM and the copy of
-what a rank sends, as in every table of the README). A '!' marks a time
+what a rank sends, as in report.py's tables, docs/floor.md). A '!' marks a time
 whose variant failed its check.
 
     python3 ab_table.py DIR --sides old new --sets rsg arg ag --runs 2 \\

@@ -21,7 +21,7 @@ case "${1:-}" in
 esac
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-B=benches/ag_gemm/build.sh
+B=benches/fused/build.sh
 ALL="grid2d grouped persistent persistent_tma"
 export OUT=build/bench/check
 $B --shapes "4096,4096,7168" --styles "$ALL" --chunks "1 2 4 8" --no-auto
@@ -42,6 +42,6 @@ $B --op rsg --shapes "4096,1024,8192" --chunks "2 4 8"
 $B --op arg --shapes "4096,1024,8192" --chunks "4 8" --out-chunks "1 2 4"
 unset OUT
 for w in 3 4 5 6 7 8; do
-  benches/ag_gemm/build-shared-check.sh "$w"
+  benches/fused/build-shared-check.sh "$w"
 done
 echo "build-check.sh: $(find build/bench/check build/bench/check-w? -name variant.json | wc -l) variants in build/bench/check*"

@@ -16,7 +16,7 @@
 # gathered operands have one kernel each). Then, on a machine with W GPUs,
 # one call:
 #
-#   benches/ag_gemm/device-run.sh torch-rs bench bench-rs bench-ar bench-ar2 bench-rsg bench-arg torch-rs
+#   benches/fused/device-run.sh torch-rs bench bench-rs bench-ar bench-ar2 bench-rsg bench-arg torch-rs
 #
 # (device-run.sh takes W from nvidia-smi: build for the machine's GPU
 # count). What each op builds:
@@ -30,7 +30,7 @@
 #   arg   all-reduce from gathered operands at K_local = 1024 (full-arg)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-B="$ROOT/benches/ag_gemm/build.sh"
+B="$ROOT/benches/fused/build.sh"
 WORLD=2
 OPS="ag rs ar ar2 rsg arg"
 STYLES="grouped"
@@ -73,7 +73,7 @@ for style in $STYLES; do
 done
 [ -n "$STYLES" ] || { echo "build-set.sh: --styles names at least one style" >&2; exit 2; }
 [ -x "$ROOT/target/release/synco" ] || {
-  echo "build-set.sh: target/release/synco missing: cargo build --release -p synco -p synco-bench-ag-gemm" >&2
+  echo "build-set.sh: target/release/synco missing: cargo build --release -p synco -p synco-bench" >&2
   exit 1
 }
 cd "$ROOT"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles correctness variants for W ranks that will share the GPUs of a
-# smaller machine (device-run.sh check-shared; ag-gemm-bench --gpus N), into
+# smaller machine (device-run.sh check-shared; synco-bench --gpus N), into
 # $OUT (default build/bench/check-w<W>):
 #
 #   build-shared-check.sh W          (W = 3 to 8)

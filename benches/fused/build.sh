@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles the all-gather + GEMM benchmark variants on this (CPU) machine,
-# into $OUT (default build/bench/ag_gemm), for the GPU machine to run:
+# into $OUT (default build/bench/fused), for the GPU machine to run:
 #
 #   <OUT>/<M>x<K>x<N>_w<W>/<style>_c<chunks>/   fused kernel, fixed chunk count
 #   <OUT>/<M>x<K>x<N>_w<W>/<style>_auto/        fused kernel, chunks(auto)
@@ -57,10 +57,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$ROOT/target/release"
-OUT="${OUT:-$ROOT/build/bench/ag_gemm}"
+OUT="${OUT:-$ROOT/build/bench/fused}"
 # A shape may carry its own tiles: M,K,N@BM,BN,BK,WARPS. The N_local = 1024
 # shapes have too few 128x256 tiles to fill 132 SMs; their tiles are the
-# best of the tune run in benches/ag_gemm/README.md. With --world W other
+# best of a tune run (cafee20; docs/local-gemm.md). With --world W other
 # than 2 and no --shapes, N_local (all-gather) or K_local (reductions) of
 # the default shapes is scaled by 2/W (the same layer on more ranks).
 SHAPES="1024,4096,7168 1024,8192,14336 1024,8192,1024@64,128,64,4 4096,4096,7168 4096,8192,14336 4096,8192,1024@128,128,64,8 8192,4096,7168 8192,8192,14336 8192,8192,1024@128,128,64,8"
@@ -73,7 +73,8 @@ BACKEND=copy_engine
 COPY_PROGRAMS=16
 BM=128 BN=256 BK=64 WARPS=8 STAGES=4 GROUP_M=8 NUM_SMS=132
 # persistent_tma pipelines 3 stages unless --stages says otherwise (the
-# configuration benches/ag_gemm/experiments measured against cuBLAS)
+# configuration experiments/local_gemm_sweep.py measured against cuBLAS,
+# passes/docs/persistent-tma-fusion.md)
 STAGES_SET=0
 OP=ag
 OUT_CHUNKS="2 4 auto"

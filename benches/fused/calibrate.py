@@ -3,7 +3,12 @@ chunk-count sweep, by grid search on the squared relative error, and prints
 the constants as calibration JSON (chunk-select-chunk-size{calibration=...})
 and how often the fitted model picks a count within 5% of the best.
 
-  python3 calibrate.py results/synco.json > calibration.json
+  python3 calibrate.py SWEEP.json > calibration.json
+
+SWEEP.json: a synco.json whose all-gather variants sweep the chunk count
+(build.sh's default --chunks "1 2 4 8 16"). results/calibration.json and
+Machine::H200_NVLINK were fitted to the sweep of 900e242
+(passes/docs/cost-model-calibration.md).
 """
 
 import collections

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool), from the repository
-# root, with the carried ag-gemm-bench binary and build/bench variants:
+# root, with the carried synco-bench binary and build/bench variants:
 #
-#   benches/ag_gemm/device-run.sh STAGE...
+#   benches/fused/device-run.sh STAGE...
 #
 #   check      correctness of every variant in build/bench/check (all-gather
 #              and reduce-scatter, every style, backend and chunk count),
@@ -31,8 +31,8 @@
 #              nvidia-smi's clocks and power (clocks.json, clocks-smi.csv)
 #
 # Stages run in the order given, each under a time limit (LIMIT seconds,
-# default 280; BENCH names the ag-gemm-bench binary, default
-# target/release/ag-gemm-bench, e.g. another runtime's for an A/B); results go to
+# default 280; BENCH names the synco-bench binary, default
+# target/release/synco-bench, e.g. another runtime's for an A/B); results go to
 # $OUT/results.tar.gz (JSON and logs; the device tool brings back only a
 # few files) and $OUT/summary.txt, which is also printed last.
 set -uo pipefail
@@ -51,7 +51,7 @@ if [ -f build/bench.tar.xz ]; then
   tar -xJf build/bench.tar.xz -C build
 fi
 echo "variants: $(find build/bench -name variant.json | wc -l) in build/bench" | tee "$OUT/variants.txt"
-BENCH="${BENCH:-target/release/ag-gemm-bench}"
+BENCH="${BENCH:-target/release/synco-bench}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >>"$OUT/gpus.txt"
 summary="$OUT/summary.txt"
@@ -69,7 +69,7 @@ run() { # name log command...
 torch_rs() {
   local n=1 out="$OUT/torch_rs.json"
   while [ -f "$out" ]; do n=$((n + 1)); out="$OUT/torch_rs-$n.json"; done
-  run "torch-rs $n" "${out%.json}.log" python3 benches/ag_gemm/torch_baselines.py --op rs --world "$W" --out "$out"
+  run "torch-rs $n" "${out%.json}.log" python3 benches/fused/torch_baselines.py --op rs --world "$W" --out "$out"
 }
 for stage in "$@"; do
   case "$stage" in
@@ -85,7 +85,7 @@ for stage in "$@"; do
       ;;
     bench)
       run bench "$OUT/synco.log" $BENCH --variants build/bench/full --out "$OUT/synco.json" --iters 15
-      run torch "$OUT/torch.log" python3 benches/ag_gemm/torch_baselines.py --world "$W" --out "$OUT/torch.json"
+      run torch "$OUT/torch.log" python3 benches/fused/torch_baselines.py --world "$W" --out "$OUT/torch.json"
       ;;
     bench-rs)
       run bench-rs "$OUT/synco_rs.log" $BENCH --variants build/bench/full-rs --out "$OUT/synco_rs.json" --iters 15
@@ -131,7 +131,7 @@ for stage in "$@"; do
       done
       ;;
     clocks)
-      run clocks "$OUT/clocks.log" python3 benches/ag_gemm/experiments/sustained_clocks.py --out "$OUT/clocks.json"
+      run clocks "$OUT/clocks.log" python3 benches/fused/experiments/sustained_clocks.py --out "$OUT/clocks.json"
       ;;
     *)
       echo "usage: $0 check|check-shared|bench|bench-rs|bench-rsg|bench-ar|bench-ar2|bench-arg|torch-rs|tune|timeline|trace|clocks..." >&2

@@ -17,7 +17,7 @@ issue, met or not, shape by shape:
 * the decode-size all-reduce (M = 1024) >= 1.3x faster than GEMM then NCCL
   all-reduce (the fastest plan).
 
-    python3 benches/ag_gemm/targets.py DIR
+    python3 benches/fused/targets.py DIR
 """
 
 import argparse

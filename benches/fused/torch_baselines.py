@@ -45,11 +45,11 @@ PER_SAMPLE = 10
 
 def timed(fn, warmup, iters):
     """Median per-call time: `iters` samples of PER_SAMPLE calls back to back
-    between CUDA events (after a barrier), as ag-gemm-bench times Synco, so
+    between CUDA events (after a barrier), as synco-bench times Synco, so
     Python's launch costs overlap the GPU work. `warmup` is (calls, ms): that
     many calls first, then batches of PER_SAMPLE calls for about that much
     wall time (counted from the first batch, which sizes the rest, so that
-    set-up costs in the first calls do not shorten it), as ag-gemm-bench's
+    set-up costs in the first calls do not shorten it), as synco-bench's
     --warmup / --warmup-ms: the GPUs' first tens of milliseconds under load
     run at higher clocks than they sustain. Every rank runs the same number
     of batches (the most any rank needs), so collectives stay matched."""
@@ -184,7 +184,7 @@ def main():
     parser.add_argument("--world", type=int, default=torch.cuda.device_count())
     parser.add_argument("--warmup", type=int, default=5, help="calls before timing each baseline (at least)")
     parser.add_argument("--warmup-ms", type=float, default=200.0,
-                        help="... and more, until this much wall time has passed (ag-gemm-bench's --warmup-ms)")
+                        help="... and more, until this much wall time has passed (synco-bench's --warmup-ms)")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out", required=True)
     parser.add_argument("--shapes", default=None, help="M,K,N;M,K,N (N per rank for ag, K per rank for rs)")

@@ -6,9 +6,9 @@ copy stream per rank pushes, in order: the peer's A rows, B in n_B column
 chunks, then C (the rank's rows of the sum) in n_C column chunks, each C
 chunk once the kernel's tiles have finished it. `chunks(auto)` picks n_B
 from the tile count alone (one chunk per wave, `chunks_per_wave`) and n_C
-from `predict_gathered_output`; results/arg-sweep-5ebbed4 measured every
-pair (n_B in 1, 2, 4, 8; n_C in 1, 2, 4) twice at 4096x1024x8192 and
-8192x1024x8192 on 2 x H200.
+from `predict_gathered_output`; the sweep at 5ebbed4 (its JSON in
+data/arg-sweep-5ebbed4) measured every pair (n_B in 1, 2, 4, 8; n_C in 1,
+2, 4) twice at 4096x1024x8192 and 8192x1024x8192 on 2 x H200.
 
 The model here simulates both together, wave by wave: a wave of `sms`
 tiles (column-block-major, as the kernel runs them) multiplies the rank's
@@ -23,7 +23,7 @@ ones (`synco_cost_model::Machine::H200_NVLINK`), and what a second copy
 stream for C would save (the same model with the link shared between the
 streams; printed where it saves anything).
 
-    python3 benches/ag_gemm/experiments/arg_chunk_model.py
+    python3 benches/fused/experiments/arg_chunk_model.py
 """
 
 import itertools
@@ -31,7 +31,7 @@ import json
 import math
 from pathlib import Path
 
-SWEEP = Path(__file__).resolve().parents[1] / "results" / "arg-sweep-5ebbed4"
+SWEEP = Path(__file__).resolve().parent / "data" / "arg-sweep-5ebbed4"
 N, K_LOCAL, WORLD, TILE_M, TILE_N = 8192, 1024, 2, 128, 256
 BYTES = 2  # bf16
 

@@ -2,8 +2,8 @@
 
 The reduce-scatter from gathered operands pushes, on each rank's copy
 stream, the peer's A rows (4 MiB) and B (16 MiB) in column chunks, each
-followed by the flag the kernel's tiles wait for (benches/ag_gemm/README.md,
-"The gathered reduce-scatter's last 2%"). The side-stream timeline shows
+followed by the flag the kernel's tiles wait for (benches/fused/docs/limits.md,
+passes/docs/split-first-wave.md). The side-stream timeline shows
 6 + 3 us between one chunk's data and the next chunk's start, but its own
 events inflate that. This probe times whole copy sequences with one event
 at each end, both GPUs pushing to each other at once on created streams
@@ -22,8 +22,9 @@ whether a second stream can hide the per-copy cost:
 
 With --first, instead: the time until B's first 1, 2 or 4 chunks (of 4)
 have landed with their flags, A copied first on the same stream (the
-runtime) or on a second stream beside B's first chunk. (Written at the
-end of a stop and not run yet: results/head-beside-not-run.)
+runtime) or on a second stream beside B's first chunk. (Prepared for an
+A/B call that has not run yet; its folder, results/head-beside-not-run,
+is in git history at 9598717 under benches/ag_gemm/.)
 
 With --link, instead: one contiguous copy of 20, 64 or 256 MiB from GPU 0,
 from GPU 1, and from both at once (the link's rate per direction, one way

@@ -12,7 +12,7 @@ examples/ag_gemm/matmul.py) and the TMA candidates of local_gemm_kernels.py
 checked first (random bf16 inputs, output poisoned with NaN, relative
 Frobenius error against torch.matmul in fp32 < 2e-2), then timed: 10
 launches captured in a CUDA graph, 5 warm-up replays, median over 15
-replays of the time per launch (ag-gemm-bench launches on streams instead;
+replays of the time per launch (synco-bench launches on streams instead;
 compare the kernels here with one another). cuBLAS (torch.matmul) is timed
 the same way in the same run. Writes JSON and prints a table (time in ms,
 and cuBLAS time / variant time).

@@ -1,7 +1,7 @@
 """How SM-driven NVLink transfers behave on two GPUs (no Synco code involved).
 
-Two questions the fused reductions raise (benches/ag_gemm/README.md, "Why
-the misses"):
+Two questions the fused reductions raise (benches/fused/docs/limits.md,
+passes/docs/ldst-reduction-modes.md):
 
 1. *Where does a tile that pushes its partial to a peer stall?* Every
    program stores a 128x256 bf16 tile (64 KiB) into the peer's memory, then

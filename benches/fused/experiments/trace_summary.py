@@ -1,6 +1,6 @@
 """Where the SMs' time goes in a traced fused kernel.
 
-Reads ag-gemm-bench JSON files of variants built with `build.sh --trace`
+Reads synco-bench JSON files of variants built with `build.sh --trace`
 (chunk-trace-tiles: every tile's begin, first wait begin, last wait end,
 last signal and end, per rank) and prints, per variant and rank, how the
 SM-time of the launch splits into phases:
@@ -31,7 +31,7 @@ import json
 import os
 import statistics
 
-# Columns of a traced tile (see ag-gemm-bench's TileRow).
+# Columns of a traced tile (see synco-bench's TileRow).
 TILE, SM, PX, PY, BEGIN, WAIT_BEGIN, WAIT_END, SIGNAL, END = range(9)
 PHASES = ["compute", "wait", "publish", "rest"]
 COLOURS = {"compute": "#4c72b0", "wait": "#c44e52", "publish": "#dd8452", "rest": "#8c8c8c"}

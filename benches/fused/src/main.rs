@@ -1,6 +1,7 @@
-//! `ag-gemm-bench`: correctness and timing of fused all-gather + GEMM.
+//! `synco-bench`: correctness and timing of Synco's fused GEMM + collective
+//! kernels (all-gather + GEMM here; the reductions in [`rs`]).
 //!
-//! Reads variants compiled by `benches/ag_gemm/build.sh` (one directory per
+//! Reads variants compiled by `benches/fused/build.sh` (one directory per
 //! shape, one subdirectory per kernel style and chunk count, each with a
 //! cubin, its manifest and `variant.json`), and for each:
 //!
@@ -38,7 +39,7 @@ use diagnostics::{KernelTrace, Timeline, read_trace, record_timeline};
 use timing::{Timing, Warmup, median, time_baselines, time_ops};
 
 #[derive(Parser)]
-#[command(about = "Check and time fused all-gather + GEMM variants")]
+#[command(about = "Check and time fused GEMM + collective variants")]
 struct Cli {
     /// Directory of compiled variants (see build.sh).
     #[arg(long)]
@@ -702,7 +703,7 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
             println!(
                 "bindings: expected a misplaced argument and a short buffer to be refused, got {refused_pointer:?} and {refused_size:?}"
             );
-            println!("ag-gemm-bench: 0 passed, 1 failed");
+            println!("synco-bench: 0 passed, 1 failed");
             std::process::exit(1);
         }
     }
@@ -718,12 +719,12 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
                 "watchdog: reported after {:.1} s: {e}",
                 started.elapsed().as_secs_f64()
             );
-            println!("ag-gemm-bench: 1 passed, 0 failed");
+            println!("synco-bench: 1 passed, 0 failed");
             Ok(())
         }
         other => {
             println!("watchdog: expected a timeout of rank 1 in epoch 1, got {other:?}");
-            println!("ag-gemm-bench: 0 passed, 1 failed");
+            println!("synco-bench: 0 passed, 1 failed");
             std::process::exit(1);
         }
     }
@@ -838,10 +839,10 @@ fn main() -> Result<()> {
     let failed = variants().count() - passed - refused;
     if refused > 0 {
         println!(
-            "ag-gemm-bench: {passed} passed, {refused} refused (ranks sharing a GPU: programs that cannot all be resident), {failed} failed"
+            "synco-bench: {passed} passed, {refused} refused (ranks sharing a GPU: programs that cannot all be resident), {failed} failed"
         );
     } else {
-        println!("ag-gemm-bench: {passed} passed, {failed} failed");
+        println!("synco-bench: {passed} passed, {failed} failed");
     }
     if failed > 0 {
         std::process::exit(1);

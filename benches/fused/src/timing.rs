@@ -98,7 +98,7 @@ impl Drop for RankEvents {
 /// `launches` operations, then more, in batches of [`PER_SAMPLE`], until
 /// `min_ms` of wall time have passed since the first. The GPUs here run
 /// the first tens of milliseconds of full load at higher clocks than they
-/// sustain (see the bench README, "Sustained clocks"), so every operation
+/// sustain (see `docs/sustained-clocks.md`), so every operation
 /// and baseline is sampled after the same time under load.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Warmup {
