@@ -184,7 +184,7 @@ pub fn pointee_bytes(ty: ir::Type) -> Option<i64> {
 /// every thread's writes (CUTLASS's `__syncthreads` + one-thread
 /// `red.release` pattern). A `fence.acq_rel.sys` in every thread as well
 /// cost 5% to 11% of the fused reductions at K_local = 1024
-/// (benches/ag_gemm/README.md, "Tracing the tiles"). The barrier is
+/// (passes/docs/publish-barrier.md). The barrier is
 /// `bar.sync 0` in the asm rather than `gpu.barrier` (which Triton lowers
 /// to the same instruction): Triton's software pipeliner leaves a loop
 /// whose body holds a `gpu.barrier` alone, and a persistent kernel's tile

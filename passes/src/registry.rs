@@ -58,9 +58,13 @@ pub fn register_all() {
 mod tests {
     use super::*;
 
-    /// Every declared pass has a body and every body a declaration.
+    /// Every declared pass has one body and every body a declaration.
     #[test]
     fn bodies_match_declarations() {
-        assert_eq!(implemented(), passes::DECLARED_PASSES);
+        let mut bodies = implemented();
+        bodies.sort_unstable();
+        let mut declared = passes::DECLARED_PASSES.to_vec();
+        declared.sort_unstable();
+        assert_eq!(bodies, declared);
     }
 }

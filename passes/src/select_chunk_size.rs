@@ -166,7 +166,7 @@ fn select_per_source(
             op,
             format!(
                 "chunk-select-chunk-size: no chunk count for @{name} ({why}); \
-                 give chunks(n) (benches/ag_gemm measured 4 to 8 column chunks best for a gathered B) or chunks-per-rank=N"
+                 give chunks(n) (measured: 4 to 8 column chunks best for a gathered B, passes/docs/gathered-chunks-per-wave.md) or chunks-per-rank=N"
             ),
         )
     };

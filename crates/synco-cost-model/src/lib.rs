@@ -55,11 +55,12 @@ fn h200_sms() -> u32 {
 
 impl Machine {
     /// 2 x H200 SXM over NVLink, fitted (least squares on relative error)
-    /// to the chunk-count sweep of `benches/ag_gemm/results/synco.json`
+    /// to the chunk-count sweep measured at 6664b2f (fitted at 900e242,
+    /// passes/docs/cost-model-calibration.md)
     /// (grouped GEMM, copy-engine backend, 9 shapes x up to 5 counts): peer
     /// copies at 370 GB/s (the copy-engine all-gather measured 369 GB/s in
     /// the same run), about 15 us per chunk on the transfer side, 1 us on the
-    /// compute side. Refit with `benches/ag_gemm/calibrate.py` after changing
+    /// compute side. Refit with `benches/fused/calibrate.py` after changing
     /// the kernels or the runtime.
     pub const H200_NVLINK: Machine = Machine {
         link_gbps: 370.0,
@@ -136,7 +137,7 @@ pub fn predict(machine: &Machine, problem: &AllGatherGemm, chunks_per_rank: u64)
 /// `machine.sms` programs: fewer chunks make the first wave wait for more
 /// bytes, more chunks cost more copies and flags. Of `candidates`, the count
 /// whose chunks hold closest to one wave of `tiles` (ties: the fewer
-/// chunks). Measured on 2 x H200 (benches/ag_gemm/README.md): 4 chunks best
+/// chunks). Measured on 2 x H200 (passes/docs/gathered-chunks-per-wave.md): 4 chunks best
 /// at 512 tiles, 8 at 1024.
 pub fn chunks_per_wave(machine: &Machine, tiles: u64, candidates: &[u64]) -> Option<u64> {
     let wave = machine.sms.max(1) as f64;
@@ -178,8 +179,8 @@ pub struct GatheredOutput {
 /// ```
 ///
 /// Few chunks leave the copies for after the kernel; many pay the
-/// per-chunk costs many times. Measured on 2 x H200 (one peer; benches/
-/// ag_gemm README): 1 chunk best for a 8 MiB block, 2 for 32 MiB, 4 for 64
+/// per-chunk costs many times. Measured on 2 x H200 (one peer;
+/// passes/docs/gathered-output-chunks.md): 1 chunk best for a 8 MiB block, 2 for 32 MiB, 4 for 64
 /// MiB. Not measured with more than one peer.
 pub fn predict_gathered_output(machine: &Machine, output: &GatheredOutput, n: u64) -> f64 {
     let n = n.max(1);
@@ -260,7 +261,7 @@ mod tests {
         // The all-reduce from gathered operands on 2 x H200, K_local = 1024,
         // N = 8192: each rank's block of C is M/2 rows; its kernel does
         // 2 * M/2 * N * 2048 flops. Measured best: 1, 2 and 4 chunks
-        // (benches/ag_gemm/results/arg-1dd54e0).
+        // at 1dd54e0 (passes/docs/gathered-output-chunks.md).
         let m = Machine::H200_NVLINK;
         for (rows, best) in [(512u64, 1u64), (2048, 2), (4096, 4)] {
             let output = GatheredOutput {

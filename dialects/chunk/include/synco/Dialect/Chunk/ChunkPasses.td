@@ -60,7 +60,7 @@ def ChunkSelectBackend : ChunkPass<"chunk-select-backend"> {
 * `all_gather`, `all_to_all`: `copy_engine` (the chunks move while every
   SM computes; SM copies were as fast only where the GEMM dominates, and
   up to 2.5x slower where the transfer does, see
-  benches/ag_gemm/README.md);
+  passes/docs/backend-thresholds.md);
 * `reduce_scatter` and two-shot `all_reduce` of a partial that kernel
   tiles produce: `copy_engine` when each rank's partial of a peer's
   block, `B = M / W * N` elements, exceeds `copy-engine-min-bytes`, else
@@ -119,8 +119,8 @@ must hold whole swizzle groups of the kernel (`GROUP_M` row tiles,
 picks the finest count whose chunks hold at least
 [`MIN_REDUCE_CHUNK_TILES`] row tiles and a multiple of the kernel's
 swizzle group (read from the plan's kernel when the module has it), else
-one chunk per rank (measured on 2 x H200: finer counts lost up to 25%,
-see benches/ag_gemm/README.md; those finer chunks also split the
+one chunk per rank (measured on 2 x H200: finer counts were up to 1.29x
+slower, see passes/docs/reduce-chunk-tiles.md; those finer chunks also split the
 kernel's swizzle groups, which is now refused).
 
 Options:
@@ -202,8 +202,8 @@ all-reduce add `_rs` / `_ag`).
 
 Transfers of an all-gather or all-to-all with `backend(copy_engine)` are
 pushed: the source rank's copy engine drives them (each chunk pulled
-across NVLink cost about 11 us more than one pushed, `benches/ag_gemm`
-README, "Gathering operands, fused by hand"). `ldst` transfers are
+across NVLink cost about 11 us more than one pushed,
+`passes/docs/pushed-gathers.md`). `ldst` transfers are
 pulled by the consumer's copy programs.
 
 Reducing transfers of a buffer that kernel tiles produce (`chunk.produce`)

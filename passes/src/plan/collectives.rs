@@ -1,0 +1,200 @@
+//! Which collective moves or reduces each buffer of an expanded plan, and
+//! how: gathered outputs, reductions (their kind, staged or not) and the
+//! staging buffers of staged reductions.
+
+use super::{Plan, fail, internal, rank_at, region_offsets, region_parts};
+use synco_chunk::{PassFailed, attrs};
+use synco_ir::{self as ir, Op};
+
+/// Buffers that kernel tiles produce and non-reducing transfers send to
+/// other ranks (an all-gather of a kernel's output).
+pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
+    let produced: Vec<String> = plan
+        .ops_named("chunk.produce")
+        .into_iter()
+        .filter_map(|p| ir::attr(p, "buffer").and_then(ir::symbol_value))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for t in plan.ops_named("chunk.transfer") {
+        if let Some(name) = plain_send_source(t)
+            && produced.contains(&name)
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// A transfer's mode (`push`, `pull` or `local`).
+pub fn transfer_mode(t: Op) -> Option<attrs::TransferMode> {
+    ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
+}
+
+/// Whether transfer `t` copies within one rank (mode `local`).
+pub fn is_local(t: Op) -> bool {
+    transfer_mode(t) == Some(attrs::TransferMode::Local)
+}
+
+/// The buffer that transfer `t` reads when it sends data unchanged to
+/// another rank (a gather's chunk; not a reduction's, nor a copy within a
+/// rank), or `None`.
+pub fn plain_send_source(t: Op) -> Option<String> {
+    if is_local(t) || ir::attr(t, "reduce").is_some() {
+        return None;
+    }
+    ir::attr(t, "src")
+        .and_then(region_parts)
+        .map(|(name, _, _)| name)
+}
+
+/// The dimension `d` along which every transfer of `transfers` writes into
+/// the block (`shape[d] / W` wide) of the rank it reads from: where a
+/// gathered buffer keeps each source rank's block.
+pub(super) fn source_block_dim(plan: &Plan, transfers: &[Op], shape: &[i64]) -> Option<usize> {
+    let placed: Vec<(i64, Vec<i64>)> = transfers
+        .iter()
+        .map(|t| {
+            let offsets = region_offsets(ir::attr(*t, "dst")?, 0)?;
+            Some((rank_at(*t, "src_rank", 0)?, offsets))
+        })
+        .collect::<Option<_>>()?;
+    (0..shape.len()).find(|d| {
+        let block = shape[*d] / plan.world_size;
+        block > 0
+            && placed
+                .iter()
+                .all(|(src, offsets)| offsets.get(*d).is_some_and(|o| o / block == *src))
+    })
+}
+
+/// The staging buffer of reduced `buffer`: its name ([`staging_name`]) and
+/// shape (`buffer`'s, with `rows` along `dim`), for `pass` to declare; an
+/// error at `at` if the plan already has a buffer of that name.
+pub fn staging_decl(
+    plan: &Plan,
+    buffer: &str,
+    dim: usize,
+    rows: i64,
+    at: Op,
+    pass: &str,
+) -> Result<(String, Vec<i64>, String), PassFailed> {
+    let name = staging_name(buffer);
+    if plan.buffer(&name).is_some() {
+        return Err(fail(
+            at,
+            format!(
+                "{pass}: the staging buffer @{name} would clash with the plan's buffer of that name"
+            ),
+        ));
+    }
+    let Some(partial) = plan.buffer(buffer) else {
+        return Err(internal(at, "a reduced buffer that is not in the plan"));
+    };
+    let mut shape = partial.shape.clone();
+    let Some(along) = shape.get_mut(dim) else {
+        return Err(internal(at, "a reduced buffer without that dimension"));
+    };
+    *along = rows;
+    Ok((name, shape, partial.element.clone()))
+}
+
+/// The buffer where the copy engine lands the peers' partials of a
+/// reduce-scatter of `buffer` (declared by `chunk-expand-collectives`).
+pub fn staging_name(buffer: &str) -> String {
+    format!("{buffer}_staging")
+}
+
+/// Where rank `rank`'s staging buffer holds source `source`'s partial, in
+/// blocks: the `W - 1` peers after `rank`, in rank-rotated order.
+pub fn staging_slot(source: i64, rank: i64, world_size: i64) -> i64 {
+    (source - rank - 1).rem_euclid(world_size)
+}
+
+/// Plan attribute (array of buffer names): reductions of these buffers are
+/// staged (see [`staged`]) although their transfers say `ldst`: the SM copy
+/// programs of `chunk-fuse-reductions{mode=stage}` move their partials.
+pub const STAGED_ATTR: &str = "synco.staged";
+
+/// Whether `buffer`'s partials travel through their owners' staging buffer:
+/// tiles store and count them locally, then the copy engine or SM copy
+/// programs move each finished chunk (the flag layout is then the copy
+/// engine's, see `chunk-fuse-reductions`).
+pub fn staged(plan: &Plan, buffer: &str) -> bool {
+    reduced_by_copy_engine(plan, buffer) || staged_on_sms(plan).iter().any(|n| n == buffer)
+}
+
+/// Whether the plan's reductions are staged and moved by the kernel's SM
+/// copy programs (`chunk-fuse-reductions{mode=stage}` marked it).
+pub fn stages_on_sms(plan: &Plan) -> bool {
+    !staged_on_sms(plan).is_empty()
+}
+
+/// The buffers [`STAGED_ATTR`] names.
+fn staged_on_sms(plan: &Plan) -> Vec<String> {
+    ir::attr(plan.op, STAGED_ATTR)
+        .and_then(ir::array_value)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(ir::str_value)
+        .collect()
+}
+
+/// Whether the copy engine moves `buffer`'s partials between ranks (the
+/// reducing transfers that cross ranks have backend `copy_engine`).
+pub fn reduced_by_copy_engine(plan: &Plan, buffer: &str) -> bool {
+    plan.ops_named("chunk.transfer").into_iter().any(|t| {
+        ir::attr(t, "reduce").is_some()
+            && !is_local(t)
+            && ir::int_attr(t, "backend").and_then(attrs::Backend::from_value)
+                == Some(attrs::Backend::CopyEngine)
+            && ir::attr(t, "src")
+                .and_then(region_parts)
+                .is_some_and(|(b, _, _)| b == buffer)
+    })
+}
+
+/// The collective that reduces a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReductionKind {
+    ReduceScatter,
+    /// A one-shot all-reduce (every rank reduces every rank's partial).
+    AllReduce,
+    /// A two-shot all-reduce (reduce-scatter, then all-gather).
+    AllReduceTwoShot,
+}
+
+/// What reduces `buffer`, from the group of its reducing transfers.
+pub fn reduction_kind(plan: &Plan, buffer: &str) -> Option<ReductionKind> {
+    let t = plan.ops_named("chunk.transfer").into_iter().find(|t| {
+        ir::attr(*t, "reduce").is_some()
+            && ir::attr(*t, "src")
+                .and_then(region_parts)
+                .is_some_and(|(b, _, _)| b == buffer)
+    })?;
+    let group = ir::str_attr(t, "group").unwrap_or_default();
+    Some(if group.starts_with("reduce_scatter") {
+        ReductionKind::ReduceScatter
+    } else if group.ends_with("_rs") {
+        ReductionKind::AllReduceTwoShot
+    } else {
+        ReductionKind::AllReduce
+    })
+}
+
+/// Buffers that reducing transfers read: the partials of a reduce-scatter
+/// or all-reduce.
+pub fn reduced_buffers(plan: &Plan) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in plan.ops_named("chunk.transfer") {
+        if ir::attr(t, "reduce").is_none() {
+            continue;
+        }
+        if let Some((name, _, _)) = ir::attr(t, "src").and_then(region_parts)
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+    }
+    out
+}

@@ -1,0 +1,297 @@
+//! Where a fused kernel's flags and counters live: one range per buffer
+//! whose chunks something waits for, in one flag array.
+
+use super::{
+    Plan, ReductionKind, collectives::source_block_dim, dst_buffer, fail, gathered_outputs,
+    reduced_buffers, reduction_kind, region_parts, region_sizes, staged,
+};
+use synco_chunk::PassFailed;
+use synco_ir::{self as ir, Op};
+
+/// What a range of flags counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlagKind {
+    /// A consumed buffer's chunks: a flag per chunk, set to the epoch when
+    /// the chunk has arrived.
+    Arrival,
+    /// A reduced buffer's chunks (see `chunk-fuse-reductions`): on the
+    /// chunk's owner, a counter of peer tiles whose partial is ready; on
+    /// every other rank, a counter of the owner's tiles that consumed this
+    /// rank's partial.
+    Reduction,
+    /// An output that kernel tiles produce and an all-gather sends to every
+    /// peer (see `chunk-fuse-gathers`): per chunk, a counter of the rank's
+    /// tiles that stored it (chunk `c` of rank `o`'s block, global chunk
+    /// `g = o * chunks_per_rank + c`, is flag `base + g`). Nothing waits
+    /// for its arrival on the peers but the end of their launch, which the
+    /// runtime's streams order.
+    Output,
+}
+
+/// Where a buffer's chunk flags live in the kernel's flag array.
+#[derive(Clone, Debug)]
+pub struct FlagRange {
+    pub kind: FlagKind,
+    /// Flags per chunk: 1, or 2 for an all-reduce (one-shot: arrivals, then
+    /// acknowledgements; two-shot: the reduce-scatter's counters, then the
+    /// gathered rows'), each a range of `W * chunks_per_rank`; `3 + W` for
+    /// a reduce-scatter moved by the copy engine, `6 + W` for a two-shot
+    /// all-reduce moved by it (see `chunk-fuse-reductions`); 1 for a
+    /// gathered output ([`FlagKind::Output`]).
+    pub counters_per_chunk: i64,
+    pub buffer: String,
+    /// The dimension chunks split.
+    pub dim: usize,
+    pub rows_per_chunk: i64,
+    pub chunks_per_rank: i64,
+    /// Index of the buffer's first chunk flag.
+    pub base: i64,
+    /// The dimension whose blocks the ranks own: `dim`, or another one for
+    /// an all-gather whose chunks cut a different dimension (`split`).
+    pub rank_dim: usize,
+    /// Each rank's block along `rank_dim`.
+    pub rank_block: i64,
+}
+
+impl FlagRange {
+    pub fn count(&self, world_size: i64) -> i64 {
+        self.chunks_per_rank * world_size * self.counters_per_chunk
+    }
+
+    /// The flag of the chunk whose box starts at `offsets` (chunks of rank
+    /// `o` are flags `o * chunks_per_rank ..`, in order along `dim`).
+    pub fn flag_at(&self, offsets: &[i64]) -> Option<i64> {
+        let along = *offsets.get(self.dim)?;
+        if self.rank_dim == self.dim {
+            return Some(self.base + along / self.rows_per_chunk);
+        }
+        let owner = offsets.get(self.rank_dim)? / self.rank_block;
+        Some(self.base + owner * self.chunks_per_rank + along / self.rows_per_chunk)
+    }
+}
+
+/// The flag layout of a plan whose collectives were expanded: one flag per
+/// chunk of every consumed buffer, buffers in the order of their
+/// `chunk.consume` ops, chunks in row order; then the counters of every
+/// reduced buffer that kernel tiles produce (in `chunk.produce` order);
+/// then those of every produced buffer that an all-gather sends
+/// ([`FlagKind::Output`]).
+pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
+    let mut out: Vec<FlagRange> = Vec::new();
+    let mut base = 0;
+    for consume in plan.ops_named("chunk.consume") {
+        let name = ir::attr(consume, "buffer")
+            .and_then(ir::symbol_value)
+            .unwrap_or_default();
+        if out.iter().any(|r| r.buffer == name) {
+            continue;
+        }
+        let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
+        let transfers: Vec<Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| dst_buffer(*t).as_deref() == Some(&name))
+            .collect();
+        let Some(first) = transfers.first() else {
+            return Err(fail(
+                consume,
+                format!(
+                    "@{name} is consumed but no chunk.transfer writes it; run chunk-expand-collectives first"
+                ),
+            ));
+        };
+        let Some(buffer) = plan.buffer(&name) else {
+            return Err(fail(consume, format!("no buffer @{name}")));
+        };
+        let sizes = region_sizes(*first).unwrap_or_default();
+        let rows_per_chunk = sizes.get(dim).copied().unwrap_or(0);
+        // Ranks own blocks of `dim`, unless the consumer reads every rank's
+        // block (`source`): then the blocks lie along the dimension where
+        // each chunk lands in its source rank's block (another one for an
+        // all-gather's split).
+        let rank_dim = if ir::attr(consume, "source").is_some() {
+            source_block_dim(plan, &transfers, &buffer.shape).ok_or_else(|| {
+                fail(
+                    consume,
+                    format!("the chunks of @{name} do not land in their source rank's block of any one dimension; it cannot be read per source"),
+                )
+            })?
+        } else {
+            dim
+        };
+        let block = if rank_dim == dim {
+            buffer.shape[dim] / plan.world_size
+        } else {
+            buffer.shape[dim]
+        };
+        let rank_block = buffer.shape[rank_dim] / plan.world_size;
+        // A tile waits for the one chunk holding its block of `dim`: the
+        // chunk must hold everything else the tile reads, all of the other
+        // dimensions (and all of the rank's block along `rank_dim`).
+        let partial = (0..buffer.shape.len()).find(|d| {
+            let full = if *d == rank_dim {
+                rank_block
+            } else {
+                buffer.shape[*d]
+            };
+            *d != dim && sizes.get(*d) != Some(&full)
+        });
+        if let Some(d) = partial {
+            let per_source = ir::attr(consume, "source").is_none()
+                && source_block_dim(plan, &transfers, &buffer.shape).is_some_and(|b| b != dim);
+            return Err(fail(
+                consume,
+                if per_source {
+                    format!(
+                        "@{name}'s chunks cut dimension {dim} of every rank's block (split): tiles read every rank's block, so they must wait per source: add source(\"<the kernel's loop over ranks>\")"
+                    )
+                } else {
+                    format!(
+                        "chunks of @{name} cut dimension {d} as well as {dim}: a tile would read several chunks but wait for one; consume it along the dimension the chunks cut"
+                    )
+                },
+            ));
+        }
+        if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
+            return Err(fail(
+                *first,
+                format!("chunks of @{name} do not split its per-rank blocks evenly"),
+            ));
+        }
+        let range = FlagRange {
+            kind: FlagKind::Arrival,
+            counters_per_chunk: 1,
+            buffer: name,
+            dim,
+            rows_per_chunk,
+            chunks_per_rank: block / rows_per_chunk,
+            base,
+            rank_dim,
+            rank_block,
+        };
+        base += range.count(plan.world_size);
+        out.push(range);
+    }
+    let reduced = reduced_buffers(plan);
+    for produce in plan.ops_named("chunk.produce") {
+        let name = ir::attr(produce, "buffer")
+            .and_then(ir::symbol_value)
+            .unwrap_or_default();
+        if !reduced.contains(&name) || out.iter().any(|r| r.buffer == name) {
+            continue;
+        }
+        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
+        let Some(buffer) = plan.buffer(&name) else {
+            return Err(fail(produce, format!("no buffer @{name}")));
+        };
+        let rows_per_chunk = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| ir::attr(*t, "reduce").is_some())
+            .filter_map(|t| ir::attr(t, "src").and_then(region_parts))
+            .find(|(b, _, _)| *b == name)
+            .and_then(|(_, _, sizes)| sizes.get(dim).copied())
+            .unwrap_or(0);
+        let block = buffer.shape.get(dim).copied().unwrap_or(0) / plan.world_size;
+        if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
+            return Err(fail(
+                produce,
+                format!("chunks of @{name} do not split its per-rank blocks evenly"),
+            ));
+        }
+        let kind = reduction_kind(plan, &name);
+        let counters_per_chunk = match kind {
+            // Produced, consumed and copied counters per chunk, and an
+            // arrival flag per chunk and source rank; a two-shot
+            // all-reduce's reduced, sent and gathered too.
+            _ if staged(plan, &name) => {
+                let gather = if kind == Some(ReductionKind::AllReduceTwoShot) {
+                    3
+                } else {
+                    0
+                };
+                3 + plan.world_size + gather
+            }
+            // A one-shot all-reduce's partials counter and the peers'
+            // acknowledgements.
+            Some(ReductionKind::AllReduce) => 2,
+            // A two-shot all-reduce on SMs: those, the peers' sums (its
+            // `gathered` counter) and the owner's tiles done with their sums
+            // (`finished`, the last of which waits for the peers' sums).
+            Some(ReductionKind::AllReduceTwoShot) => 3,
+            _ => 1,
+        };
+        let range = FlagRange {
+            kind: FlagKind::Reduction,
+            counters_per_chunk,
+            buffer: name,
+            dim,
+            rows_per_chunk,
+            chunks_per_rank: block / rows_per_chunk,
+            base,
+            rank_dim: dim,
+            rank_block: block,
+        };
+        base += range.count(plan.world_size);
+        out.push(range);
+    }
+    let outputs = gathered_outputs(plan);
+    for produce in plan.ops_named("chunk.produce") {
+        let name = ir::attr(produce, "buffer")
+            .and_then(ir::symbol_value)
+            .unwrap_or_default();
+        if !outputs.contains(&name) || out.iter().any(|r| r.buffer == name) {
+            continue;
+        }
+        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
+        let Some(buffer) = plan.buffer(&name) else {
+            return Err(fail(produce, format!("no buffer @{name}")));
+        };
+        let transfers: Vec<Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
+            .collect();
+        let Some(rank_dim) = source_block_dim(plan, &transfers, &buffer.shape) else {
+            return Err(fail(
+                produce,
+                format!(
+                    "the chunks of @{name} do not land in their source rank's block of any one dimension"
+                ),
+            ));
+        };
+        let rank_block = buffer.shape[rank_dim] / plan.world_size;
+        let extent = if dim == rank_dim {
+            rank_block
+        } else {
+            buffer.shape.get(dim).copied().unwrap_or(0)
+        };
+        let rows_per_chunk = transfers
+            .first()
+            .and_then(|t| region_sizes(*t))
+            .and_then(|sizes| sizes.get(dim).copied())
+            .unwrap_or(0);
+        if rows_per_chunk <= 0 || extent % rows_per_chunk != 0 {
+            return Err(fail(
+                produce,
+                format!(
+                    "the all-gather's chunks of @{name} do not cut dimension {dim}, along which its tiles are produced, into equal parts of each rank's block"
+                ),
+            ));
+        }
+        let range = FlagRange {
+            kind: FlagKind::Output,
+            counters_per_chunk: 1,
+            buffer: name,
+            dim,
+            rows_per_chunk,
+            chunks_per_rank: extent / rows_per_chunk,
+            base,
+            rank_dim,
+            rank_block,
+        };
+        base += range.count(plan.world_size);
+        out.push(range);
+    }
+    Ok(out)
+}

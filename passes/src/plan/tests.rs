@@ -1,0 +1,113 @@
+//! Unit tests of the plan model.
+
+use super::*;
+
+/// The plans of `text` (a module), in a context with the chunk dialect.
+fn with_plans(text: &str, check: impl FnOnce(Vec<Plan>)) {
+    let context = synco_chunk::create_context();
+    let module = melior::ir::Module::parse(&context, text).expect("parses");
+    check(plans(module.as_operation().to_raw()));
+}
+
+/// An expanded 2-rank plan whose partial @P is reduced by `group`.
+fn reduced_plan(group: &str) -> String {
+    format!(
+        r#"chunk.plan @p world_size(2) {{
+          chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+          chunk.buffer @C : !chunk.buffer<512x64xbf16>
+          chunk.produce @tiles @P dim(0) tile(128)
+          chunk.transfer @C_p0_c0 local ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {{group = "{group}"}}
+          chunk.transfer @C_p0_c1 local ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {{group = "{group}"}}
+          chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) {{group = "{group}"}}
+          chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) {{group = "{group}"}}
+        }}"#
+    )
+}
+
+#[test]
+fn chunks_split_across_rank_blocks_number_by_rank_then_column() {
+    // B [2 x 64, 512] gathered by rows (a block per rank), chunks of 128
+    // columns: rank 1's chunk of columns [256, 384) is flag 4 + 2.
+    let text = r#"chunk.plan @p world_size(2) {
+          chunk.buffer @B : !chunk.buffer<128x512xbf16> bind(1)
+          chunk.transfer @B_p1_c2 push copy_engine from <@B[(d0) -> (((d0 + 1) mod 2) * 64, 256)] [64, 128]> on (d0) -> ((d0 + 1) mod 2) to <@B[(d0) -> (((d0 + 1) mod 2) * 64, 256)] [64, 128]> on (d0) -> (d0) order(6)
+          chunk.consume @B dim(1) tile(128) source("src")
+        }"#;
+    with_plans(text, |plans| {
+        let layout = flag_layout(&plans[0]).expect("a layout");
+        let [range] = &layout[..] else {
+            panic!("one range, got {layout:?}")
+        };
+        assert_eq!((range.dim, range.rank_dim, range.rank_block), (1, 0, 64));
+        assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (128, 4));
+        assert_eq!(range.flag_at(&[64, 256]), Some(6));
+        assert_eq!(range.flag_at(&[0, 384]), Some(3));
+        assert_eq!(range.count(2), 8);
+    });
+}
+
+#[test]
+fn reductions_get_counters_after_the_consumed_flags() {
+    with_plans(&reduced_plan("reduce_scatter_C"), |plans| {
+        let plan = &plans[0];
+        assert_eq!(reduced_buffers(plan), vec!["P".to_string()]);
+        assert_eq!(
+            reduction_kind(plan, "P"),
+            Some(ReductionKind::ReduceScatter)
+        );
+        let layout = flag_layout(plan).expect("a layout");
+        let [range] = &layout[..] else {
+            panic!("one range, got {layout:?}")
+        };
+        assert_eq!(range.kind, FlagKind::Reduction);
+        assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (256, 2));
+        assert_eq!(range.count(2), 4);
+    });
+    // A one-shot all-reduce: arrival and acknowledgement counters.
+    with_plans(&reduced_plan("all_reduce_C"), |plans| {
+        assert_eq!(
+            reduction_kind(&plans[0], "P"),
+            Some(ReductionKind::AllReduce)
+        );
+        let layout = flag_layout(&plans[0]).expect("a layout");
+        assert_eq!(layout[0].count(2), 8);
+    });
+    with_plans(&reduced_plan("all_reduce_C_rs"), |plans| {
+        assert_eq!(
+            reduction_kind(&plans[0], "P"),
+            Some(ReductionKind::AllReduceTwoShot)
+        );
+    });
+}
+
+#[test]
+fn reads_regions_and_rank_maps_with_the_dialect_evaluator() {
+    let text = r#"chunk.plan @p world_size(4) {
+          chunk.buffer @A : !chunk.buffer<1024x64xbf16>
+          chunk.transfer @t pull copy_engine from <@A[(r) -> (((r + 1) mod 4) * 256, 8)] [256, 56]> on (r) -> ((r + 1) mod 4) to <@A[(r) -> (((r + 1) mod 4) * 256, 8)] [256, 56]> on (r) -> (r) order(0)
+        }"#;
+    with_plans(text, |plans| {
+        let [t] = plans[0].ops_named("chunk.transfer")[..] else {
+            panic!("one transfer")
+        };
+        let src = ir::attr(t, "src").expect("a source region");
+        let (buffer, offsets, sizes) = region_parts(src).expect("a region");
+        assert_eq!(
+            (buffer.as_str(), offsets.to_string().as_str(), sizes),
+            ("A", "(d0) -> (((d0 + 1) mod 4) * 256, 8)", vec![256, 56])
+        );
+        assert_eq!(region_offsets(src, 3), Some(vec![0, 8]));
+        assert_eq!(rank_at(t, "src_rank", 3), Some(0));
+        assert_eq!(rank_at(t, "dst_rank", 3), Some(3));
+        assert_eq!(
+            rank_map(t, "src_rank").map(|m| m.to_string()).as_deref(),
+            Some("(d0) -> ((d0 + 1) mod 4)")
+        );
+        // Not a region, not a map: nothing, not a panic.
+        assert_eq!(
+            region_offsets(ir::attr(t, "src_rank").expect("a map"), 0),
+            None
+        );
+        assert_eq!(rank_at(t, "src", 0), None);
+    });
+}
