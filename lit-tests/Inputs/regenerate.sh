@@ -20,3 +20,28 @@ import matmul_kernel_persistent_tma matmul_persistent_tma.generic.mlir --constex
 # A GEMM summed over SOURCES row blocks of A and B (K gathered from every rank).
 SIG='*bf16,*bf16,*bf16,i32,i32,i32,i32,i32,i32,i32,i32,i32'
 import matmul_kernel_sources matmul_sources.generic.mlir --constexpr GROUP_M=2 --constexpr SOURCES=2
+# matmul_kernel_sources in the states the passes before a tile pass leave,
+# for the single-pass tests lit-tests/Passes/*-sources.test: the kernel only
+# (each test writes its plan, in the same state, itself), bound for the plan
+# below (@A unbound: the kernel's last argument, synco_buffer_A), then with
+# its tiles marked and its loop over 'src' rotated (@Ag and @Bg consumed per
+# source), then with the tiles' waits (only @Bg's: its flags imply @Ag's).
+SOURCES_PLAN='chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<512x64xbf16>
+  chunk.buffer @Ag : !chunk.buffer<512x64xbf16> bind(0)
+  chunk.buffer @Bg : !chunk.buffer<128x512xbf16> bind(1)
+  chunk.all_to_all @A into @Ag dim(0) chunks(1)
+  chunk.all_gather @Bg dim(0) chunks(2) split(1)
+  chunk.consume @Ag dim(0) tile(128) index("pid_m") source("src")
+  chunk.consume @Bg dim(1) tile(128) index("pid_n") source("src")
+}'
+sources_state() { # output passes
+  printf '%s\n' "$SOURCES_PLAN" | cat lit-tests/Inputs/matmul_sources.generic.mlir - \
+    | target/debug/synco-opt --mlir-print-debuginfo --mlir-print-op-generic --pass-pipeline="builtin.module($2)" 2>/dev/null \
+    | awk '/^#map/ || /^"builtin.module"\(\) \(\{$/ || /^\}\) : \(\) -> \(\)/ {next}
+           /^  "chunk.plan"/ {plan = 1} plan {if (/^  \}\)/) plan = 0; next} {sub(/^  /, ""); print}' \
+      >"lit-tests/Inputs/$1"
+}
+sources_state matmul_sources.bound.generic.mlir chunk-expand-collectives,chunk-bind-kernel
+sources_state matmul_sources.reordered.generic.mlir chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles
+sources_state matmul_sources.waited.generic.mlir chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits

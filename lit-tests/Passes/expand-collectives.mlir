@@ -8,9 +8,9 @@
 
 // CHECK-LABEL: chunk.plan @ag2 world_size(2)
 // CHECK-NOT:   chunk.all_gather
-// CHECK:       chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) {group = "all_gather_A"}
+// CHECK:       chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
 // CHECK-NEXT:  chunk.transfer @A_p0_c1 local copy_engine from <@A[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> {{.*}} order(1)
-// CHECK-NEXT:  chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> (d0) order(2) {group = "all_gather_A"}
+// CHECK-NEXT:  chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> (d0) order(2) collective(all_gather) {group = "all_gather_A"}
 // CHECK-NEXT:  chunk.transfer @A_p1_c1 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> {{.*}} order(3)
 // CHECK-NEXT:  chunk.consume @A dim(0) tile(128)
 chunk.plan @ag2 world_size(2) {
@@ -74,10 +74,28 @@ chunk.plan @split world_size(2) {
 
 // -----
 
+// An all-gather of what the kernel's tiles produce (chunk-fuse-gathers
+// fuses it): the rank's own block stays in place; the peer's chunks wait
+// for @tiles.
+// CHECK-LABEL: chunk.plan @gather world_size(2)
+// CHECK:       chunk.transfer @C_p0_c0 local
+// CHECK-NOT:   after
+// CHECK:       chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]>
+// CHECK-SAME:  order(2) after [@tiles]
+// CHECK:       chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]>
+// CHECK-SAME:  order(3) after [@tiles]
+chunk.plan @gather world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+  chunk.produce @tiles @C dim(1) tile(64)
+  chunk.all_gather @C dim(0) chunks(2) split(1)
+}
+
+// -----
+
 // all_to_all: block r of the peer's X lands in block `peer` of Y.
 // CHECK-LABEL: chunk.plan @a2a world_size(2)
 // CHECK:       chunk.transfer @Y_p0_c0 local copy_engine from <@X[(d0) -> (d0 * 32, 0)] [32, 16]> on (d0) -> (d0) to <@Y[(d0) -> (d0 * 32, 0)] [32, 16]>
-// CHECK:       chunk.transfer @Y_p1_c0 pull ldst from <@X[(d0) -> (d0 * 32, 0)] [32, 16]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (((d0 + 1) mod 2) * 32, 0)] [32, 16]> on (d0) -> (d0) order(1) {group = "all_to_all_Y"}
+// CHECK:       chunk.transfer @Y_p1_c0 pull ldst from <@X[(d0) -> (d0 * 32, 0)] [32, 16]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (((d0 + 1) mod 2) * 32, 0)] [32, 16]> on (d0) -> (d0) order(1) collective(all_to_all) {group = "all_to_all_Y"}
 chunk.plan @a2a world_size(2) {
   chunk.buffer @X : !chunk.buffer<64x16xf32>
   chunk.buffer @Y : !chunk.buffer<64x16xf32>
@@ -90,6 +108,16 @@ chunk.plan @auto world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xbf16>
   // expected-error @below {{chunk-expand-collectives: chunks(auto) has no count yet; run chunk-select-chunk-size first}}
   chunk.all_gather @A dim(0) chunks(auto)
+}
+
+// -----
+
+// Collectives cannot expand before their backend is chosen.
+chunk.plan @backend_auto world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x4096xbf16> bind(0)
+  // expected-error @below {{chunk-expand-collectives: backend(auto) has no backend yet; run chunk-select-backend first}}
+  chunk.all_gather @A dim(0) chunks(2) backend(auto)
+  chunk.consume @A dim(0) tile(128)
 }
 
 // -----
@@ -119,7 +147,7 @@ chunk.plan @huge world_size(256) {
 // that produce P.
 // CHECK-LABEL: chunk.plan @rs world_size(2)
 // CHECK:       chunk.produce @tiles @P dim(0) tile(128)
-// CHECK-NEXT:  chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+// CHECK-NEXT:  chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
 // CHECK-NEXT:  chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> {{.*}} to <@C[(d0) -> (256, 0)] [256, 64]> {{.*}} order(1) after [@tiles] reduce(sum)
 // CHECK-NEXT:  chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum)
 // CHECK-NEXT:  chunk.transfer @C_p1_c1 pull ldst
@@ -161,7 +189,7 @@ chunk.plan @rs_staging_clash world_size(2) {
 
 // all_reduce, one-shot: every block of every rank's partial reduced locally.
 // CHECK-LABEL: chunk.plan @ar_one_shot world_size(2)
-// CHECK:       chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> {{.*}} to <@C[(d0) -> (0, 0)] [512, 64]> {{.*}} order(0) reduce(sum) {group = "all_reduce_C"}
+// CHECK:       chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> {{.*}} to <@C[(d0) -> (0, 0)] [512, 64]> {{.*}} order(0) reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
 // CHECK-NEXT:  chunk.transfer @C_p0_b1_c0 local {{.*}} order(1) reduce(sum)
 // CHECK-NEXT:  chunk.transfer @C_p1_b0_c0 pull copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) {{.*}} order(2) reduce(sum)
 // CHECK-NEXT:  chunk.transfer @C_p1_b1_c0 pull {{.*}} order(3) reduce(sum)
@@ -179,7 +207,7 @@ chunk.plan @ar_one_shot world_size(2) {
 // CHECK-LABEL: chunk.plan @ar_one_shot_w4 world_size(4)
 // CHECK:       chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
 // CHECK-NEXT:  chunk.transfer @C_p0_b0_c0 local
-// CHECK-COUNT-16: reduce(sum) {group = "all_reduce_C"}
+// CHECK-COUNT-16: reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
 // CHECK-NOT:   chunk.transfer
 chunk.plan @ar_one_shot_w4 world_size(4) {
   chunk.buffer @P : !chunk.buffer<1024x64xbf16>
@@ -192,9 +220,9 @@ chunk.plan @ar_one_shot_w4 world_size(4) {
 // all_reduce, two-shot on 4 ranks: a reduce-scatter into block r of C, then
 // an all-gather of the other blocks, each after the reductions.
 // CHECK-LABEL: chunk.plan @ar_two_shot world_size(4)
-// CHECK-COUNT-4: reduce(sum) {group = "all_reduce_C_rs"}
-// CHECK:       chunk.transfer @C_ag_p0_c0 local copy_engine {{.*}} after [@C_rs_p0_c0, @C_rs_p1_c0, @C_rs_p2_c0, @C_rs_p3_c0] {group = "all_reduce_C_ag"}
-// CHECK:       chunk.transfer @C_ag_p3_c0 pull copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) {{.*}} order(7) after [@C_rs_p0_c0, @C_rs_p1_c0, @C_rs_p2_c0, @C_rs_p3_c0] {group = "all_reduce_C_ag"}
+// CHECK-COUNT-4: reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs"}
+// CHECK:       chunk.transfer @C_ag_p0_c0 local copy_engine {{.*}} after [@C_rs_p0_c0, @C_rs_p1_c0, @C_rs_p2_c0, @C_rs_p3_c0] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag"}
+// CHECK:       chunk.transfer @C_ag_p3_c0 pull copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) {{.*}} order(7) after [@C_rs_p0_c0, @C_rs_p1_c0, @C_rs_p2_c0, @C_rs_p3_c0] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag"}
 chunk.plan @ar_two_shot world_size(4) {
   chunk.buffer @P : !chunk.buffer<1024x64xf32>
   chunk.buffer @C : !chunk.buffer<1024x64xf32>

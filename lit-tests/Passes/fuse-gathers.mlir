@@ -11,41 +11,23 @@
 // next kernel, which overwrites the chunks, after the rank's own).
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-fuse-gathers)' \
-// RUN:   | FileCheck %s
-// RUN: synco-opt %s --split-input-file --pass-pipeline='builtin.module(chunk-expand-collectives)' \
-// RUN:   2>/dev/null | FileCheck %s --check-prefix=EXPAND
-// RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-fuse-gathers,chunk-lower-transfers)' \
-// RUN:   | FileCheck %s --check-prefix=SCHEDULE
-// RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-fuse-gathers,chunk-lower-transfers)' \
-// RUN:   | FileCheck %s --check-prefix=W4
-// Without this pass, nothing would wait for the tiles: refused.
-// RUN: not synco-opt %s --split-input-file \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers)' 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=UNFUSED
-// UNFUSED: error: chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first
+// RUN:   --pass-pipeline='builtin.module(chunk-fuse-gathers)' | FileCheck %s
 //
-// The rank's own block stays in place; the peer's chunks wait for @tiles.
-// EXPAND-LABEL: chunk.plan @gather
-// EXPAND:      chunk.transfer @C_p0_c0 local
-// EXPAND-NOT:  after
-// EXPAND:      chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]>
-// EXPAND-SAME: order(2) after [@tiles]
-// EXPAND:      chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]>
-// EXPAND-SAME: order(3) after [@tiles]
+// The input is in the state chunk-expand-collectives, chunk-verify-plan and
+// chunk-bind-kernel leave: the all-gather is its transfers, the peer's
+// waiting for @tiles (expand-collectives.mlir), and the kernel takes the
+// fused ABI's arguments. What chunk-lower-transfers makes of the recorded
+// copies: lower-transfers-fused.mlir; without this pass it refuses the
+// gather (lower-transfers.mlir).
 //
 // Rank 0's side stream: chunk 0 (g = 0) once its 4 tiles are counted,
 // 256 rows of 128 elements (256 bytes), pitch 512 bytes, into rank 1's
-// @C at the same place, setting no flag; chunk 1 from byte 256. No
-// completion flags: rank 0's launch ends after rank 1's side stream.
-// SCHEDULE: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:4,\22plan\22:\22gather\22
-// SCHEDULE-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:null,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[0,4],\22rows\22:{\22count\22:256,\22dst_pitch\22:512,\22src_pitch\22:512},\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:null,{{.*}}\22copied\22:null,{{.*}}\22produced\22:[1,4],{{.*}}\22src_offset\22:256}],
+// @C at the same place, setting no flag; chunk 1 from byte 256.
 // Rank 1's first copy: its chunk g = 2 (byte 256 * 256 * 2 = 131072).
-// SCHEDULE-SAME: {{\[}}{\22arrived\22:null,{{.*}}\22dst_offset\22:131072,\22owner\22:0,\22produced\22:[2,4],{{.*}}\22src_offset\22:131072}
-//
 // CHECK-LABEL: chunk.plan @gather
+// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},
+// CHECK-SAME:  {\22src_buffer\22:\22C\22,{{.*}}\22src_offset\22:256,{{.*}}\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
+// CHECK-SAME:  {{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131072,\22dst_offset\22:131072,{{.*}}\22produced\22:[2,4],
 // CHECK-NOT:   synco.completion
 // CHECK:       chunk.transfer @C_p1_c0 {{.*}}synco.fused
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
@@ -73,10 +55,14 @@ module {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..4); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
     chunk.produce @tiles @C dim(1) tile(64)
-    chunk.all_gather @C dim(0) chunks(2) split(1)
+    // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c128 = arith.constant 128 : i32
     %c64 = arith.constant 64 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
@@ -102,7 +88,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -112,13 +98,17 @@ module {
   chunk.plan @sm_gather world_size(2) {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
+    // chunk.all_gather @C dim(0) chunks(2) split(1) backend(ldst), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
     // expected-error @below {{chunk-fuse-gathers: an all-gather of an output the tiles produce is sent by the copy engine; backend 'ldst' is not implemented for it}}
-    chunk.all_gather @C dim(0) chunks(2) split(1) backend(ldst)
+    chunk.transfer @C_p1_c0 pull ldst from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -129,13 +119,17 @@ module {
   chunk.plan @after_reduction world_size(2) attributes {synco.reduction_copies = "[[], []]"} {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
+    // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
     // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already has copies on the copy engine's side stream (synco.reduction_copies); gathering an output beside it is not supported}}
-    chunk.all_gather @C dim(0) chunks(2) split(1)
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -144,13 +138,17 @@ module {
   chunk.plan @after_two_shot world_size(2) attributes {synco.completion = "[[], []]"} {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
+    // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
     // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already ends the launch on its own completion flags (synco.completion); gathering an output beside it is not supported}}
-    chunk.all_gather @C dim(0) chunks(2) split(1)
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -164,15 +162,15 @@ module {
     chunk.buffer @C : !chunk.buffer<256x64xbf16> bind(0)
     // expected-error @below {{chunks of 32 along dimension 1 of @C would split its 64-wide tiles: pick a chunk count whose chunks hold whole tiles}}
     chunk.produce @tiles @C dim(1) tile(64)
-    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 128, 0)] [128, 32]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 128, 0)] [128, 32]> on (d0) -> (d0) order(0) {group = "all_gather_C"}
-    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 128, 32)] [128, 32]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 128, 32)] [128, 32]> on (d0) -> (d0) order(1) {group = "all_gather_C"}
-    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 32]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 32]> on (d0) -> (d0) order(2) after [@tiles] {group = "all_gather_C"}
-    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 128, 32)] [128, 32]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 128, 32)] [128, 32]> on (d0) -> (d0) order(3) after [@tiles] {group = "all_gather_C"}
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 128, 0)] [128, 32]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 128, 0)] [128, 32]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 128, 32)] [128, 32]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 128, 32)] [128, 32]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 32]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 32]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 128, 32)] [128, 32]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 128, 32)] [128, 32]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -183,13 +181,17 @@ module {
   chunk.plan @rows world_size(2) {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
+    // chunk.all_gather @C dim(0) chunks(2), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [128, 256]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [128, 256]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256 + 128, 0)] [128, 256]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256 + 128, 0)] [128, 256]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
     // expected-error @below {{chunk-fuse-gathers: the all-gather's chunks of @C must cut dimension 1 (along which its tiles are produced) and nothing else; use split(1), or chunks(1)}}
-    chunk.all_gather @C dim(0) chunks(2)
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [128, 256]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [128, 256]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256 + 128, 0)] [128, 256]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256 + 128, 0)] [128, 256]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -201,12 +203,14 @@ module {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     // expected-error @below {{chunk-fuse-gathers: each rank's block of @C must be rows (an all-gather along dim(0)); it is along dimension 1}}
     chunk.produce @tiles @C dim(0) tile(128)
-    chunk.all_gather @C dim(1) chunks(1)
+    // chunk.all_gather @C dim(1) chunks(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (0, d0 * 128)] [512, 128]> on (d0) -> (d0) to <@C[(d0) -> (0, d0 * 128)] [512, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [512, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [512, 128]> on (d0) -> (d0) order(1) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -217,10 +221,14 @@ module {
   chunk.plan @wrong_index world_size(2) {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64) index("pid_x")
-    chunk.all_gather @C dim(0) chunks(2) split(1)
+    // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c1 = arith.constant 1 : i32
     %c64 = arith.constant 64 : i32
     %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
@@ -238,25 +246,34 @@ module {
     // expected-error @below {{chunk-fuse-gathers: this store of @C does not address its tile as the tile index times 64; cannot tell which chunk it writes}}
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
 
 // Four ranks (issue 8's W): each rank's 256 rows of @C [1024, 256] go to
 // its 3 peers, chunk by chunk, in rank-rotated order (r+1, r+2, r+3),
-// setting no flag. Flags: produced 0..8.
-// W4: \22completion\22:[],\22copies\22:{{\[}}[],[],[],[]],\22copy_programs\22:0,\22num_flags\22:8,\22plan\22:\22gather4\22
-// W4-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:null,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,{{.*}}\22owner\22:1,\22produced\22:[0,4],{{.*}}\22owner\22:2,\22produced\22:[0,4],{{.*}}\22owner\22:3,\22produced\22:[0,4],{{.*}}\22owner\22:1,\22produced\22:[1,4],
+// setting no flag. Counters: produced 0..8.
+// CHECK-LABEL: chunk.plan @gather4
+// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,{{[^}]*}}\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
+// CHECK-SAME:  \22owner\22:2,{{[^}]*}}\22produced\22:[0,4],{{.*}}\22owner\22:3,{{[^}]*}}\22produced\22:[0,4],{{.*}}\22owner\22:1,{{[^}]*}}\22produced\22:[1,4],
 module {
   chunk.plan @gather4 world_size(4) {
     chunk.buffer @C : !chunk.buffer<1024x256xbf16> bind(0)
     // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..8); the copy engine sends each finished chunk to 3 peer(s), 256 rows of 128 columns per copy}}
     chunk.produce @tiles @C dim(1) tile(64)
-    chunk.all_gather @C dim(0) chunks(2) split(1)
+    // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 4) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (((d0 + 1) mod 4) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 4) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (((d0 + 1) mod 4) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p2_c0 push copy_engine from <@C[(d0) -> (((d0 + 2) mod 4) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (((d0 + 2) mod 4) * 256, 0)] [256, 128]> on (d0) -> (d0) order(4) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p2_c1 push copy_engine from <@C[(d0) -> (((d0 + 2) mod 4) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (((d0 + 2) mod 4) * 256, 128)] [256, 128]> on (d0) -> (d0) order(5) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p3_c0 push copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 128]> on (d0) -> (d0) order(6) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p3_c1 push copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (((d0 + 3) mod 4) * 256, 128)] [256, 128]> on (d0) -> (d0) order(7) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c128 = arith.constant 128 : i32
     %c64 = arith.constant 64 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
@@ -282,7 +299,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -294,14 +311,14 @@ module {
   chunk.plan @swapped world_size(2) {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
-    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) {group = "all_gather_C"}
-    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
     // expected-error @below {{chunk-fuse-gathers: on rank 0, this transfer sends [256, 128] of @C at [256, 0] from rank 1 to [256, 128], but the fused gather sends each rank's own block (256 along dimension 0), 128 along dimension 1 at a time, to the same place on every peer: write the collective and let chunk-expand-collectives expand it}}
-    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] {group = "all_gather_C"}
-    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%c: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c128 = arith.constant 128 : i32
     %c64 = arith.constant 64 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
@@ -327,5 +344,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }

@@ -6,13 +6,16 @@
 // chunk-expand-collectives declares and chunk-bind-kernel makes a kernel
 // argument. (2 ranks: fuse-reductions.mlir.)
 //
-// RUN: synco-opt %s --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-fuse-reductions)' \
 // RUN:   | FileCheck %s
-// Bound before the expansion declared the staging buffer: no argument for it.
-// RUN: not synco-opt %s --pass-pipeline='builtin.module(chunk-bind-kernel,chunk-expand-collectives,chunk-reorder-tiles,chunk-fuse-reductions)' 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=ORDER
-// ORDER: fuse-reductions-one-shot.mlir:{{[0-9]+}}:5: error: chunk-fuse-reductions: a one-shot all-reduce of 4 ranks stages peers' partials in @P_staging, which is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first
+//
+// The input is in the state chunk-expand-collectives, chunk-verify-plan,
+// chunk-bind-kernel and chunk-reorder-tiles leave: the all-reduce is its
+// transfers and @P_staging, the kernel takes the fused ABI's arguments
+// (@C and @P_staging, unbound, last) and its row tile index is marked in
+// the kernel's own order (synco.tile_index = "P"). Bound before the
+// expansion declared the staging buffer: refused (the last case).
 
 // A one-shot all-reduce of 4 ranks: each tile pushes its partial to the 3
 // peers, into the slot (rank - peer - 1) mod 4 for it there: slot 0 is the
@@ -49,16 +52,36 @@ module {
   chunk.plan @p world_size(4) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index keeps the kernel's order (the same on every rank)}}
     // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the 3 peers and adds theirs, in rank order, after 6 arrivals per chunk (counters 0..8, 2 peers' partials in @P_staging)}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
+    chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
+    // chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot), expanded:
+    chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b2_c0 local copy_engine from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b3_c0 local copy_engine from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(4) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c0 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(5) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b2_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(6) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b3_c0 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(7) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(8) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b1_c0 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(9) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b2_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(10) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b3_c0 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(11) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(12) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b1_c0 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(13) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b2_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(14) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b3_c0 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(15) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>, %buffer_P_staging: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -76,5 +99,64 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
+}
+
+// -----
+
+// chunk-bind-kernel ran before chunk-expand-collectives declared
+// @P_staging: the kernel has no argument for it (synco.abi_buffers lists @C
+// only).
+module {
+  chunk.plan @p world_size(4) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
+    // chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot), expanded:
+    // expected-error @below {{chunk-fuse-reductions: a one-shot all-reduce of 4 ranks stages peers' partials in @P_staging, which is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first}}
+    chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b2_c0 local copy_engine from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b3_c0 local copy_engine from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(4) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c0 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(5) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b2_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(6) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b3_c0 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(7) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(8) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b1_c0 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(9) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b2_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(10) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p2_b3_c0 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(11) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(12) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b1_c0 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(13) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b2_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(14) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p3_b3_c0 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(15) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %c64t = arith.constant dense<64> : tensor<128x1xi32>
+    %roff = arith.muli %re, %c64t : tensor<128x1xi32>
+    %cols = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%p) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -14,13 +14,26 @@
 // (release/sys). The host has no reduction copies left to run.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=stage})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-fuse-reductions{mode=stage})' \
 // RUN:   | FileCheck %s
-// RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=stage},chunk-lower-transfers{copy-programs=4})' \
-// RUN:   | FileCheck %s --check-prefix=PROGRAMS
+//
+// The input is in the state chunk-expand-collectives, chunk-verify-plan,
+// chunk-bind-kernel and chunk-reorder-tiles leave: the reduce-scatter is
+// its transfers, the kernel takes the fused ABI's arguments (@C, unbound,
+// last) and its row tile index is interleaved and marked
+// (synco.tile_index = "P", reorder-tiles.mlir). The copy programs
+// chunk-lower-transfers makes of the recorded copies:
+// lower-transfers-ldst.mlir.
 
+// The copies the side stream would run, for the copy programs: rank 0's
+// list is its partial of rank 1's chunk 2 (rows 512.. of @P, byte 65536)
+// into slot 0 of rank 1's @P_staging, once produced[2] counts 2 tiles and
+// consumed[2] (flag 14) the owner's 2 reads of the previous epoch, setting
+// the owner's arrived[2 * 2 + 0] (flag 8) and its own copied[2] (flag 18);
+// then chunk 3. Rank 1's list starts with chunk 0.
 // CHECK-LABEL: chunk.plan @p
+// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},
+// CHECK-SAME:  \22produced\22:[3,2],{{.*}}\22produced\22:[0,2],
 // CHECK-SAME:  synco.staged = ["P"]
 // CHECK:       chunk.buffer @C
 // CHECK-NEXT:  chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
@@ -38,73 +51,53 @@
 // CHECK-NEXT:    "tt.store"
 // CHECK-NEXT:    chunk.arrive %[[FLAGS]][%{{.*}}] : !tt.ptr<i32>
 
-// The schedule: 4 copy programs, counters after the 20 flags, nothing for
-// the side stream.
-// PROGRAMS:      \22copy_programs\22:4
-// PROGRAMS-SAME: \22num_flags\22:40
-// PROGRAMS-SAME: \22reduction_copies\22:[]
-// PROGRAMS-LABEL: "tt.func"
-// PROGRAMS:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
-// PROGRAMS:      %[[PID:.*]] = "tt.get_program_id"() {axis = 0 : i32}
-// PROGRAMS:      %[[C4:.*]] = arith.constant 4 : i32
-// PROGRAMS-NEXT: %[[COPIER:.*]] = arith.cmpi slt, %[[PID]], %[[C4]]
-// PROGRAMS-NEXT: %[[COMPUTE:.*]] = arith.subi %[[PID]], %[[C4]]
-// PROGRAMS:      scf.if %[[COPIER]] {
-// Rank 0's list: its partial of rank 1's chunk 2, then chunk 3.
-// PROGRAMS:        %[[R0:.*]] = arith.cmpi eq, %[[RANK]], %{{.*}}
-// PROGRAMS:        scf.if %[[R0]] {
-// PROGRAMS:          %[[C2:.*]] = arith.constant 2 : i32
-// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C2]]], %[[EPOCH]] count(2)
-// PROGRAMS:          %[[C14:.*]] = arith.constant 14 : i32
-// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C14]]], %{{.*}} count(2)
-// Rows 512.. of @P (element 32768) into slot 0 of rank 1's @P_staging.
-// PROGRAMS:          %[[SRC_OFF:.*]] = arith.constant 32768 : i64
-// PROGRAMS-NEXT:     %[[SRC:.*]] = "tt.addptr"(%[[P]], %[[SRC_OFF]])
-// PROGRAMS:          %[[DST:.*]] = "tt.addptr"(%[[STAGING]], %{{.*}})
-// PROGRAMS-NEXT:     %[[REMOTE:.*]] = chunk.peer_ptr %[[DST]], %{{.*}} : !tt.ptr<bf16>
-// PROGRAMS:          scf.for %{{.*}} = %[[PID]] to %{{.*}} step %[[C4]]
-// PROGRAMS:            "tt.make_range"() {end = 16384 : i32, start = 0 : i32}
-// PROGRAMS:            "tt.splat"(%[[SRC]])
-// PROGRAMS:            "tt.load"
-// PROGRAMS:            "tt.splat"(%[[REMOTE]])
-// PROGRAMS:            "tt.store"
-// PROGRAMS:          %[[C20:.*]] = arith.constant 20 : i32
-// PROGRAMS-NEXT:     gpu.barrier
-// PROGRAMS-NEXT:     %[[COUNTER:.*]] = "tt.addptr"(%[[FLAGS]], %[[C20]])
-// PROGRAMS:          "tt.atomic_rmw"(%[[COUNTER]], {{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 4 : i32}
-// PROGRAMS:          arith.remsi
-// PROGRAMS:          scf.if
-// PROGRAMS:            %[[OWNER_FLAGS:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>
-// PROGRAMS-NEXT:       %[[C8:.*]] = arith.constant 8 : i32
-// PROGRAMS-NEXT:       %[[ARRIVED:.*]] = "tt.addptr"(%[[OWNER_FLAGS]], %[[C8]])
-// PROGRAMS:            "tt.atomic_rmw"(%[[ARRIVED]], %[[EPOCH]], {{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
-// PROGRAMS:            %[[C18:.*]] = arith.constant 18 : i32
-// PROGRAMS-NEXT:       %[[COPIED:.*]] = "tt.addptr"(%[[FLAGS]], %[[C18]])
-// PROGRAMS:            "tt.atomic_rmw"(%[[COPIED]], %[[EPOCH]], {{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
-// PROGRAMS:          %[[C3:.*]] = arith.constant 3 : i32
-// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C3]]], %[[EPOCH]] count(2)
-// PROGRAMS:          %[[C21:.*]] = arith.constant 21 : i32
-// Rank 1's list.
-// PROGRAMS:        scf.if
-// PROGRAMS:          %[[C0:.*]] = arith.constant 0 : i32
-// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C0]]], %[[EPOCH]] count(2)
-// The GEMM's programs come after the copy programs.
-// PROGRAMS:      } else {
-// PROGRAMS:        arith.divsi %[[COMPUTE]]
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     // expected-remark @below {{tiles of @P reduce into @C: other rows store their partial and count it; the kernel's copy programs move each finished chunk to its owner; own rows add 1 peer partial(s) per tile after 1 copy-program flag(s) per chunk}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+    // chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile in chunk-reorder-tiles' interleaved order (2 chunks of
+    // 2 row tiles per rank): dispatch slot pid_m / 2 runs the peer's chunk
+    // 0, the peer's chunk 1, the own chunk 0, the own chunk 1.
+    %c2 = arith.constant 2 : i32
+    %slot = arith.divsi %pid_m, %c2 : i32
+    %in_chunk = arith.remsi %pid_m, %c2 : i32
+    %c1 = arith.constant 1 : i32
+    %later = arith.subi %slot, %c1 : i32
+    %group = arith.divsi %later, %c2 : i32
+    %in_group = arith.remsi %later, %c2 : i32
+    %first = arith.cmpi slt, %slot, %c1 : i32
+    %last = arith.cmpi sge, %group, %c1 : i32
+    %peer = arith.cmpi slt, %in_group, %c1 : i32
+    %peer_block = arith.addi %in_group, %c1 : i32
+    %c0 = arith.constant 0 : i32
+    %group_block = arith.select %peer, %peer_block, %c0 : i32
+    %next_chunk = arith.addi %group, %c1 : i32
+    %group_chunk = arith.select %peer, %next_chunk, %group : i32
+    %later_block = arith.select %last, %c0, %group_block : i32
+    %later_chunk = arith.select %last, %c1, %group_chunk : i32
+    %first_block = arith.addi %slot, %c1 : i32
+    %block = arith.select %first, %first_block, %later_block : i32
+    %chunk = arith.select %first, %c0, %later_chunk : i32
+    %from = arith.addi %rank, %block : i32
+    %owner = arith.remsi %from, %c2 : i32
+    %c4 = arith.constant 4 : i32
+    %block_tile = arith.muli %owner, %c4 : i32
+    %chunk_tile = arith.muli %chunk, %c2 : i32
+    %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
+    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -122,7 +115,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -132,16 +125,27 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
+    // chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot), expanded:
+    chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b0_c1 local copy_engine from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c1 local copy_engine from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
     // expected-error @below {{mode=stage moves a reduce-scatter or a two-shot all-reduce; this one-shot all-reduce needs mode=push or pull}}
-    chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot)
+    chunk.transfer @C_p1_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(4) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(6) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b0_c1 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(5) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c1 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(7) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -159,7 +163,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -171,15 +175,48 @@ module {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
     chunk.buffer @P_staging : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+    // chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>, %buffer_P_staging: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile in chunk-reorder-tiles' interleaved order (2 chunks of
+    // 2 row tiles per rank): dispatch slot pid_m / 2 runs the peer's chunk
+    // 0, the peer's chunk 1, the own chunk 0, the own chunk 1.
+    %c2 = arith.constant 2 : i32
+    %slot = arith.divsi %pid_m, %c2 : i32
+    %in_chunk = arith.remsi %pid_m, %c2 : i32
+    %c1 = arith.constant 1 : i32
+    %later = arith.subi %slot, %c1 : i32
+    %group = arith.divsi %later, %c2 : i32
+    %in_group = arith.remsi %later, %c2 : i32
+    %first = arith.cmpi slt, %slot, %c1 : i32
+    %last = arith.cmpi sge, %group, %c1 : i32
+    %peer = arith.cmpi slt, %in_group, %c1 : i32
+    %peer_block = arith.addi %in_group, %c1 : i32
+    %c0 = arith.constant 0 : i32
+    %group_block = arith.select %peer, %peer_block, %c0 : i32
+    %next_chunk = arith.addi %group, %c1 : i32
+    %group_chunk = arith.select %peer, %next_chunk, %group : i32
+    %later_block = arith.select %last, %c0, %group_block : i32
+    %later_chunk = arith.select %last, %c1, %group_chunk : i32
+    %first_block = arith.addi %slot, %c1 : i32
+    %block = arith.select %first, %first_block, %later_block : i32
+    %chunk = arith.select %first, %c0, %later_chunk : i32
+    %from = arith.addi %rank, %block : i32
+    %owner = arith.remsi %from, %c2 : i32
+    %c4 = arith.constant 4 : i32
+    %block_tile = arith.muli %owner, %c4 : i32
+    %chunk_tile = arith.muli %chunk, %c2 : i32
+    %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
+    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -197,5 +234,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
 }

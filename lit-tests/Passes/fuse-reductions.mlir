@@ -11,16 +11,23 @@
 // loaded by the owner from the producer's @P.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions)' \
+// RUN:   --pass-pipeline='builtin.module(chunk-fuse-reductions)' \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,PUSH
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=pull})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-fuse-reductions{mode=pull})' \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,PULL
 // RUN: not synco-opt %s --split-input-file \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-fuse-reductions{mode=both})' 2>&1 \
+// RUN:   --pass-pipeline='builtin.module(chunk-fuse-reductions{mode=both})' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=MODE
 // MODE: for the --mode option: 'both' is not one of push, pull, stage
 // MODE: failed to add `chunk-fuse-reductions` with options `mode=both`
+//
+// The input is in the state chunk-expand-collectives, chunk-verify-plan,
+// chunk-bind-kernel and chunk-reorder-tiles leave: the collectives are
+// their transfers (reducing, after [@tiles]), the kernel takes the fused
+// ABI's arguments (@C, unbound, is the last: synco_buffer_C) and its row
+// tile index is reordered and marked (synco.tile_index = "P"; the orders
+// are reorder-tiles.mlir's).
 
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
@@ -98,16 +105,49 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index interleaves peers' and own chunks (2 per rank; own chunk c after the peers' chunk c + 1) (4 row tiles per rank, 8 in all)}}
     // expected-remark @below {{peer partial(s) per tile after 2 arrivals per chunk (counters 0..4, 2 tiles per chunk)}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+    // chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile in chunk-reorder-tiles' interleaved order (2 chunks of
+    // 2 row tiles per rank): dispatch slot pid_m / 2 runs the peer's chunk
+    // 0, the peer's chunk 1, the own chunk 0, the own chunk 1.
+    %c2 = arith.constant 2 : i32
+    %slot = arith.divsi %pid_m, %c2 : i32
+    %in_chunk = arith.remsi %pid_m, %c2 : i32
+    %c1 = arith.constant 1 : i32
+    %later = arith.subi %slot, %c1 : i32
+    %group = arith.divsi %later, %c2 : i32
+    %in_group = arith.remsi %later, %c2 : i32
+    %first = arith.cmpi slt, %slot, %c1 : i32
+    %last = arith.cmpi sge, %group, %c1 : i32
+    %peer = arith.cmpi slt, %in_group, %c1 : i32
+    %peer_block = arith.addi %in_group, %c1 : i32
+    %c0 = arith.constant 0 : i32
+    %group_block = arith.select %peer, %peer_block, %c0 : i32
+    %next_chunk = arith.addi %group, %c1 : i32
+    %group_chunk = arith.select %peer, %next_chunk, %group : i32
+    %later_block = arith.select %last, %c0, %group_block : i32
+    %later_chunk = arith.select %last, %c1, %group_chunk : i32
+    %first_block = arith.addi %slot, %c1 : i32
+    %block = arith.select %first, %first_block, %later_block : i32
+    %chunk = arith.select %first, %c0, %later_chunk : i32
+    %from = arith.addi %rank, %block : i32
+    %owner = arith.remsi %from, %c2 : i32
+    %c4 = arith.constant 4 : i32
+    %block_tile = arith.muli %owner, %c4 : i32
+    %chunk_tile = arith.muli %chunk, %c2 : i32
+    %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
+    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -125,7 +165,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -137,16 +177,23 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
+    // chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(one_shot), expanded:
+    chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (512, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (512, 0)] [512, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
     // expected-error @below {{chunk-fuse-reductions: a reduction fuses into its GEMM with backend(ldst) (SM loads and stores move the partials), or a reduce-scatter or two-shot all-reduce with backend(copy_engine); backend 'copy_engine' is not implemented for this one}}
-    chunk.all_reduce @P into @C dim(0) chunks(1) algorithm(one_shot)
+    chunk.transfer @C_p1_b0_c0 pull copy_engine from <@P[(d0) -> (0, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c0 pull copy_engine from <@P[(d0) -> (512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (512, 0)] [512, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -164,7 +211,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -214,16 +261,27 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index keeps the kernel's order (the same on every rank)}}
     // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the peer and adds theirs, in rank order, after 2 arrivals per chunk (counters 0..8)}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot)
+    // chunk.all_reduce @P into @C dim(0) chunks(2) backend(ldst) algorithm(one_shot), expanded:
+    chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b0_c1 local copy_engine from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c1 local copy_engine from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(4) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c0 pull ldst from <@P[(d0) -> (512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (512, 0)] [256, 64]> on (d0) -> (d0) order(6) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b0_c1 pull ldst from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(5) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c1 pull ldst from <@P[(d0) -> (768, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (768, 0)] [256, 64]> on (d0) -> (d0) order(7) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -241,7 +299,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -251,16 +309,23 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x8320xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x8320xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     // expected-error @below {{chunk-fuse-reductions: all-reduce chunks of 512 rows hold 520 tiles, more than the 128 that can wait for the peers at once: the kernel would deadlock; use chunks of 128 rows}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot)
+    // chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot), expanded:
+    chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [512, 8320]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 8320]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (512, 0)] [512, 8320]> on (d0) -> (d0) to <@C[(d0) -> (512, 0)] [512, 8320]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b0_c0 pull ldst from <@P[(d0) -> (0, 0)] [512, 8320]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [512, 8320]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
+    chunk.transfer @C_p1_b1_c0 pull ldst from <@P[(d0) -> (512, 0)] [512, 8320]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (512, 0)] [512, 8320]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -278,7 +343,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -288,16 +353,49 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     // expected-error @below {{chunk-fuse-reductions: the kernel must store @P once per tile; it has 2 stores of it}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst)
+    // chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(ldst), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile in chunk-reorder-tiles' interleaved order (2 chunks of
+    // 2 row tiles per rank): dispatch slot pid_m / 2 runs the peer's chunk
+    // 0, the peer's chunk 1, the own chunk 0, the own chunk 1.
+    %c2 = arith.constant 2 : i32
+    %slot = arith.divsi %pid_m, %c2 : i32
+    %in_chunk = arith.remsi %pid_m, %c2 : i32
+    %c1 = arith.constant 1 : i32
+    %later = arith.subi %slot, %c1 : i32
+    %group = arith.divsi %later, %c2 : i32
+    %in_group = arith.remsi %later, %c2 : i32
+    %first = arith.cmpi slt, %slot, %c1 : i32
+    %last = arith.cmpi sge, %group, %c1 : i32
+    %peer = arith.cmpi slt, %in_group, %c1 : i32
+    %peer_block = arith.addi %in_group, %c1 : i32
+    %c0 = arith.constant 0 : i32
+    %group_block = arith.select %peer, %peer_block, %c0 : i32
+    %next_chunk = arith.addi %group, %c1 : i32
+    %group_chunk = arith.select %peer, %next_chunk, %group : i32
+    %later_block = arith.select %last, %c0, %group_block : i32
+    %later_chunk = arith.select %last, %c1, %group_chunk : i32
+    %first_block = arith.addi %slot, %c1 : i32
+    %block = arith.select %first, %first_block, %later_block : i32
+    %chunk = arith.select %first, %c0, %later_chunk : i32
+    %from = arith.addi %rank, %block : i32
+    %owner = arith.remsi %from, %c2 : i32
+    %c4 = arith.constant 4 : i32
+    %block_tile = arith.muli %owner, %c4 : i32
+    %chunk_tile = arith.muli %chunk, %c2 : i32
+    %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
+    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -316,7 +414,7 @@ module {
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -328,19 +426,27 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<256x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<128x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     // expected-error @below {{chunks of 64 rows of @P would split 128-row tiles: pick a chunk count whose chunks hold whole tiles}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [64, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
-    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> on (d0) -> (d0) to <@C[(d0) -> (64, 0)] [64, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
-    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [64, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
-    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (64, 0)] [64, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [64, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> on (d0) -> (d0) to <@C[(d0) -> (64, 0)] [64, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [64, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (64, 0)] [64, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile rotated by chunk-reorder-tiles to start at the next
+    // rank's block (one row tile per rank, this rank's last):
+    // (pid_m + (rank + 1) * 1) mod 2.
+    %c1 = arith.constant 1 : i32
+    %next = arith.addi %rank, %c1 : i32
+    %shift = arith.muli %next, %c1 : i32
+    %sum = arith.addi %pid_m, %shift : i32
+    %c2 = arith.constant 2 : i32
+    %t = arith.remsi %sum, %c2 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -358,7 +464,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -370,17 +476,25 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<256x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<128x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
     // expected-error @below {{chunk-fuse-reductions: on rank 0, this transfer moves 128 rows of @P at [128, 0] on rank 0 into @C at [0, 0] on rank 0, but the fused code sums rank o's own block of the partials into the rows from 0 of rank o's @C, 128 whole rows at a time: write the collective and let chunk-expand-collectives expand it}}
-    chunk.transfer @C_own local ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
-    chunk.transfer @C_peer pull ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {group = "reduce_scatter_C"}
+    chunk.transfer @C_own local ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_peer pull ldst from <@P[(d0) -> (((d0 + 1) mod 2) * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile rotated by chunk-reorder-tiles to start at the next
+    // rank's block (one row tile per rank, this rank's last):
+    // (pid_m + (rank + 1) * 1) mod 2.
+    %c1 = arith.constant 1 : i32
+    %next = arith.addi %rank, %c1 : i32
+    %shift = arith.muli %next, %c1 : i32
+    %sum = arith.addi %pid_m, %shift : i32
+    %c2 = arith.constant 2 : i32
+    %t = arith.remsi %sum, %c2 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -398,7 +512,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -409,17 +523,20 @@ module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<256x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<128x64xbf16>
-    // expected-remark @below {{tiles of @P: the row tile index}}
     chunk.produce @tiles @P dim(0) tile(128)
     // expected-error @below {{chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `group` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it}}
     chunk.transfer @C_own local ldst from <@P[(d0) -> (d0 * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum)
     chunk.transfer @C_peer pull ldst from <@P[(d0) -> (d0 * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum)
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%p: !tt.ptr<bf16>, %n: i32):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     %c128 = arith.constant 128 : i32
     %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
-    %row = arith.muli %pid_m, %c128 : i32
+    // The row tile, marked by chunk-reorder-tiles in the kernel's own order
+    // (the same on every rank).
+    %c0 = arith.constant 0 : i32
+    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
     %rows = arith.addi %rs, %r : tensor<128xi32>
@@ -437,5 +554,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -5,8 +5,13 @@
 // return; the kernel runs in the next plane and keeps its program ids.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4})' \
+// RUN:   --pass-pipeline='builtin.module(chunk-lower-transfers{copy-programs=4})' \
 // RUN:   | FileCheck %s
+//
+// The input is in the state chunk-expand-collectives and chunk-bind-kernel
+// leave: the all-gathers are their transfers (or written as transfers by
+// hand) and the kernels take the fused ABI's arguments (%rank, ...,
+// %heap_bases, %flags, %epoch; synco.abi_first_arg).
 
 // CHECK:      \22copy_plane\22:true
 // CHECK-SAME: \22copy_programs\22:4
@@ -33,11 +38,13 @@
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    // chunk.all_gather @A dim(0) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
     chunk.consume @A dim(0) tile(128)
   }
-  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "grid2d", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "grid2d", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c128 = arith.constant 128 : i32
     %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
     %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
@@ -47,7 +54,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -56,12 +63,14 @@ module {
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
+    // chunk.all_gather @A dim(0) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
     // expected-error @below {{the ldst backend needs a 1D or 2D grid, but kernel @grid3d reads axis 2}}
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "grid3d", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "grid3d", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %p2 = "tt.get_program_id"() <{axis = 2 : i32}> : () -> i32
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }

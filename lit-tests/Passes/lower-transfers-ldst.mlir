@@ -6,8 +6,14 @@
 // program id shifted down.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-bind-kernel,chunk-lower-transfers{copy-programs=4})' \
-// RUN:   | FileCheck %s
+// RUN:   --pass-pipeline='builtin.module(chunk-lower-transfers{copy-programs=4})' \
+// RUN:   | FileCheck %s --check-prefixes=CHECK,PROGRAMS
+//
+// The input is in the state chunk-expand-collectives and chunk-bind-kernel
+// leave: the all-gathers are their transfers (or written as transfers by
+// hand) and the kernels take the fused ABI's arguments (%rank, ...,
+// %heap_bases, %flags, %epoch; synco.abi_first_arg). The last case is a
+// reduce-scatter after chunk-fuse-reductions{mode=stage} too.
 
 // CHECK:      \22copy_programs\22:4
 // CHECK-SAME: \22num_flags\22:4
@@ -42,11 +48,13 @@
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    // chunk.all_gather @A dim(0) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
     chunk.consume @A dim(0) tile(128)
   }
-  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "rows", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "rows", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c128 = arith.constant 128 : i32
     %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
     %row = arith.muli %pid, %c128 : i32
@@ -54,7 +62,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -67,11 +75,13 @@ module {
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<384x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    // chunk.all_gather @A dim(0) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 192, 0)] [192, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 192, 0)] [192, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (((d0 + 1) mod 2) * 192, 0)] [192, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 192, 0)] [192, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
     chunk.consume @A dim(0) tile(64)
   }
-  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "odd_rows", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "odd_rows", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c64 = arith.constant 64 : i32
     %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
     %row = arith.muli %pid, %c64 : i32
@@ -79,7 +89,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -112,8 +122,8 @@ module {
     chunk.transfer @A_right pull ldst from <@A[(r) -> (((r + 1) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r + 1) mod 4) to <@A[(r) -> (((r + 1) mod 4) * 256, 0)] [256, 64]> on (r) -> (r) order(3)
     chunk.consume @A dim(0) tile(128)
   }
-  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "ring", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "ring", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %c128 = arith.constant 128 : i32
     %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
     %row = arith.muli %pid, %c128 : i32
@@ -121,7 +131,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -130,13 +140,15 @@ module {
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<512x8192xbf16> bind(0)
+    // chunk.all_gather @A dim(1) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) to <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
     // expected-error @below {{the ldst backend copies contiguous chunks only (whole rows)}}
-    chunk.all_gather @A dim(1) chunks(1) backend(ldst)
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -145,13 +157,15 @@ module {
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<200x64xbf16> bind(0)
+    // chunk.all_gather @A dim(0) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 100, 0)] [100, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 100, 0)] [100, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
     // expected-error @below {{the ldst backend copies chunks of a multiple of 4096 elements; this chunk has 6400}}
-    chunk.all_gather @A dim(0) chunks(1) backend(ldst)
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (((d0 + 1) mod 2) * 100, 0)] [100, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 100, 0)] [100, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
   }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -168,10 +182,10 @@ module {
     chunk.transfer @A_prev pull ldst from <@A[(r) -> (((r + 2) mod 3) * 256, 0)] [256, 64]> on (r) -> ((r + 2) mod 3) to <@A[(r) -> (((r + 2) mod 3) * 256, 0)] [256, 64]> on (r) -> (r) order(2)
     chunk.consume @A dim(0) tile(128)
   }
-  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -186,8 +200,95 @@ module {
     chunk.transfer @out push ldst from <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> (r) to <@A[(r) -> (r * 256, 0)] [256, 64]> on (r) -> ((r + 1) mod 2) order(1)
     chunk.consume @A dim(0) tile(128)
   }
-  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}], function_type = (!tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>):
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) : () -> ()
+  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+}
+
+// -----
+
+// The copies a staged reduce-scatter recorded (chunk-fuse-reductions{mode=
+// stage}, fuse-reductions-stage.mlir) are run by the same copy programs:
+// rank r's programs take rank r's list in order, wait for the chunk's tiles
+// (produced[g] >= epoch * 2) and for the owner's reads of the previous
+// epoch (consumed[g] >= (epoch - 1) * 2), store 16384-element blocks into
+// the owner's @P_staging through the peer mapping, count themselves on
+// counter 20 + i (acq_rel/sys), and the last sets the owner's
+// arrived[g * 2 + r] and its own copied[g] to the epoch (release/sys).
+// The schedule: 4 copy programs, counters after the 20 flags, nothing for
+// the side stream.
+// PROGRAMS:      \22copy_programs\22:4
+// PROGRAMS-SAME: \22num_flags\22:40
+// PROGRAMS-SAME: \22reduction_copies\22:[]
+// PROGRAMS-LABEL: "tt.func"
+// PROGRAMS:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
+// PROGRAMS:      %[[PID:.*]] = "tt.get_program_id"() {axis = 0 : i32}
+// PROGRAMS:      %[[C4:.*]] = arith.constant 4 : i32
+// PROGRAMS-NEXT: %[[COPIER:.*]] = arith.cmpi slt, %[[PID]], %[[C4]]
+// PROGRAMS-NEXT: %[[COMPUTE:.*]] = arith.subi %[[PID]], %[[C4]]
+// PROGRAMS:      scf.if %[[COPIER]] {
+// Rank 0's list: its partial of rank 1's chunk 2, then chunk 3.
+// PROGRAMS:        %[[R0:.*]] = arith.cmpi eq, %[[RANK]], %{{.*}}
+// PROGRAMS:        scf.if %[[R0]] {
+// PROGRAMS:          %[[C2:.*]] = arith.constant 2 : i32
+// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C2]]], %[[EPOCH]] count(2)
+// PROGRAMS:          %[[C14:.*]] = arith.constant 14 : i32
+// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C14]]], %{{.*}} count(2)
+// Rows 512.. of @P (element 32768) into slot 0 of rank 1's @P_staging.
+// PROGRAMS:          %[[SRC_OFF:.*]] = arith.constant 32768 : i64
+// PROGRAMS-NEXT:     %[[SRC:.*]] = "tt.addptr"(%[[P]], %[[SRC_OFF]])
+// PROGRAMS:          %[[DST:.*]] = "tt.addptr"(%[[STAGING]], %{{.*}})
+// PROGRAMS-NEXT:     %[[REMOTE:.*]] = chunk.peer_ptr %[[DST]], %{{.*}} : !tt.ptr<bf16>
+// PROGRAMS:          scf.for %{{.*}} = %[[PID]] to %{{.*}} step %[[C4]]
+// PROGRAMS:            "tt.make_range"() {end = 16384 : i32, start = 0 : i32}
+// PROGRAMS:            "tt.splat"(%[[SRC]])
+// PROGRAMS:            "tt.load"
+// PROGRAMS:            "tt.splat"(%[[REMOTE]])
+// PROGRAMS:            "tt.store"
+// PROGRAMS:          %[[C20:.*]] = arith.constant 20 : i32
+// PROGRAMS-NEXT:     gpu.barrier
+// PROGRAMS-NEXT:     %[[COUNTER:.*]] = "tt.addptr"(%[[FLAGS]], %[[C20]])
+// PROGRAMS:          "tt.atomic_rmw"(%[[COUNTER]], {{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 4 : i32}
+// PROGRAMS:          arith.remsi
+// PROGRAMS:          scf.if
+// PROGRAMS:            %[[OWNER_FLAGS:.*]] = chunk.peer_ptr %[[FLAGS]], %{{.*}} : !tt.ptr<i32>
+// PROGRAMS-NEXT:       %[[C8:.*]] = arith.constant 8 : i32
+// PROGRAMS-NEXT:       %[[ARRIVED:.*]] = "tt.addptr"(%[[OWNER_FLAGS]], %[[C8]])
+// PROGRAMS:            "tt.atomic_rmw"(%[[ARRIVED]], %[[EPOCH]], {{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
+// PROGRAMS:            %[[C18:.*]] = arith.constant 18 : i32
+// PROGRAMS-NEXT:       %[[COPIED:.*]] = "tt.addptr"(%[[FLAGS]], %[[C18]])
+// PROGRAMS:            "tt.atomic_rmw"(%[[COPIED]], %[[EPOCH]], {{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
+// PROGRAMS:          %[[C3:.*]] = arith.constant 3 : i32
+// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C3]]], %[[EPOCH]] count(2)
+// PROGRAMS:          %[[C21:.*]] = arith.constant 21 : i32
+// Rank 1's list.
+// PROGRAMS:        scf.if
+// PROGRAMS:          %[[C0:.*]] = arith.constant 0 : i32
+// PROGRAMS-NEXT:     chunk.wait %[[FLAGS]][%[[C0]]], %[[EPOCH]] count(2)
+// The GEMM's programs come after the copy programs.
+// PROGRAMS:      } else {
+// PROGRAMS:        arith.divsi %[[COMPUTE]]
+module {
+  chunk.plan @p world_size(2) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[3,2],\22consumed\22:[15,2],\22arrived\22:10,\22copied\22:19}],[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[0,2],\22consumed\22:[12,2],\22arrived\22:5,\22copied\22:16},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[1,2],\22consumed\22:[13,2],\22arrived\22:7,\22copied\22:17}]]", synco.staged = ["P"]} {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+  }
+  // The fused kernel, trimmed to what this pass reads: its ABI arguments
+  // and its grid (the tiles' order starts from program_id(0) / 2). Its
+  // fused tiles' waits, sums and arrivals pass through unchanged.
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>, %buffer_P_staging: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %c2 = arith.constant 2 : i32
+    %slot = arith.divsi %pid_m, %c2 : i32
+    "tt.return"() : () -> ()
+  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -5,7 +5,10 @@
 // transfers and tile maps (the plan keeps its buffers).
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(chunk-expand-collectives,chunk-lower-transfers)' | FileCheck %s
+// RUN:   --pass-pipeline='builtin.module(chunk-lower-transfers)' | FileCheck %s
+//
+// The collectives are expanded (the state chunk-expand-collectives leaves)
+// or written out as transfers by hand.
 
 // The copy engine pushes gathered chunks: rank 0 drives the copies of its
 // rows [0, 256) and [256, 512) of A into rank 1 (element offsets 0 and
@@ -25,7 +28,11 @@
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(2)
+    // chunk.all_gather @A dim(0) chunks(2), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p0_c1 local copy_engine from <@A[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> (d0) order(2) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c1 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(3) collective(all_gather) {group = "all_gather_A"}
     chunk.consume @A dim(0) tile(128)
   }
 }
@@ -37,7 +44,9 @@ module {
 module {
   chunk.plan @cols world_size(2) {
     chunk.buffer @B : !chunk.buffer<64x64xf32>
-    chunk.all_gather @B dim(1) chunks(1)
+    // chunk.all_gather @B dim(1) chunks(1), expanded:
+    chunk.transfer @B_p0_c0 local copy_engine from <@B[(d0) -> (0, d0 * 32)] [64, 32]> on (d0) -> (d0) to <@B[(d0) -> (0, d0 * 32)] [64, 32]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_B"}
+    chunk.transfer @B_p1_c0 push copy_engine from <@B[(d0) -> (0, ((d0 + 1) mod 2) * 32)] [64, 32]> on (d0) -> ((d0 + 1) mod 2) to <@B[(d0) -> (0, ((d0 + 1) mod 2) * 32)] [64, 32]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_B"}
   }
 }
 
@@ -46,10 +55,12 @@ module {
 module {
   chunk.plan @sm world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.all_gather @A dim(0) chunks(1) backend(tma)
+    // chunk.all_gather @A dim(0) chunks(1) backend(tma), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    // expected-error @below {{chunk-lower-transfers: backend 'tma' is not implemented yet; use copy_engine or ldst}}
+    chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [512, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
   }
 }
-// expected-error@-3 {{chunk-lower-transfers: backend 'tma' is not implemented yet; use copy_engine or ldst}}
 
 // -----
 
@@ -58,10 +69,36 @@ module {
   chunk.plan @rs world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xf32>
     chunk.buffer @C : !chunk.buffer<512x64xf32>
-    chunk.reduce_scatter @P into @C dim(0) chunks(1)
+    chunk.buffer @P_staging : !chunk.buffer<512x64xf32> {synco.staging}
+    // chunk.reduce_scatter @P into @C dim(0) chunks(1), expanded:
+    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(0) reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull copy_engine from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(1) reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
 }
-// expected-error@-3 {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
+
+// -----
+
+// An all-gather of what the kernel's tiles produce, after
+// chunk-expand-collectives and chunk-bind-kernel: the peer's chunks wait
+// for @tiles, which only chunk-fuse-gathers (not run here) makes the tiles
+// count. Without it nothing would wait for the tiles: refused.
+module {
+  chunk.plan @gather world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    "tt.return"() : () -> ()
+  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+}
+
 // -----
 
 // Written out by hand: a chunk of rank 1's block in two transfers of
@@ -138,5 +175,35 @@ module {
     chunk.transfer @across pull copy_engine from <@A[(r) -> (((r - 2) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r - 2) mod 4) to <@A[(r) -> (((r - 2) mod 4) * 256, 0)] [256, 64]> on (r) -> (r) order(2)
     chunk.transfer @right pull copy_engine from <@A[(r) -> (((r - 3) mod 4) * 256, 0)] [256, 64]> on (r) -> ((r - 3) mod 4) to <@A[(r) -> (((r - 3) mod 4) * 256, 0)] [256, 64]> on (r) -> (r) order(3)
     chunk.consume @A dim(0) tile(128)
+  }
+}
+
+// -----
+
+// A transfer whose flag the flags of another buffer imply
+// (synco.flag_implied_by, which chunk-insert-waits sets: the tiles wait for
+// @Bg's chunk before the same loop, and every rank's copy stream pushes its
+// rows of A before its chunks of B; insert-waits-sources.test) sets no
+// flag. Rank 0's copies: its own rows of A into its @Ag before the kernel
+// (no flag), then on its copy stream A's rows to rank 1 with no flag, then
+// B's two column chunks, each setting rank 1's flag for rank 0's block
+// (2 + c).
+// CHECK: \22copies\22:{{\[\[}}{\22before_kernel\22:true,\22dst_buffer\22:\22Ag\22,{{[^}]*}}\22flag\22:null,
+// CHECK-SAME: {\22before_kernel\22:false,\22dst_buffer\22:\22Ag\22,{{[^}]*}}\22flag\22:null,
+// CHECK-SAME: {\22before_kernel\22:false,\22dst_buffer\22:\22Bg\22,{{[^}]*}}\22flag\22:2,
+// CHECK-SAME: {\22before_kernel\22:false,\22dst_buffer\22:\22Bg\22,{{[^}]*}}\22flag\22:3,
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x64xbf16>
+    chunk.buffer @Ag : !chunk.buffer<512x64xbf16> bind(0)
+    chunk.buffer @Bg : !chunk.buffer<128x512xbf16> bind(1)
+    chunk.transfer @Ag_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@Ag[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_to_all) {group = "all_to_all_Ag"}
+    chunk.transfer @Ag_p1_c0 push copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Ag[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_to_all) {group = "all_to_all_Ag", synco.flag_implied_by = "Bg"}
+    chunk.transfer @Bg_p0_c0 local copy_engine from <@Bg[(d0) -> (d0 * 64, 0)] [64, 256]> on (d0) -> (d0) to <@Bg[(d0) -> (d0 * 64, 0)] [64, 256]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_Bg"}
+    chunk.transfer @Bg_p0_c1 local copy_engine from <@Bg[(d0) -> (d0 * 64, 256)] [64, 256]> on (d0) -> (d0) to <@Bg[(d0) -> (d0 * 64, 256)] [64, 256]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_Bg"}
+    chunk.transfer @Bg_p1_c0 push copy_engine from <@Bg[(d0) -> (((d0 + 1) mod 2) * 64, 0)] [64, 256]> on (d0) -> ((d0 + 1) mod 2) to <@Bg[(d0) -> (((d0 + 1) mod 2) * 64, 0)] [64, 256]> on (d0) -> (d0) order(2) collective(all_gather) {group = "all_gather_Bg"}
+    chunk.transfer @Bg_p1_c1 push copy_engine from <@Bg[(d0) -> (((d0 + 1) mod 2) * 64, 256)] [64, 256]> on (d0) -> ((d0 + 1) mod 2) to <@Bg[(d0) -> (((d0 + 1) mod 2) * 64, 256)] [64, 256]> on (d0) -> (d0) order(3) collective(all_gather) {group = "all_gather_Bg"}
+    chunk.consume @Ag dim(0) tile(128) index("pid_m") source("src")
+    chunk.consume @Bg dim(1) tile(128) index("pid_n") source("src")
   }
 }

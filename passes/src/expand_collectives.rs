@@ -8,7 +8,10 @@
 use crate::plan::{Plan, fail, internal, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
-use synco_chunk::{PassFailed, attrs};
+use synco_chunk::{
+    PassFailed,
+    attrs::{self, CollectiveKind},
+};
 use synco_ir::{self as ir, Builder, Op};
 
 /// The body of `chunk-expand-collectives`.
@@ -40,10 +43,10 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
         let mut transfers = plan.ops_named("chunk.transfer").len() as i64;
         for op in plan.body_ops() {
             let kind = match ir::op_name(op).as_str() {
-                "chunk.all_gather" => Kind::AllGather,
-                "chunk.all_to_all" => Kind::AllToAll,
-                "chunk.reduce_scatter" => Kind::ReduceScatter,
-                "chunk.all_reduce" => Kind::AllReduce,
+                "chunk.all_gather" => CollectiveKind::AllGather,
+                "chunk.all_to_all" => CollectiveKind::AllToAll,
+                "chunk.reduce_scatter" => CollectiveKind::ReduceScatter,
+                "chunk.all_reduce" => CollectiveKind::AllReduce,
                 _ => continue,
             };
             let expansion = Expansion::new(&plan, op, kind)?;
@@ -73,19 +76,11 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    AllGather,
-    AllToAll,
-    ReduceScatter,
-    AllReduce,
-}
-
 /// One collective being expanded.
 struct Expansion<'p> {
     plan: &'p Plan,
     op: Op,
-    kind: Kind,
+    kind: CollectiveKind,
     b: Builder,
     src: String,
     dst: String,
@@ -110,7 +105,7 @@ fn rows_of(owner: &str, block: i64, first: i64) -> String {
 }
 
 impl<'p> Expansion<'p> {
-    fn new(plan: &'p Plan, op: Op, kind: Kind) -> Result<Self, PassFailed> {
+    fn new(plan: &'p Plan, op: Op, kind: CollectiveKind) -> Result<Self, PassFailed> {
         let algorithm = ir::int_attr(op, "algorithm")
             .and_then(attrs::Algorithm::from_value)
             .unwrap_or(attrs::Algorithm::Direct);
@@ -136,7 +131,7 @@ impl<'p> Expansion<'p> {
         };
         let symbol = |key: &str| ir::attr(op, key).and_then(ir::symbol_value);
         let (src, dst) = match kind {
-            Kind::AllGather => (symbol("buffer"), symbol("buffer")),
+            CollectiveKind::AllGather => (symbol("buffer"), symbol("buffer")),
             _ => (symbol("src"), symbol("dst")),
         };
         let (Some(src), Some(dst)) = (src, dst) else {
@@ -161,7 +156,11 @@ impl<'p> Expansion<'p> {
             sizes[dim] = block;
             sizes[s] = width;
         }
-        let reduce = matches!(kind, Kind::ReduceScatter | Kind::AllReduce).then(|| {
+        let reduce = matches!(
+            kind,
+            CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
+        )
+        .then(|| {
             ir::int_attr(op, "reduce")
                 .and_then(attrs::Reduction::from_value)
                 .unwrap_or(attrs::Reduction::Sum)
@@ -220,10 +219,10 @@ impl<'p> Expansion<'p> {
     fn transfer_count(&self) -> i64 {
         let per_phase = self.plan.world_size.saturating_mul(self.chunks);
         match self.kind {
-            Kind::AllReduce if self.algorithm == attrs::Algorithm::OneShot => {
+            CollectiveKind::AllReduce if self.algorithm == attrs::Algorithm::OneShot => {
                 per_phase.saturating_mul(self.plan.world_size)
             }
-            Kind::AllReduce => per_phase.saturating_mul(2),
+            CollectiveKind::AllReduce => per_phase.saturating_mul(2),
             _ => per_phase,
         }
     }
@@ -231,14 +230,13 @@ impl<'p> Expansion<'p> {
     fn emit_all(&self) -> Result<(), PassFailed> {
         let w = self.plan.world_size;
         let (n, block, rows) = (self.chunks, self.block, self.rows);
-        let group = |phase: &str| format!("{}{}{phase}", self.collective_name(), self.dst);
         for k in 0..w {
             let peer = self.peer(k);
             for c in 0..n {
                 let order = k * n + c;
                 let name = format!("{}_p{k}_c{c}", self.dst);
                 match self.kind {
-                    Kind::AllGather => {
+                    CollectiveKind::AllGather => {
                         let at = match self.split {
                             Some((s, width)) => {
                                 let mut at = self.offsets(&rows_of(&peer, block, 0));
@@ -259,12 +257,12 @@ impl<'p> Expansion<'p> {
                             &self.dst,
                             at,
                             order,
-                            &group(""),
+                            None,
                             None,
                             after,
                         )?;
                     }
-                    Kind::AllToAll => {
+                    CollectiveKind::AllToAll => {
                         let from = self.offsets(&rows_of("r", block, c * rows));
                         let to = self.offsets(&rows_of(&peer, block, c * rows));
                         self.transfer(
@@ -276,12 +274,12 @@ impl<'p> Expansion<'p> {
                             &self.dst,
                             to,
                             order,
-                            &group(""),
+                            None,
                             None,
                             &[],
                         )?;
                     }
-                    Kind::ReduceScatter => {
+                    CollectiveKind::ReduceScatter => {
                         let from = self.offsets(&rows_of("r", block, c * rows));
                         let to = self.offsets(&format!("{}", c * rows));
                         self.transfer(
@@ -293,12 +291,12 @@ impl<'p> Expansion<'p> {
                             &self.dst,
                             to,
                             order,
-                            &group(""),
+                            None,
                             self.reduce,
                             &self.producers,
                         )?;
                     }
-                    Kind::AllReduce if self.algorithm == attrs::Algorithm::OneShot => {
+                    CollectiveKind::AllReduce if self.algorithm == attrs::Algorithm::OneShot => {
                         // Every block of the peer's partial, chunk by chunk.
                         for blk in 0..w {
                             let at = self.offsets(&format!("{}", blk * block + c * rows));
@@ -313,13 +311,13 @@ impl<'p> Expansion<'p> {
                                 &self.dst,
                                 at,
                                 order,
-                                &group(""),
+                                None,
                                 self.reduce,
                                 &self.producers,
                             )?;
                         }
                     }
-                    Kind::AllReduce => {
+                    CollectiveKind::AllReduce => {
                         // Phase 1: block r of every partial, reduced into block r of C.
                         let own = self.offsets(&rows_of("r", block, c * rows));
                         let rs = format!("{}_rs_p{k}_c{c}", self.dst);
@@ -332,7 +330,7 @@ impl<'p> Expansion<'p> {
                             &self.dst,
                             own,
                             order,
-                            &group("_rs"),
+                            Some(attrs::CollectivePhase::ReduceScatter),
                             self.reduce,
                             &self.producers,
                         )?;
@@ -340,7 +338,7 @@ impl<'p> Expansion<'p> {
                 }
             }
         }
-        if self.kind == Kind::AllReduce && self.algorithm != attrs::Algorithm::OneShot {
+        if self.kind == CollectiveKind::AllReduce && self.algorithm != attrs::Algorithm::OneShot {
             // Phase 2: the other blocks of C, each after its reduction.
             for k in 0..w {
                 let peer = self.peer(k);
@@ -359,7 +357,7 @@ impl<'p> Expansion<'p> {
                         &self.dst,
                         at,
                         w * n + k * n + c,
-                        &group("_ag"),
+                        Some(attrs::CollectivePhase::AllGather),
                         None,
                         &reduced,
                     )?;
@@ -374,9 +372,10 @@ impl<'p> Expansion<'p> {
     /// nothing for other collectives.
     fn declare_staging(&self) -> Result<(), PassFailed> {
         let w = self.plan.world_size;
-        let one_shot = self.kind == Kind::AllReduce && self.algorithm == attrs::Algorithm::OneShot;
-        let scatters =
-            self.kind == Kind::ReduceScatter || (self.kind == Kind::AllReduce && !one_shot);
+        let one_shot =
+            self.kind == CollectiveKind::AllReduce && self.algorithm == attrs::Algorithm::OneShot;
+        let scatters = self.kind == CollectiveKind::ReduceScatter
+            || (self.kind == CollectiveKind::AllReduce && !one_shot);
         // Rows of the staging buffer along the collective's dimension.
         let rows = if scatters && self.backend == attrs::Backend::CopyEngine {
             self.block * (w - 1)
@@ -398,13 +397,15 @@ impl<'p> Expansion<'p> {
         Ok(())
     }
 
-    fn collective_name(&self) -> &'static str {
-        match self.kind {
-            Kind::AllGather => "all_gather_",
-            Kind::AllToAll => "all_to_all_",
-            Kind::ReduceScatter => "reduce_scatter_",
-            Kind::AllReduce => "all_reduce_",
-        }
+    /// The `group` of the transfers of `phase`: `all_gather_A`,
+    /// `all_reduce_C_rs`, ... (the plan verifier checks coverage per group).
+    fn group_name(&self, phase: Option<attrs::CollectivePhase>) -> String {
+        let suffix = match phase {
+            None => "",
+            Some(attrs::CollectivePhase::ReduceScatter) => "_rs",
+            Some(attrs::CollectivePhase::AllGather) => "_ag",
+        };
+        format!("{}_{}{suffix}", self.kind.keyword(), self.dst)
     }
 
     /// Emits one transfer from `src_rank`'s `src_buf` to this rank's
@@ -420,7 +421,7 @@ impl<'p> Expansion<'p> {
         dst_buf: &str,
         dst_offsets: Vec<String>,
         order: i64,
-        group: &str,
+        phase: Option<attrs::CollectivePhase>,
         reduce: Option<attrs::Reduction>,
         after: &[String],
     ) -> Result<(), PassFailed> {
@@ -452,7 +453,10 @@ impl<'p> Expansion<'p> {
                 "chunk-expand-collectives: internal error building a region",
             ));
         };
-        let gathers = matches!(self.kind, Kind::AllGather | Kind::AllToAll);
+        let gathers = matches!(
+            self.kind,
+            CollectiveKind::AllGather | CollectiveKind::AllToAll
+        );
         let (mode, backend) = if k == 0 {
             (attrs::TransferMode::Local, attrs::Backend::CopyEngine)
         } else if gathers && self.backend == attrs::Backend::CopyEngine {
@@ -470,8 +474,12 @@ impl<'p> Expansion<'p> {
             ("dst", dst),
             ("dst_rank", dst_rank),
             ("order", ir::int_attr_of(ir::i64_type(ctx), order)),
-            ("group", ir::string_attr(ctx, group)),
+            ("collective", ir::int_attr_of(i32t, self.kind as i64)),
+            ("group", ir::string_attr(ctx, &self.group_name(phase))),
         ];
+        if let Some(phase) = phase {
+            attributes.push(("phase", ir::int_attr_of(i32t, phase as i64)));
+        }
         if let Some(reduce) = reduce {
             attributes.push(("reduce", ir::int_attr_of(i32t, reduce as i64)));
         }

@@ -9,14 +9,14 @@
 use crate::{
     fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive},
     plan::{
-        FlagKind, FlagRange, Plan, bound_kernel, fail, flag_layout, internal, loc,
+        FlagKind, FlagRange, Plan, bound_kernel, collective_of, fail, flag_layout, internal, loc,
         plain_send_source, plans,
     },
     tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
 };
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkFuseGathersOptions, PassOptions, RustPass};
-use synco_chunk::{Diagnostic, PassFailed, attrs};
+use synco_chunk::{Diagnostic, PassFailed, attrs, attrs::CollectiveKind};
 use synco_ir::{self as ir, Builder, Op};
 use synco_manifest::{CopyRows, ReductionCopy};
 
@@ -158,8 +158,7 @@ fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Op>, PassFailed> {
         if plain_send_source(t).as_deref() != Some(buffer) {
             continue;
         }
-        let group = ir::str_attr(t, "group").unwrap_or_default();
-        if !group.starts_with("all_gather") {
+        if collective_of(t) != Some((CollectiveKind::AllGather, None)) {
             return Err(fail(
                 t,
                 format!(

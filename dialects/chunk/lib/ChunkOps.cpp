@@ -160,11 +160,36 @@ BufferOp PlanOp::lookupBuffer(FlatSymbolRefAttr name) {
 // TransferOp
 //===----------------------------------------------------------------------===//
 
+/// A transfer's `collective` and `phase` agree with each other and with
+/// whether it reduces.
+static LogicalResult verifyCollective(TransferOp op) {
+  std::optional<CollectiveKind> kind = op.getCollective();
+  std::optional<CollectivePhase> phase = op.getPhase();
+  if (phase && kind != CollectiveKind::all_reduce)
+    return op.emitOpError()
+           << "has phase(" << stringifyCollectivePhase(*phase)
+           << "), which only a two-shot all_reduce's transfers have";
+  if (!kind)
+    return success();
+  bool reduces = *kind == CollectiveKind::reduce_scatter ||
+                 (*kind == CollectiveKind::all_reduce &&
+                  phase != CollectivePhase::all_gather);
+  if (op.getReduce().has_value() == reduces)
+    return success();
+  return op.emitOpError()
+         << (reduces ? "does not reduce, but is" : "reduces, but is")
+         << " a transfer of " << stringifyCollectiveKind(*kind)
+         << (phase ? " (phase " + stringifyCollectivePhase(*phase).str() + ")"
+                   : std::string());
+}
+
 LogicalResult TransferOp::verify() {
   if (getBackend() == Backend::automatic)
     return emitOpError() << "backend 'auto' is for collectives: "
                             "chunk-select-backend picks one before they are "
                             "expanded into transfers";
+  if (failed(verifyCollective(*this)))
+    return failure();
   int64_t worldSize = worldSizeOf(*this);
   if (failed(verifyRankMap(*this, getSrcRank(), "source rank", worldSize)) ||
       failed(verifyRankMap(*this, getDstRank(), "destination rank", worldSize)))

@@ -270,6 +270,12 @@ LogicalResult PlanVerifier::verifyCoverage() {
         return p.op.emitOpError()
                << "mixes reducing and plain transfers in group \"" << group
                << "\"";
+      if (p.op.getCollective() != first.getCollective() ||
+          p.op.getPhase() != first.getPhase())
+        return p.op.emitOpError()
+               << "is not of the collective (and phase) of group \"" << group
+               << "\"'s first transfer, "
+               << symbolRef(first.getOperation());
     }
     BufferOp buffer = plan.lookupBuffer(bufferName);
     // Bucket once by receiving rank (rank maps are checked to stay in

@@ -90,6 +90,24 @@ chunk_enum! {
 }
 
 chunk_enum! {
+    /// The collective a transfer was expanded from.
+    CollectiveKind {
+        AllGather = 0 => "all_gather",
+        ReduceScatter = 1 => "reduce_scatter",
+        AllReduce = 2 => "all_reduce",
+        AllToAll = 3 => "all_to_all",
+    }
+}
+
+chunk_enum! {
+    /// The phase of a two-shot all-reduce a transfer belongs to.
+    CollectivePhase {
+        ReduceScatter = 0 => "reduce_scatter",
+        AllGather = 1 => "all_gather",
+    }
+}
+
+chunk_enum! {
     /// How a collective is split into chunks.
     Algorithm {
         Direct = 0 => "direct",

@@ -8,7 +8,10 @@ use melior::ir::{
     r#type::IntegerType,
 };
 use synco_chunk::{
-    attrs::{self, Algorithm, Backend, MemScope, MemSemantic, Reduction, TraceEvent, TransferMode},
+    attrs::{
+        self, Algorithm, Backend, CollectiveKind, CollectivePhase, MemScope, MemSemantic,
+        Reduction, TraceEvent, TransferMode,
+    },
     create_context,
     ops::chunk,
 };
@@ -263,6 +266,37 @@ fn rust_enums_match_the_ods_enums() {
                to #chunk.region<@B[(r) -> (0, 0)] [4, 4]> on (r) -> ({dst_rank}) order(0)"
         )));
         assert_eq!(TransferMode::from_value(stored(&m, "mode")), Some(*mode));
+    }
+    let transfer = |tail: &str| {
+        plan(&format!(
+            "chunk.transfer @t pull copy_engine from #chunk.region<@A[(r) -> (0, 0)] [4, 4]> on (r) -> ((r + 1) mod 2)
+               to #chunk.region<@B[(r) -> (0, 0)] [4, 4]> on (r) -> (r) order(0) {tail}"
+        ))
+    };
+    for kind in CollectiveKind::ALL {
+        let reduce = matches!(
+            kind,
+            CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
+        );
+        let m = parse(transfer(&format!(
+            "{}collective({kind})",
+            if reduce { "reduce(sum) " } else { "" }
+        )));
+        assert_eq!(
+            CollectiveKind::from_value(stored(&m, "collective")),
+            Some(*kind)
+        );
+    }
+    for phase in CollectivePhase::ALL {
+        let reduce = *phase == CollectivePhase::ReduceScatter;
+        let m = parse(transfer(&format!(
+            "{}collective(all_reduce) phase({phase})",
+            if reduce { "reduce(sum) " } else { "" }
+        )));
+        assert_eq!(
+            CollectivePhase::from_value(stored(&m, "phase")),
+            Some(*phase)
+        );
     }
     for sem in [
         MemSemantic::Relaxed,

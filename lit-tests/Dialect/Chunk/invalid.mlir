@@ -409,3 +409,33 @@ func.func @wait_count(%flag: !tt.ptr<i32>, %epoch: i32) {
   chunk.wait %flag[%epoch], %epoch count(0) : !tt.ptr<i32>
   return
 }
+
+// -----
+
+chunk.plan @collective_reduces world_size(2) {
+  chunk.buffer @A : !chunk.buffer<4x4xf32>
+  chunk.buffer @B : !chunk.buffer<4x4xf32>
+  // expected-error @below {{'chunk.transfer' op does not reduce, but is a transfer of reduce_scatter}}
+  chunk.transfer @t pull copy_engine from <@A[(r) -> (0, 0)] [4, 4]> on (r) -> ((r + 1) mod 2)
+      to <@B[(r) -> (0, 0)] [4, 4]> on (r) -> (r) order(0) collective(reduce_scatter)
+}
+
+// -----
+
+chunk.plan @gather_phase_reduces world_size(2) {
+  chunk.buffer @A : !chunk.buffer<4x4xf32>
+  chunk.buffer @B : !chunk.buffer<4x4xf32>
+  // expected-error @below {{'chunk.transfer' op reduces, but is a transfer of all_reduce (phase all_gather)}}
+  chunk.transfer @t pull copy_engine from <@A[(r) -> (0, 0)] [4, 4]> on (r) -> ((r + 1) mod 2)
+      to <@B[(r) -> (0, 0)] [4, 4]> on (r) -> (r) order(0) reduce(sum) collective(all_reduce) phase(all_gather)
+}
+
+// -----
+
+chunk.plan @phase_of_a_gather world_size(2) {
+  chunk.buffer @A : !chunk.buffer<4x4xf32>
+  chunk.buffer @B : !chunk.buffer<4x4xf32>
+  // expected-error @below {{'chunk.transfer' op has phase(reduce_scatter), which only a two-shot all_reduce's transfers have}}
+  chunk.transfer @t pull copy_engine from <@A[(r) -> (0, 0)] [4, 4]> on (r) -> ((r + 1) mod 2)
+      to <@B[(r) -> (0, 0)] [4, 4]> on (r) -> (r) order(0) collective(all_gather) phase(reduce_scatter)
+}

@@ -35,6 +35,23 @@ chunk.plan @twice world_size(2) {
 
 // -----
 
+// The transfers of a group implement one collective: a transfer that says
+// it belongs to another is refused.
+chunk.plan @mixed world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (r * 512, 0)] [512, 64]> on (r) -> (r)
+      order(0) collective(all_gather) {group = "ag"}
+  // expected-error @below {{'chunk.transfer' op is not of the collective (and phase) of group "ag"'s first transfer, @own}}
+  chunk.transfer @peer pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> ((r + 1) mod 2)
+      to #chunk.region<@A[(r) -> (((r + 1) mod 2) * 512, 0)] [512, 64]> on (r) -> (r)
+      order(1) collective(all_to_all) {group = "ag"}
+}
+
+// -----
+
 // A correct gather on 4 ranks, written chunk by chunk: the rank's own block
 // and three peers in rotated order. Verifies.
 chunk.plan @gather4 world_size(4) {

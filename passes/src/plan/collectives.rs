@@ -164,7 +164,30 @@ pub enum ReductionKind {
     AllReduceTwoShot,
 }
 
-/// What reduces `buffer`, from the group of its reducing transfers.
+/// The collective transfer `t` implements (`collective(...)`), and its
+/// phase for a two-shot all-reduce (`phase(...)`).
+pub fn collective_of(t: Op) -> Option<(attrs::CollectiveKind, Option<attrs::CollectivePhase>)> {
+    let kind = ir::int_attr(t, "collective").and_then(attrs::CollectiveKind::from_value)?;
+    let phase = ir::int_attr(t, "phase").and_then(attrs::CollectivePhase::from_value);
+    Some((kind, phase))
+}
+
+/// What a reducing transfer reduces for: `None` if it records no
+/// collective that reduces.
+pub fn reduction_kind_of(t: Op) -> Option<ReductionKind> {
+    use attrs::{CollectiveKind, CollectivePhase};
+    match collective_of(t)? {
+        (CollectiveKind::ReduceScatter, None) => Some(ReductionKind::ReduceScatter),
+        (CollectiveKind::AllReduce, None) => Some(ReductionKind::AllReduce),
+        (CollectiveKind::AllReduce, Some(CollectivePhase::ReduceScatter)) => {
+            Some(ReductionKind::AllReduceTwoShot)
+        }
+        _ => None,
+    }
+}
+
+/// What reduces `buffer`, from the collective its first reducing transfer
+/// records (the plan verifier checks that a group's transfers agree).
 pub fn reduction_kind(plan: &Plan, buffer: &str) -> Option<ReductionKind> {
     let t = plan.ops_named("chunk.transfer").into_iter().find(|t| {
         ir::attr(*t, "reduce").is_some()
@@ -172,14 +195,7 @@ pub fn reduction_kind(plan: &Plan, buffer: &str) -> Option<ReductionKind> {
                 .and_then(region_parts)
                 .is_some_and(|(b, _, _)| b == buffer)
     })?;
-    let group = ir::str_attr(t, "group").unwrap_or_default();
-    Some(if group.starts_with("reduce_scatter") {
-        ReductionKind::ReduceScatter
-    } else if group.ends_with("_rs") {
-        ReductionKind::AllReduceTwoShot
-    } else {
-        ReductionKind::AllReduce
-    })
+    reduction_kind_of(t)
 }
 
 /// Buffers that reducing transfers read: the partials of a reduce-scatter

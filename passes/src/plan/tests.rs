@@ -9,17 +9,18 @@ fn with_plans(text: &str, check: impl FnOnce(Vec<Plan>)) {
     check(plans(module.as_operation().to_raw()));
 }
 
-/// An expanded 2-rank plan whose partial @P is reduced by `group`.
-fn reduced_plan(group: &str) -> String {
+/// An expanded 2-rank plan whose partial @P is reduced by the collective
+/// `collective` (its `collective(...) phase(...)` text) in `group`.
+fn reduced_plan(collective: &str, group: &str) -> String {
     format!(
         r#"chunk.plan @p world_size(2) {{
           chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
           chunk.buffer @C : !chunk.buffer<512x64xbf16>
           chunk.produce @tiles @P dim(0) tile(128)
-          chunk.transfer @C_p0_c0 local ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {{group = "{group}"}}
-          chunk.transfer @C_p0_c1 local ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {{group = "{group}"}}
-          chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) {{group = "{group}"}}
-          chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) {{group = "{group}"}}
+          chunk.transfer @C_p0_c0 local ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) {collective} {{group = "{group}"}}
+          chunk.transfer @C_p0_c1 local ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) {collective} {{group = "{group}"}}
+          chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) {collective} {{group = "{group}"}}
+          chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) {collective} {{group = "{group}"}}
         }}"#
     )
 }
@@ -48,35 +49,58 @@ fn chunks_split_across_rank_blocks_number_by_rank_then_column() {
 
 #[test]
 fn reductions_get_counters_after_the_consumed_flags() {
-    with_plans(&reduced_plan("reduce_scatter_C"), |plans| {
-        let plan = &plans[0];
-        assert_eq!(reduced_buffers(plan), vec!["P".to_string()]);
+    with_plans(
+        &reduced_plan("collective(reduce_scatter)", "reduce_scatter_C"),
+        |plans| {
+            let plan = &plans[0];
+            assert_eq!(reduced_buffers(plan), vec!["P".to_string()]);
+            assert_eq!(
+                reduction_kind(plan, "P"),
+                Some(ReductionKind::ReduceScatter)
+            );
+            let layout = flag_layout(plan).expect("a layout");
+            let [range] = &layout[..] else {
+                panic!("one range, got {layout:?}")
+            };
+            assert_eq!(range.kind, FlagKind::Reduction);
+            assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (256, 2));
+            assert_eq!(range.count(2), 4);
+        },
+    );
+    // A one-shot all-reduce: arrival and acknowledgement counters.
+    with_plans(
+        &reduced_plan("collective(all_reduce)", "all_reduce_C"),
+        |plans| {
+            assert_eq!(
+                reduction_kind(&plans[0], "P"),
+                Some(ReductionKind::AllReduce)
+            );
+            let layout = flag_layout(&plans[0]).expect("a layout");
+            assert_eq!(layout[0].count(2), 8);
+        },
+    );
+    with_plans(
+        &reduced_plan(
+            "collective(all_reduce) phase(reduce_scatter)",
+            "all_reduce_C_rs",
+        ),
+        |plans| {
+            assert_eq!(
+                reduction_kind(&plans[0], "P"),
+                Some(ReductionKind::AllReduceTwoShot)
+            );
+        },
+    );
+    // The collective is what the transfer records, whatever its group's
+    // name; a reducing transfer that records none reduces for nothing.
+    with_plans(&reduced_plan("collective(reduce_scatter)", "rs"), |plans| {
         assert_eq!(
-            reduction_kind(plan, "P"),
+            reduction_kind(&plans[0], "P"),
             Some(ReductionKind::ReduceScatter)
         );
-        let layout = flag_layout(plan).expect("a layout");
-        let [range] = &layout[..] else {
-            panic!("one range, got {layout:?}")
-        };
-        assert_eq!(range.kind, FlagKind::Reduction);
-        assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (256, 2));
-        assert_eq!(range.count(2), 4);
     });
-    // A one-shot all-reduce: arrival and acknowledgement counters.
-    with_plans(&reduced_plan("all_reduce_C"), |plans| {
-        assert_eq!(
-            reduction_kind(&plans[0], "P"),
-            Some(ReductionKind::AllReduce)
-        );
-        let layout = flag_layout(&plans[0]).expect("a layout");
-        assert_eq!(layout[0].count(2), 8);
-    });
-    with_plans(&reduced_plan("all_reduce_C_rs"), |plans| {
-        assert_eq!(
-            reduction_kind(&plans[0], "P"),
-            Some(ReductionKind::AllReduceTwoShot)
-        );
+    with_plans(&reduced_plan("", "reduce_scatter_C"), |plans| {
+        assert_eq!(reduction_kind(&plans[0], "P"), None);
     });
 }
 

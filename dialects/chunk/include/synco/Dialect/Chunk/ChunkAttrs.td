@@ -82,6 +82,31 @@ def Chunk_Reduction : I32EnumAttr<"Reduction",
   let cppNamespace = "::synco::chunk";
 }
 
+def Chunk_CollectiveKind : I32EnumAttr<"CollectiveKind",
+    "the collective a transfer was expanded from", [
+    I32EnumAttrCase<"all_gather", 0>,
+    I32EnumAttrCase<"reduce_scatter", 1>,
+    I32EnumAttrCase<"all_reduce", 2>,
+    I32EnumAttrCase<"all_to_all", 3>]> {
+  let cppNamespace = "::synco::chunk";
+  let description = [{
+    Which collective a `chunk.transfer` implements (`chunk-expand-collectives`
+    records it; a plan written out by hand states it): the passes read what
+    to fuse from it, never from the transfer's `group` name.
+  }];
+}
+
+def Chunk_CollectivePhase : I32EnumAttr<"CollectivePhase",
+    "the phase of a two-phase collective a transfer belongs to", [
+    I32EnumAttrCase<"reduce_scatter", 0>,
+    I32EnumAttrCase<"all_gather", 1>]> {
+  let cppNamespace = "::synco::chunk";
+  let description = [{
+    A two-shot `all_reduce` is a reduce-scatter of the partials, then an
+    all-gather of the reduced blocks: each of its transfers says which.
+  }];
+}
+
 def Chunk_Algorithm : I32EnumAttr<"Algorithm",
     "how a collective is split into chunks", [
     I32EnumAttrCase<"direct", 0>,

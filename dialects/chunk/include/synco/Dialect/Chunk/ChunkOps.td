@@ -132,8 +132,13 @@ def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
     only after its owner reduced it) or producers (`chunk.produce`, the
     compute tiles that write the source). `reduce`
     combines the chunk with the destination instead of overwriting it.
-    `group` names the collective the chunk was expanded from; the plan
-    verifier checks coverage per group.
+    `collective` says which collective the chunk implements, and `phase`
+    which phase of a two-shot all-reduce (a reducing transfer is a
+    reduce-scatter's, a one-shot all-reduce's or a two-shot all-reduce's
+    `reduce_scatter` phase; a two-shot all-reduce's `all_gather` phase does
+    not reduce). `group` names the collective instance the chunk was
+    expanded from; the plan verifier checks coverage per group, and the
+    transfers of a group share their collective and phase.
 
     ```mlir
     chunk.transfer @A_from_peer_0 pull copy_engine
@@ -141,7 +146,7 @@ def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
         on (r) -> ((r + 1) mod 2)
         to #chunk.region<@A[(r) -> (((r + 1) mod 2) * 4096, 0)] [4096, 4096]>
         on (r) -> (r)
-        order(1) {group = "all_gather_A"}
+        order(1) collective(all_gather) {group = "all_gather_A"}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
@@ -154,6 +159,8 @@ def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
                        ConfinedAttr<I64Attr, [IntMinValue<0>]>:$order,
                        OptionalAttr<FlatSymbolRefArrayAttr>:$after,
                        OptionalAttr<Chunk_Reduction>:$reduce,
+                       OptionalAttr<Chunk_CollectiveKind>:$collective,
+                       OptionalAttr<Chunk_CollectivePhase>:$phase,
                        OptionalAttr<StrAttr>:$group);
   let assemblyFormat = [{
     $sym_name $mode $backend
@@ -162,6 +169,8 @@ def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
     `order` `(` $order `)`
     (`after` $after^)?
     (`reduce` `(` $reduce^ `)`)?
+    (`collective` `(` $collective^ `)`)?
+    (`phase` `(` $phase^ `)`)?
     attr-dict
   }];
   let hasVerifier = 1;

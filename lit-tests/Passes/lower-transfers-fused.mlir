@@ -1,0 +1,152 @@
+// chunk-lower-transfers on plans a fuse pass handled: the transfers
+// chunk-fuse-gathers or chunk-fuse-reductions marked synco.fused become no
+// host copies; the copies those passes recorded for the copy engine's side
+// stream (synco.reduction_copies) go into the schedule as they are, with
+// the flags of the fused layout counted in num_flags.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-lower-transfers)' | FileCheck %s
+//
+// Each input is a plan in the state its fuse pass leaves (after
+// chunk-expand-collectives, chunk-bind-kernel, chunk-reorder-tiles where
+// the tiles are reordered, and chunk-fuse-gathers or
+// chunk-fuse-reductions: fuse-gathers.mlir, fuse-reductions-*.mlir). The
+// kernels, which this pass does not read for these plans, are left out.
+
+// The all-gather of the kernel's output (fuse-gathers.mlir's @gather):
+// rank 0's side stream sends chunk 0 (g = 0) once its 4 tiles are
+// counted, 256 rows of 128 elements (256 bytes), pitch 512 bytes, into
+// rank 1's @C at the same place, setting no flag; chunk 1 from byte 256.
+// No host copies, no completion flags: rank 0's launch ends after rank 1's
+// side stream. Flags: produced 0..4.
+// CHECK: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:4,\22plan\22:\22gather\22
+// CHECK-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:null,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[0,4],\22rows\22:{\22count\22:256,\22dst_pitch\22:512,\22src_pitch\22:512},\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:null,{{.*}}\22copied\22:null,{{.*}}\22produced\22:[1,4],{{.*}}\22src_offset\22:256}],
+// Rank 1's first copy: its chunk g = 2 (byte 256 * 256 * 2 = 131072).
+// CHECK-SAME: {{\[}}{\22arrived\22:null,{{.*}}\22dst_offset\22:131072,\22owner\22:0,\22produced\22:[2,4],{{.*}}\22src_offset\22:131072}
+// The fused transfers and the tile map are gone; the plan keeps its buffers.
+// CHECK:      chunk.plan @gather world_size(2)
+// CHECK-NEXT:   chunk.buffer @C
+// CHECK-NEXT: }
+module {
+  chunk.plan @gather world_size(2) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:256,\22dst_offset\22:256,\22bytes\22:256,\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}],[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131072,\22dst_offset\22:131072,\22bytes\22:256,\22produced\22:[2,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131328,\22dst_offset\22:131328,\22bytes\22:256,\22produced\22:[3,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}]]"} {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+  }
+}
+
+// -----
+
+// Four ranks (fuse-gathers.mlir's @gather4): each rank's 256 rows of @C
+// [1024, 256] go to its 3 peers, chunk by chunk, in rank-rotated order
+// (r+1, r+2, r+3), setting no flag. Flags: produced 0..8.
+// CHECK: \22completion\22:[],\22copies\22:{{\[}}[],[],[],[]],\22copy_programs\22:0,\22num_flags\22:8,\22plan\22:\22gather4\22
+// CHECK-SAME: \22reduction_copies\22:{{\[}}{{\[}}{\22arrived\22:null,\22bytes\22:256,\22consumed\22:null,\22copied\22:null,{{.*}}\22owner\22:1,\22produced\22:[0,4],{{.*}}\22owner\22:2,\22produced\22:[0,4],{{.*}}\22owner\22:3,\22produced\22:[0,4],{{.*}}\22owner\22:1,\22produced\22:[1,4],
+module {
+  chunk.plan @gather4 world_size(4) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:2,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:3,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:256,\22dst_offset\22:256,\22bytes\22:256,\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:2,\22src_offset\22:256,\22dst_offset\22:256,\22bytes\22:256,\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:3,\22src_offset\22:256,\22dst_offset\22:256,\22bytes\22:256,\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}],[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:2,\22src_offset\22:131072,\22dst_offset\22:131072,\22bytes\22:256,\22produced\22:[2,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:3,\22src_offset\22:131072,\22dst_offset\22:131072,\22bytes\22:256,\22produced\22:[2,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131072,\22dst_offset\22:131072,\22bytes\22:256,\22produced\22:[2,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:2,\22src_offset\22:131328,\22dst_offset\22:131328,\22bytes\22:256,\22produced\22:[3,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:3,\22src_offset\22:131328,\22dst_offset\22:131328,\22bytes\22:256,\22produced\22:[3,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131328,\22dst_offset\22:131328,\22bytes\22:256,\22produced\22:[3,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}],[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:3,\22src_offset\22:262144,\22dst_offset\22:262144,\22bytes\22:256,\22produced\22:[4,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:262144,\22dst_offset\22:262144,\22bytes\22:256,\22produced\22:[4,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:262144,\22dst_offset\22:262144,\22bytes\22:256,\22produced\22:[4,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:3,\22src_offset\22:262400,\22dst_offset\22:262400,\22bytes\22:256,\22produced\22:[5,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:262400,\22dst_offset\22:262400,\22bytes\22:256,\22produced\22:[5,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:262400,\22dst_offset\22:262400,\22bytes\22:256,\22produced\22:[5,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}],[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:393216,\22dst_offset\22:393216,\22bytes\22:256,\22produced\22:[6,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:393216,\22dst_offset\22:393216,\22bytes\22:256,\22produced\22:[6,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:2,\22src_offset\22:393216,\22dst_offset\22:393216,\22bytes\22:256,\22produced\22:[6,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:393472,\22dst_offset\22:393472,\22bytes\22:256,\22produced\22:[7,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:393472,\22dst_offset\22:393472,\22bytes\22:256,\22produced\22:[7,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:2,\22src_offset\22:393472,\22dst_offset\22:393472,\22bytes\22:256,\22produced\22:[7,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}]]"} {
+    chunk.buffer @C : !chunk.buffer<1024x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 4) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (((d0 + 1) mod 4) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 4) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 4) to <@C[(d0) -> (((d0 + 1) mod 4) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+    chunk.transfer @C_p2_c0 push copy_engine from <@C[(d0) -> (((d0 + 2) mod 4) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (((d0 + 2) mod 4) * 256, 0)] [256, 128]> on (d0) -> (d0) order(4) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+    chunk.transfer @C_p2_c1 push copy_engine from <@C[(d0) -> (((d0 + 2) mod 4) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 2) mod 4) to <@C[(d0) -> (((d0 + 2) mod 4) * 256, 128)] [256, 128]> on (d0) -> (d0) order(5) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+    chunk.transfer @C_p3_c0 push copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 128]> on (d0) -> (d0) order(6) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+    chunk.transfer @C_p3_c1 push copy_engine from <@C[(d0) -> (((d0 + 3) mod 4) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 3) mod 4) to <@C[(d0) -> (((d0 + 3) mod 4) * 256, 128)] [256, 128]> on (d0) -> (d0) order(7) after [@tiles] collective(all_gather) {group = "all_gather_C", synco.fused}
+  }
+}
+
+// -----
+
+// A reduce-scatter on the copy engine (fuse-reductions-copy-engine.mlir):
+// rank 0's side stream copies its partial of chunks 2 and 3 (rank 1's) in
+// order: chunk 2 is rows 512..768 of @P (byte 65536 with 128-byte rows),
+// into rows 0..256 of rank 1's @P_staging (slot 0, the only one with 2
+// ranks); chunk 3 follows at byte 32768. Flags: produced 0..4, arrived
+// 4..12, consumed 12..16 and copied 16..20.
+// CHECK: \22num_flags\22:20
+// CHECK-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,\22bytes\22:32768,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22P_staging\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[2,2],\22src_buffer\22:\22P\22,\22src_offset\22:65536},{\22arrived\22:10,{{.*}}\22dst_offset\22:32768,\22owner\22:1,{{.*}}\22src_offset\22:98304}]
+module {
+  chunk.plan @p world_size(2) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:null,\22arrived\22:8,\22copied\22:null},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[3,2],\22consumed\22:null,\22arrived\22:10,\22copied\22:null}],[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[0,2],\22consumed\22:null,\22arrived\22:5,\22copied\22:null},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[1,2],\22consumed\22:null,\22arrived\22:7,\22copied\22:null}]]"} {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xbf16>
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p1_c0 pull copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p1_c1 pull copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+  }
+}
+
+// -----
+
+// A two-shot all-reduce on ldst (fuse-reductions-two-shot.mlir's @p): the
+// kernel moves partials and sums and waits for the peers' sums itself, so
+// the schedule has no copies and no completion waits. Flags: the
+// reduce-scatter's 0..4, gathered rows 4..8, finished tiles 8..12.
+// CHECK: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:12,\22plan\22:\22p\22
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.transfer @C_rs_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_rs_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_rs_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_rs_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_ag_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(4) after [@C_rs_p0_c0, @C_rs_p1_c0] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+    chunk.transfer @C_ag_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(5) after [@C_rs_p0_c1, @C_rs_p1_c1] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+    chunk.transfer @C_ag_p1_c0 pull ldst from <@C[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> (d0) order(6) after [@C_rs_p0_c0, @C_rs_p1_c0] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+    chunk.transfer @C_ag_p1_c1 pull ldst from <@C[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(7) after [@C_rs_p0_c1, @C_rs_p1_c1] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+  }
+}
+
+// -----
+
+// A two-shot all-reduce on the copy engine
+// (fuse-reductions-two-shot.mlir's @p_copy_engine): the reduce-scatter's
+// flags 0..20, then reduced 20..24, sent 24..28 and gathered 28..32. No
+// completion flags: the runtime ends each launch after the peer's side
+// stream.
+// CHECK: \22completion\22:[],\22copies\22:{{\[}}[],[]],\22copy_programs\22:0,\22num_flags\22:32,\22plan\22:\22p_copy_engine\22
+// Rank 0: its partials of chunks 2 and 3 into rank 1's staging (setting
+// arrived[g * 2 + 0] there, which its tiles wait for), then its sums of
+// chunk 0 (rows 0..256) and 1 into rank 1's @C.
+// CHECK-SAME: \22reduction_copies\22:[{{\[}}{\22arrived\22:8,{{.*}}\22dst_buffer\22:\22P_staging\22,{{.*}}},{{.*}}},{\22arrived\22:null,\22bytes\22:32768,\22consumed\22:null,\22copied\22:null,\22dst_buffer\22:\22C\22,\22dst_offset\22:0,\22owner\22:1,\22produced\22:[20,2],\22src_buffer\22:\22C\22,\22src_offset\22:0},{\22arrived\22:null,{{.*}}\22copied\22:null,{{.*}}\22dst_offset\22:32768,\22owner\22:1,\22produced\22:[21,2],{{.*}}\22src_offset\22:32768}]
+module {
+  chunk.plan @p_copy_engine world_size(2) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:null,\22arrived\22:8,\22copied\22:null},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[3,2],\22consumed\22:null,\22arrived\22:10,\22copied\22:null},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[20,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[21,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null}],[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[0,2],\22consumed\22:null,\22arrived\22:5,\22copied\22:null},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[1,2],\22consumed\22:null,\22arrived\22:7,\22copied\22:null},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:65536,\22dst_offset\22:65536,\22bytes\22:32768,\22produced\22:[22,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:98304,\22dst_offset\22:98304,\22bytes\22:32768,\22produced\22:[23,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null}]]"} {
+    chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+    chunk.buffer @C : !chunk.buffer<1024x64xbf16>
+    chunk.produce @tiles @P dim(0) tile(128)
+    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+    chunk.transfer @C_rs_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_rs_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_rs_p1_c0 pull copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_rs_p1_c1 pull copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
+    chunk.transfer @C_ag_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(4) after [@C_rs_p0_c0, @C_rs_p1_c0] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+    chunk.transfer @C_ag_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(5) after [@C_rs_p0_c1, @C_rs_p1_c1] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+    chunk.transfer @C_ag_p1_c0 pull copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> (d0) order(6) after [@C_rs_p0_c0, @C_rs_p1_c0] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+    chunk.transfer @C_ag_p1_c1 pull copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(7) after [@C_rs_p0_c1, @C_rs_p1_c1] collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+  }
+}
+
+// -----
+
+// Beside recorded copies, a transfer that waits for the tiles but that no
+// fuse pass marked synco.fused is still refused.
+module {
+  chunk.plan @unmarked world_size(2) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:256,\22dst_offset\22:256,\22bytes\22:256,\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}],[{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131072,\22dst_offset\22:131072,\22bytes\22:256,\22produced\22:[2,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131328,\22dst_offset\22:131328,\22bytes\22:256,\22produced\22:[3,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}}]]"} {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    chunk.produce @tiles @C dim(1) tile(64)
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+  }
+}
