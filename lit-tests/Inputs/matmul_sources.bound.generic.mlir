@@ -123,7 +123,7 @@
     %41 = "arith.truncf"(%29) : (tensor<128x128xf32>) -> tensor<128x128xbf16> loc(#loc58)
     "tt.store"(%40, %41) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x128x!tt.ptr<bf16>>, tensor<128x128xbf16>) -> () loc(#loc59)
     "tt.return"() : () -> () loc(#loc60)
-  }) {noinline = false, synco.abi_buffers = ["A"], synco.abi_first_arg = 12 : i32} : () -> () loc(#loc1)
+  }) {noinline = false, chunk.abi_buffers = ["A"], chunk.abi_first_arg = 12 : i32} : () -> () loc(#loc1)
 }) : () -> () loc(#loc1)
 #loc = loc("<stdin>":0:0)
 #loc2 = loc(".venv/lib/python3.11/site-packages/triton/language/standard.py":129:31)

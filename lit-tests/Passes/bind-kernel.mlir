@@ -8,7 +8,7 @@
 // CHECK-SAME:  function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> ()
 // CHECK-NEXT:  ^bb0(%arg0: !tt.ptr<bf16> {{.*}}, %arg1: i32 {{.*}}, %arg2: i32 loc("synco_rank"({{.*}})), %arg3: i32 loc("synco_world_size"({{.*}})), %arg4: !tt.ptr<i64> loc("synco_heap_bases"({{.*}})), %arg5: !tt.ptr<i32> loc("synco_flags"({{.*}})), %arg6: i32 loc("synco_epoch"({{.*}})), %arg7: !tt.ptr<i32> loc("synco_errors"({{.*}}))):
 // CHECK-NEXT:    "tt.return"()
-// CHECK-NEXT:  }) {synco.abi_first_arg = 2 : i32}
+// CHECK-NEXT:  }) {chunk.abi_first_arg = 2 : i32}
 module {
   chunk.plan @p world_size(2) kernel(@k) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
@@ -23,10 +23,10 @@ module {
 
 // A plan buffer that no user argument binds (a reduce-scatter's output)
 // becomes one more pointer argument, synco_buffer_<name>, listed in
-// synco.abi_buffers.
+// chunk.abi_buffers.
 // CHECK:       function_type = (!tt.ptr<f32>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<f32>) -> ()
 // CHECK:       %arg7: !tt.ptr<f32> loc("synco_buffer_C"({{.*}}))
-// CHECK:       }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 1 : i32}
+// CHECK:       }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 1 : i32}
 module {
   chunk.plan @p world_size(2) kernel(@k) {
     chunk.buffer @P : !chunk.buffer<1024x64xf32> bind(0)

@@ -1,5 +1,5 @@
 // chunk-to-triton: kernel-level chunk ops become tt/arith/scf ops against
-// the ABI arguments (here already bound: synco.abi_first_arg = 1), and
+// the ABI arguments (here already bound: chunk.abi_first_arg = 1), and
 // plans disappear. compile-fused-sync.mlir compiles this output to PTX.
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
@@ -60,7 +60,7 @@
 // CHECK:      "tt.elementwise_inline_asm"() {asm_string = "bar.sync 0;\0A\09mov.u32 $0, 0;"
 // CHECK:      %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK:      "tt.atomic_rmw"(%{{.*}}, %[[ONE]], %{{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 3 : i32}
-// CHECK-NOT:  synco.abi_first_arg
+// CHECK-NOT:  chunk.abi_first_arg
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<64xf32> bind(0)
@@ -82,7 +82,7 @@ module {
     chunk.wait %flags[%c1], %epoch count(8) : !tt.ptr<i32>
     chunk.arrive %flags[%c3] : !tt.ptr<i32>
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -106,7 +106,7 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   %q = chunk.peer_ptr %pa, %rank : tensor<4x!tt.ptr<f32>>
   "tt.store"(%q, %pa) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<4x!tt.ptr<f32>>, tensor<4x!tt.ptr<f32>>) -> ()
   "tt.return"() : () -> ()
-}) {synco.abi_first_arg = 1 : i32} : () -> ()
+}) {chunk.abi_first_arg = 1 : i32} : () -> ()
 
 // -----
 
@@ -188,7 +188,7 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   chunk.trace signal %trace[%record], %tile records(128) : !tt.ptr<i64>
   chunk.trace tile_end %trace[%record], %tile records(128) : !tt.ptr<i64>
   "tt.return"() : () -> ()
-}) {synco.abi_first_arg = 0 : i32} : () -> ()
+}) {chunk.abi_first_arg = 0 : i32} : () -> ()
 
 // -----
 
@@ -197,4 +197,4 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   // expected-error @below {{chunk-to-triton: a trace buffer is a scalar !tt.ptr<i64>, got !tt.ptr<i32>}}
   chunk.trace tile_begin %trace[%record], %record records(128) : !tt.ptr<i32>
   "tt.return"() : () -> ()
-}) {synco.abi_first_arg = 0 : i32} : () -> ()
+}) {chunk.abi_first_arg = 0 : i32} : () -> ()

@@ -165,7 +165,7 @@ chunk.plan @rs world_size(2) {
 // W - 1 = 3 blocks of P (unbound: the caller binds it), where the copy
 // engine lands the peers' partials of the rank's own block.
 // CHECK-LABEL: chunk.plan @rs_copy_engine world_size(4)
-// CHECK:       chunk.buffer @P_staging : !chunk.buffer<768x64xbf16> {synco.staging}
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<768x64xbf16> {chunk.staging}
 // CHECK-NEXT:  chunk.transfer @C_p0_c0 local
 // CHECK:       chunk.transfer @C_p3_c0 pull copy_engine
 chunk.plan @rs_copy_engine world_size(4) {
@@ -205,7 +205,7 @@ chunk.plan @ar_one_shot world_size(2) {
 // own P holds one (slot 0) and a staging buffer of W - 2 = 2 copies of P the
 // others; one transfer per peer and block.
 // CHECK-LABEL: chunk.plan @ar_one_shot_w4 world_size(4)
-// CHECK:       chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {chunk.staging}
 // CHECK-NEXT:  chunk.transfer @C_p0_b0_c0 local
 // CHECK-COUNT-16: reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
 // CHECK-NOT:   chunk.transfer

@@ -25,11 +25,11 @@
 // @C at the same place, setting no flag; chunk 1 from byte 256.
 // Rank 1's first copy: its chunk g = 2 (byte 256 * 256 * 2 = 131072).
 // CHECK-LABEL: chunk.plan @gather
-// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},
+// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},
 // CHECK-SAME:  {\22src_buffer\22:\22C\22,{{.*}}\22src_offset\22:256,{{.*}}\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
 // CHECK-SAME:  {{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131072,\22dst_offset\22:131072,{{.*}}\22produced\22:[2,4],
-// CHECK-NOT:   synco.completion
-// CHECK:       chunk.transfer @C_p1_c0 {{.*}}synco.fused
+// CHECK-NOT:   chunk.completion
+// CHECK:       chunk.transfer @C_p1_c0 {{.*}}chunk.fused
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:       ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>):
 // CHECK:       %[[PID_N:.*]] = "tt.get_program_id"() <{axis = 1 : i32}>
@@ -88,7 +88,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -108,7 +108,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -116,39 +116,39 @@ module {
 // A reduction fused before this pass (its records on the plan) keeps the
 // side stream and the launch's end: one fused operation per plan.
 module {
-  chunk.plan @after_reduction world_size(2) attributes {synco.reduction_copies = "[[], []]"} {
+  chunk.plan @after_reduction world_size(2) attributes {chunk.reduction_copies = "[[], []]"} {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
     // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
     chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
     chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
-    // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already has copies on the copy engine's side stream (synco.reduction_copies); gathering an output beside it is not supported}}
+    // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already has copies on the copy engine's side stream (chunk.reduction_copies); gathering an output beside it is not supported}}
     chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
     chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
 
 module {
-  chunk.plan @after_two_shot world_size(2) attributes {synco.completion = "[[], []]"} {
+  chunk.plan @after_two_shot world_size(2) attributes {chunk.completion = "[[], []]"} {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
     // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
     chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
     chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
-    // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already ends the launch on its own completion flags (synco.completion); gathering an output beside it is not supported}}
+    // expected-error @below {{chunk-fuse-gathers: a reduction fused into this plan already ends the launch on its own completion flags (chunk.completion); gathering an output beside it is not supported}}
     chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
     chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -170,7 +170,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -191,7 +191,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -210,7 +210,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -246,7 +246,7 @@ module {
     // expected-error @below {{chunk-fuse-gathers: this store of @C does not address its tile as the tile index times 64; cannot tell which chunk it writes}}
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -255,7 +255,7 @@ module {
 // its 3 peers, chunk by chunk, in rank-rotated order (r+1, r+2, r+3),
 // setting no flag. Counters: produced 0..8.
 // CHECK-LABEL: chunk.plan @gather4
-// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,{{[^}]*}}\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
+// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,{{[^}]*}}\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
 // CHECK-SAME:  \22owner\22:2,{{[^}]*}}\22produced\22:[0,4],{{.*}}\22owner\22:3,{{[^}]*}}\22produced\22:[0,4],{{.*}}\22owner\22:1,{{[^}]*}}\22produced\22:[1,4],
 module {
   chunk.plan @gather4 world_size(4) {
@@ -299,7 +299,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -344,5 +344,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }

@@ -14,7 +14,7 @@
 // chunk-bind-kernel and chunk-reorder-tiles leave: the all-reduce is its
 // transfers and @P_staging, the kernel takes the fused ABI's arguments
 // (@C and @P_staging, unbound, last) and its row tile index is marked in
-// the kernel's own order (synco.tile_index = "P"). Bound before the
+// the kernel's own order (chunk.tile_index = "P"). Bound before the
 // expansion declared the staging buffer: refused (the last case).
 
 // A one-shot all-reduce of 4 ranks: each tile pushes its partial to the 3
@@ -47,14 +47,14 @@
 // CHECK:      "tt.store"(%{{.*}}, %[[SUM]])
 // CHECK-COUNT-4: chunk.arrive %{{.*}}[%[[ACK]]] : !tt.ptr<i32>
 // CHECK:      "tt.return"
-// CHECK:      synco.abi_buffers = ["C", "P_staging"]
+// CHECK:      chunk.abi_buffers = ["C", "P_staging"]
 module {
   chunk.plan @p world_size(4) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P all-reduce into @C: every tile pushes its partial to the 3 peers and adds theirs, in rank order, after 6 arrivals per chunk (counters 0..8, 2 peers' partials in @P_staging)}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {chunk.staging}
     // chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot), expanded:
     chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
     chunk.transfer @C_p0_b1_c0 local copy_engine from <@P[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
@@ -80,7 +80,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -99,20 +99,20 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C", "P_staging"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
 
 // chunk-bind-kernel ran before chunk-expand-collectives declared
-// @P_staging: the kernel has no argument for it (synco.abi_buffers lists @C
+// @P_staging: the kernel has no argument for it (chunk.abi_buffers lists @C
 // only).
 module {
   chunk.plan @p world_size(4) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<2048x64xbf16> {chunk.staging}
     // chunk.all_reduce @P into @C dim(0) chunks(1) backend(ldst) algorithm(one_shot), expanded:
     // expected-error @below {{chunk-fuse-reductions: a one-shot all-reduce of 4 ranks stages peers' partials in @P_staging, which is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first}}
     chunk.transfer @C_p0_b0_c0 local copy_engine from <@P[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) {group = "all_reduce_C"}
@@ -139,7 +139,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -158,5 +158,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -1,7 +1,7 @@
 // chunk-fuse-reductions{mode=stage}: a reduce-scatter on ldst staged like
 // the copy engine's (see fuse-reductions-copy-engine.mlir, same flags),
 // but moved by the fused kernel's own SM copy programs. The pass marks the
-// plan (synco.staged), declares the owners' @P_staging (W - 1 = 1 block of
+// plan (chunk.staged), declares the owners' @P_staging (W - 1 = 1 block of
 // @P, kernel-owned) with its kernel argument, rewrites the tiles as for
 // the copy engine, and records the copies the side stream would run;
 // chunk-lower-transfers then gives the kernel `copy-programs` programs in
@@ -21,7 +21,7 @@
 // chunk-bind-kernel and chunk-reorder-tiles leave: the reduce-scatter is
 // its transfers, the kernel takes the fused ABI's arguments (@C, unbound,
 // last) and its row tile index is interleaved and marked
-// (synco.tile_index = "P", reorder-tiles.mlir). The copy programs
+// (chunk.tile_index = "P", reorder-tiles.mlir). The copy programs
 // chunk-lower-transfers makes of the recorded copies:
 // lower-transfers-ldst.mlir.
 
@@ -32,11 +32,11 @@
 // the owner's arrived[2 * 2 + 0] (flag 8) and its own copied[2] (flag 18);
 // then chunk 3. Rank 1's list starts with chunk 0.
 // CHECK-LABEL: chunk.plan @p
-// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},
+// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},
 // CHECK-SAME:  \22produced\22:[3,2],{{.*}}\22produced\22:[0,2],
-// CHECK-SAME:  synco.staged = ["P"]
+// CHECK-SAME:  chunk.staged = ["P"]
 // CHECK:       chunk.buffer @C
-// CHECK-NEXT:  chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+// CHECK-NEXT:  chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:       ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
 // Own rows wait for the copy programs' flag, then add from @P_staging.
@@ -96,7 +96,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -115,7 +115,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -144,7 +144,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -163,7 +163,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -215,7 +215,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -234,5 +234,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C", "P_staging"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }

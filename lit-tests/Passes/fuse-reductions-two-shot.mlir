@@ -18,12 +18,12 @@
 // two phases' transfers (the all-gather's after the reduce-scatter's), the
 // kernel takes the fused ABI's arguments (@C, unbound, last; @P_staging
 // too for the copy engine) and its row tile index is interleaved and marked
-// (synco.tile_index = "P", reorder-tiles.mlir). The launch's schedule
+// (chunk.tile_index = "P", reorder-tiles.mlir). The launch's schedule
 // chunk-lower-transfers makes of the result: lower-transfers-fused.mlir.
 
 // CHECK:      chunk.plan @p world_size(2) {
-// CHECK:      chunk.transfer @C_rs_p0_c0 {{.*}} collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs", synco.fused}
-// CHECK:      chunk.transfer @C_ag_p1_c1 {{.*}} collective(all_reduce) phase(all_gather) {group = "all_reduce_C_ag", synco.fused}
+// CHECK:      chunk.transfer @C_rs_p0_c0 {{.*}} collective(all_reduce) phase(reduce_scatter) {chunk.fused, group = "all_reduce_C_rs"}
+// CHECK:      chunk.transfer @C_ag_p1_c1 {{.*}} collective(all_reduce) phase(all_gather) {chunk.fused, group = "all_reduce_C_ag"}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      scf.if
 // CHECK:        chunk.wait %{{.*}}[%[[FLAG:.*]]], %{{.*}} count(2) : !tt.ptr<i32>
@@ -102,7 +102,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -121,7 +121,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -142,10 +142,10 @@ module {
 // then its sums of chunk 0 (rows 0..256), once reduced[0] (flag 20) counts
 // its 2 tiles, and 1 into rank 1's @C, setting no flag.
 // CHECK-LABEL: chunk.plan @p_copy_engine
-// CHECK-SAME:  synco.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,{{[^}]*}}\22arrived\22:8,{{[^}]*}}},{{[^}]*}}},
+// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,{{[^}]*}}\22arrived\22:8,{{[^}]*}}},{{[^}]*}}},
 // CHECK-SAME:  {\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[20,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null},
 // CHECK-SAME:  {\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:32768,\22dst_offset\22:32768,{{[^}]*}}\22produced\22:[21,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null}]
-// CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+// CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %{{.*}}: !tt.ptr<bf16>):
 // CHECK:      %[[C256:.*]] = arith.constant 256 : i32
@@ -167,7 +167,7 @@ module {
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     // expected-remark @below {{tiles of @P reduce into @C: other rows store their partial and count it; the copy engine moves each finished chunk to its owner; own rows add 1 peer partial(s) per tile after 1 copy-engine flag(s) per chunk}}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
     // chunk.all_reduce @P into @C dim(0) chunks(2) backend(copy_engine), expanded:
     chunk.transfer @C_rs_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs"}
     chunk.transfer @C_rs_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs"}
@@ -211,7 +211,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -230,20 +230,20 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C", "P_staging"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
 
 // chunk-bind-kernel ran before chunk-expand-collectives declared
-// @P_staging: the kernel has no argument for it (synco.abi_buffers lists @C
+// @P_staging: the kernel has no argument for it (chunk.abi_buffers lists @C
 // only).
 module {
   chunk.plan @bound_first world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<1024x64xbf16>
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
     // chunk.all_reduce @P into @C dim(0) chunks(2) backend(copy_engine), expanded:
     // expected-error @below {{chunk-fuse-reductions: the copy engine's staging buffer @P_staging is not a kernel argument; run chunk-expand-collectives and chunk-bind-kernel first}}
     chunk.transfer @C_rs_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(all_reduce) phase(reduce_scatter) {group = "all_reduce_C_rs"}
@@ -288,7 +288,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -307,5 +307,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }

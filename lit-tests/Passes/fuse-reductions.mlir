@@ -26,7 +26,7 @@
 // chunk-bind-kernel and chunk-reorder-tiles leave: the collectives are
 // their transfers (reducing, after [@tiles]), the kernel takes the fused
 // ABI's arguments (@C, unbound, is the last: synco_buffer_C) and its row
-// tile index is reordered and marked (synco.tile_index = "P"; the orders
+// tile index is reordered and marked (chunk.tile_index = "P"; the orders
 // are reorder-tiles.mlir's).
 
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
@@ -41,7 +41,7 @@
 // CHECK:      %[[FIRST:.*]] = arith.cmpi slt, %[[SLOT]], %{{.*}} : i32
 // CHECK:      %[[BLOCK:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : i32
 // CHECK:      %[[FROM:.*]] = arith.addi %[[RANK]], %[[BLOCK]] : i32
-// CHECK:      %[[T:.*]] = arith.addi {{.*}} {synco.tile_index = "P"}
+// CHECK:      %[[T:.*]] = arith.addi {{.*}} {chunk.tile_index = "P"}
 // CHECK:      %[[PTRS:.*]] = "tt.addptr"(%{{.*}}, %{{.*}}) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>)
 // CHECK:      %[[V:.*]] = arith.truncf
 //
@@ -146,7 +146,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -165,7 +165,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -192,7 +192,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -211,7 +211,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -224,7 +224,7 @@ module {
 // acknowledges. Arrival counters 0..4, then acknowledgements 4..8.
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %[[C:.*]]: !tt.ptr<bf16>):
-// CHECK:      %[[T:.*]] = arith.addi %{{.*}}, %{{.*}} {synco.tile_index = "P"}
+// CHECK:      %[[T:.*]] = arith.addi %{{.*}}, %{{.*}} {chunk.tile_index = "P"}
 // CHECK:      %[[PTRS:.*]] = "tt.addptr"(%{{.*}}, %{{.*}}) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>)
 // CHECK:      %[[V:.*]] = arith.truncf
 // CHECK:      %[[CHUNK:.*]] = arith.divsi
@@ -280,7 +280,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -299,7 +299,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -324,7 +324,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -343,7 +343,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -394,7 +394,7 @@ module {
     %block_tile = arith.muli %owner, %c4 : i32
     %chunk_tile = arith.muli %chunk, %c2 : i32
     %tile_in_block = arith.addi %chunk_tile, %in_chunk : i32
-    %t = arith.addi %block_tile, %tile_in_block {synco.tile_index = "P"} : i32
+    %t = arith.addi %block_tile, %tile_in_block {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -414,7 +414,7 @@ module {
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -445,7 +445,7 @@ module {
     %shift = arith.muli %next, %c1 : i32
     %sum = arith.addi %pid_m, %shift : i32
     %c2 = arith.constant 2 : i32
-    %t = arith.remsi %sum, %c2 {synco.tile_index = "P"} : i32
+    %t = arith.remsi %sum, %c2 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -464,7 +464,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -493,7 +493,7 @@ module {
     %shift = arith.muli %next, %c1 : i32
     %sum = arith.addi %pid_m, %shift : i32
     %c2 = arith.constant 2 : i32
-    %t = arith.remsi %sum, %c2 {synco.tile_index = "P"} : i32
+    %t = arith.remsi %sum, %c2 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -512,7 +512,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -535,7 +535,7 @@ module {
     // The row tile, marked by chunk-reorder-tiles in the kernel's own order
     // (the same on every rank).
     %c0 = arith.constant 0 : i32
-    %t = arith.addi %pid_m, %c0 {synco.tile_index = "P"} : i32
+    %t = arith.addi %pid_m, %c0 {chunk.tile_index = "P"} : i32
     %row = arith.muli %t, %c128 : i32
     %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
     %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
@@ -554,5 +554,5 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -8,12 +8,12 @@
 //
 // The input is in the state chunk-expand-collectives, chunk-bind-kernel and
 // chunk-reorder-tiles leave: the all-gather is its transfers, the kernel
-// takes the fused ABI's arguments (synco.abi_first_arg) and its row tile
-// index is rotated and marked (synco.tile_index = "A").
+// takes the fused ABI's arguments (chunk.abi_first_arg) and its row tile
+// index is rotated and marked (chunk.tile_index = "A").
 
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>):
-// CHECK:      %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK:      %[[T:.*]] = arith.remsi {{.*}} {chunk.tile_index = "A"}
 // CHECK:      %[[ROWS:.*]] = arith.muli %[[T]], %{{.*}} : i32
 // CHECK:      %[[C128:.*]] = arith.constant 128 : i32
 // CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[T]], %[[C128]]
@@ -50,7 +50,7 @@ module {
     %shift = arith.muli %rank, %c4 : i32
     %sum = arith.addi %pid_m, %shift : i32
     %c8 = arith.constant 8 : i32
-    %t = arith.remsi %sum, %c8 {synco.tile_index = "A"} : i32
+    %t = arith.remsi %sum, %c8 {chunk.tile_index = "A"} : i32
     %row = arith.muli %t, %c128 : i32
     %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     scf.for %i = %c0 to %k step %c1 : i32 {
@@ -59,7 +59,7 @@ module {
       "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     }
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -85,12 +85,12 @@ module {
     %shift = arith.muli %rank, %c1 : i32
     %sum = arith.addi %pid_m, %shift : i32
     %c2 = arith.constant 2 : i32
-    %t = arith.remsi %sum, %c2 {synco.tile_index = "A"} : i32
+    %t = arith.remsi %sum, %c2 {chunk.tile_index = "A"} : i32
     %row = arith.muli %t, %c128 : i32
     %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -132,7 +132,7 @@ module {
       %shift = arith.muli %rank, %c4 : i32
       %sum = arith.addi %tile, %shift : i32
       %c8_0 = arith.constant 8 : i32
-      %t = arith.remsi %sum, %c8_0 {synco.tile_index = "A"} : i32
+      %t = arith.remsi %sum, %c8_0 {chunk.tile_index = "A"} : i32
       %row = arith.muli %t, %c128 : i32
       %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
       scf.for %i = %c0 to %k step %c1 : i32 {
@@ -142,5 +142,5 @@ module {
       }
     } {tt.flatten}
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }

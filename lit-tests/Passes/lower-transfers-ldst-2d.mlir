@@ -11,7 +11,7 @@
 // The input is in the state chunk-expand-collectives and chunk-bind-kernel
 // leave: the all-gathers are their transfers (or written as transfers by
 // hand) and the kernels take the fused ABI's arguments (%rank, ...,
-// %heap_bases, %flags, %epoch; synco.abi_first_arg).
+// %heap_bases, %flags, %epoch; chunk.abi_first_arg).
 
 // CHECK:      \22copy_plane\22:true
 // CHECK-SAME: \22copy_programs\22:4
@@ -54,7 +54,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -72,5 +72,5 @@ module {
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     %p2 = "tt.get_program_id"() <{axis = 2 : i32}> : () -> i32
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }

@@ -12,7 +12,7 @@
 // The input is in the state chunk-expand-collectives and chunk-bind-kernel
 // leave: the all-gathers are their transfers (or written as transfers by
 // hand) and the kernels take the fused ABI's arguments (%rank, ...,
-// %heap_bases, %flags, %epoch; synco.abi_first_arg). The last case is a
+// %heap_bases, %flags, %epoch; chunk.abi_first_arg). The last case is a
 // reduce-scatter after chunk-fuse-reductions{mode=stage} too.
 
 // CHECK:      \22copy_programs\22:4
@@ -62,7 +62,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -89,7 +89,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -131,7 +131,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -148,7 +148,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -165,7 +165,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -185,7 +185,7 @@ module {
   "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -203,7 +203,7 @@ module {
   "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -270,15 +270,15 @@ module {
 // PROGRAMS:      } else {
 // PROGRAMS:        arith.divsi %[[COMPUTE]]
 module {
-  chunk.plan @p world_size(2) attributes {synco.reduction_copies = "[[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[3,2],\22consumed\22:[15,2],\22arrived\22:10,\22copied\22:19}],[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[0,2],\22consumed\22:[12,2],\22arrived\22:5,\22copied\22:16},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[1,2],\22consumed\22:[13,2],\22arrived\22:7,\22copied\22:17}]]", synco.staged = ["P"]} {
+  chunk.plan @p world_size(2) attributes {chunk.reduction_copies = "[[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[3,2],\22consumed\22:[15,2],\22arrived\22:10,\22copied\22:19}],[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[0,2],\22consumed\22:[12,2],\22arrived\22:5,\22copied\22:16},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[1,2],\22consumed\22:[13,2],\22arrived\22:7,\22copied\22:17}]]", chunk.staged = ["P"]} {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
-    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
     chunk.produce @tiles @P dim(0) tile(128)
-    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
-    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
-    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
-    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C", synco.fused}
+    chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum) collective(reduce_scatter) {chunk.fused, group = "reduce_scatter_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum) collective(reduce_scatter) {chunk.fused, group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c0 pull ldst from <@P[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] reduce(sum) collective(reduce_scatter) {chunk.fused, group = "reduce_scatter_C"}
+    chunk.transfer @C_p1_c1 pull ldst from <@P[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (256, 0)] [256, 64]> on (d0) -> (d0) order(3) after [@tiles] reduce(sum) collective(reduce_scatter) {chunk.fused, group = "reduce_scatter_C"}
   }
   // The fused kernel, trimmed to what this pass reads: its ABI arguments
   // and its grid (the tiles' order starts from program_id(0) / 2). Its
@@ -290,5 +290,5 @@ module {
     %c2 = arith.constant 2 : i32
     %slot = arith.divsi %pid_m, %c2 : i32
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C", "P_staging"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C", "P_staging"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -14,7 +14,7 @@
 // rows [0, 256) and [256, 512) of A into rank 1 (element offsets 0 and
 // 256*64), setting rank 1's flags 0 and 1; rank 1 pushes rows [512, 1024)
 // into rank 0, setting flags 2 and 3.
-// CHECK:      module attributes {synco.host_schedule = "{
+// CHECK:      module attributes {chunk.host_schedule = "{
 // CHECK-SAME: \22buffers\22:[{\22arg\22:0,\22element\22:\22bf16\22,\22element_bytes\22:2,\22name\22:\22A\22,\22shape\22:[1024,64],\22staging\22:false,\22trace\22:false}]
 // CHECK-SAME: \22chunks\22:[{\22buffer\22:\22A\22,\22chunks_per_rank\22:2,\22dim\22:0,\22flag_base\22:0,\22kind\22:\22arrival\22,\22rows_per_chunk\22:256}]
 // CHECK-SAME: \22copies\22:[
@@ -69,7 +69,7 @@ module {
   chunk.plan @rs world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xf32>
     chunk.buffer @C : !chunk.buffer<512x64xf32>
-    chunk.buffer @P_staging : !chunk.buffer<512x64xf32> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<512x64xf32> {chunk.staging}
     // chunk.reduce_scatter @P into @C dim(0) chunks(1), expanded:
     // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
     chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(0) reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
@@ -96,7 +96,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%c: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -181,7 +181,7 @@ module {
 // -----
 
 // A transfer whose flag the flags of another buffer imply
-// (synco.flag_implied_by, which chunk-insert-waits sets: the tiles wait for
+// (chunk.flag_implied_by, which chunk-insert-waits sets: the tiles wait for
 // @Bg's chunk before the same loop, and every rank's copy stream pushes its
 // rows of A before its chunks of B; insert-waits-sources.test) sets no
 // flag. Rank 0's copies: its own rows of A into its @Ag before the kernel
@@ -198,7 +198,7 @@ module {
     chunk.buffer @Ag : !chunk.buffer<512x64xbf16> bind(0)
     chunk.buffer @Bg : !chunk.buffer<128x512xbf16> bind(1)
     chunk.transfer @Ag_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@Ag[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_to_all) {group = "all_to_all_Ag"}
-    chunk.transfer @Ag_p1_c0 push copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Ag[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_to_all) {group = "all_to_all_Ag", synco.flag_implied_by = "Bg"}
+    chunk.transfer @Ag_p1_c0 push copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Ag[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_to_all) {group = "all_to_all_Ag", chunk.flag_implied_by = "Bg"}
     chunk.transfer @Bg_p0_c0 local copy_engine from <@Bg[(d0) -> (d0 * 64, 0)] [64, 256]> on (d0) -> (d0) to <@Bg[(d0) -> (d0 * 64, 0)] [64, 256]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_Bg"}
     chunk.transfer @Bg_p0_c1 local copy_engine from <@Bg[(d0) -> (d0 * 64, 256)] [64, 256]> on (d0) -> (d0) to <@Bg[(d0) -> (d0 * 64, 256)] [64, 256]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_Bg"}
     chunk.transfer @Bg_p1_c0 push copy_engine from <@Bg[(d0) -> (((d0 + 1) mod 2) * 64, 0)] [64, 256]> on (d0) -> ((d0 + 1) mod 2) to <@Bg[(d0) -> (((d0 + 1) mod 2) * 64, 0)] [64, 256]> on (d0) -> (d0) order(2) collective(all_gather) {group = "all_gather_Bg"}

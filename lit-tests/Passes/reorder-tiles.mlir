@@ -8,7 +8,7 @@
 // The input is in the state chunk-bind-kernel leaves: each kernel takes
 // the fused ABI's arguments after its own (%rank, %world_size,
 // %heap_bases, %flags, %epoch, %errors, then one pointer per unbound plan
-// buffer) and records where they start in synco.abi_first_arg.
+// buffer) and records where they start in chunk.abi_first_arg.
 
 // A 2D grid: program_id(0) is the row tile, the fast axis. The pass makes
 // it the slow axis (linear id over num_programs) and rotates it by
@@ -27,7 +27,7 @@
 // CHECK-NEXT: %[[SHIFT:.*]] = arith.muli %[[RANK]], %[[C4]]
 // CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[SLOW]], %[[SHIFT]]
 // CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : i32
-// CHECK-NEXT: %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "A"}
+// CHECK-NEXT: %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {chunk.tile_index = "A"}
 // CHECK:      arith.muli %[[ROW]], %{{.*}} : i32
 // CHECK:      "tt.addptr"(%[[O]], %[[FAST]])
 module {
@@ -48,7 +48,7 @@ module {
     %q = "tt.addptr"(%o, %pid_n) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -62,7 +62,7 @@ module {
 // CHECK-NEXT: %[[SHIFT:.*]] = arith.muli %arg2, %[[C4]]
 // CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[M]], %[[SHIFT]]
 // CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : i32
-// CHECK-NEXT: %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "A"}
+// CHECK-NEXT: %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {chunk.tile_index = "A"}
 // CHECK-NEXT: arith.muli %[[ROW]]
 // CHECK-NOT:  tt.get_num_programs
 module {
@@ -83,7 +83,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%o, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -97,7 +97,7 @@ module {
 // CHECK-NEXT:   %[[SHIFT:.*]] = arith.muli %arg1, %[[C4]]
 // CHECK-NEXT:   %[[SUM:.*]] = arith.addi %[[T]], %[[SHIFT]]
 // CHECK-NEXT:   %[[C8:.*]] = arith.constant 8 : i32
-// CHECK-NEXT:   %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "A"}
+// CHECK-NEXT:   %[[ROW:.*]] = arith.remsi %[[SUM]], %[[C8]] {chunk.tile_index = "A"}
 // CHECK-NEXT:   arith.muli %[[ROW]]
 module {
   chunk.plan @p world_size(2) {
@@ -119,7 +119,7 @@ module {
       "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     }
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -139,7 +139,7 @@ module {
     %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -163,7 +163,7 @@ module {
     %p = "tt.addptr"(%a, %r) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -178,7 +178,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "named", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -203,7 +203,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -226,7 +226,7 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -242,7 +242,7 @@ module {
 // CHECK-NEXT: %[[SHIFT:.*]] = arith.muli %[[NEXT]], %[[C4]]
 // CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[SLOW]], %[[SHIFT]]
 // CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : i32
-// CHECK-NEXT: arith.remsi %[[SUM]], %[[C8]] {synco.tile_index = "P"}
+// CHECK-NEXT: arith.remsi %[[SUM]], %[[C8]] {chunk.tile_index = "P"}
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
@@ -262,7 +262,7 @@ module {
     %x = arith.constant 1.0 : bf16
     "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 1 : i32} : () -> ()
 }
 
 // -----
@@ -281,7 +281,7 @@ module {
 // CHECK:      %[[FIRST:.*]] = arith.cmpi slt, %[[SLOT]], %{{.*}} : i32
 // CHECK:      %[[BLOCK:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : i32
 // CHECK:      %[[FROM:.*]] = arith.addi %[[RANK]], %[[BLOCK]] : i32
-// CHECK:      %[[T:.*]] = arith.addi {{.*}} {synco.tile_index = "P"}
+// CHECK:      %[[T:.*]] = arith.addi {{.*}} {chunk.tile_index = "P"}
 // CHECK-NEXT: arith.muli %[[T]], %{{.*}} : i32
 module {
   chunk.plan @p world_size(2) {
@@ -317,7 +317,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -328,7 +328,7 @@ module {
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "one_shot"
 // CHECK:      %[[PID:.*]] = "tt.get_program_id"
 // CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : i32
-// CHECK-NEXT: %[[T:.*]] = arith.addi %[[PID]], %[[C0]] {synco.tile_index = "P"}
+// CHECK-NEXT: %[[T:.*]] = arith.addi %[[PID]], %[[C0]] {chunk.tile_index = "P"}
 // CHECK-NEXT: arith.muli %[[T]], %{{.*}} : i32
 module {
   chunk.plan @p world_size(2) {
@@ -368,7 +368,7 @@ module {
     %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
     "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -389,5 +389,5 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, !tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "both", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %o: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %buffer_C: !tt.ptr<bf16>):
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["C"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["C"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }

@@ -36,5 +36,5 @@ module {
   "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }

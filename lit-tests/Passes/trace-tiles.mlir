@@ -9,20 +9,20 @@
 // The input is in the state chunk-expand-collectives, chunk-bind-kernel,
 // chunk-reorder-tiles and chunk-insert-waits leave: the all-gather is its
 // transfers, the kernel takes the fused ABI's arguments, its row tile
-// index is marked (synco.tile_index = "A") and each tile waits for its
+// index is marked (chunk.tile_index = "A") and each tile waits for its
 // chunk of A (chunk.wait) unless the rows are the rank's own.
 
 // A persistent kernel: the tile index is computed in the tile loop, so a
 // program's i-th tile is record pid * 2 + i, and its third tile would be
 // record 64 (past the end: not recorded).
 // CHECK-LABEL: chunk.plan @persistent
-// CHECK:       chunk.buffer @synco_trace : !chunk.buffer<64x8xi64> {synco.staging, synco.trace}
+// CHECK:       chunk.buffer @synco_trace : !chunk.buffer<64x8xi64> {chunk.staging, chunk.trace}
 // CHECK:       "tt.func"() <{function_type = ({{.*}}, !tt.ptr<i32>, !tt.ptr<i64>) -> ()
 // CHECK-NEXT:  ^bb0({{.*}}, %[[TRACE:.*]]: !tt.ptr<i64>):
 // CHECK:       %[[PID:.*]] = "tt.get_program_id"() <{axis = 0 : i32}>
 // CHECK:       scf.for %[[IV:.*]] = %[[PID]] to %{{.*}} step %[[STEP:.*]] : i32 {
 // The kernel reads grid axis 0 only: the program id is the linear one.
-// CHECK:         %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK:         %[[T:.*]] = arith.remsi {{.*}} {chunk.tile_index = "A"}
 // CHECK-NEXT:    %[[LINEAR:.*]] = "tt.get_program_id"() {axis = 0 : i32}
 // CHECK-NEXT:    %[[R:.*]] = arith.constant 2 : i32
 // CHECK-NEXT:    %[[DONE:.*]] = arith.subi %[[IV]], %[[PID]]
@@ -46,7 +46,7 @@
 // CHECK-NEXT:    chunk.trace tile_end %[[TRACE]][%[[RECORD]]], %[[T]] records(64)
 // CHECK-NEXT:  }
 // CHECK-NEXT:  "tt.return"
-// CHECK:       synco.abi_buffers = ["synco_trace"]
+// CHECK:       chunk.abi_buffers = ["synco_trace"]
 module {
   chunk.plan @persistent world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
@@ -68,7 +68,7 @@ module {
       // The row tile, rotated by chunk-reorder-tiles: (tile + rank * 4) mod 8.
       %shift = arith.muli %rank, %c4 : i32
       %sum = arith.addi %tile, %shift : i32
-      %t = arith.remsi %sum, %c8 {synco.tile_index = "A"} : i32
+      %t = arith.remsi %sum, %c8 {chunk.tile_index = "A"} : i32
       %row = arith.muli %t, %c128 : i32
       %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
       // The wait chunk-insert-waits put before the tile's loads of A.
@@ -91,7 +91,7 @@ module {
       }
     }
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -104,11 +104,11 @@ module {
 // CHECK:       chunk.buffer @B : !chunk.buffer<1024x64xbf16>
 // CHECK-NEXT:  chunk.buffer @synco_trace
 // CHECK:       ^bb0({{.*}}, %[[B:.*]]: !tt.ptr<bf16>, %[[TRACE:.*]]: !tt.ptr<i64>):
-// CHECK:       %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK:       %[[T:.*]] = arith.remsi {{.*}} {chunk.tile_index = "A"}
 // CHECK:       chunk.trace tile_begin %[[TRACE]][%[[LINEAR:.*]]], %[[T]] records(64)
 // CHECK:       chunk.trace tile_end %[[TRACE]][%[[LINEAR]]], %[[T]] records(64)
 // CHECK-NEXT:  "tt.return"
-// CHECK:       synco.abi_buffers = ["B", "synco_trace"]
+// CHECK:       chunk.abi_buffers = ["B", "synco_trace"]
 module {
   chunk.plan @one_tile world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
@@ -130,7 +130,7 @@ module {
     %shift = arith.muli %rank, %c4 : i32
     %sum = arith.addi %pid_m, %shift : i32
     %c8 = arith.constant 8 : i32
-    %t = arith.remsi %sum, %c8 {synco.tile_index = "A"} : i32
+    %t = arith.remsi %sum, %c8 {chunk.tile_index = "A"} : i32
     %row = arith.muli %t, %c128 : i32
     %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     // The wait chunk-insert-waits put before the tile's loads of A.
@@ -152,7 +152,7 @@ module {
       "tt.store"(%q, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     }
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["B"], synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["B"], chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -162,7 +162,7 @@ module {
 // and no grid axis the kernel does not read (the ldst backend's copy
 // programs take axis 2).
 // CHECK-LABEL: chunk.plan @grid2d
-// CHECK:       %[[T:.*]] = arith.remsi {{.*}} {synco.tile_index = "A"}
+// CHECK:       %[[T:.*]] = arith.remsi {{.*}} {chunk.tile_index = "A"}
 // CHECK-NEXT:  %[[Y:.*]] = "tt.get_program_id"() {axis = 1 : i32}
 // CHECK-NEXT:  %[[X:.*]] = "tt.get_program_id"() {axis = 0 : i32}
 // CHECK-NEXT:  %[[NX:.*]] = "tt.get_num_programs"() {axis = 0 : i32}
@@ -198,7 +198,7 @@ module {
     %shift = arith.muli %rank, %c4 : i32
     %sum = arith.addi %slow, %shift : i32
     %c8 = arith.constant 8 : i32
-    %t = arith.remsi %sum, %c8 {synco.tile_index = "A"} : i32
+    %t = arith.remsi %sum, %c8 {chunk.tile_index = "A"} : i32
     %row = arith.muli %t, %c128 : i32
     %col = arith.addi %row, %fast : i32
     %p = "tt.addptr"(%a, %col) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
@@ -218,7 +218,7 @@ module {
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
     "tt.return"() : () -> ()
-  }) {synco.abi_first_arg = 2 : i32} : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
 }
 
 // -----
@@ -228,7 +228,7 @@ module {
   // expected-error @below {{chunk-trace-tiles: plan @twice already has a buffer @synco_trace (traced twice?)}}
   chunk.plan @twice world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    chunk.buffer @synco_trace : !chunk.buffer<64x8xi64> {synco.staging, synco.trace}
+    chunk.buffer @synco_trace : !chunk.buffer<64x8xi64> {chunk.staging, chunk.trace}
     chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
     chunk.transfer @A_p0_c1 local copy_engine from <@A[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
     chunk.transfer @A_p1_c0 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [256, 64]> on (d0) -> (d0) order(2) collective(all_gather) {group = "all_gather_A"}
@@ -243,7 +243,7 @@ module {
     %shift = arith.muli %rank, %c4 : i32
     %sum = arith.addi %pid_m, %shift : i32
     %c8 = arith.constant 8 : i32
-    %t = arith.remsi %sum, %c8 {synco.tile_index = "A"} : i32
+    %t = arith.remsi %sum, %c8 {chunk.tile_index = "A"} : i32
     %row = arith.muli %t, %c128 : i32
     %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
     // The wait chunk-insert-waits put before the tile's loads of A.
@@ -261,5 +261,5 @@ module {
     }
     %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
     "tt.return"() : () -> ()
-  }) {synco.abi_buffers = ["synco_trace"], synco.abi_first_arg = 1 : i32} : () -> ()
+  }) {chunk.abi_buffers = ["synco_trace"], chunk.abi_first_arg = 1 : i32} : () -> ()
 }

@@ -119,7 +119,7 @@ def valid(world, backend, mode, transfers):
 
 def schedule_of(mlir):
     """The host schedule (JSON) that chunk-lower-transfers left on the module."""
-    m = re.search(r'synco\.host_schedule = "((?:[^"\\]|\\.)*)"', mlir)
+    m = re.search(r'chunk\.host_schedule = "((?:[^"\\]|\\.)*)"', mlir)
     if not m:
         return None
     return json.loads(m.group(1).replace("\\22", '"').replace("\\5C", "\\"))

@@ -15,7 +15,7 @@
 //! the plan that is not bound to one of the user's arguments (for example
 //! the output of a reduce-scatter fused into a GEMM that only writes its
 //! partial), in plan order; their names are listed in the discardable
-//! attribute `synco.abi_buffers`.
+//! attribute `chunk.abi_buffers`.
 //!
 //! Symmetric buffers live at the same offset in every rank's heap, so a
 //! peer's copy of address `p` is `p - heap_bases[rank] + heap_bases[peer]`.
@@ -36,11 +36,11 @@ pub const ARGS: [(&str, &str); 6] = [
 ];
 
 /// Discardable attribute on the `tt.func`: index of its first ABI argument.
-pub const FIRST_ARG_ATTR: &str = "synco.abi_first_arg";
+pub const FIRST_ARG_ATTR: &str = "chunk.abi_first_arg";
 
 /// Discardable attribute on the `tt.func`: the plan buffers passed as
 /// `synco_buffer_<name>` arguments, in order, after the fixed ones.
-pub const BUFFERS_ATTR: &str = "synco.abi_buffers";
+pub const BUFFERS_ATTR: &str = "chunk.abi_buffers";
 
 /// Prefix of the argument that carries an unbound plan buffer.
 pub const BUFFER_ARG_PREFIX: &str = "synco_buffer_";

@@ -308,7 +308,7 @@ fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSi
 /// Marks a transfer whose chunk no tile waits for, because a later flag in
 /// the same rank's copy list implies it (see [`implies`]): `chunk-lower-transfers`
 /// gives its copy no flag. The value names the buffer whose flags do.
-pub const IMPLIED_ATTR: &str = "synco.flag_implied_by";
+pub const IMPLIED_ATTR: &str = "chunk.flag_implied_by";
 
 /// The waits of a consumer that reads every rank's block in a loop over
 /// sources: inside the loop, before its first load of the buffer

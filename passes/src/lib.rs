@@ -33,7 +33,6 @@ pub mod registry;
 pub mod reorder_tiles;
 pub mod select_backend;
 pub mod select_chunk_size;
-pub mod sm_copies;
 pub mod tiles;
 pub mod trace_tiles;
 pub mod verify_plan;

@@ -7,12 +7,12 @@ use synco_ir::{self as ir, Op, Value, loc::op_variable_name};
 
 /// Discardable attribute marking the op that computes the (reordered) tile
 /// index of a buffer; its value is the buffer's name.
-pub const TILE_INDEX_ATTR: &str = "synco.tile_index";
+pub const TILE_INDEX_ATTR: &str = "chunk.tile_index";
 
 /// Discardable attribute marking the op that computes the (rotated) rank
 /// whose block an iteration of a `source(...)` loop reads; its value is the
 /// loop variable's name.
-pub const SOURCE_INDEX_ATTR: &str = "synco.source_index";
+pub const SOURCE_INDEX_ATTR: &str = "chunk.source_index";
 
 /// Triton's marker on a loop nest (a persistent kernel's tile loop) that it
 /// flattens into one loop before software pipelining.

@@ -10,7 +10,7 @@
 //!
 //! [`FusedKernel::load`] reads a cubin and its launch manifest (no Python,
 //! no MLIR) and places the kernel's own storage at the heap's end: its
-//! flags and the plan's staging buffers (`synco.staging`), which
+//! flags and the plan's staging buffers (`chunk.staging`), which
 //! [`Node::unload`] gives back. [`Node::launch`] runs one fused operation
 //! on every rank, once its bindings check out (every plan buffer the
 //! schedule or the kernel uses is bound, no binding is smaller than its

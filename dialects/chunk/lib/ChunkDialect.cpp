@@ -5,6 +5,7 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -173,4 +174,61 @@ int64_t RegionAttr::getNumElements() const {
   for (int64_t size : getSizes())
     n *= size;
   return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes: what one pass tells the next
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class AttrValue { Unit, String, Integer, Names };
+
+/// The discardable `chunk.` attributes and the kind of value each holds
+/// (the table in the dialect's description).
+std::optional<AttrValue> discardableAttrValue(StringRef name) {
+  return llvm::StringSwitch<std::optional<AttrValue>>(name)
+      .Cases({"staging", "trace", "fused"}, AttrValue::Unit)
+      .Cases({"flag_implied_by", "tile_index", "source_index",
+              "reduction_copies", "completion", "host_schedule"},
+             AttrValue::String)
+      .Case("abi_first_arg", AttrValue::Integer)
+      .Cases({"staged", "abi_buffers"}, AttrValue::Names)
+      .Default(std::nullopt);
+}
+} // namespace
+
+LogicalResult
+ChunkDialect::verifyOperationAttribute(Operation *op,
+                                       NamedAttribute attribute) {
+  StringRef name =
+      attribute.getName().strref().drop_front(getNamespace().size() + 1);
+  std::optional<AttrValue> kind = discardableAttrValue(name);
+  if (!kind)
+    return op->emitError() << "'" << attribute.getName().strref()
+                           << "' is not an attribute of the chunk dialect";
+  Attribute value = attribute.getValue();
+  auto isNames = [](Attribute attr) {
+    auto array = dyn_cast<ArrayAttr>(attr);
+    return array && llvm::all_of(array, llvm::IsaPred<StringAttr>);
+  };
+  bool ok = false;
+  StringRef expected;
+  switch (*kind) {
+  case AttrValue::Unit:
+    ok = isa<UnitAttr>(value), expected = "a unit attribute";
+    break;
+  case AttrValue::String:
+    ok = isa<StringAttr>(value), expected = "a string";
+    break;
+  case AttrValue::Integer:
+    ok = isa<IntegerAttr>(value), expected = "an integer";
+    break;
+  case AttrValue::Names:
+    ok = isNames(value), expected = "an array of buffer names";
+    break;
+  }
+  if (ok)
+    return success();
+  return op->emitError() << "'" << attribute.getName().strref() << "' must be "
+                         << expected << ", not " << value;
 }

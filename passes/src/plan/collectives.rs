@@ -114,7 +114,7 @@ pub fn staging_slot(source: i64, rank: i64, world_size: i64) -> i64 {
 /// Plan attribute (array of buffer names): reductions of these buffers are
 /// staged (see [`staged`]) although their transfers say `ldst`: the SM copy
 /// programs of `chunk-fuse-reductions{mode=stage}` move their partials.
-pub const STAGED_ATTR: &str = "synco.staged";
+pub const STAGED_ATTR: &str = "chunk.staged";
 
 /// Whether `buffer`'s partials travel through their owners' staging buffer:
 /// tiles store and count them locally, then the copy engine or SM copy

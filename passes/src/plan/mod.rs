@@ -43,11 +43,11 @@ pub struct BufferDecl {
 /// the fused operation's scratch (the copy engine's staging buffer of a
 /// reduction): the launch manifest marks it, and the runtime allocates it
 /// with the kernel.
-pub const STAGING_ATTR: &str = "synco.staging";
+pub const STAGING_ATTR: &str = "chunk.staging";
 
 /// Discardable unit attribute on the `chunk.buffer` that holds the kernel's
 /// trace records (see `chunk-trace-tiles`).
-pub const TRACE_ATTR: &str = "synco.trace";
+pub const TRACE_ATTR: &str = "chunk.trace";
 
 impl BufferDecl {
     pub fn element_bytes(&self) -> Option<i64> {

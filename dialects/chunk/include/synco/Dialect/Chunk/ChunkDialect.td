@@ -51,7 +51,27 @@ def Chunk_Dialect : Dialect {
     inserts into the fused Triton kernel (`chunk.rank`, `chunk.peer_ptr`,
     `chunk.wait`, `chunk.signal`); `chunk-to-triton` rewrites them into `tt`
     atomics and inline PTX.
+
+    What one pass tells the next, beyond ops, is one of these discardable
+    attributes, each verified by the dialect (any other `chunk.` attribute is
+    refused):
+
+    | attribute | on | value | written by |
+    |---|---|---|---|
+    | `chunk.staging` | `chunk.buffer` | unit: scratch the runtime allocates | `chunk-expand-collectives`, `chunk-fuse-reductions`, `chunk-trace-tiles` |
+    | `chunk.trace` | `chunk.buffer` | unit: the tiles' trace records | `chunk-trace-tiles` |
+    | `chunk.staged` | `chunk.plan` | array of buffer names: reductions staged on SM copy programs | `chunk-fuse-reductions{mode=stage}` |
+    | `chunk.fused` | `chunk.transfer` | unit: lowered into the kernel | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
+    | `chunk.flag_implied_by` | `chunk.transfer` | string: the buffer whose flag implies its arrival | `chunk-insert-waits` |
+    | `chunk.tile_index` | a kernel op | string: the buffer whose tile index the op's result is | `chunk-reorder-tiles` |
+    | `chunk.source_index` | a kernel op | string: the buffer whose source-rank index it is | `chunk-reorder-tiles` |
+    | `chunk.abi_first_arg` | `tt.func` | integer: index of the first ABI argument | `chunk-bind-kernel` |
+    | `chunk.abi_buffers` | `tt.func` | array of buffer names: the buffer arguments after the ABI's | `chunk-bind-kernel` and the passes that declare buffers |
+    | `chunk.reduction_copies` | `chunk.plan` | string: the side stream's reduction copies | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
+    | `chunk.completion` | `chunk.plan` | string: what the launch waits for after the kernel | `chunk-fuse-reductions` |
+    | `chunk.host_schedule` | `builtin.module` | string: the launch manifest's schedule | `chunk-lower-transfers` |
   }];
+  let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 0;

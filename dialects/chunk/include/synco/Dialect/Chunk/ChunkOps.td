@@ -94,14 +94,14 @@ def Chunk_BufferOp : Chunk_Op<"buffer", [Symbol, HasParent<"PlanOp">]> {
     its first element on the executing rank); without, `chunk-bind-kernel`
     appends an argument `synco_buffer_<name>`: a symmetric buffer that the
     caller binds at launch (a reduction's output), or, when a pass declared
-    it as the fused operation's scratch (unit attribute `synco.staging`: the
+    it as the fused operation's scratch (unit attribute `chunk.staging`: the
     staging buffer `chunk-expand-collectives` declares for a reduction moved
     by the copy engine), that the runtime allocates with the kernel.
 
     ```mlir
     chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<4096x4096xbf16>
-    chunk.buffer @P_staging : !chunk.buffer<4096x4096xbf16> {synco.staging}
+    chunk.buffer @P_staging : !chunk.buffer<4096x4096xbf16> {chunk.staging}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,

@@ -84,6 +84,16 @@ Options:
 
 Preconditions: plans verify. Postconditions: no collective has
 `backend(auto)`.
+
+Example: 32 MiB of partial per peer, above `copy-engine-min-bytes`:
+
+```mlir
+chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(auto)
+// becomes, with the remark "backend(auto) -> backend(copy_engine): 33554432
+// bytes of partial per peer, more than 4194304: the side stream moves
+// finished chunks while the SMs compute"
+chunk.reduce_scatter @P into @C dim(0) chunks(2)   // copy_engine, the default
+```
   }];
   let options = [
     BoundedOption<"copyEngineMinBytes", "copy-engine-min-bytes",
@@ -161,6 +171,16 @@ and one chunk is picked.
 
 Preconditions: plans verify. Postconditions: no `chunks(auto)` remains
 on any collective.
+
+Example: A [8192, 4096] gathered on 2 ranks into a GEMM whose output C is
+[8192, 7168]:
+
+```mlir
+chunk.all_gather @A dim(0) chunks(auto)
+// becomes, with the remark "chunks(auto) -> chunks(1) for @A; predicted
+// fused time per count: 1: 683.4 us, 2: 685.4 us, 4: 689.4 us, ..."
+chunk.all_gather @A dim(0) chunks(1)
+```
   }];
   let options = [
     BoundedOption<"chunksPerRank", "chunks-per-rank", /*default=*/"0", 0,
@@ -213,7 +233,7 @@ transfers of such a buffer (each rank's block is what its tiles write;
 
 A `reduce_scatter @P` with `backend(copy_engine)` (or a two-shot
 `all_reduce`, whose first phase is one) also declares
-`chunk.buffer @P_staging {synco.staging}`: `W - 1` blocks of `P`'s
+`chunk.buffer @P_staging {chunk.staging}`: `W - 1` blocks of `P`'s
 shape, unbound (a kernel argument that the runtime allocates with the
 kernel), where the copy engine lands the peers' partials of the rank's
 own block (source `s` on rank `r` in slot `(s - r - 1) mod W`; see
@@ -234,6 +254,18 @@ Postconditions: no collective ops remain in plans; the plans verify.
 Not yet supported (refused with an error): the `ring` algorithm.
 Refused: a plan whose transfers times its world size would exceed
 [`MAX_RANK_COPIES`] (every transfer is checked on every rank).
+
+Example, 2 ranks, 2 chunks per rank:
+
+```mlir
+chunk.all_gather @A dim(0) chunks(2)     // @A : !chunk.buffer<1024x64xbf16>
+// becomes (the rank's own chunks, then the peer's, pushed by its owner)
+chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0)
+    to <@A[(d0) -> (d0 * 512, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+...
+chunk.transfer @A_p1_c1 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2)
+    to <@A[(d0) -> (((d0 + 1) mod 2) * 512 + 256, 0)] [256, 64]> on (d0) -> (d0) order(3) collective(all_gather) {group = "all_gather_A"}
+```
   }];
 }
 
@@ -252,6 +284,10 @@ what needs the kernel too:
   every produced one (the kernel must write it).
 
 Options: none. Pre/postconditions: none; the IR is not changed.
+
+Example: `chunk.buffer @X : !chunk.buffer<8192x4096xbf16> bind(2)` on a
+kernel whose argument 2 is `!tt.ptr<f32>` is refused at the buffer
+(`binds argument 2 ... !tt.ptr<f32>, not !tt.ptr<bf16>`).
   }];
 }
 
@@ -261,8 +297,8 @@ def ChunkBindKernel : ChunkPass<"chunk-bind-kernel"> {
 Appends the arguments listed in [`crate::abi`] to the `tt.func` named by
 each plan's `kernel(@...)` (function type, entry block arguments named
 after them, `arg_attrs` extended), and records where they start in the
-discardable attribute `synco.abi_first_arg`; then one pointer argument
-per plan buffer without `bind(i)` (listed in `synco.abi_buffers`).
+discardable attribute `chunk.abi_first_arg`; then one pointer argument
+per plan buffer without `bind(i)` (listed in `chunk.abi_buffers`).
 Kernel-level chunk ops
 (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
 
@@ -270,6 +306,12 @@ Options: none.
 Preconditions: each plan names a `tt.func` of the module, not yet bound.
 Postconditions: the kernel takes the ABI arguments; the rest of the IR is
 unchanged.
+
+Example: a kernel `(!tt.ptr<bf16>, i32) -> ()` becomes
+`(!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> ()`
+(its own arguments, then `synco_rank`, `synco_world_size`,
+`synco_heap_bases`, `synco_flags`, `synco_epoch`, `synco_errors`), marked
+`{chunk.abi_first_arg = 2 : i32}`.
   }];
 }
 
@@ -298,7 +340,7 @@ A consumer with `source("src")` reads every rank's block, one per
 iteration of the kernel's loop over `src` (0 to `W` by 1, a constant
 trip count): the tiles keep the kernel's order and the loop is rotated
 instead (`src' = (src + rank) mod W`, at the start of its body, marked
-`synco.source_index = "src"`), so that each tile reads its rank's own
+`chunk.source_index = "src"`), so that each tile reads its rank's own
 block first and its peers' in the order they arrive.
 
 Producers run the other way round: for `chunk.produce @tiles @P` whose
@@ -320,7 +362,7 @@ Producers of a one-shot all-reduce's partial keep the kernel's order:
 every rank waits for the same tiles of its peers, so all ranks must run
 them in the same order.
 
-The op computing `t'` is marked `synco.tile_index = "<buffer>"` for
+The op computing `t'` is marked `chunk.tile_index = "<buffer>"` for
 `chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
 was done.
 
@@ -330,6 +372,16 @@ Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
 consumes gathered buffers or produces reduced ones, not both.
 Postconditions: every consumed buffer and every produced reduced buffer
 has a marked tile index.
+
+Example: a 2D grid whose `program_id(0)` is the row tile, 4 row tiles per
+rank on 2 ranks. The pass makes it the slow axis of a linear program id
+and rotates it to start at the rank's block, marking the result:
+
+```mlir
+%row = arith.remsi %sum, %c8 {chunk.tile_index = "A"}   // (slow + rank * 4) mod 8
+// remark: tiles of @A: the row tile index (program_id 0) is now the slow
+// axis of the grid and starts at this rank's block (4 row tiles per rank)
+```
   }];
 }
 
@@ -363,7 +415,7 @@ buffers are read in the same loop and wait before the same op, and
 every rank's copy stream sends all its chunks of one before any of the
 other (the reduce-scatter from gathered operands: A's rows, then B's
 column chunks), the other's wait implies the first's: the first's
-transfers are marked `synco.flag_implied_by` instead, and their copies
+transfers are marked `chunk.flag_implied_by` instead, and their copies
 set no flag (`chunk-lower-transfers`), one spin and one stream
 operation fewer per chunk.
 
@@ -450,7 +502,7 @@ Where partials travel is the option `mode`, or the copy engine:
   `copied` and `sent` flags of the pseudo-code above;
 * `stage` (a reduce-scatter or two-shot all-reduce on `ldst`): staged
   exactly as on the copy engine (this pass declares `@P_staging` and
-  its kernel argument, and marks the plan `synco.staged` so that its
+  its kernel argument, and marks the plan `chunk.staged` so that its
   flag layout is the copy engine's), but the copies are run by SM copy
   programs of the kernel itself, which `chunk-lower-transfers` adds
   (`sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
@@ -468,7 +520,7 @@ locally and the side stream copies each finished chunk (`record_copies`).
 The launch ends once the peers' sums are in: with SM stores the kernel
 waits for them itself (the last owner tile of each chunk, see
 `wait_for_peers_sums`); with copy programs the runtime waits for their
-flags, recorded in the plan's `synco.completion`; with the copy engine
+flags, recorded in the plan's `chunk.completion`; with the copy engine
 for the peers' side streams (those copies set no flag).
 
 Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
@@ -485,12 +537,12 @@ tile of `T` rows, at the addresses of a row-major `[M, N]` array (what
 the plan declares); `@C` is `[M/W, N]` (reduce-scatter) or `[M, N]`
 (all-reduce); `@P`, `@C` and the staging buffer start at multiples of 16
 elements (the runtime's symmetric buffers are 512-byte aligned).
-Postconditions: the fused transfers are marked `synco.fused` (for
+Postconditions: the fused transfers are marked `chunk.fused` (for
 `chunk-lower-transfers`, which drops them); the flag array holds the
 counters and flags of every chunk of `@P` (see `plan::flag_layout` and
 `CeFlags`); the plan records the side stream's copies
-(`synco.reduction_copies`) and the launch's completion waits
-(`synco.completion`) where there are any.
+(`chunk.reduction_copies`) and the launch's completion waits
+(`chunk.completion`) where there are any.
   }];
   let options = [
     Option<"mode", "mode", "::synco::chunk::ReductionMode",
@@ -534,7 +586,7 @@ tt.store %ptrs + r * (M/W) * N, %v
 chunk.arrive %flags[produced(g)]
 ```
 
-and records, per rank, the side stream's copies (`synco.reduction_copies`,
+and records, per rank, the side stream's copies (`chunk.reduction_copies`,
 in the kernel's chunk order): once `produced(g)` reaches `epoch * n_t`
 (`n_t` tiles per chunk), chunk `g` of the rank's block goes to the same
 place in every peer's `@C` (a 2D copy when chunks are column ranges,
@@ -545,7 +597,7 @@ on rank `r` once every other rank's side stream has made its copies, the
 copies into `r` start after `r`'s previous launch, and a rank's next
 kernel, whose tiles overwrite the chunks, starts after its copies. The
 counters are the range's flags (`plan::FlagKind::Output`: `produced(g)`
-is flag `base + g`). The transfers are marked `synco.fused`.
+is flag `base + g`). The transfers are marked `chunk.fused`.
 
 No tile waits for another rank: the copy engine reads what the tiles
 stored, so the result is the kernel's own bits on every rank.
@@ -560,8 +612,8 @@ same plan records side-stream copies.
 Refused (`check_layout`): gather transfers, as a plan written out by
 hand may have them, that do not send one chunk of their source rank's
 own block to the same place on the peer.
-Postconditions: the gather's transfers are marked `synco.fused`; the plan
-records `synco.reduction_copies`.
+Postconditions: the gather's transfers are marked `chunk.fused`; the plan
+records `chunk.reduction_copies`.
   }];
 }
 
@@ -574,9 +626,9 @@ Declares the plan's trace buffer and instruments the kernel with
 `chunk.trace` ops (see the op for the record layout):
 
 ```mlir
-chunk.buffer @synco_trace : !chunk.buffer<16384x8xi64> {synco.staging, synco.trace}
+chunk.buffer @synco_trace : !chunk.buffer<16384x8xi64> {chunk.staging, chunk.trace}
 ...
-%t = ... {synco.tile_index = "P"}              // the tile index
+%t = ... {chunk.tile_index = "P"}              // the tile index
 %record = pid * R + i                          // i: the tile's iteration
 chunk.trace tile_begin %trace[%record], %t records(16384)
 ...
@@ -636,7 +688,7 @@ def ChunkLowerTransfers : ChunkPass<"chunk-lower-transfers"> {
   let description = [{
 Backend `copy_engine`: the copies run on the host's side stream, so the
 pass records, for every rank, the ordered list of copies it drives (the
-host transfer schedule) in the module attribute `synco.host_schedule`
+host transfer schedule) in the module attribute `chunk.host_schedule`
 (JSON; `synco compile` moves it into the launch manifest) and erases the
 transfers. Each copy names its source and destination rank and buffer,
 element offsets, a 2D shape (`rows` x `row_elems`, with row pitches in
@@ -667,7 +719,7 @@ plane of copy programs instead (`copy_plane` in the schedule; grid axis
 2, index 0, in front of the kernel's own programs).
 
 A reduction staged on SMs (`chunk-fuse-reductions{mode=stage}` marked
-the plan `synco.staged`) gets `copy-programs` copy programs the same
+the plan `chunk.staged`) gets `copy-programs` copy programs the same
 way, which run the reduction copies the copy engine would
 (`sm_copies::lower_reduction_copies`); the schedule's
 `reduction_copies` is then empty. One kernel has one set of copy
@@ -749,6 +801,12 @@ Options: none.
 Preconditions: the kernel was bound (`chunk-bind-kernel`); no
 `chunk.transfer` or collective remains.
 Postconditions: no chunk op remains; the module is plain TTIR.
+
+Example: `chunk.wait %flags[%c], %epoch` becomes a bounded spin in
+inline PTX (`ld.acquire.sys.global.u32` of the flag until it reaches the
+epoch, `%globaltimer` against `timeout_ns`, the error buffer written on
+timeout); `chunk.arrive` a barrier, then a release add at `sys` scope;
+the plan is erased.
   }];
 }
 

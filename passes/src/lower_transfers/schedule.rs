@@ -1,0 +1,349 @@
+//! The host's copy schedule that `chunk-lower-transfers` writes into the
+//! module ([`schedule`]: per rank, the copies its streams drive, with the
+//! plan's buffers and flag ranges), and the refusal of transfers into a
+//! consumed buffer that would not set each of its arrival flags exactly
+//! once ([`check_arrival_flags`]).
+
+use super::moves_nothing;
+use crate::fuse_reductions::FUSED_ATTR;
+use crate::plan::{
+    FlagKind, FlagRange, Plan, dst_buffer, fail, internal, loc, region_offsets, region_parts,
+};
+use serde_json::{Value as Json, json};
+use std::collections::HashMap;
+use synco_chunk::{Diagnostic, PassFailed, attrs};
+use synco_ir as ir;
+
+/// Refuses transfers into a consumed buffer that would not set each of its
+/// arrival flags exactly once on every rank. A tile waits for the one flag
+/// of its chunk (`rows_per_chunk` rows along the consumed dimension, the
+/// size of the buffer's first transfer), and the copy that writes the chunk
+/// sets it. So every transfer from another rank must write exactly one
+/// whole chunk: a smaller one would set the flag before the rest of the
+/// chunk arrives (tiles would read stale rows), a larger one would leave
+/// the next chunks' flags unset, and two transfers into one chunk would set
+/// its flag at the first. Every chunk of every other rank's block must be
+/// written: its tiles would wait for it until the runtime's watchdog (or,
+/// where a later copy's flag implies the buffer's, see
+/// `chunk-insert-waits`, read rows that never came). Plans from
+/// `chunk-expand-collectives` hold all of this; a plan written out by hand
+/// may not.
+pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFailed> {
+    for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
+        let name = &range.buffer;
+        let chunk = range.rows_per_chunk;
+        let writers: Vec<ir::Op> = plan
+            .ops_named("chunk.transfer")
+            .into_iter()
+            .filter(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
+            .collect();
+        // The transfer `flag_layout` took the chunk size from.
+        let sized_by = writers
+            .first()
+            .and_then(|t| ir::str_attr(*t, "sym_name"))
+            .unwrap_or_default();
+        let transfers: Vec<ir::Op> = writers
+            .into_iter()
+            .filter(|t| !crate::plan::is_local(*t))
+            .collect();
+        // Chunks whose arrival a later copy implies (`chunk-insert-waits`)
+        // set no flag, but their tiles still read them.
+        let implied_by = transfers
+            .iter()
+            .find_map(|t| ir::str_attr(*t, crate::insert_waits::IMPLIED_ATTR));
+        let mut setters: HashMap<(i64, i64), ir::Op> = HashMap::new();
+        for &t in &transfers {
+            let (Some(dst), Some(sizes)) = (ir::attr(t, "dst"), crate::plan::region_sizes(t))
+            else {
+                return Err(internal(t, "a transfer without a destination region"));
+            };
+            let rows = sizes.get(range.dim).copied().unwrap_or(0);
+            for r in 0..plan.world_size {
+                let (Some(on), Some(offsets)) = (
+                    crate::plan::rank_at(t, "dst_rank", r),
+                    region_offsets(dst, r),
+                ) else {
+                    return Err(internal(t, "cannot evaluate the transfer on every rank"));
+                };
+                let start = offsets.get(range.dim).copied().unwrap_or(0);
+                if rows != chunk || start % chunk != 0 {
+                    return Err(fail(
+                        t,
+                        format!(
+                            "chunk-lower-transfers: tiles wait for @{name} in chunks of {chunk} along dimension {} (the size of @{sized_by}, its first transfer), one flag each, but on rank {on} this transfer writes {rows} from {start}: a transfer into a consumed buffer must write exactly one chunk, or the chunk's flag is set before all of it arrives",
+                            range.dim
+                        ),
+                    ));
+                }
+                let Some(flag) = range.flag_at(&offsets) else {
+                    return Err(internal(t, "the transfer's chunk has no flag"));
+                };
+                if let Some(other) = setters.insert((on, flag), t) {
+                    Diagnostic::error(
+                        loc(t),
+                        format!(
+                            "chunk-lower-transfers: on rank {on}, this transfer and another write chunk {} of @{name}: its flag would be set when the first lands",
+                            flag - range.base
+                        ),
+                    )
+                    .note(loc(other), "the other transfer")
+                    .emit();
+                    return Err(PassFailed);
+                }
+            }
+        }
+        let consume = plan.consumer_of(name).unwrap_or(plan.op);
+        for r in 0..plan.world_size {
+            for index in 0..range.chunks_per_rank * plan.world_size {
+                let owner = index / range.chunks_per_rank;
+                if owner != r && !setters.contains_key(&(r, range.base + index)) {
+                    let consequence = match &implied_by {
+                        None => "but tiles wait for it: the launch would never finish".to_string(),
+                        Some(by) => format!(
+                            "but tiles read it once @{by}'s chunks arrive: they would read rows that never came"
+                        ),
+                    };
+                    return Err(fail(
+                        consume,
+                        format!(
+                            "chunk-lower-transfers: on rank {r}, no transfer writes chunk {index} of @{name} (in rank {owner}'s block), {consequence}"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The host's copy schedule of `plan`, whose flags `layout` places: per
+/// rank, the copies its streams drive (in transfer order), the plan's
+/// buffers and flag ranges, and what `chunk-fuse-reductions` recorded.
+pub(super) fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, PassFailed> {
+    let w = plan.world_size;
+    let mut per_rank: Vec<Vec<(i64, Json)>> = vec![Vec::new(); w as usize];
+    for t in plan.ops_named("chunk.transfer") {
+        host_copies(plan, layout, t, &mut per_rank)?;
+    }
+    let copies: Vec<Vec<Json>> = per_rank
+        .into_iter()
+        .map(|mut list| {
+            list.sort_by_key(|(order, _)| *order);
+            list.into_iter().map(|(_, c)| c).collect()
+        })
+        .collect();
+    let buffers: Vec<Json> = plan
+        .buffers
+        .iter()
+        .map(|b| {
+            json!({"name": b.name, "arg": b.arg, "shape": b.shape, "element": b.element,
+                   "element_bytes": b.element_bytes(), "staging": b.staging, "trace": b.trace})
+        })
+        .collect();
+    let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum();
+    let consumers: Vec<Json> = layout
+        .iter()
+        .map(|r| {
+            let kind = match r.kind {
+                crate::plan::FlagKind::Arrival => "arrival",
+                crate::plan::FlagKind::Reduction => "reduction",
+                crate::plan::FlagKind::Output => "output",
+            };
+            json!({"buffer": r.buffer, "kind": kind, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
+                         "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base})
+        })
+        .collect();
+    // What the launch waits for after the kernel (chunk-fuse-reductions).
+    let completion: Json = ir::str_attr(plan.op, crate::fuse_reductions::COMPLETION_ATTR)
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!([]));
+    let reduction_copies: Json =
+        ir::str_attr(plan.op, crate::fuse_reductions::REDUCTION_COPIES_ATTR)
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| json!([]));
+    Ok(json!({
+        "reduction_copies": reduction_copies,
+        "completion": completion,
+        "plan": plan.name,
+        "world_size": w,
+        "num_flags": num_flags,
+        "copy_programs": 0,
+        "buffers": buffers,
+        "chunks": consumers,
+        "copies": copies,
+    }))
+}
+
+/// Adds the copies of transfer `t` that the host drives, one per rank, to
+/// the list of the rank that drives each (with its `order`); nothing for
+/// a transfer lowered into the kernel or one that moves nothing.
+fn host_copies(
+    plan: &Plan,
+    layout: &[crate::plan::FlagRange],
+    t: ir::Op,
+    per_rank: &mut [Vec<(i64, Json)>],
+) -> Result<(), PassFailed> {
+    let w = plan.world_size;
+    let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
+    let mode = crate::plan::transfer_mode(t);
+    // A copy within the rank runs before the kernel, on its stream (the
+    // driver may run it on SMs, which waiting tiles would hold): no
+    // flag, the kernel starts with the rows in place.
+    let before_kernel = mode == Some(attrs::TransferMode::Local);
+    // Nor does a chunk whose arrival a later flag of the same copy
+    // stream implies (chunk-insert-waits: no tile waits for it).
+    let implied = ir::attr(t, crate::insert_waits::IMPLIED_ATTR).is_some();
+    let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
+        return Err(internal(t, "a transfer without regions"));
+    };
+    if moves_nothing(t)
+        || backend == Some(attrs::Backend::Ldst)
+        || ir::attr(t, FUSED_ATTR).is_some()
+    {
+        return Ok(());
+    }
+    if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
+        return Err(fail(
+            t,
+            "chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only \
+             by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first",
+        ));
+    }
+    if backend != Some(attrs::Backend::CopyEngine) {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: backend '{}' is not implemented yet; use copy_engine or ldst",
+                backend.map_or("?", |b| b.keyword())
+            ),
+        ));
+    }
+    let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), dst_buffer(t))
+    else {
+        return Err(internal(t, "cannot read the transfer's regions"));
+    };
+    let (Some(src_buf), Some(dst_buf)) = (plan.buffer(&src_name), plan.buffer(&dst_name)) else {
+        return Err(internal(t, "the transfer's buffers are not in the plan"));
+    };
+    let range = layout.iter().find(|r| r.buffer == dst_name);
+    let order = ir::int_attr(t, "order").unwrap_or(0);
+    for r in 0..w {
+        let rank_of = |key: &str| crate::plan::rank_at(t, key, r);
+        let (Some(src_rank), Some(dst_rank)) = (rank_of("src_rank"), rank_of("dst_rank")) else {
+            return Err(fail(
+                t,
+                "chunk-lower-transfers: cannot evaluate the rank maps",
+            ));
+        };
+        let (Some(src_off), Some(dst_off)) =
+            (region_offsets(src_attr, r), region_offsets(dst_attr, r))
+        else {
+            return Err(fail(
+                t,
+                "chunk-lower-transfers: cannot evaluate the region offsets",
+            ));
+        };
+        let (src_offset, src_rows, row_elems, src_pitch) = as_2d(&src_buf.shape, &src_off, &sizes)
+            .ok_or_else(|| {
+                fail(
+                    t,
+                    "chunk-lower-transfers: the source region is not a 2D strided box",
+                )
+            })?;
+        let dst_sizes = crate::plan::region_sizes(t).unwrap_or_default();
+        let (dst_offset, _, dst_row_elems, dst_pitch) = as_2d(&dst_buf.shape, &dst_off, &dst_sizes)
+            .ok_or_else(|| {
+                fail(
+                    t,
+                    "chunk-lower-transfers: the destination region is not a 2D strided box",
+                )
+            })?;
+        if dst_row_elems != row_elems {
+            return Err(fail(
+                t,
+                "chunk-lower-transfers: source and destination rows differ in length",
+            ));
+        }
+        let flag = range
+            .filter(|_| !before_kernel && !implied)
+            .and_then(|range| range.flag_at(&dst_off));
+        // The destination's rank drives a pull, the source's a push.
+        let driver = if mode == Some(attrs::TransferMode::Push) {
+            src_rank
+        } else {
+            dst_rank
+        };
+        per_rank[driver as usize].push((
+            order,
+            json!({
+                "name": ir::str_attr(t, "sym_name"),
+                "order": order,
+                "src_rank": src_rank,
+                "dst_rank": dst_rank,
+                "src_buffer": src_name,
+                "dst_buffer": dst_name,
+                "src_offset": src_offset,
+                "dst_offset": dst_offset,
+                "rows": src_rows,
+                "row_elems": row_elems,
+                "src_pitch": src_pitch,
+                "dst_pitch": dst_pitch,
+                "flag": flag,
+                "before_kernel": before_kernel,
+            }),
+        ));
+    }
+    Ok(())
+}
+
+/// A box as (element offset, rows, elements per row, row pitch): every
+/// dimension after the first one the box does not span fully must be full.
+fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i64, i64, i64, i64)> {
+    let n = shape.len();
+    if n == 0 || offsets.len() != n || sizes.len() != n {
+        return None;
+    }
+    let mut strides = vec![1i64; n];
+    for d in (0..n - 1).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let offset: i64 = offsets.iter().zip(&strides).map(|(o, s)| o * s).sum();
+    // Innermost dimensions spanned fully form one contiguous row.
+    let mut inner = n;
+    while inner > 1 && sizes[inner - 1] == shape[inner - 1] {
+        inner -= 1;
+    }
+    // Dimensions [inner, n) are full; dimension inner-1 may be partial: the
+    // row is sizes[inner-1] * stride; rows are the product of the outer
+    // sizes, which must be at most one partial dimension deep.
+    let row_elems = sizes[inner - 1] * strides[inner - 1];
+    let outer: Vec<usize> = (0..inner - 1).collect();
+    let partial_outer: Vec<&usize> = outer.iter().filter(|d| sizes[**d] != 1).collect();
+    match partial_outer.as_slice() {
+        [] => Some((offset, 1, row_elems, row_elems)),
+        [d] if (**d + 1..inner - 1).all(|e| sizes[e] == 1) => {
+            Some((offset, sizes[**d], row_elems, strides[**d]))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_2d;
+
+    #[test]
+    fn boxes_as_2d_copies() {
+        // Whole rows: one contiguous block.
+        assert_eq!(as_2d(&[8, 4], &[2, 0], &[3, 4]), Some((8, 1, 12, 12)));
+        // A column block: 3 rows of 2, pitch 4.
+        assert_eq!(as_2d(&[8, 4], &[2, 1], &[3, 2]), Some((9, 3, 2, 4)));
+        // 3D, full inner dims.
+        assert_eq!(
+            as_2d(&[2, 4, 4], &[1, 0, 0], &[1, 4, 4]),
+            Some((16, 1, 16, 16))
+        );
+        // Not expressible as one strided 2D copy.
+        assert_eq!(as_2d(&[4, 4, 4], &[0, 0, 0], &[2, 2, 2]), None);
+    }
+}

@@ -1,0 +1,251 @@
+//! The `ldst` transfers: each copy program copies its blocks of every
+//! transfer's chunk from the source rank's heap into its own rank's
+//! buffer, in schedule order, and the last program to finish a chunk sets
+//! its arrival flag ([`lower`]).
+
+use super::{
+    CopyPrograms, MIN_COPY_BLOCK, copy_block,
+    emit::{copy_blocks, last_to_finish, split_grid},
+    emit_affine,
+};
+use crate::{
+    abi::AbiArgs,
+    plan::{FlagRange, Plan, fail, internal, region_parts},
+};
+use melior::ir::AffineMap;
+use synco_chunk::PassFailed;
+use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value};
+
+/// One transfer to copy, with what the code needs.
+struct SmCopy<'c> {
+    op: Op,
+    /// The ranks its maps are evaluated on: `0..world_size`.
+    world_size: i64,
+    src_rank_map: AffineMap<'c>,
+    src_offsets_map: AffineMap<'c>,
+    dst_offsets_map: AffineMap<'c>,
+    /// Elements in the (contiguous) chunk.
+    len: i64,
+    /// Elements per copy step (see [`copy_block`]).
+    block: i64,
+    flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
+    strides: Vec<i64>,
+    arg: usize,
+}
+
+/// Rewrites `kernel` so that `programs` copy programs copy `transfers`,
+/// placed as `placement` says.
+#[allow(clippy::too_many_arguments)]
+pub fn lower(
+    plan: &Plan,
+    kernel: Op,
+    abi: AbiArgs,
+    transfers: &[Op],
+    programs: i64,
+    placement: CopyPrograms,
+    layout: &[FlagRange],
+    counter_base: i64,
+) -> Result<(), PassFailed> {
+    let mut copies = Vec::new();
+    for &t in transfers {
+        if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
+            return Err(fail(
+                t,
+                "the ldst backend does not lower reducing transfers or transfers that wait for others yet",
+            ));
+        }
+        let (Some((src_buf, src_map, sizes)), Some((dst_buf, dst_map, _))) = (
+            ir::attr(t, "src").and_then(region_parts),
+            ir::attr(t, "dst").and_then(region_parts),
+        ) else {
+            return Err(internal(t, "cannot read the transfer's regions"));
+        };
+        if src_buf != dst_buf {
+            return Err(fail(
+                t,
+                "the ldst backend copies within one buffer (all_gather); not yet between buffers",
+            ));
+        }
+        // Rank r's copy programs run the instance of rank r, into r's own
+        // buffer.
+        for r in 0..plan.world_size {
+            let dst_rank = crate::plan::rank_at(t, "dst_rank", r);
+            if dst_rank != Some(r) {
+                return Err(fail(
+                    t,
+                    format!(
+                        "the ldst backend's copy programs load into their own rank's buffer, but on rank {r} this transfer writes {}: write it from the destination's side, `to <...> on (r) -> (r)`, with its source rank map naming the peer",
+                        dst_rank.map_or("an unknown rank".into(), |d| format!("rank {d}'s"))
+                    ),
+                ));
+            }
+        }
+        let Some(buffer) = plan.buffer(&dst_buf) else {
+            return Err(internal(t, "the transfer's buffer is not in the plan"));
+        };
+        let Some(arg) = buffer.arg else {
+            return Err(fail(
+                t,
+                format!("the ldst backend needs @{dst_buf} bound to a kernel argument"),
+            ));
+        };
+        // Contiguous: one index in every dimension before the first partial
+        // one, everything in every dimension after it.
+        let first_partial = sizes
+            .iter()
+            .zip(&buffer.shape)
+            .position(|(s, d)| s != d)
+            .unwrap_or(0);
+        let outer_single = sizes[..first_partial].iter().all(|s| *s == 1);
+        if !outer_single
+            || sizes
+                .iter()
+                .zip(&buffer.shape)
+                .skip(first_partial + 1)
+                .any(|(s, d)| s != d)
+        {
+            return Err(fail(
+                t,
+                "the ldst backend copies contiguous chunks only (whole rows)",
+            ));
+        }
+        let len: i64 = sizes.iter().product();
+        let element_bytes = buffer.element_bytes().ok_or_else(|| {
+            fail(
+                t,
+                format!("the ldst backend cannot copy {} elements", buffer.element),
+            )
+        })?;
+        let Some(block) = copy_block(len, element_bytes) else {
+            return Err(fail(
+                t,
+                format!(
+                    "the ldst backend copies chunks of a multiple of {MIN_COPY_BLOCK} elements; this chunk has {len}"
+                ),
+            ));
+        };
+        let mut strides = vec![1i64; buffer.shape.len()];
+        for d in (0..buffer.shape.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * buffer.shape[d + 1];
+        }
+        copies.push(SmCopy {
+            op: t,
+            world_size: plan.world_size,
+            src_rank_map: crate::plan::rank_map(t, "src_rank")
+                .ok_or_else(|| internal(t, "cannot read the transfer's source rank map"))?,
+            src_offsets_map: src_map,
+            dst_offsets_map: dst_map,
+            len,
+            block,
+            flag: layout
+                .iter()
+                .find(|r| r.buffer == dst_buf)
+                .map(|r| (r.base, r.dim, r.rows_per_chunk)),
+            strides,
+            arg,
+        });
+    }
+    copies.sort_by_key(|c| ir::int_attr(c.op, "order").unwrap_or(0));
+
+    let site = split_grid(kernel, programs, placement)?;
+    for copy in &copies {
+        emit_copy(
+            &site.builder,
+            kernel,
+            abi,
+            copy,
+            site.copier_id,
+            site.programs,
+            programs,
+            counter_base,
+        )?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_copy(
+    b: &Builder,
+    kernel: Op,
+    abi: AbiArgs,
+    copy: &SmCopy,
+    pid: Value,
+    programs_value: Value,
+    programs: i64,
+    counter_base: i64,
+) -> Result<(), PassFailed> {
+    let b = b.with_loc(ir::location_of(copy.op));
+    let Some(base) = crate::tiles::kernel_arg(kernel, copy.arg) else {
+        return Err(internal(copy.op, "the buffer's kernel argument is missing"));
+    };
+    let ptr_type = ir::type_of(base);
+    let element = ir::parse_type(b.ctx, &element_of(&ir::print_type(ptr_type)))
+        .ok_or_else(|| internal(copy.op, "the buffer's argument is not a pointer"))?;
+    let elem_bytes = match ir::print_type(element).as_str() {
+        "bf16" | "f16" | "i16" => 2,
+        "f32" | "i32" => 4,
+        "f64" | "i64" => 8,
+        _ => 1,
+    };
+    let emit = |map: AffineMap| {
+        emit_affine(&b, map, abi.rank, copy.world_size)
+            .map_err(|why| fail(copy.op, format!("chunk-lower-transfers (ldst): {why}")))
+    };
+    let src_rank = emit(copy.src_rank_map)?[0];
+    let linear = |offsets: Vec<Value>| -> Value {
+        let mut total = b.const_i64(0);
+        for (off, stride) in offsets.into_iter().zip(&copy.strides) {
+            total = b.addi(total, b.muli(b.to_i64(off), b.const_i64(*stride)));
+        }
+        total
+    };
+    let src_offsets = emit(copy.src_offsets_map)?;
+    let dst_offsets = emit(copy.dst_offsets_map)?;
+    let flag_index = copy
+        .flag
+        .map(|(base, dim, rows)| (base, dst_offsets[dim], rows));
+    let src_off = linear(src_offsets);
+    let dst_off = linear(dst_offsets);
+    // The peer's copy of the buffer: heap bases differ by a multiple of the
+    // allocation alignment, so the element delta is a multiple of 16.
+    let i64t = ir::i64_type(b.ctx);
+    let my_heap = b.load(b.addptr(abi.heap_bases, abi.rank), i64t);
+    let src_heap = b.load(b.addptr(abi.heap_bases, src_rank), i64t);
+    let delta = b.divsi(b.subi(src_heap, my_heap), b.const_i64(elem_bytes));
+    b.assume_multiple_of(delta, 16);
+    let src_base = b.addptr(b.addptr(base, delta), src_off);
+    let dst_base = b.addptr(base, dst_off);
+    copy_blocks(
+        &b,
+        (src_base, dst_base),
+        copy.len,
+        copy.block,
+        element,
+        (pid, programs_value),
+    );
+    let Some((flag_base, row, rows_per_chunk)) = flag_index else {
+        return Ok(());
+    };
+    // Count this program done; the last one publishes the chunk.
+    let chunk = b.divsi(row, b.const_i32(rows_per_chunk));
+    let flag = b.addi(chunk, b.const_i32(flag_base));
+    let counter = b.addi(flag, b.const_i32(counter_base));
+    b.if_then(last_to_finish(&b, abi, counter, programs), |then| {
+        then.atomic_rmw(
+            RmwOp::Xchg,
+            then.addptr(abi.flags, flag),
+            abi.epoch,
+            Sem::Release,
+            Scope::Sys,
+        );
+    });
+    Ok(())
+}
+
+/// `!tt.ptr<bf16>` -> `bf16`.
+fn element_of(ptr_type: &str) -> String {
+    ptr_type
+        .trim_start_matches("!tt.ptr<")
+        .trim_end_matches('>')
+        .to_string()
+}
