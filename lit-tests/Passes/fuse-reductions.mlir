@@ -517,14 +517,14 @@ module {
 
 // -----
 
-// Reducing transfers written out by hand, without the group that names
-// their collective.
+// Reducing transfers written out by hand, without the collective(...) they
+// implement.
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @P : !chunk.buffer<256x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<128x64xbf16>
     chunk.produce @tiles @P dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `group` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it}}
+    // expected-error @below {{chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `collective(...)` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it}}
     chunk.transfer @C_own local ldst from <@P[(d0) -> (d0 * 128, 0)] [128, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(0) after [@tiles] reduce(sum)
     chunk.transfer @C_peer pull ldst from <@P[(d0) -> (d0 * 128, 0)] [128, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [128, 64]> on (d0) -> (d0) order(1) after [@tiles] reduce(sum)
   }

@@ -3,24 +3,28 @@
 //! collective and backend), and whether their regions are the chunks the
 //! fused code reduces ([`check_layout`]).
 
-use crate::plan::{Plan, ReductionKind, fail, internal, reduction_kind};
+use crate::plan::{
+    Plan, ReductionKind, fail, internal, reduction_kind, reduction_kind_of, two_shot_gathers,
+};
 use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Op};
 
 /// Reduce-scatter and all-reduce on the SM backend, or a reduce-scatter
 /// (or two-shot all-reduce) moved by the copy engine.
 pub(super) fn check_fusable(t: Op) -> Result<(), PassFailed> {
-    let group = ir::str_attr(t, "group").unwrap_or_default();
-    if !group.starts_with("reduce_scatter") && !group.starts_with("all_reduce") {
+    let Some(kind) = reduction_kind_of(t) else {
         return Err(fail(
             t,
-            "chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `group` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it",
+            "chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `collective(...)` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it",
         ));
-    }
+    };
     let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
     let local = crate::plan::is_local(t);
     // A reduce-scatter, alone or as a two-shot all-reduce's first phase.
-    let scatters = group.starts_with("reduce_scatter") || group.ends_with("_rs");
+    let scatters = matches!(
+        kind,
+        ReductionKind::ReduceScatter | ReductionKind::AllReduceTwoShot
+    );
     if backend == Some(attrs::Backend::CopyEngine) && !local && scatters {
         return Ok(());
     }
@@ -48,9 +52,7 @@ pub(super) fn check_fusable(t: Op) -> Result<(), PassFailed> {
 /// every rank; a plan written out by hand can still put them elsewhere
 /// (a rotated owner, say), which this refuses.
 pub(super) fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
-    let gathers = plan.ops_named("chunk.transfer").into_iter().filter(|t| {
-        ir::str_attr(*t, "group").is_some_and(|g| g.starts_with("all_reduce") && g.ends_with("_ag"))
-    });
+    let gathers = two_shot_gathers(plan);
     // (partials, output, sizes) of each partial buffer's first reducing
     // transfer: its sizes are the chunk (as in `flag_layout`).
     let mut firsts: Vec<(String, String, Vec<i64>)> = Vec::new();

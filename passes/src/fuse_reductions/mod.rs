@@ -124,10 +124,7 @@ fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(),
         }
         // A two-shot all-reduce's gathering transfers move the sums the
         // owners now push themselves.
-        let gathers = plan.ops_named("chunk.transfer").into_iter().filter(|t| {
-            ir::str_attr(*t, "group")
-                .is_some_and(|g| g.starts_with("all_reduce") && g.ends_with("_ag"))
-        });
+        let gathers = crate::plan::two_shot_gathers(&plan);
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in reducing.into_iter().chain(gathers) {
                 ir::set_attr(t, FUSED_ATTR, unit);

@@ -172,6 +172,17 @@ pub fn collective_of(t: Op) -> Option<(attrs::CollectiveKind, Option<attrs::Coll
     Some((kind, phase))
 }
 
+/// The transfers of the plan's two-shot all-reduces' gathering phase.
+pub fn two_shot_gathers(plan: &Plan) -> impl Iterator<Item = Op> {
+    plan.ops_named("chunk.transfer").into_iter().filter(|t| {
+        collective_of(*t)
+            == Some((
+                attrs::CollectiveKind::AllReduce,
+                Some(attrs::CollectivePhase::AllGather),
+            ))
+    })
+}
+
 /// What a reducing transfer reduces for: `None` if it records no
 /// collective that reduces.
 pub fn reduction_kind_of(t: Op) -> Option<ReductionKind> {
