@@ -505,7 +505,7 @@ Where partials travel is the option `mode`, or the copy engine:
   its kernel argument, and marks the plan `chunk.staged` so that its
   flag layout is the copy engine's), but the copies are run by SM copy
   programs of the kernel itself, which `chunk-lower-transfers` adds
-  (`sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
+  (`lower_transfers::sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
   stream, at the price of the SMs the copy programs hold.
 
 Every tile waits only for its own chunk, and the sum is the same bits on
@@ -711,7 +711,7 @@ with no flag.
 `copies[r]` is rank `r`'s list, in schedule order.
 
 Backend `ldst`: the chunks are copied by SM programs of the fused kernel
-itself (see [`crate::sm_copies`]): the kernel's 1D grid gets
+itself (see `lower_transfers::sm_copies`): the kernel's 1D grid gets
 `copy-programs` extra programs in front, recorded as `copy_programs` in
 the schedule (the runtime launches them), and the flag array gets one
 completion counter per flag after the flags. A 2D grid gets an extra
@@ -721,7 +721,7 @@ plane of copy programs instead (`copy_plane` in the schedule; grid axis
 A reduction staged on SMs (`chunk-fuse-reductions{mode=stage}` marked
 the plan `chunk.staged`) gets `copy-programs` copy programs the same
 way, which run the reduction copies the copy engine would
-(`sm_copies::lower_reduction_copies`); the schedule's
+(`lower_transfers::sm_copies::lower_reduction_copies`); the schedule's
 `reduction_copies` is then empty. One kernel has one set of copy
 programs: an `ldst` transfer beside a staged reduction is refused.
 
