@@ -22,12 +22,14 @@
 //
 // Rank 0's side stream: chunk 0 (g = 0) once its 4 tiles are counted,
 // 256 rows of 128 elements (256 bytes), pitch 512 bytes, into rank 1's
-// @C at the same place, setting no flag; chunk 1 from byte 256.
+// @C at the same place, setting no flag (a copy lists no `arrived`,
+// `consumed` or `copied` flag); chunk 1 from byte 256.
 // Rank 1's first copy: its chunk g = 2 (byte 256 * 256 * 2 = 131072).
 // CHECK-LABEL: chunk.plan @gather
-// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:256,\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,\22rows\22:{\22count\22:256,\22src_pitch\22:512,\22dst_pitch\22:512}},
-// CHECK-SAME:  {\22src_buffer\22:\22C\22,{{.*}}\22src_offset\22:256,{{.*}}\22produced\22:[1,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
-// CHECK-SAME:  {{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:0,\22src_offset\22:131072,\22dst_offset\22:131072,{{.*}}\22produced\22:[2,4],
+// CHECK-SAME:  chunk.flag_layout = [{base = 0 : i64, buffer = "C", chunks_per_rank = 2 : i64, counters_per_chunk = 1 : i64, dim = 1 : i64, kind = "output", rank_block = 256 : i64, rank_dim = 0 : i64, rows_per_chunk = 128 : i64}]
+// CHECK-SAME:  chunk.reduction_copies = {{\[\[}}{bytes = 256 : i64, dst_buffer = "C", dst_offset = 0 : i64, owner = 1 : i64, produced = array<i64: 0, 4>, rows = {count = 256 : i64, dst_pitch = 512 : i64, src_pitch = 512 : i64}, src_buffer = "C", src_offset = 0 : i64},
+// CHECK-SAME:  {bytes = 256 : i64, dst_buffer = "C", dst_offset = 256 : i64, owner = 1 : i64, produced = array<i64: 1, 4>,{{[^}]*}}}, src_buffer = "C", src_offset = 256 : i64}],
+// CHECK-SAME:  [{bytes = 256 : i64, dst_buffer = "C", dst_offset = 131072 : i64, owner = 0 : i64, produced = array<i64: 2, 4>,
 // CHECK-NOT:   chunk.completion
 // CHECK:       chunk.transfer @C_p1_c0 {{.*}}chunk.fused
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
@@ -116,7 +118,7 @@ module {
 // A reduction fused before this pass (its records on the plan) keeps the
 // side stream and the launch's end: one fused operation per plan.
 module {
-  chunk.plan @after_reduction world_size(2) attributes {chunk.reduction_copies = "[[], []]"} {
+  chunk.plan @after_reduction world_size(2) attributes {chunk.reduction_copies = [[], []]} {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
     // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
@@ -135,7 +137,7 @@ module {
 // -----
 
 module {
-  chunk.plan @after_two_shot world_size(2) attributes {chunk.completion = "[[], []]"} {
+  chunk.plan @after_two_shot world_size(2) attributes {chunk.completion = [[], []]} {
     chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
     chunk.produce @tiles @C dim(1) tile(64)
     // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
@@ -255,8 +257,8 @@ module {
 // its 3 peers, chunk by chunk, in rank-rotated order (r+1, r+2, r+3),
 // setting no flag. Counters: produced 0..8.
 // CHECK-LABEL: chunk.plan @gather4
-// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,{{[^}]*}}\22produced\22:[0,4],\22consumed\22:null,\22arrived\22:null,\22copied\22:null,
-// CHECK-SAME:  \22owner\22:2,{{[^}]*}}\22produced\22:[0,4],{{.*}}\22owner\22:3,{{[^}]*}}\22produced\22:[0,4],{{.*}}\22owner\22:1,{{[^}]*}}\22produced\22:[1,4],
+// CHECK-SAME:  chunk.reduction_copies = {{\[\[}}{bytes = 256 : i64, dst_buffer = "C", dst_offset = 0 : i64, owner = 1 : i64, produced = array<i64: 0, 4>,
+// CHECK-SAME:  owner = 2 : i64, produced = array<i64: 0, 4>,{{.*}}owner = 3 : i64, produced = array<i64: 0, 4>,{{.*}}owner = 1 : i64, produced = array<i64: 1, 4>,
 module {
   chunk.plan @gather4 world_size(4) {
     chunk.buffer @C : !chunk.buffer<1024x256xbf16> bind(0)

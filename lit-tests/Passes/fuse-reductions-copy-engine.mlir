@@ -34,8 +34,9 @@
 // byte 32768.
 
 // CHECK-LABEL: chunk.plan @p
-// CHECK-SAME: chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:null,\22arrived\22:8,\22copied\22:null},
-// CHECK-SAME: {\22src_buffer\22:\22P\22,{{[^}]*}}\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,{{[^}]*}}\22arrived\22:10,
+// CHECK-SAME: chunk.flag_layout = [{base = 0 : i64, buffer = "P", chunks_per_rank = 2 : i64, counters_per_chunk = 5 : i64, dim = 0 : i64, kind = "reduction", rank_block = 512 : i64, rank_dim = 0 : i64, rows_per_chunk = 256 : i64}]
+// CHECK-SAME: chunk.reduction_copies = {{\[\[}}{arrived = 8 : i64, bytes = 32768 : i64, dst_buffer = "P_staging", dst_offset = 0 : i64, owner = 1 : i64, produced = array<i64: 2, 2>, src_buffer = "P", src_offset = 65536 : i64},
+// CHECK-SAME: {arrived = 10 : i64, bytes = 32768 : i64, dst_buffer = "P_staging", dst_offset = 32768 : i64, owner = 1 : i64,{{[^}]*}}src_offset = 98304 : i64}
 // CHECK:      chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):

@@ -32,8 +32,9 @@
 // the owner's arrived[2 * 2 + 0] (flag 8) and its own copied[2] (flag 18);
 // then chunk 3. Rank 1's list starts with chunk 0.
 // CHECK-LABEL: chunk.plan @p
-// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},
-// CHECK-SAME:  \22produced\22:[3,2],{{.*}}\22produced\22:[0,2],
+// CHECK-SAME:  chunk.flag_layout = [{base = 0 : i64, buffer = "P", chunks_per_rank = 2 : i64, counters_per_chunk = 5 : i64,
+// CHECK-SAME:  chunk.reduction_copies = {{\[\[}}{arrived = 8 : i64, bytes = 32768 : i64, consumed = array<i64: 14, 2>, copied = 18 : i64, dst_buffer = "P_staging", dst_offset = 0 : i64, owner = 1 : i64, produced = array<i64: 2, 2>, src_buffer = "P", src_offset = 65536 : i64},
+// CHECK-SAME:  produced = array<i64: 3, 2>,{{.*}}produced = array<i64: 0, 2>,
 // CHECK-SAME:  chunk.staged = ["P"]
 // CHECK:       chunk.buffer @C
 // CHECK-NEXT:  chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}

@@ -21,7 +21,10 @@
 // (chunk.tile_index = "P", reorder-tiles.mlir). The launch's schedule
 // chunk-lower-transfers makes of the result: lower-transfers-fused.mlir.
 
-// CHECK:      chunk.plan @p world_size(2) {
+// One-shot of counters per chunk (partials, acknowledgements, the peers'
+// sums): the flag layout the pass laid out and recorded; no other record
+// (the kernel waits for the sums itself).
+// CHECK:      chunk.plan @p world_size(2) attributes {chunk.flag_layout = [{base = 0 : i64, buffer = "P", chunks_per_rank = 2 : i64, counters_per_chunk = 3 : i64, dim = 0 : i64, kind = "reduction", rank_block = 512 : i64, rank_dim = 0 : i64, rows_per_chunk = 256 : i64}]} {
 // CHECK:      chunk.transfer @C_rs_p0_c0 {{.*}} collective(all_reduce) phase(reduce_scatter) {chunk.fused, group = "all_reduce_C_rs"}
 // CHECK:      chunk.transfer @C_ag_p1_c1 {{.*}} collective(all_reduce) phase(all_gather) {chunk.fused, group = "all_reduce_C_ag"}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
@@ -142,9 +145,9 @@ module {
 // then its sums of chunk 0 (rows 0..256), once reduced[0] (flag 20) counts
 // its 2 tiles, and 1 into rank 1's @C, setting no flag.
 // CHECK-LABEL: chunk.plan @p_copy_engine
-// CHECK-SAME:  chunk.reduction_copies = "{{\[}}{{\[}}{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,{{[^}]*}}\22arrived\22:8,{{[^}]*}}},{{[^}]*}}},
-// CHECK-SAME:  {\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[20,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null},
-// CHECK-SAME:  {\22src_buffer\22:\22C\22,\22dst_buffer\22:\22C\22,\22owner\22:1,\22src_offset\22:32768,\22dst_offset\22:32768,{{[^}]*}}\22produced\22:[21,2],\22consumed\22:null,\22arrived\22:null,\22copied\22:null}]
+// CHECK-SAME:  chunk.reduction_copies = {{\[\[}}{arrived = 8 : i64, bytes = 32768 : i64, dst_buffer = "P_staging",{{[^}]*}}}, {{[{][^}]*}}},
+// CHECK-SAME:  {bytes = 32768 : i64, dst_buffer = "C", dst_offset = 0 : i64, owner = 1 : i64, produced = array<i64: 20, 2>, src_buffer = "C", src_offset = 0 : i64},
+// CHECK-SAME:  {bytes = 32768 : i64, dst_buffer = "C", dst_offset = 32768 : i64, owner = 1 : i64, produced = array<i64: 21, 2>, src_buffer = "C", src_offset = 32768 : i64}]
 // CHECK:       chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}
 // CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
 // CHECK:      ^bb0(%{{.*}}: !tt.ptr<bf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %{{.*}}: !tt.ptr<bf16>):

@@ -13,8 +13,8 @@
 // hand) and the kernels take the fused ABI's arguments (%rank, ...,
 // %heap_bases, %flags, %epoch; chunk.abi_first_arg).
 
-// CHECK:      \22copy_plane\22:true
-// CHECK-SAME: \22copy_programs\22:4
+// CHECK:      copy_plane = true
+// CHECK-SAME: copy_programs = 4 : i64
 // CHECK-LABEL: "tt.func"
 // CHECK:      %[[X:.*]] = "tt.get_program_id"() {axis = 0 : i32}
 // CHECK-NEXT: %[[NX:.*]] = "tt.get_num_programs"() {axis = 0 : i32}

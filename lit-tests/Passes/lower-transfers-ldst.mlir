@@ -15,8 +15,8 @@
 // %heap_bases, %flags, %epoch; chunk.abi_first_arg). The last case is a
 // reduce-scatter after chunk-fuse-reductions{mode=stage} too.
 
-// CHECK:      \22copy_programs\22:4
-// CHECK-SAME: \22num_flags\22:4
+// CHECK:      copy_programs = 4 : i64
+// CHECK-SAME: num_flags = 4 : i64
 // CHECK-LABEL: "tt.func"
 // The ABI arguments: %arg1 rank, %arg3 heap bases, %arg4 flags, %arg5 epoch.
 // CHECK:      ^bb0(%arg0: !tt.ptr<bf16>, %arg1: i32, %arg2: i32, %arg3: !tt.ptr<i64>, %arg4: !tt.ptr<i32>, %arg5: i32, %arg6: !tt.ptr<i32>):
@@ -218,9 +218,9 @@ module {
 // arrived[g * 2 + r] and its own copied[g] to the epoch (release/sys).
 // The schedule: 4 copy programs, counters after the 20 flags, nothing for
 // the side stream.
-// PROGRAMS:      \22copy_programs\22:4
-// PROGRAMS-SAME: \22num_flags\22:40
-// PROGRAMS-SAME: \22reduction_copies\22:[]
+// PROGRAMS:      copy_programs = 4 : i64
+// PROGRAMS-SAME: num_flags = 40 : i64
+// PROGRAMS-SAME: reduction_copies = []
 // PROGRAMS-LABEL: "tt.func"
 // PROGRAMS:      ^bb0(%[[P:.*]]: !tt.ptr<bf16>, %{{.*}}: i32, %[[RANK:.*]]: i32, %{{.*}}: i32, %{{.*}}: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %{{.*}}: !tt.ptr<i32>, %{{.*}}: !tt.ptr<bf16>, %[[STAGING:.*]]: !tt.ptr<bf16>):
 // PROGRAMS:      %[[PID:.*]] = "tt.get_program_id"() {axis = 0 : i32}
@@ -270,7 +270,7 @@ module {
 // PROGRAMS:      } else {
 // PROGRAMS:        arith.divsi %[[COMPUTE]]
 module {
-  chunk.plan @p world_size(2) attributes {chunk.reduction_copies = "[[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:65536,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[2,2],\22consumed\22:[14,2],\22arrived\22:8,\22copied\22:18},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:1,\22src_offset\22:98304,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[3,2],\22consumed\22:[15,2],\22arrived\22:10,\22copied\22:19}],[{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:0,\22dst_offset\22:0,\22bytes\22:32768,\22produced\22:[0,2],\22consumed\22:[12,2],\22arrived\22:5,\22copied\22:16},{\22src_buffer\22:\22P\22,\22dst_buffer\22:\22P_staging\22,\22owner\22:0,\22src_offset\22:32768,\22dst_offset\22:32768,\22bytes\22:32768,\22produced\22:[1,2],\22consumed\22:[13,2],\22arrived\22:7,\22copied\22:17}]]", chunk.staged = ["P"]} {
+  chunk.plan @p world_size(2) attributes {chunk.reduction_copies = [[{arrived = 8, bytes = 32768, consumed = array<i64: 14, 2>, copied = 18, dst_buffer = "P_staging", dst_offset = 0, owner = 1, produced = array<i64: 2, 2>, src_buffer = "P", src_offset = 65536}, {arrived = 10, bytes = 32768, consumed = array<i64: 15, 2>, copied = 19, dst_buffer = "P_staging", dst_offset = 32768, owner = 1, produced = array<i64: 3, 2>, src_buffer = "P", src_offset = 98304}], [{arrived = 5, bytes = 32768, consumed = array<i64: 12, 2>, copied = 16, dst_buffer = "P_staging", dst_offset = 0, owner = 0, produced = array<i64: 0, 2>, src_buffer = "P", src_offset = 0}, {arrived = 7, bytes = 32768, consumed = array<i64: 13, 2>, copied = 17, dst_buffer = "P_staging", dst_offset = 32768, owner = 0, produced = array<i64: 1, 2>, src_buffer = "P", src_offset = 32768}]], chunk.staged = ["P"]} {
     chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xbf16>
     chunk.buffer @P_staging : !chunk.buffer<512x64xbf16> {chunk.staging}

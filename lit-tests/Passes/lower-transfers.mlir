@@ -1,6 +1,6 @@
 // chunk-lower-transfers: copy-engine transfers become the host schedule,
-// a JSON module attribute (synco compile moves it into the launch
-// manifest): rank r's copies in order, with element offsets, 2D shapes and
+// a module attribute holding the launch manifest's typed schedule (synco
+// compile moves it into the manifest): rank r's copies in order, with element offsets, 2D shapes and
 // the flag each sets. Local chunks already in place are dropped; so are the
 // transfers and tile maps (the plan keeps its buffers).
 //
@@ -14,14 +14,14 @@
 // rows [0, 256) and [256, 512) of A into rank 1 (element offsets 0 and
 // 256*64), setting rank 1's flags 0 and 1; rank 1 pushes rows [512, 1024)
 // into rank 0, setting flags 2 and 3.
-// CHECK:      module attributes {chunk.host_schedule = "{
-// CHECK-SAME: \22buffers\22:[{\22arg\22:0,\22element\22:\22bf16\22,\22element_bytes\22:2,\22name\22:\22A\22,\22shape\22:[1024,64],\22staging\22:false,\22trace\22:false}]
-// CHECK-SAME: \22chunks\22:[{\22buffer\22:\22A\22,\22chunks_per_rank\22:2,\22dim\22:0,\22flag_base\22:0,\22kind\22:\22arrival\22,\22rows_per_chunk\22:256}]
-// CHECK-SAME: \22copies\22:[
-// CHECK-SAME: [{\22before_kernel\22:false,\22dst_buffer\22:\22A\22,\22dst_offset\22:0,\22dst_pitch\22:16384,\22dst_rank\22:1,\22flag\22:0,\22name\22:\22A_p1_c0\22,\22order\22:2,\22row_elems\22:16384,\22rows\22:1,\22src_buffer\22:\22A\22,\22src_offset\22:0,\22src_pitch\22:16384,\22src_rank\22:0}
-// CHECK-SAME: {{.*}}\22flag\22:1,\22name\22:\22A_p1_c1\22,\22order\22:3
-// CHECK-SAME: [{\22before_kernel\22:false,\22dst_buffer\22:\22A\22,\22dst_offset\22:32768,{{.*}}\22dst_rank\22:0,\22flag\22:2,{{.*}}\22src_rank\22:1}
-// CHECK-SAME: \22num_flags\22:4,\22plan\22:\22p\22,\22reduction_copies\22:[],\22world_size\22:2}"}
+// CHECK:      module attributes {chunk.host_schedule = {
+// CHECK-SAME: buffers = [{arg = 0 : i64, element = "bf16", element_bytes = 2 : i64, name = "A", shape = array<i64: 1024, 64>, staging = false, trace = false}]
+// CHECK-SAME: chunks = [{buffer = "A", chunks_per_rank = 2 : i64, dim = 0 : i64, flag_base = 0 : i64, kind = "arrival", rows_per_chunk = 256 : i64}]
+// CHECK-SAME: copies = [
+// CHECK-SAME: [{before_kernel = false, dst_buffer = "A", dst_offset = 0 : i64, dst_pitch = 16384 : i64, dst_rank = 1 : i64, flag = 0 : i64, name = "A_p1_c0", order = 2 : i64, row_elems = 16384 : i64, rows = 1 : i64, src_buffer = "A", src_offset = 0 : i64, src_pitch = 16384 : i64, src_rank = 0 : i64}
+// CHECK-SAME: {{.*}}flag = 1 : i64, name = "A_p1_c1", order = 3 : i64
+// CHECK-SAME: [{before_kernel = false, dst_buffer = "A", dst_offset = 32768 : i64,{{.*}}dst_rank = 0 : i64, flag = 2 : i64,{{.*}}src_rank = 1 : i64}
+// CHECK-SAME: num_flags = 4 : i64, plan = "p", reduction_copies = [], world_size = 2 : i64}}
 // CHECK:      chunk.plan @p world_size(2) {
 // CHECK-NEXT:   chunk.buffer @A
 // CHECK-NEXT: }
@@ -40,7 +40,7 @@ module {
 // -----
 
 // Columns: 2D copies with a row pitch.
-// CHECK: \22dst_offset\22:32,\22dst_pitch\22:64,\22dst_rank\22:0,\22flag\22:null,{{.*}}\22row_elems\22:32,\22rows\22:64,{{.*}}\22src_pitch\22:64,\22src_rank\22:1
+// CHECK: dst_offset = 32 : i64, dst_pitch = 64 : i64, dst_rank = 0 : i64, name = "B_p1_c0",{{.*}}row_elems = 32 : i64, rows = 64 : i64,{{.*}}src_pitch = 64 : i64, src_rank = 1 : i64
 module {
   chunk.plan @cols world_size(2) {
     chunk.buffer @B : !chunk.buffer<64x64xf32>
@@ -164,9 +164,9 @@ module {
 
 // Written out by hand, as a ring: rank r pulls from r - 1, then r - 2, ...
 // each copy sets the flag of the chunk it writes on its destination.
-// CHECK: \22dst_rank\22:0,\22flag\22:3,\22name\22:\22left\22,{{[^}]*}}\22src_rank\22:3}
-// CHECK-SAME: \22dst_rank\22:0,\22flag\22:2,\22name\22:\22across\22,{{[^}]*}}\22src_rank\22:2}
-// CHECK-SAME: \22dst_rank\22:0,\22flag\22:1,\22name\22:\22right\22,{{[^}]*}}\22src_rank\22:1}
+// CHECK: dst_rank = 0 : i64, flag = 3 : i64, name = "left",{{[^}]*}}src_rank = 3 : i64}
+// CHECK-SAME: dst_rank = 0 : i64, flag = 2 : i64, name = "across",{{[^}]*}}src_rank = 2 : i64}
+// CHECK-SAME: dst_rank = 0 : i64, flag = 1 : i64, name = "right",{{[^}]*}}src_rank = 1 : i64}
 module {
   chunk.plan @ring world_size(4) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
@@ -188,10 +188,10 @@ module {
 // (no flag), then on its copy stream A's rows to rank 1 with no flag, then
 // B's two column chunks, each setting rank 1's flag for rank 0's block
 // (2 + c).
-// CHECK: \22copies\22:{{\[\[}}{\22before_kernel\22:true,\22dst_buffer\22:\22Ag\22,{{[^}]*}}\22flag\22:null,
-// CHECK-SAME: {\22before_kernel\22:false,\22dst_buffer\22:\22Ag\22,{{[^}]*}}\22flag\22:null,
-// CHECK-SAME: {\22before_kernel\22:false,\22dst_buffer\22:\22Bg\22,{{[^}]*}}\22flag\22:2,
-// CHECK-SAME: {\22before_kernel\22:false,\22dst_buffer\22:\22Bg\22,{{[^}]*}}\22flag\22:3,
+// CHECK: copies = {{\[\[}}{before_kernel = true, dst_buffer = "Ag",{{[^}]*}}dst_rank = 0 : i64, name =
+// CHECK-SAME: {before_kernel = false, dst_buffer = "Ag",{{[^}]*}}dst_rank = 1 : i64, name =
+// CHECK-SAME: {before_kernel = false, dst_buffer = "Bg",{{[^}]*}}flag = 2 : i64,
+// CHECK-SAME: {before_kernel = false, dst_buffer = "Bg",{{[^}]*}}flag = 3 : i64,
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<512x64xbf16>

@@ -118,11 +118,20 @@ def valid(world, backend, mode, transfers):
 
 
 def schedule_of(mlir):
-    """The host schedule (JSON) that chunk-lower-transfers left on the module."""
-    m = re.search(r'chunk\.host_schedule = "((?:[^"\\]|\\.)*)"', mlir)
-    if not m:
+    """The host schedule that chunk-lower-transfers left on the module (a
+    dictionary attribute: `key = value`, integers `N : i64`, integer lists
+    `array<i64: ...>`, strings without quotes or escapes inside), as JSON."""
+    start = mlir.find("chunk.host_schedule = {")
+    if start < 0:
         return None
-    return json.loads(m.group(1).replace("\\22", '"').replace("\\5C", "\\"))
+    text, depth = mlir[start + len("chunk.host_schedule = "):], 0
+    for end, c in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth == 0:
+            break
+    text = re.sub(r"array<i64: ([^>]*)>", r"[\1]", text[:end + 1])
+    text = re.sub(r"array<i64>", "[]", text).replace(" : i64", "")
+    return json.loads(re.sub(r"([{,] *)([a-z_]+) = ", r'\1"\2": ', text))
 
 
 def check_schedule(schedule, mode, world, transfers):
@@ -147,7 +156,7 @@ def check_schedule(schedule, mode, world, transfers):
             span = (copy["rows"] - 1) * copy["dst_pitch"] + copy["row_elems"]
             if (src, copy["src_offset"], copy["dst_offset"], span) != (w_src, first * K, first * K, n * K):
                 return f"{name} to rank {dst} copies {copy}, the plan says rows {first}..{first + n} from rank {w_src}"
-            flag = copy["flag"]
+            flag = copy.get("flag")  # absent: the copy sets no flag
             if flag is None:
                 return f"{name} to rank {dst} sets no flag"
             chunk = flag - base

@@ -247,7 +247,7 @@ fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64) -> String {
 /// Register names avoid PTX's special registers (`%tid`, `%smid`, ...).
 fn trace_ptx(event: attrs::TraceEvent, records: i64) -> String {
     let word = 8 * event as i64;
-    let record_bytes = 8 * crate::trace_tiles::RECORD_WORDS;
+    let record_bytes = 8 * attrs::TRACE_RECORD_WORDS;
     let mut ptx = format!(
         "{{\n\t.reg .pred %sy_p, %sy_in;\n\t.reg .u32 %sy_x;\n\t.reg .u64 %sy_a, %sy_t, %sy_old;\n\t\
          mov.u32 %sy_x, %tid.x;\n\tsetp.eq.u32 %sy_p, %sy_x, 0;\n\t\

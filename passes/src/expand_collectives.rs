@@ -40,6 +40,8 @@ const MAX_RANK_COPIES: i64 = 1 << 23;
 
 fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
+        // New transfers: a flag layout laid out before does not hold.
+        crate::plan::records::forget_flag_layout(plan.op);
         let mut transfers = plan.ops_named("chunk.transfer").len() as i64;
         for op in plan.body_ops() {
             let kind = match ir::op_name(op).as_str() {

@@ -7,10 +7,10 @@
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::{
-    fuse_reductions::{COMPLETION_ATTR, FUSED_ATTR, REDUCTION_COPIES_ATTR, arrive},
+    flag_ops::arrive,
     plan::{
         FlagKind, FlagRange, Plan, bound_kernel, collective_of, fail, flag_layout, internal, loc,
-        plain_send_source, plans,
+        plain_send_source, plans, records,
     },
     tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
 };
@@ -57,17 +57,19 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
         let transfers = gather_transfers(&plan, &range.buffer)?;
         // One fused operation per plan: a reduction fused before this pass
         // owns the side stream's copies or the launch's completion.
-        for (key, what) in [
+        for (recorded, key, what) in [
             (
-                REDUCTION_COPIES_ATTR,
+                records::has_reduction_copies(&plan),
+                records::REDUCTION_COPIES_ATTR,
                 "has copies on the copy engine's side stream",
             ),
             (
-                COMPLETION_ATTR,
+                records::has_completion(&plan),
+                records::COMPLETION_ATTR,
                 "ends the launch on its own completion flags",
             ),
         ] {
-            if ir::attr(plan.op, key).is_some() {
+            if recorded {
                 return Err(fail(
                     transfers[0],
                     format!(
@@ -92,7 +94,7 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
         fuse(&plan, kernel, abi, range)?;
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in transfers {
-                ir::set_attr(t, FUSED_ATTR, unit);
+                ir::set_attr(t, records::FUSED_ATTR, unit);
             }
         }
     }
@@ -313,7 +315,7 @@ fn fuse(
         after.addi(g, after.const_i32(range.base)),
     );
 
-    record(plan, range, tiles_per_chunk, [n, element_bytes]);
+    record(plan, range, tiles_per_chunk, [n, element_bytes])?;
     Diagnostic::remark(
         loc(produce),
         format!(
@@ -335,7 +337,12 @@ fn fuse(
 
 /// The side streams' copies (see the module docs), as the plan attribute
 /// `chunk-lower-transfers` moves into the schedule. `[n, element_bytes]`: the row length and element size.
-fn record(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64, [n, element_bytes]: [i64; 2]) {
+fn record(
+    plan: &Plan,
+    range: &FlagRange,
+    tiles_per_chunk: i64,
+    [n, element_bytes]: [i64; 2],
+) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let block = range.rank_block;
     let per_rank = range.chunks_per_rank;
@@ -376,7 +383,5 @@ fn record(plan: &Plan, range: &FlagRange, tiles_per_chunk: i64, [n, element_byte
                 .collect()
         })
         .collect();
-    let ctx = ir::context_of(plan.op);
-    let text = serde_json::to_string(&copies).unwrap_or_default();
-    ir::set_attr(plan.op, REDUCTION_COPIES_ATTR, ir::string_attr(ctx, &text));
+    records::record_reduction_copies(plan, &copies)
 }

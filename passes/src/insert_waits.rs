@@ -290,7 +290,11 @@ fn implies(by: &SourceSite, site: &SourceSite) -> bool {
 fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSite) {
     let ctx = ir::context_of(plan.op);
     for t in &site.transfers {
-        ir::set_attr(*t, IMPLIED_ATTR, ir::string_attr(ctx, &by.range.buffer));
+        ir::set_attr(
+            *t,
+            crate::plan::records::IMPLIED_ATTR,
+            ir::string_attr(ctx, &by.range.buffer),
+        );
     }
     Diagnostic::remark(
         loc(site.consume),
@@ -304,11 +308,6 @@ fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSi
     )
     .emit();
 }
-
-/// Marks a transfer whose chunk no tile waits for, because a later flag in
-/// the same rank's copy list implies it (see [`implies`]): `chunk-lower-transfers`
-/// gives its copy no flag. The value names the buffer whose flags do.
-pub const IMPLIED_ATTR: &str = "chunk.flag_implied_by";
 
 /// The waits of a consumer that reads every rank's block in a loop over
 /// sources: inside the loop, before its first load of the buffer

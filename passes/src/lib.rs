@@ -23,6 +23,7 @@ pub mod abi;
 pub mod bind_kernel;
 pub mod chunk_to_triton;
 pub mod expand_collectives;
+pub mod flag_ops;
 pub mod fuse_gathers;
 pub mod fuse_reductions;
 pub mod insert_waits;

@@ -54,6 +54,8 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
         }
     };
     for plan in plans(module) {
+        // New chunk sizes: a flag layout laid out before does not hold.
+        crate::plan::records::forget_flag_layout(plan.op);
         for op in plan.body_ops() {
             let name = ir::op_name(op);
             if ir::attr(op, "chunks").is_some() {

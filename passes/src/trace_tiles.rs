@@ -31,8 +31,7 @@ const NAME: &str = ChunkTraceTilesOptions::ARGUMENT;
 /// The trace buffer's name in the plan.
 pub const TRACE_BUFFER: &str = "synco_trace";
 
-/// `i64` words per trace record (see `chunk.trace` for the layout).
-pub const RECORD_WORDS: i64 = 8;
+use synco_chunk::attrs::TRACE_RECORD_WORDS as RECORD_WORDS;
 
 fn run(module: OperationRef, options: &ChunkTraceTilesOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();

@@ -15,6 +15,7 @@
 
 pub mod builder;
 pub mod loc;
+pub mod structured;
 
 pub use builder::{Builder, RmwOp, Scope, Sem};
 use mlir_sys::*;

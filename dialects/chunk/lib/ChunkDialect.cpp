@@ -181,16 +181,18 @@ int64_t RegionAttr::getNumElements() const {
 //===----------------------------------------------------------------------===//
 
 namespace {
-enum class AttrValue { Unit, String, Integer, Names };
+enum class AttrValue { Unit, String, Integer, Names, List, Dictionary };
 
 /// The discardable `chunk.` attributes and the kind of value each holds
 /// (the table in the dialect's description).
 std::optional<AttrValue> discardableAttrValue(StringRef name) {
   return llvm::StringSwitch<std::optional<AttrValue>>(name)
       .Cases({"staging", "trace", "fused"}, AttrValue::Unit)
-      .Cases({"flag_implied_by", "tile_index", "source_index",
-              "reduction_copies", "completion", "host_schedule"},
+      .Cases({"flag_implied_by", "tile_index", "source_index"},
              AttrValue::String)
+      .Cases({"flag_layout", "reduction_copies", "completion"},
+             AttrValue::List)
+      .Case("host_schedule", AttrValue::Dictionary)
       .Case("abi_first_arg", AttrValue::Integer)
       .Cases({"staged", "abi_buffers"}, AttrValue::Names)
       .Default(std::nullopt);
@@ -225,6 +227,13 @@ ChunkDialect::verifyOperationAttribute(Operation *op,
     break;
   case AttrValue::Names:
     ok = isNames(value), expected = "an array of buffer names";
+    break;
+  case AttrValue::List:
+    ok = isa<ArrayAttr>(value), expected = "an array (a typed record)";
+    break;
+  case AttrValue::Dictionary:
+    ok = isa<DictionaryAttr>(value),
+    expected = "a dictionary (a typed record)";
     break;
   }
   if (ok)

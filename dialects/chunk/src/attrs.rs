@@ -136,6 +136,10 @@ chunk_enum! {
     }
 }
 
+/// `i64` words per record of the trace buffer `chunk.trace` writes (see
+/// the op for the layout): one timestamp per [`TraceEvent`], and the tile.
+pub const TRACE_RECORD_WORDS: i64 = 8;
+
 chunk_enum! {
     /// A point of a tile that `chunk.trace` records (the index of its
     /// timestamp in a trace record).

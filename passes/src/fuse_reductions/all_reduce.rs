@@ -5,14 +5,14 @@
 //! reduce-scatter).
 
 use super::{
-    arrive, count_one, elements_between,
+    elements_between,
     epilogue::rank_ordered_sum,
-    peer_ptr,
     site::{Buffers, Site, TileStore},
-    store_under, wait,
+    store_under,
 };
 use crate::{
     abi::{AbiArgs, buffer_arg},
+    flag_ops::{arrive, count_one, peer_ptr, wait},
     plan::{FlagRange, fail, loc},
 };
 use synco_chunk::{Diagnostic, PassFailed};

@@ -5,10 +5,14 @@
 //! read.
 
 use super::{
-    Mode, TileChunk, all_reduce::wait_for_peers_sums, arrive, elements_between, peer_ptr,
-    push_pull, site::Site, staged, store_under, wait,
+    Mode, TileChunk, all_reduce::wait_for_peers_sums, elements_between, push_pull, site::Site,
+    staged, store_under,
 };
-use crate::{abi::AbiArgs, plan::internal};
+use crate::{
+    abi::AbiArgs,
+    flag_ops::{arrive, peer_ptr, wait},
+    plan::internal,
+};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
@@ -50,7 +54,7 @@ pub(super) fn emit_own_rows(site: &Site, ob: &Builder, at: &TileChunk) -> Result
             // The sums' copies set no flag: the runtime ends each launch
             // after the side streams that send this rank its sums.
             Mode::CopyEngine => {}
-            Mode::Stage => staged::record_completion(site.plan, site.range, ce),
+            Mode::Stage => staged::record_completion(site.plan, site.range, ce)?,
             // The kernel waits for the peers' sums itself.
             Mode::Push | Mode::Pull => {}
         }

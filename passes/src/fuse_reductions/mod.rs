@@ -24,18 +24,18 @@ mod push_pull;
 mod site;
 mod staged;
 
-pub use staged::{COMPLETION_ATTR, REDUCTION_COPIES_ATTR};
-
 use crate::{
     abi::AbiArgs,
-    plan::{FlagKind, FlagRange, Plan, bound_kernel, flag_layout, internal, loc, plans},
+    plan::{
+        FlagKind, FlagRange, Plan, bound_kernel, flag_layout, internal, loc, plans, relayout_flags,
+    },
 };
 use melior::ir::operation::OperationRef;
 use site::Site;
 use staged::CeFlags;
 use synco_chunk::passes::{ChunkFuseReductionsOptions, PassOptions, ReductionMode, RustPass};
 use synco_chunk::{Diagnostic, PassFailed};
-use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
+use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 /// The body of `chunk-fuse-reductions`.
 pub struct Pass;
@@ -79,9 +79,6 @@ impl Mode {
     }
 }
 
-/// Marks a transfer that a pass lowered into the kernel.
-pub const FUSED_ATTR: &str = "chunk.fused";
-
 fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     let mode = match options.mode {
@@ -105,6 +102,8 @@ fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(),
         let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
         if mode == Mode::Stage {
             staged::stage(&plan, kernel, &reducing)?;
+            // Staged partials take more counters per chunk.
+            relayout_flags(&plan)?;
         }
         for range in flag_layout(&plan)?
             .into_iter()
@@ -127,7 +126,7 @@ fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(),
         let gathers = crate::plan::two_shot_gathers(&plan);
         if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
             for t in reducing.into_iter().chain(gathers) {
-                ir::set_attr(t, FUSED_ATTR, unit);
+                ir::set_attr(t, crate::plan::records::FUSED_ATTR, unit);
             }
         }
     }
@@ -202,7 +201,7 @@ fn fuse_scatter(site: &Site) -> Result<(), PassFailed> {
     match site.mode {
         Mode::Push | Mode::Pull => push_pull::emit_peer_rows(site, &pb, peer_yield, &tile_chunk),
         Mode::CopyEngine | Mode::Stage => {
-            staged::emit_peer_rows(site, &pb, peer_yield, &tile_chunk)
+            staged::emit_peer_rows(site, &pb, peer_yield, &tile_chunk)?
         }
     }
     remark_scatter(site);
@@ -255,43 +254,6 @@ fn elements_between(b: &Builder, from: Value, to: Value, element_bytes: i64) -> 
         b.subi(b.ptr_to_int(to), b.ptr_to_int(from)),
         b.const_i64(element_bytes),
     )
-}
-
-/// `chunk.peer_ptr %ptr, %peer`.
-pub(crate) fn peer_ptr(b: &Builder, ptr: Value, peer: Value) -> Value {
-    ir::result(
-        b.op("chunk.peer_ptr", &[ptr, peer], &[ir::type_of(ptr)], &[]),
-        0,
-    )
-}
-
-/// `chunk.wait %flags[%flag], %epoch count(n)` on this rank's flags.
-pub(crate) fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64) {
-    let count = ir::int_attr_of(ir::i64_type(b.ctx), n);
-    b.op(
-        "chunk.wait",
-        &[abi.flags, flag, epoch],
-        &[],
-        &[("count", count)],
-    );
-}
-
-/// Adds 1 to `%flags[%counter]` (one acq_rel atomic at `scope`) and
-/// returns the count it made, the old value plus 1, to every thread.
-pub(crate) fn count_one(b: &Builder, flags: Value, counter: Value, scope: Scope) -> Value {
-    let before = b.atomic_rmw(
-        RmwOp::Add,
-        b.addptr(flags, counter),
-        b.const_i32(1),
-        Sem::AcqRel,
-        scope,
-    );
-    b.addi(before, b.const_i32(1))
-}
-
-/// `chunk.arrive %flags[%flag]`.
-pub(crate) fn arrive(b: &Builder, flags: Value, flag: Value) {
-    b.op("chunk.arrive", &[flags, flag], &[], &[]);
 }
 
 /// A `tt.store` under the kernel store's mask, if it had one.

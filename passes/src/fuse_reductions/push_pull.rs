@@ -5,7 +5,8 @@
 //! way each tile arrives at the owner's counter of its chunk, and waits,
 //! before it stores, until the owner read the previous epoch's partial.
 
-use super::{Mode, TileChunk, arrive, peer_ptr, site::Site, store_under, wait};
+use super::{Mode, TileChunk, site::Site, store_under};
+use crate::flag_ops::{arrive, peer_ptr, wait};
 use synco_ir::{self as ir, Builder, Op, Value};
 
 /// The owner waits until every peer's tiles of the chunk arrived.

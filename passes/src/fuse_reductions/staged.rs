@@ -6,8 +6,9 @@
 //! `mode=stage` ([`stage`]), the kernel's own copy programs
 //! (`chunk-lower-transfers`). Their flags are [`CeFlags`].
 
-use super::{Mode, NAME, TileChunk, arrive, elements_between, site::Site, wait};
-use crate::plan::{FlagRange, Plan, ReductionKind, fail, internal, reduction_kind};
+use super::{Mode, NAME, TileChunk, elements_between, site::Site};
+use crate::flag_ops::{arrive, wait};
+use crate::plan::{FlagRange, Plan, ReductionKind, fail, internal, records, reduction_kind};
 use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
@@ -99,7 +100,12 @@ pub(super) fn partial_in_staging(site: &Site, ob: &Builder, source: i64) -> Valu
 /// A peer's tile (`pb` builds in its branch, before `peer_yield`): the
 /// kernel's own store, counted on the chunk's `produced` counter; the
 /// chunk's copies are recorded for the side stream (or the copy programs).
-pub(super) fn emit_peer_rows(site: &Site, pb: &Builder, peer_yield: Op, at: &TileChunk) {
+pub(super) fn emit_peer_rows(
+    site: &Site,
+    pb: &Builder,
+    peer_yield: Op,
+    at: &TileChunk,
+) -> Result<(), PassFailed> {
     let (abi, mode) = (site.abi, site.mode);
     let (block, n, element_bytes) = (
         site.buffers.block,
@@ -128,7 +134,7 @@ pub(super) fn emit_peer_rows(site: &Site, pb: &Builder, peer_yield: Op, at: &Til
             .two_shot()
             .then_some(site.buffers.out_name.as_str()),
         mode.guards_epochs_in_kernel(),
-    );
+    )
 }
 
 /// Pointers into the staging buffer for `ptrs` (the rank's own rows of
@@ -161,27 +167,24 @@ fn staging_shift(
     b.addptr(ptrs, b.splat(shift, shape))
 }
 
-/// Discardable attribute on a plan: per rank, the `[flag, count]` pairs the
-/// launch must wait for after the kernel (`chunk-lower-transfers` moves
-/// them into the schedule's `completion`).
-pub const COMPLETION_ATTR: &str = "chunk.completion";
-
 /// A two-shot all-reduce staged on SMs ends on rank `r` once every other
 /// rank's sums arrived: the `gathered` flag of every chunk `r` does not own
 /// reaches the epoch (set by the copy programs).
-pub(super) fn record_completion(plan: &Plan, range: &FlagRange, ce: &CeFlags) {
+pub(super) fn record_completion(
+    plan: &Plan,
+    range: &FlagRange,
+    ce: &CeFlags,
+) -> Result<(), PassFailed> {
     let chunks = range.chunks_per_rank * plan.world_size;
-    let per_rank: Vec<Vec<[i64; 2]>> = (0..plan.world_size)
+    let per_rank: Vec<Vec<(i64, i64)>> = (0..plan.world_size)
         .map(|r| {
             (0..chunks)
                 .filter(|g| g / range.chunks_per_rank != r)
-                .map(|g| [ce.gathered_index(g), 1])
+                .map(|g| (ce.gathered_index(g), 1))
                 .collect()
         })
         .collect();
-    let text = serde_json::to_string(&per_rank).unwrap_or_default();
-    let ctx = ir::context_of(plan.op);
-    ir::set_attr(plan.op, COMPLETION_ATTR, ir::string_attr(ctx, &text));
+    records::record_completion(plan, &per_rank)
 }
 
 /// The flags of a reduce-scatter moved by the copy engine, after the
@@ -266,11 +269,6 @@ impl CeFlags {
     }
 }
 
-/// Discardable attribute on a plan: per rank, the copies of finished
-/// partial chunks its side stream drives (`chunk-lower-transfers` moves
-/// them into the schedule's `reduction_copies`).
-pub const REDUCTION_COPIES_ATTR: &str = "chunk.reduction_copies";
-
 /// The side stream of rank `s` copies each chunk `g` of its partial that
 /// rank `o` owns, in the order the kernel computes them (chunk by chunk,
 /// ranks s+1, s+2, ...): once `produced[g]` reaches `epoch * n` and the
@@ -295,7 +293,7 @@ fn record_copies(
     row_bytes: i64,
     gather: Option<&str>,
     epoch_flags: bool,
-) {
+) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let flags = CeFlags::new(range, w);
     let chunk_bytes = range.rows_per_chunk * row_bytes;
@@ -345,7 +343,5 @@ fn record_copies(
             partials.chain(sums).collect()
         })
         .collect();
-    let text = serde_json::to_string(&per_rank).unwrap_or_default();
-    let ctx = ir::context_of(plan.op);
-    ir::set_attr(plan.op, REDUCTION_COPIES_ATTR, ir::string_attr(ctx, &text));
+    records::record_reduction_copies(plan, &per_rank)
 }

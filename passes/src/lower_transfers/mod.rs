@@ -13,16 +13,14 @@
 mod schedule;
 pub mod sm_copies;
 
-use crate::fuse_reductions::FUSED_ATTR;
+use crate::plan::records::{self, FUSED_ATTR};
 use crate::plan::{fail, flag_layout, internal, plans};
 use melior::ir::operation::OperationRef;
 use schedule::{check_arrival_flags, schedule};
-use serde_json::json;
 use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
 use synco_chunk::{PassFailed, attrs};
 use synco_ir as ir;
-
-pub const SCHEDULE_ATTR: &str = "chunk.host_schedule";
+use synco_manifest::FusedPlan;
 
 /// The body of `chunk-lower-transfers`.
 pub struct Pass;
@@ -61,13 +59,18 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
         check_arrival_flags(&plan, &layout)?;
         let mut schedule = schedule(&plan, &layout)?;
         if let Some(programs) = plan.find_kernel_in(module).and_then(persistent_programs) {
-            schedule["persistent_programs"] = json!(programs);
+            let programs = u32::try_from(programs).map_err(|_| {
+                fail(
+                    plan.op,
+                    format!("chunk-lower-transfers: the kernel's tile loop strides by {programs} programs, which no grid launches"),
+                )
+            })?;
+            schedule.persistent_programs = Some(programs);
             // Its programs wait for other programs' tiles (a reduction's
             // owners for the producers): all of them must be resident.
-            let reduces = layout
+            schedule.co_resident = layout
                 .iter()
                 .any(|r| r.kind == crate::plan::FlagKind::Reduction);
-            schedule["co_resident"] = json!(reduces);
         }
         if crate::plan::stages_on_sms(&plan) {
             // chunk-fuse-reductions{mode=stage}: the copy programs run the
@@ -78,11 +81,9 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
                     "chunk-lower-transfers: the kernel's copy programs already move a staged reduction; an ldst transfer beside it is not supported",
                 ));
             }
-            let copies: Vec<Vec<synco_manifest::ReductionCopy>> =
-                serde_json::from_value(schedule["reduction_copies"].take())
-                    .map_err(|e| internal(plan.op, &format!("unreadable reduction copies: {e}")))?;
+            let copies = std::mem::take(&mut schedule.reduction_copies);
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
-            let flags = schedule["num_flags"].as_i64().unwrap_or(0);
+            let flags = schedule.num_flags;
             if copies.iter().any(|c| c.len() as i64 > flags) {
                 return Err(internal(plan.op, "more reduction copies than counters"));
             }
@@ -90,13 +91,9 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
             sm_copies::lower_reduction_copies(
                 &plan, kernel, abi, &copies, programs, placement, flags,
             )?;
-            schedule["reduction_copies"] = json!([]);
-            schedule["copy_programs"] = json!(programs);
-            schedule["copy_plane"] = json!(placement == sm_copies::CopyPrograms::Plane);
-            schedule["num_flags"] = json!(2 * flags);
+            add_copy_programs(&plan, &mut schedule, programs, placement)?;
         } else if !sm_transfers.is_empty() {
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
-            let flags = schedule["num_flags"].as_i64().unwrap_or(0);
             let placement = sm_copies::placement(kernel, sm_transfers[0])?;
             sm_copies::lower(
                 &plan,
@@ -106,26 +103,41 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
                 programs,
                 placement,
                 &layout,
-                flags,
+                schedule.num_flags,
             )?;
-            schedule["copy_programs"] = json!(programs);
-            schedule["copy_plane"] = json!(placement == sm_copies::CopyPrograms::Plane);
-            schedule["num_flags"] = json!(2 * flags);
+            add_copy_programs(&plan, &mut schedule, programs, placement)?;
         }
-        let ctx = ir::context_of(module);
-        ir::set_attr(
-            module,
-            SCHEDULE_ATTR,
-            ir::string_attr(ctx, &schedule.to_string()),
-        );
-        // The schedule now carries everything the transfers and tile maps
-        // said; the plan keeps its buffers only.
+        records::record_host_schedule(module, &schedule)?;
+        // The schedule now carries everything the transfers, tile maps and
+        // records said; the plan keeps its buffers only.
+        records::forget_plan_records(plan.op);
         for name in ["chunk.transfer", "chunk.consume", "chunk.produce"] {
             for op in plan.ops_named(name) {
                 ir::erase(op);
             }
         }
     }
+    Ok(())
+}
+
+/// The schedule of a kernel given `programs` copy programs, placed as
+/// `placement` says: each copy program has a flag per flag of the kernel.
+fn add_copy_programs(
+    plan: &crate::plan::Plan,
+    schedule: &mut FusedPlan,
+    programs: i64,
+    placement: sm_copies::CopyPrograms,
+) -> Result<(), PassFailed> {
+    let (Ok(count), Some(flags)) = (u32::try_from(programs), schedule.num_flags.checked_mul(2))
+    else {
+        return Err(internal(
+            plan.op,
+            "copy programs or flags beyond the launch's range",
+        ));
+    };
+    schedule.copy_programs = count;
+    schedule.copy_plane = placement == sm_copies::CopyPrograms::Plane;
+    schedule.num_flags = flags;
     Ok(())
 }
 

@@ -5,14 +5,14 @@
 //! once ([`check_arrival_flags`]).
 
 use super::moves_nothing;
-use crate::fuse_reductions::FUSED_ATTR;
+use crate::plan::records::{self, FUSED_ATTR};
 use crate::plan::{
     FlagKind, FlagRange, Plan, dst_buffer, fail, internal, loc, region_offsets, region_parts,
 };
-use serde_json::{Value as Json, json};
 use std::collections::HashMap;
 use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir as ir;
+use synco_manifest::{ChunkKind, ChunkLayout, Copy, FusedPlan, PlanBuffer};
 
 /// Refuses transfers into a consumed buffer that would not set each of its
 /// arrival flags exactly once on every rank. A tile waits for the one flag
@@ -50,7 +50,7 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
         // set no flag, but their tiles still read them.
         let implied_by = transfers
             .iter()
-            .find_map(|t| ir::str_attr(*t, crate::insert_waits::IMPLIED_ATTR));
+            .find_map(|t| ir::str_attr(*t, crate::plan::records::IMPLIED_ATTR));
         let mut setters: HashMap<(i64, i64), ir::Op> = HashMap::new();
         for &t in &transfers {
             let (Some(dst), Some(sizes)) = (ir::attr(t, "dst"), crate::plan::region_sizes(t))
@@ -119,69 +119,70 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
 /// The host's copy schedule of `plan`, whose flags `layout` places: per
 /// rank, the copies its streams drive (in transfer order), the plan's
 /// buffers and flag ranges, and what `chunk-fuse-reductions` recorded.
-pub(super) fn schedule(plan: &Plan, layout: &[crate::plan::FlagRange]) -> Result<Json, PassFailed> {
+pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, PassFailed> {
     let w = plan.world_size;
-    let mut per_rank: Vec<Vec<(i64, Json)>> = vec![Vec::new(); w as usize];
+    let mut per_rank: Vec<Vec<Copy>> = vec![Vec::new(); w as usize];
     for t in plan.ops_named("chunk.transfer") {
         host_copies(plan, layout, t, &mut per_rank)?;
     }
-    let copies: Vec<Vec<Json>> = per_rank
-        .into_iter()
-        .map(|mut list| {
-            list.sort_by_key(|(order, _)| *order);
-            list.into_iter().map(|(_, c)| c).collect()
-        })
-        .collect();
-    let buffers: Vec<Json> = plan
+    for list in &mut per_rank {
+        // Stable: copies of one order keep the transfers' order.
+        list.sort_by_key(|c| c.order);
+    }
+    let buffers = plan
         .buffers
         .iter()
-        .map(|b| {
-            json!({"name": b.name, "arg": b.arg, "shape": b.shape, "element": b.element,
-                   "element_bytes": b.element_bytes(), "staging": b.staging, "trace": b.trace})
+        .map(|b| PlanBuffer {
+            name: b.name.clone(),
+            arg: b.arg,
+            shape: b.shape.clone(),
+            element: b.element.clone(),
+            element_bytes: b.element_bytes(),
+            staging: b.staging,
+            trace: b.trace,
         })
         .collect();
-    let num_flags: i64 = layout.iter().map(|r| r.count(w)).sum();
-    let consumers: Vec<Json> = layout
+    let chunks = layout
         .iter()
-        .map(|r| {
-            let kind = match r.kind {
-                crate::plan::FlagKind::Arrival => "arrival",
-                crate::plan::FlagKind::Reduction => "reduction",
-                crate::plan::FlagKind::Output => "output",
-            };
-            json!({"buffer": r.buffer, "kind": kind, "dim": r.dim, "rows_per_chunk": r.rows_per_chunk,
-                         "chunks_per_rank": r.chunks_per_rank, "flag_base": r.base})
+        .map(|r| ChunkLayout {
+            buffer: r.buffer.clone(),
+            kind: match r.kind {
+                FlagKind::Arrival => ChunkKind::Arrival,
+                FlagKind::Reduction => ChunkKind::Reduction,
+                FlagKind::Output => ChunkKind::Output,
+            },
+            dim: r.dim,
+            rows_per_chunk: r.rows_per_chunk,
+            chunks_per_rank: r.chunks_per_rank,
+            flag_base: r.base,
         })
         .collect();
-    // What the launch waits for after the kernel (chunk-fuse-reductions).
-    let completion: Json = ir::str_attr(plan.op, crate::fuse_reductions::COMPLETION_ATTR)
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| json!([]));
-    let reduction_copies: Json =
-        ir::str_attr(plan.op, crate::fuse_reductions::REDUCTION_COPIES_ATTR)
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_else(|| json!([]));
-    Ok(json!({
-        "reduction_copies": reduction_copies,
-        "completion": completion,
-        "plan": plan.name,
-        "world_size": w,
-        "num_flags": num_flags,
-        "copy_programs": 0,
-        "buffers": buffers,
-        "chunks": consumers,
-        "copies": copies,
-    }))
+    Ok(FusedPlan {
+        plan: plan.name.clone(),
+        world_size: w,
+        num_flags: layout.iter().map(|r| r.count(w)).sum(),
+        copy_programs: 0,
+        copy_plane: false,
+        persistent_programs: None,
+        co_resident: false,
+        buffers,
+        chunks,
+        copies: per_rank,
+        // What the launch waits for after the kernel, and the side
+        // streams' copies (chunk-fuse-reductions, chunk-fuse-gathers).
+        completion: records::completion(plan)?,
+        reduction_copies: records::reduction_copies(plan)?,
+    })
 }
 
 /// Adds the copies of transfer `t` that the host drives, one per rank, to
-/// the list of the rank that drives each (with its `order`); nothing for
-/// a transfer lowered into the kernel or one that moves nothing.
+/// the list of the rank that drives each; nothing for a transfer lowered
+/// into the kernel or one that moves nothing.
 fn host_copies(
     plan: &Plan,
-    layout: &[crate::plan::FlagRange],
+    layout: &[FlagRange],
     t: ir::Op,
-    per_rank: &mut [Vec<(i64, Json)>],
+    per_rank: &mut [Vec<Copy>],
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
@@ -192,7 +193,7 @@ fn host_copies(
     let before_kernel = mode == Some(attrs::TransferMode::Local);
     // Nor does a chunk whose arrival a later flag of the same copy
     // stream implies (chunk-insert-waits: no tile waits for it).
-    let implied = ir::attr(t, crate::insert_waits::IMPLIED_ATTR).is_some();
+    let implied = ir::attr(t, crate::plan::records::IMPLIED_ATTR).is_some();
     let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
         return Err(internal(t, "a transfer without regions"));
     };
@@ -273,25 +274,22 @@ fn host_copies(
         } else {
             dst_rank
         };
-        per_rank[driver as usize].push((
+        per_rank[driver as usize].push(Copy {
+            name: ir::str_attr(t, "sym_name"),
             order,
-            json!({
-                "name": ir::str_attr(t, "sym_name"),
-                "order": order,
-                "src_rank": src_rank,
-                "dst_rank": dst_rank,
-                "src_buffer": src_name,
-                "dst_buffer": dst_name,
-                "src_offset": src_offset,
-                "dst_offset": dst_offset,
-                "rows": src_rows,
-                "row_elems": row_elems,
-                "src_pitch": src_pitch,
-                "dst_pitch": dst_pitch,
-                "flag": flag,
-                "before_kernel": before_kernel,
-            }),
-        ));
+            src_rank,
+            dst_rank,
+            src_buffer: src_name.clone(),
+            dst_buffer: dst_name.clone(),
+            src_offset,
+            dst_offset,
+            rows: src_rows,
+            row_elems,
+            src_pitch,
+            dst_pitch,
+            flag,
+            before_kernel,
+        });
     }
     Ok(())
 }

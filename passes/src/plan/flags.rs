@@ -5,11 +5,13 @@ use super::{
     Plan, ReductionKind, collectives::source_block_dim, dst_buffer, fail, gathered_outputs,
     reduced_buffers, reduction_kind, region_parts, region_sizes, staged,
 };
+use serde::{Deserialize, Serialize};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op};
 
 /// What a range of flags counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FlagKind {
     /// A consumed buffer's chunks: a flag per chunk, set to the epoch when
     /// the chunk has arrived.
@@ -29,7 +31,7 @@ pub enum FlagKind {
 }
 
 /// Where a buffer's chunk flags live in the kernel's flag array.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlagRange {
     pub kind: FlagKind,
     /// Flags per chunk: 1, or 2 for an all-reduce (one-shot: arrivals, then
@@ -70,13 +72,33 @@ impl FlagRange {
     }
 }
 
-/// The flag layout of a plan whose collectives were expanded: one flag per
-/// chunk of every consumed buffer, buffers in the order of their
-/// `chunk.consume` ops, chunks in row order; then the counters of every
-/// reduced buffer that kernel tiles produce (in `chunk.produce` order);
-/// then those of every produced buffer that an all-gather sends
-/// ([`FlagKind::Output`]).
+/// The flag layout of a plan whose collectives were expanded (see
+/// [`lay_out_flags`]): the one the first pass that needed it recorded on
+/// the plan ([`super::records::FLAG_LAYOUT_ATTR`]), or, for the first,
+/// laid out now and recorded. Passes that change what it is computed
+/// from forget it (`chunk-select-chunk-size`, `chunk-expand-collectives`)
+/// or lay it out again ([`relayout_flags`]).
 pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
+    if let Some(layout) = super::records::recorded_flag_layout(plan)? {
+        return Ok(layout);
+    }
+    relayout_flags(plan)
+}
+
+/// Lays the plan's flags out again and records the layout (a pass changed
+/// the counters a buffer needs: `chunk-fuse-reductions` staging it).
+pub fn relayout_flags(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
+    let layout = lay_out_flags(plan)?;
+    super::records::record_flag_layout(plan, &layout)?;
+    Ok(layout)
+}
+
+/// One flag per chunk of every consumed buffer, buffers in the order of
+/// their `chunk.consume` ops, chunks in row order; then the counters of
+/// every reduced buffer that kernel tiles produce (in `chunk.produce`
+/// order); then those of every produced buffer that an all-gather sends
+/// ([`FlagKind::Output`]).
+fn lay_out_flags(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     let mut out: Vec<FlagRange> = Vec::new();
     let mut base = 0;
     for consume in plan.ops_named("chunk.consume") {

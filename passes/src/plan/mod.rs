@@ -5,6 +5,8 @@
 //! * [`flags`]: the flag and counter layout of a fused kernel;
 //! * [`collectives`]: which collective moves or reduces each buffer, and
 //!   how (staged reductions, gathered outputs);
+//! * [`records`]: what a pass records for later passes and the manifest,
+//!   as registered `chunk` attributes;
 //! * [`regions`]: `#chunk.region`s and rank maps, read with the dialect's
 //!   own evaluator.
 
@@ -13,6 +15,7 @@ use synco_ir::{self as ir, Op};
 
 pub mod collectives;
 pub mod flags;
+pub mod records;
 pub mod regions;
 #[cfg(test)]
 mod tests;

@@ -300,17 +300,6 @@ fn compile(args: CompileArgs) -> Result<()> {
 /// Moves the host transfer schedule that `chunk-lower-transfers` left on the
 /// module (for the launch manifest) off it, so Triton never sees it.
 fn take_host_schedule(module: &Module) -> Result<Option<synco_manifest::FusedPlan>> {
-    use melior::ir::operation::{OperationLike, OperationMutLike};
-    let op = module.as_operation();
-    let Ok(attr) = op.attribute(synco_passes::lower_transfers::SCHEDULE_ATTR) else {
-        return Ok(None);
-    };
-    let text = melior::ir::attribute::StringAttribute::try_from(attr)
-        .map(|s| s.value().to_string())
-        .context("the host schedule is not a string attribute")?;
-    let plan = serde_json::from_str(&text).context("malformed host schedule")?;
-    // SAFETY: the module is alive; removing a discardable attribute.
-    let mut op = unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) };
-    let _ = op.remove_attribute(synco_passes::lower_transfers::SCHEDULE_ATTR);
-    Ok(Some(plan))
+    synco_passes::plan::records::take_host_schedule(module.as_operation().to_raw())
+        .map_err(|_| anyhow::anyhow!("the module's host schedule is malformed (diagnostic above)"))
 }

@@ -4,7 +4,7 @@
 //! last of them to finish learns that the chunk is complete.
 
 use super::CopyPrograms;
-use crate::{abi::AbiArgs, fuse_reductions::count_one, plan::internal};
+use crate::{abi::AbiArgs, flag_ops::count_one, plan::internal};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, Scope, Value, builder::Cmp};
 

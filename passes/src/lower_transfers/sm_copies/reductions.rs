@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     abi::AbiArgs,
-    fuse_reductions::{peer_ptr, wait},
+    flag_ops::{peer_ptr, wait},
     plan::{Plan, fail, internal},
 };
 use synco_chunk::PassFailed;

@@ -67,9 +67,15 @@ def Chunk_Dialect : Dialect {
     | `chunk.source_index` | a kernel op | string: the buffer whose source-rank index it is | `chunk-reorder-tiles` |
     | `chunk.abi_first_arg` | `tt.func` | integer: index of the first ABI argument | `chunk-bind-kernel` |
     | `chunk.abi_buffers` | `tt.func` | array of buffer names: the buffer arguments after the ABI's | `chunk-bind-kernel` and the passes that declare buffers |
-    | `chunk.reduction_copies` | `chunk.plan` | string: the side stream's reduction copies | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
-    | `chunk.completion` | `chunk.plan` | string: what the launch waits for after the kernel | `chunk-fuse-reductions` |
-    | `chunk.host_schedule` | `builtin.module` | string: the launch manifest's schedule | `chunk-lower-transfers` |
+    | `chunk.flag_layout` | `chunk.plan` | array of dictionaries: where each buffer's chunk flags and counters are | the first pass that needs it; `chunk-fuse-reductions{mode=stage}` again |
+    | `chunk.reduction_copies` | `chunk.plan` | array (per rank) of arrays of dictionaries: the side stream's copies of finished chunks | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
+    | `chunk.completion` | `chunk.plan` | array (per rank) of arrays of `array<i64: flag, count>`: what the launch waits for after the kernel | `chunk-fuse-reductions` |
+    | `chunk.host_schedule` | `builtin.module` | dictionary: the launch manifest's schedule (`synco_manifest::FusedPlan`) | `chunk-lower-transfers` |
+
+    The last four are typed records (`passes/src/plan/records.rs`): a
+    struct is a dictionary, a list of integers a dense `array<i64: ...>`,
+    any other list an array; the pass that reads one refuses it, at the op,
+    if a field is missing or of the wrong kind.
   }];
   let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;

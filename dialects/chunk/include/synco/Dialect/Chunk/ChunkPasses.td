@@ -689,24 +689,40 @@ def ChunkLowerTransfers : ChunkPass<"chunk-lower-transfers"> {
 Backend `copy_engine`: the copies run on the host's side stream, so the
 pass records, for every rank, the ordered list of copies it drives (the
 host transfer schedule) in the module attribute `chunk.host_schedule`
-(JSON; `synco compile` moves it into the launch manifest) and erases the
-transfers. Each copy names its source and destination rank and buffer,
+(the launch manifest's typed schedule, `synco_manifest::FusedPlan`, as a
+dictionary; `synco compile` moves it into the launch manifest) and erases
+the transfers. Each copy names its source and destination rank and buffer,
 element offsets, a 2D shape (`rows` x `row_elems`, with row pitches in
 elements) and the flag the side stream sets to the epoch once the copy is
-done. Local transfers whose source is their destination move nothing and
+done (no `flag`: none). Local transfers whose source is their destination move nothing and
 are dropped (their rows are in place before the launch); other local
 transfers (an all-to-all's own block) are `before_kernel`: the runtime
 makes them on the compute stream right before the kernel (the driver may
 run a copy within a GPU on SMs, which tiles waiting for it would hold),
-with no flag.
+with no flag. The plan's records (`chunk.flag_layout`,
+`chunk.reduction_copies`, `chunk.completion`) move into the schedule.
 
-```json
-{"plan": "ag_gemm", "world_size": 2, "num_flags": 8,
- "buffers": [{"name": "A", "arg": 0, "shape": [8192, 4096], "element": "bf16", "element_bytes": 2} ],
- "copies": [[{"order": 4, "src_rank": 1, "dst_rank": 0, "buffer": "A",
-              "src_offset": 16777216, "dst_offset": 16777216, "rows": 1024,
-              "row_elems": 4096, "src_pitch": 4096, "dst_pitch": 4096, "flag": 4}, ...], ...]}
+```mlir
+module attributes {chunk.host_schedule = {
+  plan = "ag_gemm", world_size = 2 : i64, num_flags = 8 : i64,
+  buffers = [
+    {name = "A", arg = 0 : i64, shape = array<i64: 8192, 4096>, element = "bf16",
+     element_bytes = 2 : i64, staging = false, trace = false}
+  ],
+  chunks = [
+    {buffer = "A", kind = "arrival", dim = 0 : i64, rows_per_chunk = 1024 : i64,
+     chunks_per_rank = 4 : i64, flag_base = 0 : i64}
+  ],
+  copies = [
+    [{order = 4 : i64, src_rank = 1 : i64, dst_rank = 0 : i64, src_buffer = "A",
+      dst_buffer = "A", src_offset = 16777216 : i64, dst_offset = 16777216 : i64,
+      rows = 1024 : i64, row_elems = 4096 : i64, src_pitch = 4096 : i64,
+      dst_pitch = 4096 : i64, flag = 4 : i64, before_kernel = false}, ...
+    ], ...
+  ], ...}} {
 ```
+
+(MLIR prints the keys in alphabetical order.)
 
 `copies[r]` is rank `r`'s list, in schedule order.
 
