@@ -5,7 +5,7 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
-use crate::plan::{Plan, fail, internal, plans};
+use crate::plan::{Collective, Plan, fail, internal, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
 use synco_chunk::{
@@ -43,15 +43,9 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
         // New transfers: a flag layout laid out before does not hold.
         crate::plan::records::forget_flag_layout(plan.op);
         let mut transfers = plan.ops_named("chunk.transfer").len() as i64;
-        for op in plan.body_ops() {
-            let kind = match ir::op_name(op).as_str() {
-                "chunk.all_gather" => CollectiveKind::AllGather,
-                "chunk.all_to_all" => CollectiveKind::AllToAll,
-                "chunk.reduce_scatter" => CollectiveKind::ReduceScatter,
-                "chunk.all_reduce" => CollectiveKind::AllReduce,
-                _ => continue,
-            };
-            let expansion = Expansion::new(&plan, op, kind)?;
+        for collective in plan.collectives() {
+            let op = collective.0;
+            let expansion = Expansion::new(&plan, collective)?;
             let adds = expansion.transfer_count();
             transfers = transfers.saturating_add(adds);
             if transfers.saturating_mul(plan.world_size) > MAX_RANK_COPIES {
@@ -107,36 +101,28 @@ fn rows_of(owner: &str, block: i64, first: i64) -> String {
 }
 
 impl<'p> Expansion<'p> {
-    fn new(plan: &'p Plan, op: Op, kind: CollectiveKind) -> Result<Self, PassFailed> {
-        let algorithm = ir::int_attr(op, "algorithm")
-            .and_then(attrs::Algorithm::from_value)
-            .unwrap_or(attrs::Algorithm::Direct);
+    fn new(plan: &'p Plan, collective: Collective) -> Result<Self, PassFailed> {
+        let (op, kind) = (collective.0, collective.kind());
+        let algorithm = collective.algorithm().unwrap_or(attrs::Algorithm::Direct);
         if algorithm == attrs::Algorithm::Ring {
             return Err(fail(
                 op,
                 "chunk-expand-collectives: algorithm 'ring' is not supported yet; use 'direct'",
             ));
         }
-        if ir::int_attr(op, "backend").and_then(attrs::Backend::from_value)
-            == Some(attrs::Backend::Auto)
-        {
+        if collective.backend() == Some(attrs::Backend::Auto) {
             return Err(fail(
                 op,
                 "chunk-expand-collectives: backend(auto) has no backend yet; run chunk-select-backend first",
             ));
         }
-        let Some(chunks) = ir::int_attr(op, "chunks") else {
+        let Some(chunks) = collective.chunks() else {
             return Err(fail(
                 op,
                 "chunk-expand-collectives: chunks(auto) has no count yet; run chunk-select-chunk-size first",
             ));
         };
-        let symbol = |key: &str| ir::attr(op, key).and_then(ir::symbol_value);
-        let (src, dst) = match kind {
-            CollectiveKind::AllGather => (symbol("buffer"), symbol("buffer")),
-            _ => (symbol("src"), symbol("dst")),
-        };
-        let (Some(src), Some(dst)) = (src, dst) else {
+        let (Some(src), Some(dst)) = (collective.src(), collective.dst()) else {
             return Err(fail(op, "chunk-expand-collectives: malformed collective"));
         };
         let Some(src_buffer) = plan.buffer(&src) else {
@@ -145,13 +131,13 @@ impl<'p> Expansion<'p> {
                 format!("chunk-expand-collectives: no buffer @{src}"),
             ));
         };
-        let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
+        let dim = collective.dim();
         let block = src_buffer.shape[dim] / plan.world_size;
         let rows = block / chunks;
         let mut sizes = src_buffer.shape.clone();
         sizes[dim] = rows;
-        let split = ir::int_attr(op, "split")
-            .map(|s| s as usize)
+        let split = collective
+            .split()
             .filter(|s| *s != dim && *s < sizes.len())
             .map(|s| (s, src_buffer.shape[s] / chunks));
         if let Some((s, width)) = split {
@@ -162,15 +148,12 @@ impl<'p> Expansion<'p> {
             kind,
             CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
         )
-        .then(|| {
-            ir::int_attr(op, "reduce")
-                .and_then(attrs::Reduction::from_value)
-                .unwrap_or(attrs::Reduction::Sum)
-        });
+        .then(|| collective.reduction().unwrap_or(attrs::Reduction::Sum));
         let producers = plan
-            .ops_on("chunk.produce", &src)
+            .produces()
             .into_iter()
-            .filter_map(|p| ir::str_attr(p, "sym_name"))
+            .filter(|p| p.buffer().as_deref() == Some(src.as_str()))
+            .filter_map(|p| p.name())
             .collect();
         Ok(Expansion {
             plan,
@@ -184,9 +167,7 @@ impl<'p> Expansion<'p> {
             rows,
             split,
             sizes,
-            backend: ir::int_attr(op, "backend")
-                .and_then(attrs::Backend::from_value)
-                .unwrap_or(attrs::Backend::CopyEngine),
+            backend: collective.backend().unwrap_or(attrs::Backend::CopyEngine),
             algorithm,
             reduce,
             producers,

@@ -9,7 +9,7 @@
 use crate::{
     flag_ops::arrive,
     plan::{
-        FlagKind, FlagRange, Plan, bound_kernel, collective_of, fail, flag_layout, internal, loc,
+        FlagKind, FlagRange, Plan, Transfer, bound_kernel, fail, flag_layout, internal, loc,
         plain_send_source, plans, records,
     },
     tiles::{Access, find_tile_index, scaled_by_tile, tile_store},
@@ -92,10 +92,8 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
         }
         check_layout(&plan, range, &transfers)?;
         fuse(&plan, kernel, abi, range)?;
-        if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
-            for t in transfers {
-                ir::set_attr(t, records::FUSED_ATTR, unit);
-            }
+        for t in transfers {
+            records::mark_fused(t);
         }
     }
     Ok(())
@@ -107,23 +105,17 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
 /// same place of the destination's buffer, as `record` copies it. The plan
 /// verifier checked that every element lands exactly once; a plan written
 /// out by hand can still move a block elsewhere or relay another rank's.
-fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Op]) -> Result<(), PassFailed> {
+fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Transfer]) -> Result<(), PassFailed> {
     let chunk = range.rows_per_chunk;
     let block = range.rank_block;
     for &t in transfers {
-        let (Some(src), Some(dst), Some(sizes)) = (
-            ir::attr(t, "src"),
-            ir::attr(t, "dst"),
-            crate::plan::region_sizes(t),
-        ) else {
+        let Some(sizes) = t.sizes() else {
             return Err(internal(t, "a transfer without regions"));
         };
         for r in 0..plan.world_size {
-            let (Some(source), Some(src_at), Some(dst_at)) = (
-                crate::plan::rank_at(t, "src_rank", r),
-                crate::plan::region_offsets(src, r),
-                crate::plan::region_offsets(dst, r),
-            ) else {
+            let (Some(source), Some(src_at), Some(dst_at)) =
+                (t.src_rank_on(r), t.src_offsets_on(r), t.dst_offsets_on(r))
+            else {
                 return Err(internal(t, "cannot evaluate the transfer on every rank"));
             };
             // (first, size) along dimension `d`.
@@ -154,13 +146,13 @@ fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Op]) -> Result<(), 
 
 /// The transfers that send `buffer` to other ranks: an all-gather's, on the
 /// copy engine; anything else is refused.
-fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Op>, PassFailed> {
+fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Transfer>, PassFailed> {
     let mut out = Vec::new();
-    for t in plan.ops_named("chunk.transfer") {
+    for t in plan.transfers() {
         if plain_send_source(t).as_deref() != Some(buffer) {
             continue;
         }
-        if collective_of(t) != Some((CollectiveKind::AllGather, None)) {
+        if t.collective() != Some((CollectiveKind::AllGather, None)) {
             return Err(fail(
                 t,
                 format!(
@@ -168,7 +160,7 @@ fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Op>, PassFailed> {
                 ),
             ));
         }
-        let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
+        let backend = t.backend();
         if backend != Some(attrs::Backend::CopyEngine) {
             return Err(fail(
                 t,
@@ -197,7 +189,7 @@ fn fuse(
     let produce = plan
         .producer_of(name)
         .ok_or_else(|| internal(plan.op, "a gathered output without its chunk.produce"))?;
-    let tile = ir::int_attr(produce, "tile").unwrap_or(1);
+    let tile = produce.tile().unwrap_or(1);
     let output = plan
         .buffer(name)
         .ok_or_else(|| internal(produce, "a produced buffer that is not in the plan"))?;
@@ -242,7 +234,7 @@ fn fuse(
             ),
         ));
     }
-    let index_name = ir::str_attr(produce, "index");
+    let index_name = produce.index();
     let t = find_tile_index(
         kernel,
         arg,
@@ -298,7 +290,7 @@ fn fuse(
         chunk / tile * ((block + tile_rows - 1) / tile_rows)
     };
 
-    let b = Builder::before(store).with_loc(ir::location_of(produce));
+    let b = Builder::before(store).with_loc(ir::location_of(produce.0));
     let c = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(chunk));
     let g = b.addi(c, b.muli(abi.rank, b.const_i32(range.chunks_per_rank)));
     // Rank r's rows of @C: every address moves by r blocks of rows.
@@ -308,7 +300,7 @@ fn fuse(
     }
     ir::set_operand(store, 0, b.addptr(ptrs, b.splat(shift, &shape)));
     let next = ir::next_op(store).ok_or_else(|| internal(store, "a store that ends its block"))?;
-    let after = Builder::before(next).with_loc(ir::location_of(produce));
+    let after = Builder::before(next).with_loc(ir::location_of(produce.0));
     arrive(
         &after,
         abi.flags,

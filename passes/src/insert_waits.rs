@@ -7,7 +7,7 @@
 
 use crate::{
     plan::{
-        FlagKind, bound_kernel, fail, flag_layout, internal, is_local, loc, plans, transfer_mode,
+        Consume, FlagKind, Transfer, bound_kernel, fail, flag_layout, internal, loc, plans, records,
     },
     tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
 };
@@ -45,7 +45,7 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
         }
         for site in &sites {
             match sites.iter().find(|other| implies(other, site)) {
-                Some(other) => skip_implied_waits(&plan, site, other),
+                Some(other) => skip_implied_waits(site, other),
                 None => wait_per_source(&plan, &abi, site),
             }
         }
@@ -57,10 +57,10 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
                 .consumer_of(&range.buffer)
                 .ok_or_else(|| internal(plan.op, "a flag range without its chunk.consume"))?;
             // (Consumers read per source waited above.)
-            if ir::attr(consume, "source").is_some() {
+            if consume.reads_per_source() {
                 continue;
             }
-            let tile = ir::int_attr(consume, "tile").unwrap_or(1);
+            let tile = consume.tile().unwrap_or(1);
             if range.rows_per_chunk % tile != 0 {
                 return Err(fail(
                     consume,
@@ -93,7 +93,7 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             else {
                 continue;
             };
-            let b = Builder::before(first).with_loc(ir::location_of(consume));
+            let b = Builder::before(first).with_loc(ir::location_of(consume.0));
             let row = b.muli(t, b.const_i32(tile));
             let chunk = b.divsi(row, b.const_i32(range.rows_per_chunk));
             let owner = b.divsi(chunk, b.const_i32(range.chunks_per_rank));
@@ -125,7 +125,7 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
 /// loop, before its first load of the buffer.
 struct SourceSite<'a> {
     range: &'a crate::plan::FlagRange,
-    consume: ir::Op,
+    consume: Consume,
     tile: i64,
     source: String,
     /// The loop's (rotated) source index and the tile index.
@@ -134,7 +134,7 @@ struct SourceSite<'a> {
     /// The op in the loop's body before which the tile waits.
     first: ir::Op,
     /// The transfers that write the buffer from other ranks.
-    transfers: Vec<ir::Op>,
+    transfers: Vec<Transfer>,
     /// Their transfer mode, if they share one.
     mode: Option<TransferMode>,
     /// For each (source, destination) rank pair, the first and last of
@@ -160,10 +160,10 @@ fn source_site<'a>(
     let Some(consume) = plan.consumer_of(name) else {
         return Err(internal(plan.op, "a flag range without its chunk.consume"));
     };
-    let Some(source) = ir::str_attr(consume, "source") else {
+    let Some(source) = consume.source() else {
         return Ok(None);
     };
-    let tile = ir::int_attr(consume, "tile").unwrap_or(1);
+    let tile = consume.tile().unwrap_or(1);
     if range.rows_per_chunk % tile != 0 {
         return Err(fail(
             consume,
@@ -174,16 +174,16 @@ fn source_site<'a>(
         ));
     }
     // The transfers that write the buffer, with their place in the plan.
-    let writers: Vec<(usize, ir::Op)> = plan
-        .ops_named("chunk.transfer")
+    let writers: Vec<(usize, Transfer)> = plan
+        .transfers()
         .into_iter()
         .enumerate()
-        .filter(|(_, t)| crate::plan::dst_buffer(*t).as_deref() == Some(name.as_str()))
+        .filter(|(_, t)| t.dst_buffer().as_deref() == Some(name.as_str()))
         .collect();
-    if let Some((_, t)) = writers.iter().find(|(_, t)| {
-        ir::int_attr(*t, "backend").and_then(synco_chunk::attrs::Backend::from_value)
-            != Some(synco_chunk::attrs::Backend::CopyEngine)
-    }) {
+    if let Some((_, t)) = writers
+        .iter()
+        .find(|(_, t)| t.backend() != Some(synco_chunk::attrs::Backend::CopyEngine))
+    {
         return Err(fail(
             *t,
             format!(
@@ -217,15 +217,13 @@ fn source_site<'a>(
     else {
         return Ok(None);
     };
-    let remote: Vec<(usize, ir::Op)> = writers.into_iter().filter(|(_, t)| !is_local(*t)).collect();
+    let remote: Vec<(usize, Transfer)> =
+        writers.into_iter().filter(|(_, t)| !t.is_local()).collect();
     let mut issued: HashMap<RankPair, (IssueKey, IssueKey)> = HashMap::new();
     for &(place, t) in &remote {
-        let order = ir::int_attr(t, "order").unwrap_or(i64::MAX);
+        let order = t.order();
         for r in 0..plan.world_size {
-            let (Some(src), Some(dst)) = (
-                crate::plan::rank_at(t, "src_rank", r),
-                crate::plan::rank_at(t, "dst_rank", r),
-            ) else {
+            let (Some(src), Some(dst)) = (t.src_rank_on(r), t.dst_rank_on(r)) else {
                 continue;
             };
             let key = (order, place);
@@ -254,11 +252,9 @@ fn source_site<'a>(
 
 /// The transfer mode every one of `transfers` has; `None` if they differ
 /// or there are none.
-fn shared_mode(mut transfers: impl Iterator<Item = ir::Op>) -> Option<TransferMode> {
-    let mode = transfer_mode(transfers.next()?)?;
-    transfers
-        .all(|t| transfer_mode(t) == Some(mode))
-        .then_some(mode)
+fn shared_mode(mut transfers: impl Iterator<Item = Transfer>) -> Option<TransferMode> {
+    let mode = transfers.next()?.mode()?;
+    transfers.all(|t| t.mode() == Some(mode)).then_some(mode)
 }
 
 /// Whether `by`'s wait implies `site`'s: both wait in the same loop over
@@ -287,14 +283,9 @@ fn implies(by: &SourceSite, site: &SourceSite) -> bool {
 /// A consumer whose waits `by`'s imply (see [`implies`]) waits for nothing
 /// itself, and its transfers set no flag (`IMPLIED_ATTR`, read by
 /// `chunk-lower-transfers`).
-fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSite) {
-    let ctx = ir::context_of(plan.op);
+fn skip_implied_waits(site: &SourceSite, by: &SourceSite) {
     for t in &site.transfers {
-        ir::set_attr(
-            *t,
-            crate::plan::records::IMPLIED_ATTR,
-            ir::string_attr(ctx, &by.range.buffer),
-        );
+        records::mark_implied(*t, &by.range.buffer);
     }
     Diagnostic::remark(
         loc(site.consume),
@@ -319,7 +310,7 @@ fn skip_implied_waits(plan: &crate::plan::Plan, site: &SourceSite, by: &SourceSi
 /// `chunk-lower-transfers`).
 fn wait_per_source(plan: &crate::plan::Plan, abi: &crate::abi::AbiArgs, site: &SourceSite) {
     let range = site.range;
-    let b = Builder::before(site.first).with_loc(ir::location_of(site.consume));
+    let b = Builder::before(site.first).with_loc(ir::location_of(site.consume.0));
     let src = ir::result(site.source_index, 0);
     let t = ir::result(site.tile_index, 0);
     let within = b.divsi(
@@ -374,7 +365,7 @@ fn first_load_in(
 
 /// Removes Triton's `tt.flatten` from the loops around `op` (see the module
 /// docs), with a remark at the plan's `consume` op.
-fn unflatten_enclosing_loops(op: ir::Op, consume: ir::Op) {
+fn unflatten_enclosing_loops(op: ir::Op, consume: Consume) {
     let mut parent = ir::parent_op(op);
     while let Some(p) = parent {
         if ir::op_name(p) == "scf.for" && ir::remove_attr(p, FLATTEN_ATTR) {

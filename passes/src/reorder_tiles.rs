@@ -7,8 +7,8 @@
 
 use crate::{
     plan::{
-        FlagKind, ReductionKind, bound_kernel, fail, flag_layout, internal, loc, plans,
-        reduction_kind,
+        FlagKind, Produce, ReductionKind, TileMap, bound_kernel, fail, flag_layout, internal, loc,
+        plans, reduction_kind,
     },
     tiles::{Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index, scaled_by_tile},
 };
@@ -35,15 +35,11 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
     for plan in plans(module) {
         let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
         let reduced = crate::plan::reduced_buffers(&plan);
-        let consumes = plan.ops_named("chunk.consume");
-        let produces: Vec<Op> = plan
-            .ops_named("chunk.produce")
+        let consumes = plan.consumes();
+        let produces: Vec<Produce> = plan
+            .produces()
             .into_iter()
-            .filter(|p| {
-                ir::attr(*p, "buffer")
-                    .and_then(ir::symbol_value)
-                    .is_some_and(|b| reduced.contains(&b))
-            })
+            .filter(|p| p.buffer().is_some_and(|b| reduced.contains(&b)))
             .collect();
         if let (Some(_), Some(produce)) = (consumes.first(), produces.first()) {
             return Err(fail(
@@ -54,12 +50,14 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
         }
         let tile_maps = consumes
             .into_iter()
-            .map(|c| (c, Access::Load))
-            .chain(produces.into_iter().map(|p| (p, Access::Store)));
+            .map(|c| (TileMap::from(c), Access::Load))
+            .chain(
+                produces
+                    .into_iter()
+                    .map(|p| (TileMap::from(p), Access::Store)),
+            );
         for (consume, access) in tile_maps {
-            let name = ir::attr(consume, "buffer")
-                .and_then(ir::symbol_value)
-                .unwrap_or_default();
+            let name = consume.buffer().unwrap_or_default();
             let Some(buffer) = plan.buffer(&name) else {
                 continue;
             };
@@ -69,9 +67,9 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
                     format!("@{name} is not bound to a kernel argument"),
                 ));
             };
-            let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
-            let tile = ir::int_attr(consume, "tile").unwrap_or(1);
-            if let Some(source) = ir::str_attr(consume, "source") {
+            let dim = consume.dim();
+            let tile = consume.tile().unwrap_or(1);
+            if let Some(source) = consume.source() {
                 order_sources(kernel, abi.rank, &plan, consume, &name, arg, tile, &source)?;
                 continue;
             }
@@ -90,7 +88,7 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
                     ),
                 ));
             }
-            let index_name = ir::str_attr(consume, "index");
+            let index_name = consume.index();
             let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), consume)?;
             let order = match access {
                 // Consumers start at their own block.
@@ -120,7 +118,7 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
                 }
             };
             let (marked, how) = remap(kernel, t, abi.rank, order, block / tile, extent / tile)?;
-            let ctx = ir::context_of(consume);
+            let ctx = ir::context_of(consume.0);
             ir::set_attr(marked, TILE_INDEX_ATTR, ir::string_attr(ctx, &name));
             Diagnostic::remark(loc(consume), format!("tiles of @{name}: {how}")).emit();
         }
@@ -138,14 +136,14 @@ fn order_sources(
     kernel: Op,
     rank: Value,
     plan: &crate::plan::Plan,
-    consume: Op,
+    consume: TileMap,
     name: &str,
     arg: usize,
     tile: i64,
     source: &str,
 ) -> Result<(), PassFailed> {
-    let ctx = ir::context_of(consume);
-    let index_name = ir::str_attr(consume, "index");
+    let ctx = ir::context_of(consume.0);
+    let index_name = consume.index();
     let t = find_tile_index(
         kernel,
         arg,
@@ -203,7 +201,7 @@ fn order_sources(
 /// must run from 0 to the world size by 1 (one iteration per rank).
 fn source_loop(
     kernel: Op,
-    consume: Op,
+    consume: TileMap,
     source: &str,
     world_size: i64,
 ) -> Result<Value, PassFailed> {
@@ -248,7 +246,7 @@ fn source_loop(
 /// persistent kernel every program can end up waiting (a deadlock), in a
 /// grid the waiting tiles hold SMs. Refused.
 fn check_swizzle(
-    produce: Op,
+    produce: TileMap,
     t: Value,
     order: Order,
     tiles_per_rank: i64,

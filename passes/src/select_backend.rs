@@ -5,14 +5,14 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
-use crate::plan::{Plan, fail, loc, plans};
+use crate::plan::{Collective, Plan, fail, loc, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkSelectBackendOptions, PassOptions, RustPass};
 use synco_chunk::{
     Diagnostic, PassFailed,
-    attrs::{Algorithm, Backend},
+    attrs::{Algorithm, Backend, CollectiveKind},
 };
-use synco_ir::{self as ir, Op};
+use synco_ir as ir;
 
 /// The body of `chunk-select-backend`.
 pub struct Pass;
@@ -35,38 +35,31 @@ fn run(module: OperationRef, options: &ChunkSelectBackendOptions) -> Result<(), 
             if ir::int_attr(op, "backend").and_then(Backend::from_value) != Some(Backend::Auto) {
                 continue;
             }
-            let (backend, why) = match ir::op_name(op).as_str() {
-                "chunk.all_gather" | "chunk.all_to_all" => (
+            let Some(collective) = Collective::of(op) else {
+                return Err(fail(
+                    op,
+                    format!("{}: {} has no backend to select", NAME, ir::op_name(op)),
+                ));
+            };
+            let (backend, why) = match collective.kind() {
+                CollectiveKind::AllGather | CollectiveKind::AllToAll => (
                     Backend::CopyEngine,
                     "the chunks move while every SM computes".to_string(),
                 ),
-                "chunk.reduce_scatter" => reduction_backend(&plan, op, min_bytes)?,
-                "chunk.all_reduce" => {
-                    let one_shot = ir::int_attr(op, "algorithm").and_then(Algorithm::from_value)
-                        == Some(Algorithm::OneShot);
-                    if one_shot {
+                CollectiveKind::ReduceScatter => reduction_backend(&plan, collective, min_bytes)?,
+                CollectiveKind::AllReduce => {
+                    if collective.algorithm() == Some(Algorithm::OneShot) {
                         (
                             Backend::Ldst,
                             "a one-shot all-reduce fuses with SM stores only".to_string(),
                         )
                     } else {
                         // Partials, then sums: twice the bytes to amortise.
-                        reduction_backend(&plan, op, 2 * min_bytes)?
+                        reduction_backend(&plan, collective, 2 * min_bytes)?
                     }
                 }
-                other => {
-                    return Err(fail(
-                        op,
-                        format!("{}: {other} has no backend to select", NAME),
-                    ));
-                }
             };
-            let ctx = ir::context_of(op);
-            ir::set_attr(
-                op,
-                "backend",
-                ir::int_attr_of(ir::i32_type(ctx), backend as i64),
-            );
+            collective.set_backend(backend);
             Diagnostic::remark(
                 loc(op),
                 format!("backend(auto) -> backend({}): {why}", backend.keyword()),
@@ -79,11 +72,12 @@ fn run(module: OperationRef, options: &ChunkSelectBackendOptions) -> Result<(), 
 
 /// A reduction's backend: the copy engine when a rank's partial of a
 /// peer's block holds more than `min_bytes`.
-fn reduction_backend(plan: &Plan, op: Op, min_bytes: i64) -> Result<(Backend, String), PassFailed> {
-    let Some(src) = ir::attr(op, "src")
-        .and_then(ir::symbol_value)
-        .and_then(|n| plan.buffer(&n).cloned())
-    else {
+fn reduction_backend(
+    plan: &Plan,
+    op: Collective,
+    min_bytes: i64,
+) -> Result<(Backend, String), PassFailed> {
+    let Some(src) = op.src().and_then(|n| plan.buffer(&n).cloned()) else {
         return Err(fail(
             op,
             format!("{}: the reduced buffer is not in the plan", NAME),

@@ -5,9 +5,10 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
-use crate::plan::{BufferDecl, Plan, fail, loc, plans};
+use crate::plan::{AsOp, BufferDecl, Collective, Consume, Plan, fail, loc, plans};
 use crate::tiles::{self, Access, find_tile_index};
 use melior::ir::operation::OperationRef;
+use synco_chunk::attrs::CollectiveKind;
 use synco_chunk::passes::{ChunkSelectChunkSizeOptions, RustPass};
 use synco_chunk::{Diagnostic, PassFailed};
 use synco_cost_model::{
@@ -56,32 +57,30 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
     for plan in plans(module) {
         // New chunk sizes: a flag layout laid out before does not hold.
         crate::plan::records::forget_flag_layout(plan.op);
-        for op in plan.body_ops() {
-            let name = ir::op_name(op);
-            if ir::attr(op, "chunks").is_some() {
+        for op in plan.collectives() {
+            if op.chunks().is_some() {
                 continue;
             }
-            match name.as_str() {
-                "chunk.all_gather" if plan.producer_of(&landing_buffer(op)).is_some() => {
+            match op.kind() {
+                CollectiveKind::AllGather if plan.producer_of(&landing_buffer(op)).is_some() => {
                     select_gathered_output(&plan, module, op, forced, &machine)?
                 }
-                "chunk.all_gather" | "chunk.all_to_all" => {
+                CollectiveKind::AllGather | CollectiveKind::AllToAll => {
                     if read_per_source(&plan, op) {
                         select_per_source(&plan, module, op, forced, &machine)?
                     } else {
                         select(&plan, op, forced, &machine)?
                     }
                 }
-                "chunk.reduce_scatter" => select_reduce_scatter(&plan, module, op, forced, false)?,
+                CollectiveKind::ReduceScatter => {
+                    select_reduce_scatter(&plan, module, op, forced, false)?
+                }
                 // A two-shot all-reduce starts as a reduce-scatter; a
                 // one-shot one waits chunk by chunk on every rank.
-                "chunk.all_reduce" => {
-                    let one_shot = ir::int_attr(op, "algorithm")
-                        .and_then(synco_chunk::attrs::Algorithm::from_value)
-                        == Some(synco_chunk::attrs::Algorithm::OneShot);
+                CollectiveKind::AllReduce => {
+                    let one_shot = op.algorithm() == Some(synco_chunk::attrs::Algorithm::OneShot);
                     select_reduce_scatter(&plan, module, op, forced, one_shot)?
                 }
-                _ => {}
             }
         }
     }
@@ -89,49 +88,45 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
 }
 
 /// The buffer a gather or all-to-all lands in (`buffer`, or `dst`).
-fn landing_buffer(op: Op) -> String {
-    ["buffer", "dst"]
-        .into_iter()
-        .find_map(|key| ir::attr(op, key).and_then(ir::symbol_value))
-        .unwrap_or_default()
+fn landing_buffer(op: Collective) -> String {
+    op.dst().unwrap_or_default()
 }
 
 /// The per-source consume of `buffer` (`chunk.consume ... source(...)`).
-fn per_source_consume(plan: &Plan, buffer: &str) -> Option<Op> {
-    plan.ops_on("chunk.consume", buffer)
+fn per_source_consume(plan: &Plan, buffer: &str) -> Option<Consume> {
+    plan.consumers_of(buffer)
         .into_iter()
-        .find(|c| ir::attr(*c, "source").is_some())
+        .find(|c| c.reads_per_source())
 }
 
 /// Whether `op`'s chunks are those of a per-source operand: its buffer is
 /// read per source, or it is split across another dimension than the
 /// ranks' blocks (which only per-source consumers can wait for).
-fn read_per_source(plan: &Plan, op: Op) -> bool {
-    let split = ir::int_attr(op, "split").is_some_and(|s| Some(s) != ir::int_attr(op, "dim"));
+fn read_per_source(plan: &Plan, op: Collective) -> bool {
+    let split = op.chunk_dim() != op.dim();
     split || per_source_consume(plan, &landing_buffer(op)).is_some()
 }
 
 /// Tiles a per-source consume walks in one source's block: the block's
 /// extent along the consumed dimension (a rank's block when that is the
 /// dimension the ranks' blocks stack along) over the tile.
-fn tiles_per_source(plan: &Plan, consume: Op) -> Option<i64> {
-    let name = ir::attr(consume, "buffer").and_then(ir::symbol_value)?;
+fn tiles_per_source(plan: &Plan, consume: Consume) -> Option<i64> {
+    let name = consume.buffer()?;
     let buffer = plan.buffer(&name)?;
-    let dim = ir::int_attr(consume, "dim").unwrap_or(0);
+    let dim = consume.dim() as i64;
     let stacked = plan
-        .body_ops()
+        .collectives()
         .into_iter()
         .filter(|op| {
             matches!(
-                ir::op_name(*op).as_str(),
-                "chunk.all_gather" | "chunk.all_to_all"
+                op.kind(),
+                CollectiveKind::AllGather | CollectiveKind::AllToAll
             )
         })
         .find(|op| landing_buffer(*op) == name)
-        .and_then(|op| ir::int_attr(op, "dim"))
-        .unwrap_or(dim);
+        .map_or(dim, |op| op.dim() as i64);
     let extent = buffer.shape.get(dim as usize)? / if stacked == dim { plan.world_size } else { 1 };
-    Some(extent / ir::int_attr(consume, "tile").unwrap_or(1).max(1))
+    Some(extent / consume.tile().unwrap_or(1).max(1))
 }
 
 /// Whether tile index `t` is the quotient of Triton's grouped order
@@ -152,7 +147,7 @@ fn walked_last(t: ir::Value) -> bool {
 fn select_per_source(
     plan: &Plan,
     module: Op,
-    op: Op,
+    op: Collective,
     forced: Option<i64>,
     machine: &Machine,
 ) -> Result<(), PassFailed> {
@@ -177,10 +172,10 @@ fn select_per_source(
             "it is split across another dimension than the ranks' blocks, but no chunk.consume reads it per source".into(),
         ));
     };
-    let dim = ir::int_attr(op, "dim").unwrap_or(0);
-    let chunk_dim = ir::int_attr(op, "split").unwrap_or(dim);
-    let tile = ir::int_attr(consume, "tile").unwrap_or(1).max(1);
-    if ir::int_attr(consume, "dim").unwrap_or(0) != chunk_dim {
+    let dim = op.dim() as i64;
+    let chunk_dim = op.chunk_dim() as i64;
+    let tile = consume.tile().unwrap_or(1).max(1);
+    if consume.dim() as i64 != chunk_dim {
         return Err(refuse(format!(
             "its chunks cut dimension {chunk_dim}, its tiles walk another"
         )));
@@ -195,13 +190,20 @@ fn select_per_source(
     })? {
         Some(n) => n,
         None => {
-            let (_, _, t) =
-                kernel_tile_index(plan, module, &buffer, consume, Access::Load, tile, refuse)?;
+            let (_, _, t) = kernel_tile_index(
+                plan,
+                module,
+                &buffer,
+                (consume.index(), consume),
+                Access::Load,
+                tile,
+                refuse,
+            )?;
             let own = extent / tile;
             let others: i64 = plan
-                .ops_named("chunk.consume")
+                .consumes()
                 .into_iter()
-                .filter(|c| ir::attr(*c, "source").is_some() && !ir::same_op(*c, consume))
+                .filter(|c| c.reads_per_source() && !ir::same_op(c.0, consume.0))
                 .filter_map(|c| tiles_per_source(plan, c))
                 .product();
             let group = tiles::swizzle_group(t);
@@ -250,8 +252,7 @@ fn select_per_source(
             }
         }
     };
-    let ctx = ir::context_of(op);
-    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
+    op.set_chunks(chosen);
     Ok(())
 }
 
@@ -260,7 +261,7 @@ fn select_per_source(
 /// `what()`, e.g. "a block of 512 rows into chunks of whole 128-row
 /// tiles").
 fn checked_forced(
-    op: Op,
+    op: Collective,
     forced: Option<i64>,
     valid: impl Fn(i64) -> bool,
     what: impl FnOnce() -> String,
@@ -285,7 +286,7 @@ fn kernel_tile_index(
     plan: &Plan,
     module: Op,
     buffer: &BufferDecl,
-    tile_op: Op,
+    (index, tile_op): (Option<String>, impl AsOp),
     access: Access,
     tile: i64,
     refuse: impl Fn(String) -> PassFailed,
@@ -298,7 +299,6 @@ fn kernel_tile_index(
     let Some(arg) = buffer.arg else {
         return Err(refuse("it is not bound to a kernel argument".into()));
     };
-    let index = ir::str_attr(tile_op, "index");
     let t = find_tile_index(kernel, arg, access, tile, index.as_deref(), tile_op)?;
     Ok((kernel, arg, t))
 }
@@ -310,7 +310,7 @@ fn kernel_tile_index(
 fn select_gathered_output(
     plan: &Plan,
     module: Op,
-    op: Op,
+    op: Collective,
     forced: Option<i64>,
     machine: &Machine,
 ) -> Result<(), PassFailed> {
@@ -330,15 +330,15 @@ fn select_gathered_output(
             ),
         )
     };
-    let dim = ir::int_attr(op, "dim").unwrap_or(0);
-    let chunk_dim = ir::int_attr(op, "split").unwrap_or(dim);
-    let tile = ir::int_attr(produce, "tile").unwrap_or(1).max(1);
+    let dim = op.dim() as i64;
+    let chunk_dim = op.chunk_dim() as i64;
+    let tile = produce.tile().unwrap_or(1).max(1);
     let w = plan.world_size;
     let Some(&along) = buffer.shape.get(chunk_dim as usize) else {
         return Err(refuse(format!("it has no dimension {chunk_dim}")));
     };
     let extent = along / if chunk_dim == dim { w } else { 1 };
-    let follows_tiles = ir::int_attr(produce, "dim").unwrap_or(0) == chunk_dim;
+    let follows_tiles = produce.dim() as i64 == chunk_dim;
     // Chunks across the tiles' dimension: only the whole block.
     let valid = |n: i64| {
         n >= 1
@@ -372,8 +372,15 @@ fn select_gathered_output(
             1
         }
         None => {
-            let (kernel, arg, t) =
-                kernel_tile_index(plan, module, &buffer, produce, Access::Store, tile, refuse)?;
+            let (kernel, arg, t) = kernel_tile_index(
+                plan,
+                module,
+                &buffer,
+                (produce.index(), produce),
+                Access::Store,
+                tile,
+                refuse,
+            )?;
             // Rows of the rank's block and of one tile (from the kernel's
             // store of the output).
             let block = buffer.shape.first().copied().unwrap_or(0) / w;
@@ -398,9 +405,9 @@ fn select_gathered_output(
                 // The kernel's K: a consumed operand [K, N] (B, every
                 // source's rows stacked).
                 let k = plan
-                    .ops_named("chunk.consume")
+                    .consumes()
                     .into_iter()
-                    .filter_map(|c| ir::attr(c, "buffer").and_then(ir::symbol_value))
+                    .filter_map(|c| c.buffer())
                     .filter_map(|b| plan.buffer(&b))
                     .find(|b| b.shape.len() == 2 && b.shape[1] == n)
                     .map(|b| b.shape[0]);
@@ -442,8 +449,7 @@ fn select_gathered_output(
             }
         }
     };
-    let ctx = ir::context_of(op);
-    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
+    op.set_chunks(chosen);
     Ok(())
 }
 
@@ -453,32 +459,44 @@ fn swizzle_group(plan: &Plan, module: Op) -> Option<i64> {
     crate::tiles::kernel_swizzle_group(plan.find_kernel_in(module)?)
 }
 
+/// Whose tiles of a buffer [`collective_blocks`] reads.
+enum TilesOf {
+    /// Its `chunk.produce` (one at most).
+    Producer,
+    /// Its `chunk.consume`s.
+    Consumers,
+}
+
 /// A collective's buffer (attribute `key`), the rows of a rank's block
-/// along its `dim`, and the largest tile of the `tile_op` ops (consume or
-/// produce) on that buffer.
+/// along its `dim`, and the largest tile of its producer's or consumers'
+/// tiles.
 fn collective_blocks(
     plan: &Plan,
-    op: Op,
-    key: &str,
-    tile_op: &str,
+    op: Collective,
+    buffer: Option<String>,
+    tiles_of: TilesOf,
 ) -> Result<(BufferDecl, i64, i64), PassFailed> {
-    let Some(buffer) = ir::attr(op, key)
-        .and_then(ir::symbol_value)
-        .and_then(|n| plan.buffer(&n).cloned())
-    else {
+    let Some(buffer) = buffer.and_then(|n| plan.buffer(&n).cloned()) else {
         return Err(fail(
             op,
             "chunk-select-chunk-size: the collective's buffer is not in the plan",
         ));
     };
-    let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
+    let dim = op.dim();
     let block = buffer.shape[dim] / plan.world_size;
-    let tile = plan
-        .ops_on(tile_op, &buffer.name)
-        .into_iter()
-        .filter_map(|c| ir::int_attr(c, "tile"))
-        .max()
-        .unwrap_or(1);
+    let tiles: Vec<i64> = match tiles_of {
+        TilesOf::Producer => plan
+            .producer_of(&buffer.name)
+            .and_then(|p| p.tile())
+            .into_iter()
+            .collect(),
+        TilesOf::Consumers => plan
+            .consumers_of(&buffer.name)
+            .into_iter()
+            .filter_map(|c| c.tile())
+            .collect(),
+    };
+    let tile = tiles.into_iter().max().unwrap_or(1);
     Ok((buffer, block, tile))
 }
 
@@ -491,11 +509,11 @@ fn collective_blocks(
 fn select_reduce_scatter(
     plan: &Plan,
     module: Op,
-    op: Op,
+    op: Collective,
     forced: Option<i64>,
     one_shot: bool,
 ) -> Result<(), PassFailed> {
-    let (partial, block, tile) = collective_blocks(plan, op, "src", "chunk.produce")?;
+    let (partial, block, tile) = collective_blocks(plan, op, op.src(), TilesOf::Producer)?;
     let group = if one_shot {
         1
     } else {
@@ -540,19 +558,18 @@ fn select_reduce_scatter(
             best
         }
     };
-    let ctx = ir::context_of(op);
-    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
+    op.set_chunks(chosen);
     Ok(())
 }
 
-fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result<(), PassFailed> {
-    let key = if ir::attr(op, "buffer").is_some() {
-        "buffer"
-    } else {
-        "dst"
-    };
-    let (buffer, block, tile) = collective_blocks(plan, op, key, "chunk.consume")?;
-    let dim = ir::int_attr(op, "dim").unwrap_or(0) as usize;
+fn select(
+    plan: &Plan,
+    op: Collective,
+    forced: Option<i64>,
+    machine: &Machine,
+) -> Result<(), PassFailed> {
+    let (buffer, block, tile) = collective_blocks(plan, op, op.dst(), TilesOf::Consumers)?;
+    let dim = op.dim();
     let valid = |n: i64| block % n == 0 && (block / n) % tile == 0;
     let candidates: Vec<i64> = CANDIDATES.into_iter().filter(|&n| valid(n)).collect();
     let whole_tiles = || format!("a block of {block} rows into chunks of whole {tile}-row tiles");
@@ -606,7 +623,6 @@ fn select(plan: &Plan, op: Op, forced: Option<i64>, machine: &Machine) -> Result
         .emit();
         best as i64
     };
-    let ctx = ir::context_of(op);
-    ir::set_attr(op, "chunks", ir::int_attr_of(ir::i64_type(ctx), chosen));
+    op.set_chunks(chosen);
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! What the tile passes share: finding a kernel's loads of a buffer and the
 //! tile index those loads are computed from.
 
-use crate::plan::fail;
+use crate::plan::{AsOp, fail};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value, loc::op_variable_name};
 
@@ -171,9 +171,9 @@ pub fn find_tile_index(
     access: Access,
     tile: i64,
     name: Option<&str>,
-    at: Op,
+    at: impl AsOp,
 ) -> Result<Value, PassFailed> {
-    let consume = at;
+    let consume = at.op();
     let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
     if let Some(name) = name {
         let named: Vec<Op> = ir::walk(kernel)
@@ -236,7 +236,7 @@ pub fn tile_store(
     arg: usize,
     name: &str,
     index: Op,
-    at: Op,
+    at: impl AsOp,
     pass: &str,
 ) -> Result<Op, PassFailed> {
     let stores = stores_of(kernel, arg);

@@ -5,7 +5,7 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
-use crate::plan::{fail, plans};
+use crate::plan::{TileMap, fail, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::PassFailed;
 use synco_chunk::passes::{ChunkVerifyPlanOptions, RustPass};
@@ -66,11 +66,17 @@ fn run(module: OperationRef, _options: &ChunkVerifyPlanOptions) -> Result<(), Pa
             }
             bound.push((arg, &buffer.name));
         }
-        for (op_name, verb) in [("chunk.consume", "consumed"), ("chunk.produce", "produced")] {
-            for tiles in plan.ops_named(op_name) {
-                let name = ir::attr(tiles, "buffer")
-                    .and_then(ir::symbol_value)
-                    .unwrap_or_default();
+        let consumed = plan
+            .consumes()
+            .into_iter()
+            .map(|c| (TileMap::from(c), "consumed"));
+        let produced = plan
+            .produces()
+            .into_iter()
+            .map(|p| (TileMap::from(p), "produced"));
+        for (tiles, verb) in consumed.chain(produced) {
+            {
+                let name = tiles.buffer().unwrap_or_default();
                 if plan.buffer(&name).is_some_and(|b| b.arg.is_none()) {
                     return Err(fail(
                         tiles,

@@ -404,6 +404,10 @@ pub fn string_attr(ctx: Ctx, text: &str) -> Attr {
     unsafe { mlirStringAttrGet(ctx, sref(text)) }
 }
 
+pub fn unit_attr(ctx: Ctx) -> Attr {
+    unsafe { mlirUnitAttrGet(ctx) }
+}
+
 pub fn bool_attr(ctx: Ctx, value: bool) -> Attr {
     unsafe { mlirBoolAttrGet(ctx, value as i32) }
 }

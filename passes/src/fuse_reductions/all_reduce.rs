@@ -13,7 +13,7 @@ use super::{
 use crate::{
     abi::{AbiArgs, buffer_arg},
     flag_ops::{arrive, count_one, peer_ptr, wait},
-    plan::{FlagRange, fail, loc},
+    plan::{FlagRange, Transfer, fail, loc},
 };
 use synco_chunk::{Diagnostic, PassFailed};
 use synco_ir::{self as ir, Builder, Op, Scope, Value, builder::Cmp};
@@ -21,7 +21,7 @@ use synco_ir::{self as ir, Builder, Op, Scope, Value, builder::Cmp};
 /// Fuses the one-shot all-reduce of `site` (`transfer` is one of its
 /// transfers): with more than two ranks, peers' partials beyond the first
 /// land in `@P_staging`, which must be a kernel argument.
-pub(super) fn fuse_one_shot(site: &Site, kernel: Op, transfer: Op) -> Result<(), PassFailed> {
+pub(super) fn fuse_one_shot(site: &Site, kernel: Op, transfer: Transfer) -> Result<(), PassFailed> {
     let (w, name) = (site.world_size, site.buffers.name);
     // Peers' partials beyond the first land in the staging buffer.
     let staging = if w > 2 {
@@ -93,7 +93,7 @@ fn fuse_all_reduce(site: &Site, staging: Option<Value>) -> Result<(), PassFailed
             ),
         ));
     }
-    let b = Builder::before(store).with_loc(ir::location_of(produce));
+    let b = Builder::before(store).with_loc(ir::location_of(produce.0));
     let chunks = range.chunks_per_rank * world_size;
     let t = ir::result(marked, 0);
     let chunk = b.divsi(

@@ -4,22 +4,22 @@
 //! fused code reduces ([`check_layout`]).
 
 use crate::plan::{
-    Plan, ReductionKind, fail, internal, reduction_kind, reduction_kind_of, two_shot_gathers,
+    Plan, ReductionKind, Transfer, fail, internal, reduction_kind, reduction_kind_of, region_parts,
+    two_shot_gathers,
 };
 use synco_chunk::{PassFailed, attrs};
-use synco_ir::{self as ir, Op};
 
 /// Reduce-scatter and all-reduce on the SM backend, or a reduce-scatter
 /// (or two-shot all-reduce) moved by the copy engine.
-pub(super) fn check_fusable(t: Op) -> Result<(), PassFailed> {
+pub(super) fn check_fusable(t: Transfer) -> Result<(), PassFailed> {
     let Some(kind) = reduction_kind_of(t) else {
         return Err(fail(
             t,
             "chunk-fuse-reductions: this reducing transfer belongs to no reduce_scatter or all_reduce (the `collective(...)` that chunk-expand-collectives gives their transfers): write the collective and let chunk-expand-collectives expand it",
         ));
     };
-    let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
-    let local = crate::plan::is_local(t);
+    let backend = t.backend();
+    let local = t.is_local();
     // A reduce-scatter, alone or as a two-shot all-reduce's first phase.
     let scatters = matches!(
         kind,
@@ -51,16 +51,14 @@ pub(super) fn check_fusable(t: Op) -> Result<(), PassFailed> {
 /// already checked that each row of `@C` gets exactly one partial from
 /// every rank; a plan written out by hand can still put them elsewhere
 /// (a rotated owner, say), which this refuses.
-pub(super) fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFailed> {
+pub(super) fn check_layout(plan: &Plan, reducing: &[Transfer]) -> Result<(), PassFailed> {
     let gathers = two_shot_gathers(plan);
     // (partials, output, sizes) of each partial buffer's first reducing
     // transfer: its sizes are the chunk (as in `flag_layout`).
     let mut firsts: Vec<(String, String, Vec<i64>)> = Vec::new();
     for r in reducing {
-        let (Some((p, _, sizes)), Some(c)) = (
-            ir::attr(*r, "src").and_then(crate::plan::region_parts),
-            crate::plan::dst_buffer(*r),
-        ) else {
+        let (Some((p, _, sizes)), Some(c)) = (r.src().and_then(region_parts), r.dst_buffer())
+        else {
             continue;
         };
         if !firsts.iter().any(|(q, _, _)| *q == p) {
@@ -68,14 +66,10 @@ pub(super) fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFaile
         }
     }
     for t in reducing.iter().copied().chain(gathers) {
-        let gathered = ir::attr(t, "reduce").is_none();
-        let (Some(src), Some(dst)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
-            return Err(internal(t, "a transfer without regions"));
-        };
-        let (Some((src_name, _, sizes)), Some((dst_name, _, _))) = (
-            crate::plan::region_parts(src),
-            crate::plan::region_parts(dst),
-        ) else {
+        let gathered = !t.reduces();
+        let (Some((src_name, _, sizes)), Some(dst_name)) =
+            (t.src().and_then(region_parts), t.dst_buffer())
+        else {
             return Err(internal(t, "cannot read the transfer's regions"));
         };
         // A two-shot all-reduce's gathering transfers move @C itself; its
@@ -97,7 +91,7 @@ pub(super) fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFaile
                 ),
             ));
         };
-        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
+        let dim = produce.dim();
         let (Some(p_buf), Some(c_buf)) = (plan.buffer(&partials), plan.buffer(&dst_name)) else {
             return Err(internal(t, "the transfer's buffers are not in the plan"));
         };
@@ -114,10 +108,10 @@ pub(super) fn check_layout(plan: &Plan, reducing: &[Op]) -> Result<(), PassFaile
         let rows = sizes.get(dim).copied().unwrap_or(0);
         for r in 0..plan.world_size {
             let (Some(from), Some(to), Some(src_at), Some(dst_at)) = (
-                crate::plan::rank_at(t, "src_rank", r),
-                crate::plan::rank_at(t, "dst_rank", r),
-                crate::plan::region_offsets(src, r),
-                crate::plan::region_offsets(dst, r),
+                t.src_rank_on(r),
+                t.dst_rank_on(r),
+                t.src_offsets_on(r),
+                t.dst_offsets_on(r),
             ) else {
                 return Err(internal(t, "cannot evaluate the transfer on every rank"));
             };

@@ -27,7 +27,8 @@ mod staged;
 use crate::{
     abi::AbiArgs,
     plan::{
-        FlagKind, FlagRange, Plan, bound_kernel, flag_layout, internal, loc, plans, relayout_flags,
+        FlagKind, FlagRange, Plan, Transfer, bound_kernel, flag_layout, internal, loc, plans,
+        relayout_flags,
     },
 };
 use melior::ir::operation::OperationRef;
@@ -87,10 +88,10 @@ fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(),
         ReductionMode::Stage => Mode::Stage,
     };
     for plan in plans(module) {
-        let reducing: Vec<Op> = plan
-            .ops_named("chunk.transfer")
+        let reducing: Vec<Transfer> = plan
+            .transfers()
             .into_iter()
-            .filter(|t| ir::attr(*t, "reduce").is_some())
+            .filter(|t| t.reduces())
             .collect();
         if reducing.is_empty() {
             continue;
@@ -113,21 +114,15 @@ fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(),
             let transfer = reducing
                 .iter()
                 .copied()
-                .find(|t| {
-                    ir::attr(*t, "src")
-                        .and_then(crate::plan::region_parts)
-                        .is_some_and(|(b, _, _)| b == range.buffer)
-                })
+                .find(|t| t.src_buffer().as_deref() == Some(range.buffer.as_str()))
                 .ok_or_else(|| internal(plan.op, "a reduction range without its transfers"))?;
             fuse(&plan, kernel, abi, &range, transfer, mode)?;
         }
         // A two-shot all-reduce's gathering transfers move the sums the
         // owners now push themselves.
         let gathers = crate::plan::two_shot_gathers(&plan);
-        if let Some(unit) = ir::parse_attr(ir::context_of(module), "unit") {
-            for t in reducing.into_iter().chain(gathers) {
-                ir::set_attr(t, crate::plan::records::FUSED_ATTR, unit);
-            }
+        for t in reducing.into_iter().chain(gathers) {
+            crate::plan::records::mark_fused(t);
         }
     }
     Ok(())
@@ -140,7 +135,7 @@ fn fuse(
     kernel: Op,
     abi: AbiArgs,
     range: &FlagRange,
-    transfer: Op,
+    transfer: Transfer,
     mode: Mode,
 ) -> Result<(), PassFailed> {
     let site = Site::resolve(plan, kernel, abi, range, transfer, mode)?;
@@ -169,7 +164,7 @@ struct TileChunk {
 fn fuse_scatter(site: &Site) -> Result<(), PassFailed> {
     let (abi, range) = (site.abi, site.range);
     let (produce, store) = (site.buffers.produce, site.tile.store);
-    let b = Builder::before(store).with_loc(ir::location_of(produce));
+    let b = Builder::before(store).with_loc(ir::location_of(produce.0));
     let t = ir::result(site.tile.marked, 0);
     let chunk = b.divsi(
         b.muli(t, b.const_i32(site.buffers.tile)),
@@ -184,7 +179,7 @@ fn fuse_scatter(site: &Site) -> Result<(), PassFailed> {
     // Own rows: pull, reduce in rank order, store into the output block.
     let own_yield =
         yield_of(own_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
-    let ob = Builder::before(own_yield).with_loc(ir::location_of(produce));
+    let ob = Builder::before(own_yield).with_loc(ir::location_of(produce.0));
     let tile_chunk = TileChunk {
         chunk,
         owner,
@@ -197,7 +192,7 @@ fn fuse_scatter(site: &Site) -> Result<(), PassFailed> {
     // of the previous epoch and an arrival at the owner.
     let peer_yield =
         yield_of(peer_block).ok_or_else(|| internal(store, "an scf.if without yield"))?;
-    let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce));
+    let pb = Builder::before(peer_yield).with_loc(ir::location_of(produce.0));
     match site.mode {
         Mode::Push | Mode::Pull => push_pull::emit_peer_rows(site, &pb, peer_yield, &tile_chunk),
         Mode::CopyEngine | Mode::Stage => {

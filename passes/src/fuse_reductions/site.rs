@@ -7,7 +7,7 @@
 use super::{Mode, NAME};
 use crate::{
     abi::{AbiArgs, buffer_arg},
-    plan::{FlagRange, Plan, ReductionKind, fail, internal, reduction_kind},
+    plan::{FlagRange, Plan, Produce, ReductionKind, Transfer, fail, internal, reduction_kind},
     tiles::{TILE_INDEX_ATTR, kernel_arg, tile_store},
 };
 use synco_chunk::PassFailed;
@@ -36,7 +36,7 @@ pub(super) struct Buffers<'a> {
     /// The partials' buffer `@P`.
     pub(super) name: &'a str,
     /// The `chunk.produce` of `@P`: where the fused code is located.
-    pub(super) produce: Op,
+    pub(super) produce: Produce,
     /// Rows per tile (`chunk.produce`'s `tile`).
     pub(super) tile: i64,
     /// `@P`'s kernel argument, and its index.
@@ -89,7 +89,7 @@ impl<'a> Site<'a> {
         kernel: Op,
         abi: AbiArgs,
         range: &'a FlagRange,
-        transfer: Op,
+        transfer: Transfer,
         mode: Mode,
     ) -> Result<Site<'a>, PassFailed> {
         let buffers = Buffers::resolve(plan, kernel, range, transfer)?;
@@ -133,14 +133,14 @@ impl<'a> Buffers<'a> {
         plan: &Plan,
         kernel: Op,
         range: &'a FlagRange,
-        transfer: Op,
+        transfer: Transfer,
     ) -> Result<Buffers<'a>, PassFailed> {
         let w = plan.world_size;
         let name = &range.buffer;
         let produce = plan
             .producer_of(name)
             .ok_or_else(|| internal(plan.op, "a reduction range without its chunk.produce"))?;
-        let tile = ir::int_attr(produce, "tile").unwrap_or(1);
+        let tile = produce.tile().unwrap_or(1);
         if range.dim != 0 {
             return Err(fail(
                 produce,
@@ -164,7 +164,8 @@ impl<'a> Buffers<'a> {
                 format!("chunk-fuse-reductions: @{name} must be a 2D [M, N] partial"),
             ));
         };
-        let out_name = crate::plan::dst_buffer(transfer)
+        let out_name = transfer
+            .dst_buffer()
             .ok_or_else(|| internal(transfer, "a transfer without a destination"))?;
         let out = plan
             .buffer(&out_name)

@@ -8,7 +8,9 @@
 
 use super::{Mode, NAME, TileChunk, elements_between, site::Site};
 use crate::flag_ops::{arrive, wait};
-use crate::plan::{FlagRange, Plan, ReductionKind, fail, internal, records, reduction_kind};
+use crate::plan::{
+    FlagRange, Plan, ReductionKind, Transfer, fail, internal, records, reduction_kind,
+};
 use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
@@ -18,13 +20,13 @@ use synco_manifest::ReductionCopy;
 /// reduced buffer the owners' staging buffer that `chunk-expand-collectives`
 /// declares for the copy engine (`W - 1` blocks of its rows, kernel-owned),
 /// with its kernel argument. A one-shot all-reduce is not staged.
-pub(super) fn stage(plan: &Plan, kernel: Op, reducing: &[Op]) -> Result<(), PassFailed> {
+pub(super) fn stage(plan: &Plan, kernel: Op, reducing: &[Transfer]) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let mut names: Vec<String> = Vec::new();
     for t in reducing {
-        let backend = ir::int_attr(*t, "backend").and_then(attrs::Backend::from_value);
-        let local = crate::plan::is_local(*t);
-        let Some((name, _, _)) = ir::attr(*t, "src").and_then(crate::plan::region_parts) else {
+        let backend = t.backend();
+        let local = t.is_local();
+        let Some(name) = t.src_buffer() else {
             return Err(internal(*t, "a reducing transfer without a source region"));
         };
         if local || backend != Some(attrs::Backend::Ldst) || names.contains(&name) {

@@ -13,8 +13,8 @@
 mod schedule;
 pub mod sm_copies;
 
-use crate::plan::records::{self, FUSED_ATTR};
-use crate::plan::{fail, flag_layout, internal, plans};
+use crate::plan::records;
+use crate::plan::{Transfer, fail, flag_layout, internal, plans};
 use melior::ir::operation::OperationRef;
 use schedule::{check_arrival_flags, schedule};
 use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
@@ -46,14 +46,11 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
         ));
     }
     for plan in all {
-        let sm_transfers: Vec<ir::Op> = plan
-            .ops_named("chunk.transfer")
+        let sm_transfers: Vec<Transfer> = plan
+            .transfers()
             .into_iter()
-            .filter(|t| {
-                ir::int_attr(*t, "backend").and_then(attrs::Backend::from_value)
-                    == Some(attrs::Backend::Ldst)
-            })
-            .filter(|t| !moves_nothing(*t) && ir::attr(*t, FUSED_ATTR).is_none())
+            .filter(|t| t.backend() == Some(attrs::Backend::Ldst))
+            .filter(|t| !moves_nothing(*t) && !t.is_fused())
             .collect();
         let layout = flag_layout(&plan)?;
         check_arrival_flags(&plan, &layout)?;
@@ -151,7 +148,6 @@ fn persistent_programs(kernel: ir::Op) -> Option<i64> {
 }
 
 /// A local transfer whose source is its destination: the rows are in place.
-fn moves_nothing(t: ir::Op) -> bool {
-    crate::plan::is_local(t)
-        && ir::attr(t, "src").map(ir::print_attr) == ir::attr(t, "dst").map(ir::print_attr)
+fn moves_nothing(t: Transfer) -> bool {
+    t.is_local() && t.src().map(ir::print_attr) == t.dst().map(ir::print_attr)
 }

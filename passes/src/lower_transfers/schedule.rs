@@ -5,13 +5,12 @@
 //! once ([`check_arrival_flags`]).
 
 use super::moves_nothing;
-use crate::plan::records::{self, FUSED_ATTR};
+use crate::plan::records;
 use crate::plan::{
-    FlagKind, FlagRange, Plan, dst_buffer, fail, internal, loc, region_offsets, region_parts,
+    FlagKind, FlagRange, Plan, Transfer, fail, internal, loc, region_offsets, region_parts,
 };
 use std::collections::HashMap;
 use synco_chunk::{Diagnostic, PassFailed, attrs};
-use synco_ir as ir;
 use synco_manifest::{ChunkKind, ChunkLayout, Copy, FusedPlan, PlanBuffer};
 
 /// Refuses transfers into a consumed buffer that would not set each of its
@@ -32,37 +31,21 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
     for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
         let name = &range.buffer;
         let chunk = range.rows_per_chunk;
-        let writers: Vec<ir::Op> = plan
-            .ops_named("chunk.transfer")
-            .into_iter()
-            .filter(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
-            .collect();
+        let writers = plan.transfers_into(name);
         // The transfer `flag_layout` took the chunk size from.
-        let sized_by = writers
-            .first()
-            .and_then(|t| ir::str_attr(*t, "sym_name"))
-            .unwrap_or_default();
-        let transfers: Vec<ir::Op> = writers
-            .into_iter()
-            .filter(|t| !crate::plan::is_local(*t))
-            .collect();
+        let sized_by = writers.first().and_then(|t| t.name()).unwrap_or_default();
+        let transfers: Vec<Transfer> = writers.into_iter().filter(|t| !t.is_local()).collect();
         // Chunks whose arrival a later copy implies (`chunk-insert-waits`)
         // set no flag, but their tiles still read them.
-        let implied_by = transfers
-            .iter()
-            .find_map(|t| ir::str_attr(*t, crate::plan::records::IMPLIED_ATTR));
-        let mut setters: HashMap<(i64, i64), ir::Op> = HashMap::new();
+        let implied_by = transfers.iter().find_map(|t| t.implied_by());
+        let mut setters: HashMap<(i64, i64), Transfer> = HashMap::new();
         for &t in &transfers {
-            let (Some(dst), Some(sizes)) = (ir::attr(t, "dst"), crate::plan::region_sizes(t))
-            else {
+            let Some(sizes) = t.sizes() else {
                 return Err(internal(t, "a transfer without a destination region"));
             };
             let rows = sizes.get(range.dim).copied().unwrap_or(0);
             for r in 0..plan.world_size {
-                let (Some(on), Some(offsets)) = (
-                    crate::plan::rank_at(t, "dst_rank", r),
-                    region_offsets(dst, r),
-                ) else {
+                let (Some(on), Some(offsets)) = (t.dst_rank_on(r), t.dst_offsets_on(r)) else {
                     return Err(internal(t, "cannot evaluate the transfer on every rank"));
                 };
                 let start = offsets.get(range.dim).copied().unwrap_or(0);
@@ -92,7 +75,7 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
                 }
             }
         }
-        let consume = plan.consumer_of(name).unwrap_or(plan.op);
+        let consume = plan.consumer_of(name).map_or(plan.op, |c| c.0);
         for r in 0..plan.world_size {
             for index in 0..range.chunks_per_rank * plan.world_size {
                 let owner = index / range.chunks_per_rank;
@@ -122,7 +105,7 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
 pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, PassFailed> {
     let w = plan.world_size;
     let mut per_rank: Vec<Vec<Copy>> = vec![Vec::new(); w as usize];
-    for t in plan.ops_named("chunk.transfer") {
+    for t in plan.transfers() {
         host_copies(plan, layout, t, &mut per_rank)?;
     }
     for list in &mut per_rank {
@@ -181,29 +164,26 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
 fn host_copies(
     plan: &Plan,
     layout: &[FlagRange],
-    t: ir::Op,
+    t: Transfer,
     per_rank: &mut [Vec<Copy>],
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
-    let backend = ir::int_attr(t, "backend").and_then(attrs::Backend::from_value);
-    let mode = crate::plan::transfer_mode(t);
+    let backend = t.backend();
+    let mode = t.mode();
     // A copy within the rank runs before the kernel, on its stream (the
     // driver may run it on SMs, which waiting tiles would hold): no
     // flag, the kernel starts with the rows in place.
     let before_kernel = mode == Some(attrs::TransferMode::Local);
     // Nor does a chunk whose arrival a later flag of the same copy
     // stream implies (chunk-insert-waits: no tile waits for it).
-    let implied = ir::attr(t, crate::plan::records::IMPLIED_ATTR).is_some();
-    let (Some(src_attr), Some(dst_attr)) = (ir::attr(t, "src"), ir::attr(t, "dst")) else {
+    let implied = t.implied_by().is_some();
+    let (Some(src_attr), Some(dst_attr)) = (t.src(), t.dst()) else {
         return Err(internal(t, "a transfer without regions"));
     };
-    if moves_nothing(t)
-        || backend == Some(attrs::Backend::Ldst)
-        || ir::attr(t, FUSED_ATTR).is_some()
-    {
+    if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) || t.is_fused() {
         return Ok(());
     }
-    if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
+    if t.reduces() || t.waits() {
         return Err(fail(
             t,
             "chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only \
@@ -219,7 +199,7 @@ fn host_copies(
             ),
         ));
     }
-    let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), dst_buffer(t))
+    let (Some((src_name, _, sizes)), Some(dst_name)) = (region_parts(src_attr), t.dst_buffer())
     else {
         return Err(internal(t, "cannot read the transfer's regions"));
     };
@@ -227,10 +207,9 @@ fn host_copies(
         return Err(internal(t, "the transfer's buffers are not in the plan"));
     };
     let range = layout.iter().find(|r| r.buffer == dst_name);
-    let order = ir::int_attr(t, "order").unwrap_or(0);
+    let order = t.order();
     for r in 0..w {
-        let rank_of = |key: &str| crate::plan::rank_at(t, key, r);
-        let (Some(src_rank), Some(dst_rank)) = (rank_of("src_rank"), rank_of("dst_rank")) else {
+        let (Some(src_rank), Some(dst_rank)) = (t.src_rank_on(r), t.dst_rank_on(r)) else {
             return Err(fail(
                 t,
                 "chunk-lower-transfers: cannot evaluate the rank maps",
@@ -251,7 +230,7 @@ fn host_copies(
                     "chunk-lower-transfers: the source region is not a 2D strided box",
                 )
             })?;
-        let dst_sizes = crate::plan::region_sizes(t).unwrap_or_default();
+        let dst_sizes = t.sizes().unwrap_or_default();
         let (dst_offset, _, dst_row_elems, dst_pitch) = as_2d(&dst_buf.shape, &dst_off, &dst_sizes)
             .ok_or_else(|| {
                 fail(
@@ -275,7 +254,7 @@ fn host_copies(
             dst_rank
         };
         per_rank[driver as usize].push(Copy {
-            name: ir::str_attr(t, "sym_name"),
+            name: t.name(),
             order,
             src_rank,
             dst_rank,

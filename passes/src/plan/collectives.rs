@@ -2,7 +2,7 @@
 //! how: gathered outputs, reductions (their kind, staged or not) and the
 //! staging buffers of staged reductions.
 
-use super::{Plan, fail, internal, rank_at, region_offsets, region_parts};
+use super::{Plan, Transfer, fail, internal};
 use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Op};
 
@@ -10,12 +10,12 @@ use synco_ir::{self as ir, Op};
 /// other ranks (an all-gather of a kernel's output).
 pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
     let produced: Vec<String> = plan
-        .ops_named("chunk.produce")
+        .produces()
         .into_iter()
-        .filter_map(|p| ir::attr(p, "buffer").and_then(ir::symbol_value))
+        .filter_map(|p| p.buffer())
         .collect();
     let mut out: Vec<String> = Vec::new();
-    for t in plan.ops_named("chunk.transfer") {
+    for t in plan.transfers() {
         if let Some(name) = plain_send_source(t)
             && produced.contains(&name)
             && !out.contains(&name)
@@ -26,38 +26,27 @@ pub fn gathered_outputs(plan: &Plan) -> Vec<String> {
     out
 }
 
-/// A transfer's mode (`push`, `pull` or `local`).
-pub fn transfer_mode(t: Op) -> Option<attrs::TransferMode> {
-    ir::int_attr(t, "mode").and_then(attrs::TransferMode::from_value)
-}
-
-/// Whether transfer `t` copies within one rank (mode `local`).
-pub fn is_local(t: Op) -> bool {
-    transfer_mode(t) == Some(attrs::TransferMode::Local)
-}
-
 /// The buffer that transfer `t` reads when it sends data unchanged to
 /// another rank (a gather's chunk; not a reduction's, nor a copy within a
 /// rank), or `None`.
-pub fn plain_send_source(t: Op) -> Option<String> {
-    if is_local(t) || ir::attr(t, "reduce").is_some() {
+pub fn plain_send_source(t: Transfer) -> Option<String> {
+    if t.is_local() || t.reduces() {
         return None;
     }
-    ir::attr(t, "src")
-        .and_then(region_parts)
-        .map(|(name, _, _)| name)
+    t.src_buffer()
 }
 
 /// The dimension `d` along which every transfer of `transfers` writes into
 /// the block (`shape[d] / W` wide) of the rank it reads from: where a
 /// gathered buffer keeps each source rank's block.
-pub(super) fn source_block_dim(plan: &Plan, transfers: &[Op], shape: &[i64]) -> Option<usize> {
+pub(super) fn source_block_dim(
+    plan: &Plan,
+    transfers: &[Transfer],
+    shape: &[i64],
+) -> Option<usize> {
     let placed: Vec<(i64, Vec<i64>)> = transfers
         .iter()
-        .map(|t| {
-            let offsets = region_offsets(ir::attr(*t, "dst")?, 0)?;
-            Some((rank_at(*t, "src_rank", 0)?, offsets))
-        })
+        .map(|t| Some((t.src_rank_on(0)?, t.dst_offsets_on(0)?)))
         .collect::<Option<_>>()?;
     (0..shape.len()).find(|d| {
         let block = shape[*d] / plan.world_size;
@@ -143,15 +132,9 @@ fn staged_on_sms(plan: &Plan) -> Vec<String> {
 /// Whether the copy engine moves `buffer`'s partials between ranks (the
 /// reducing transfers that cross ranks have backend `copy_engine`).
 pub fn reduced_by_copy_engine(plan: &Plan, buffer: &str) -> bool {
-    plan.ops_named("chunk.transfer").into_iter().any(|t| {
-        ir::attr(t, "reduce").is_some()
-            && !is_local(t)
-            && ir::int_attr(t, "backend").and_then(attrs::Backend::from_value)
-                == Some(attrs::Backend::CopyEngine)
-            && ir::attr(t, "src")
-                .and_then(region_parts)
-                .is_some_and(|(b, _, _)| b == buffer)
-    })
+    plan.reductions_of(buffer)
+        .into_iter()
+        .any(|t| !t.is_local() && t.backend() == Some(attrs::Backend::CopyEngine))
 }
 
 /// The collective that reduces a buffer.
@@ -164,18 +147,10 @@ pub enum ReductionKind {
     AllReduceTwoShot,
 }
 
-/// The collective transfer `t` implements (`collective(...)`), and its
-/// phase for a two-shot all-reduce (`phase(...)`).
-pub fn collective_of(t: Op) -> Option<(attrs::CollectiveKind, Option<attrs::CollectivePhase>)> {
-    let kind = ir::int_attr(t, "collective").and_then(attrs::CollectiveKind::from_value)?;
-    let phase = ir::int_attr(t, "phase").and_then(attrs::CollectivePhase::from_value);
-    Some((kind, phase))
-}
-
 /// The transfers of the plan's two-shot all-reduces' gathering phase.
-pub fn two_shot_gathers(plan: &Plan) -> impl Iterator<Item = Op> {
-    plan.ops_named("chunk.transfer").into_iter().filter(|t| {
-        collective_of(*t)
+pub fn two_shot_gathers(plan: &Plan) -> impl Iterator<Item = Transfer> {
+    plan.transfers().into_iter().filter(|t| {
+        t.collective()
             == Some((
                 attrs::CollectiveKind::AllReduce,
                 Some(attrs::CollectivePhase::AllGather),
@@ -185,9 +160,9 @@ pub fn two_shot_gathers(plan: &Plan) -> impl Iterator<Item = Op> {
 
 /// What a reducing transfer reduces for: `None` if it records no
 /// collective that reduces.
-pub fn reduction_kind_of(t: Op) -> Option<ReductionKind> {
+pub fn reduction_kind_of(t: Transfer) -> Option<ReductionKind> {
     use attrs::{CollectiveKind, CollectivePhase};
-    match collective_of(t)? {
+    match t.collective()? {
         (CollectiveKind::ReduceScatter, None) => Some(ReductionKind::ReduceScatter),
         (CollectiveKind::AllReduce, None) => Some(ReductionKind::AllReduce),
         (CollectiveKind::AllReduce, Some(CollectivePhase::ReduceScatter)) => {
@@ -200,24 +175,15 @@ pub fn reduction_kind_of(t: Op) -> Option<ReductionKind> {
 /// What reduces `buffer`, from the collective its first reducing transfer
 /// records (the plan verifier checks that a group's transfers agree).
 pub fn reduction_kind(plan: &Plan, buffer: &str) -> Option<ReductionKind> {
-    let t = plan.ops_named("chunk.transfer").into_iter().find(|t| {
-        ir::attr(*t, "reduce").is_some()
-            && ir::attr(*t, "src")
-                .and_then(region_parts)
-                .is_some_and(|(b, _, _)| b == buffer)
-    })?;
-    reduction_kind_of(t)
+    reduction_kind_of(*plan.reductions_of(buffer).first()?)
 }
 
 /// Buffers that reducing transfers read: the partials of a reduce-scatter
 /// or all-reduce.
 pub fn reduced_buffers(plan: &Plan) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for t in plan.ops_named("chunk.transfer") {
-        if ir::attr(t, "reduce").is_none() {
-            continue;
-        }
-        if let Some((name, _, _)) = ir::attr(t, "src").and_then(region_parts)
+    for t in plan.transfers().into_iter().filter(|t| t.reduces()) {
+        if let Some(name) = t.src_buffer()
             && !out.contains(&name)
         {
             out.push(name);

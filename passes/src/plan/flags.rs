@@ -2,12 +2,11 @@
 //! whose chunks something waits for, in one flag array.
 
 use super::{
-    Plan, ReductionKind, collectives::source_block_dim, dst_buffer, fail, gathered_outputs,
-    reduced_buffers, reduction_kind, region_parts, region_sizes, staged,
+    Consume, Plan, Produce, ReductionKind, collectives::source_block_dim, fail, gathered_outputs,
+    reduced_buffers, reduction_kind, region_parts, staged,
 };
 use serde::{Deserialize, Serialize};
 use synco_chunk::PassFailed;
-use synco_ir::{self as ir, Op};
 
 /// What a range of flags counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,221 +98,223 @@ pub fn relayout_flags(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
 /// order); then those of every produced buffer that an all-gather sends
 /// ([`FlagKind::Output`]).
 fn lay_out_flags(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
-    let mut out: Vec<FlagRange> = Vec::new();
+    let mut layout: Vec<FlagRange> = Vec::new();
     let mut base = 0;
-    for consume in plan.ops_named("chunk.consume") {
-        let name = ir::attr(consume, "buffer")
-            .and_then(ir::symbol_value)
-            .unwrap_or_default();
-        if out.iter().any(|r| r.buffer == name) {
-            continue;
-        }
-        let dim = ir::int_attr(consume, "dim").unwrap_or(0) as usize;
-        let transfers: Vec<Op> = plan
-            .ops_named("chunk.transfer")
-            .into_iter()
-            .filter(|t| dst_buffer(*t).as_deref() == Some(&name))
-            .collect();
-        let Some(first) = transfers.first() else {
-            return Err(fail(
-                consume,
-                format!(
-                    "@{name} is consumed but no chunk.transfer writes it; run chunk-expand-collectives first"
-                ),
-            ));
-        };
-        let Some(buffer) = plan.buffer(&name) else {
-            return Err(fail(consume, format!("no buffer @{name}")));
-        };
-        let sizes = region_sizes(*first).unwrap_or_default();
-        let rows_per_chunk = sizes.get(dim).copied().unwrap_or(0);
-        // Ranks own blocks of `dim`, unless the consumer reads every rank's
-        // block (`source`): then the blocks lie along the dimension where
-        // each chunk lands in its source rank's block (another one for an
-        // all-gather's split).
-        let rank_dim = if ir::attr(consume, "source").is_some() {
-            source_block_dim(plan, &transfers, &buffer.shape).ok_or_else(|| {
-                fail(
-                    consume,
-                    format!("the chunks of @{name} do not land in their source rank's block of any one dimension; it cannot be read per source"),
-                )
-            })?
-        } else {
-            dim
-        };
-        let block = if rank_dim == dim {
-            buffer.shape[dim] / plan.world_size
-        } else {
-            buffer.shape[dim]
-        };
-        let rank_block = buffer.shape[rank_dim] / plan.world_size;
-        // A tile waits for the one chunk holding its block of `dim`: the
-        // chunk must hold everything else the tile reads, all of the other
-        // dimensions (and all of the rank's block along `rank_dim`).
-        let partial = (0..buffer.shape.len()).find(|d| {
-            let full = if *d == rank_dim {
-                rank_block
-            } else {
-                buffer.shape[*d]
-            };
-            *d != dim && sizes.get(*d) != Some(&full)
-        });
-        if let Some(d) = partial {
-            let per_source = ir::attr(consume, "source").is_none()
-                && source_block_dim(plan, &transfers, &buffer.shape).is_some_and(|b| b != dim);
-            return Err(fail(
-                consume,
-                if per_source {
-                    format!(
-                        "@{name}'s chunks cut dimension {dim} of every rank's block (split): tiles read every rank's block, so they must wait per source: add source(\"<the kernel's loop over ranks>\")"
-                    )
-                } else {
-                    format!(
-                        "chunks of @{name} cut dimension {d} as well as {dim}: a tile would read several chunks but wait for one; consume it along the dimension the chunks cut"
-                    )
-                },
-            ));
-        }
-        if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
-            return Err(fail(
-                *first,
-                format!("chunks of @{name} do not split its per-rank blocks evenly"),
-            ));
-        }
-        let range = FlagRange {
-            kind: FlagKind::Arrival,
-            counters_per_chunk: 1,
-            buffer: name,
-            dim,
-            rows_per_chunk,
-            chunks_per_rank: block / rows_per_chunk,
-            base,
-            rank_dim,
-            rank_block,
-        };
+    let mut place = |mut range: FlagRange, layout: &mut Vec<FlagRange>| {
+        range.base = base;
         base += range.count(plan.world_size);
-        out.push(range);
+        layout.push(range);
+    };
+    for consume in plan.consumes() {
+        if !laid_out(&layout, consume.buffer()) {
+            place(arrival_range(plan, consume)?, &mut layout);
+        }
     }
     let reduced = reduced_buffers(plan);
-    for produce in plan.ops_named("chunk.produce") {
-        let name = ir::attr(produce, "buffer")
-            .and_then(ir::symbol_value)
-            .unwrap_or_default();
-        if !reduced.contains(&name) || out.iter().any(|r| r.buffer == name) {
-            continue;
+    for produce in plan.produces() {
+        let name = produce.buffer().unwrap_or_default();
+        if reduced.contains(&name) && !laid_out(&layout, Some(name)) {
+            place(reduction_range(plan, produce)?, &mut layout);
         }
-        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
-        let Some(buffer) = plan.buffer(&name) else {
-            return Err(fail(produce, format!("no buffer @{name}")));
-        };
-        let rows_per_chunk = plan
-            .ops_named("chunk.transfer")
-            .into_iter()
-            .filter(|t| ir::attr(*t, "reduce").is_some())
-            .filter_map(|t| ir::attr(t, "src").and_then(region_parts))
-            .find(|(b, _, _)| *b == name)
-            .and_then(|(_, _, sizes)| sizes.get(dim).copied())
-            .unwrap_or(0);
-        let block = buffer.shape.get(dim).copied().unwrap_or(0) / plan.world_size;
-        if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
-            return Err(fail(
-                produce,
-                format!("chunks of @{name} do not split its per-rank blocks evenly"),
-            ));
-        }
-        let kind = reduction_kind(plan, &name);
-        let counters_per_chunk = match kind {
-            // Produced, consumed and copied counters per chunk, and an
-            // arrival flag per chunk and source rank; a two-shot
-            // all-reduce's reduced, sent and gathered too.
-            _ if staged(plan, &name) => {
-                let gather = if kind == Some(ReductionKind::AllReduceTwoShot) {
-                    3
-                } else {
-                    0
-                };
-                3 + plan.world_size + gather
-            }
-            // A one-shot all-reduce's partials counter and the peers'
-            // acknowledgements.
-            Some(ReductionKind::AllReduce) => 2,
-            // A two-shot all-reduce on SMs: those, the peers' sums (its
-            // `gathered` counter) and the owner's tiles done with their sums
-            // (`finished`, the last of which waits for the peers' sums).
-            Some(ReductionKind::AllReduceTwoShot) => 3,
-            _ => 1,
-        };
-        let range = FlagRange {
-            kind: FlagKind::Reduction,
-            counters_per_chunk,
-            buffer: name,
-            dim,
-            rows_per_chunk,
-            chunks_per_rank: block / rows_per_chunk,
-            base,
-            rank_dim: dim,
-            rank_block: block,
-        };
-        base += range.count(plan.world_size);
-        out.push(range);
     }
     let outputs = gathered_outputs(plan);
-    for produce in plan.ops_named("chunk.produce") {
-        let name = ir::attr(produce, "buffer")
-            .and_then(ir::symbol_value)
-            .unwrap_or_default();
-        if !outputs.contains(&name) || out.iter().any(|r| r.buffer == name) {
-            continue;
+    for produce in plan.produces() {
+        let name = produce.buffer().unwrap_or_default();
+        if outputs.contains(&name) && !laid_out(&layout, Some(name)) {
+            place(output_range(plan, produce)?, &mut layout);
         }
-        let dim = ir::int_attr(produce, "dim").unwrap_or(0) as usize;
-        let Some(buffer) = plan.buffer(&name) else {
-            return Err(fail(produce, format!("no buffer @{name}")));
-        };
-        let transfers: Vec<Op> = plan
-            .ops_named("chunk.transfer")
-            .into_iter()
-            .filter(|t| dst_buffer(*t).as_deref() == Some(name.as_str()))
-            .collect();
-        let Some(rank_dim) = source_block_dim(plan, &transfers, &buffer.shape) else {
-            return Err(fail(
-                produce,
-                format!(
-                    "the chunks of @{name} do not land in their source rank's block of any one dimension"
-                ),
-            ));
-        };
-        let rank_block = buffer.shape[rank_dim] / plan.world_size;
-        let extent = if dim == rank_dim {
+    }
+    Ok(layout)
+}
+
+fn laid_out(layout: &[FlagRange], buffer: Option<String>) -> bool {
+    layout.iter().any(|r| Some(&r.buffer) == buffer.as_ref())
+}
+
+/// The arrival flags of the buffer `consume` reads (base 0).
+fn arrival_range(plan: &Plan, consume: Consume) -> Result<FlagRange, PassFailed> {
+    let name = consume.buffer().unwrap_or_default();
+    let dim = consume.dim();
+    let transfers = plan.transfers_into(&name);
+    let Some(first) = transfers.first() else {
+        return Err(fail(
+            consume,
+            format!(
+                "@{name} is consumed but no chunk.transfer writes it; run chunk-expand-collectives first"
+            ),
+        ));
+    };
+    let Some(buffer) = plan.buffer(&name) else {
+        return Err(fail(consume, format!("no buffer @{name}")));
+    };
+    let sizes = first.sizes().unwrap_or_default();
+    let rows_per_chunk = sizes.get(dim).copied().unwrap_or(0);
+    // Ranks own blocks of `dim`, unless the consumer reads every rank's
+    // block (`source`): then the blocks lie along the dimension where each
+    // chunk lands in its source rank's block (another one for an
+    // all-gather's split).
+    let rank_dim = if consume.reads_per_source() {
+        source_block_dim(plan, &transfers, &buffer.shape).ok_or_else(|| {
+            fail(
+                consume,
+                format!("the chunks of @{name} do not land in their source rank's block of any one dimension; it cannot be read per source"),
+            )
+        })?
+    } else {
+        dim
+    };
+    let block = if rank_dim == dim {
+        buffer.shape[dim] / plan.world_size
+    } else {
+        buffer.shape[dim]
+    };
+    let rank_block = buffer.shape[rank_dim] / plan.world_size;
+    // A tile waits for the one chunk holding its block of `dim`: the chunk
+    // must hold everything else the tile reads, all of the other dimensions
+    // (and all of the rank's block along `rank_dim`).
+    let partial = (0..buffer.shape.len()).find(|d| {
+        let full = if *d == rank_dim {
             rank_block
         } else {
-            buffer.shape.get(dim).copied().unwrap_or(0)
+            buffer.shape[*d]
         };
-        let rows_per_chunk = transfers
-            .first()
-            .and_then(|t| region_sizes(*t))
-            .and_then(|sizes| sizes.get(dim).copied())
-            .unwrap_or(0);
-        if rows_per_chunk <= 0 || extent % rows_per_chunk != 0 {
-            return Err(fail(
-                produce,
+        *d != dim && sizes.get(*d) != Some(&full)
+    });
+    if let Some(d) = partial {
+        let per_source = !consume.reads_per_source()
+            && source_block_dim(plan, &transfers, &buffer.shape).is_some_and(|b| b != dim);
+        return Err(fail(
+            consume,
+            if per_source {
                 format!(
-                    "the all-gather's chunks of @{name} do not cut dimension {dim}, along which its tiles are produced, into equal parts of each rank's block"
-                ),
-            ));
-        }
-        let range = FlagRange {
-            kind: FlagKind::Output,
-            counters_per_chunk: 1,
-            buffer: name,
-            dim,
-            rows_per_chunk,
-            chunks_per_rank: extent / rows_per_chunk,
-            base,
-            rank_dim,
-            rank_block,
-        };
-        base += range.count(plan.world_size);
-        out.push(range);
+                    "@{name}'s chunks cut dimension {dim} of every rank's block (split): tiles read every rank's block, so they must wait per source: add source(\"<the kernel's loop over ranks>\")"
+                )
+            } else {
+                format!(
+                    "chunks of @{name} cut dimension {d} as well as {dim}: a tile would read several chunks but wait for one; consume it along the dimension the chunks cut"
+                )
+            },
+        ));
     }
-    Ok(out)
+    if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
+        return Err(fail(
+            *first,
+            format!("chunks of @{name} do not split its per-rank blocks evenly"),
+        ));
+    }
+    Ok(FlagRange {
+        kind: FlagKind::Arrival,
+        counters_per_chunk: 1,
+        buffer: name,
+        dim,
+        rows_per_chunk,
+        chunks_per_rank: block / rows_per_chunk,
+        base: 0,
+        rank_dim,
+        rank_block,
+    })
+}
+
+/// The counters of the reduced buffer `produce` writes (base 0).
+fn reduction_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> {
+    let name = produce.buffer().unwrap_or_default();
+    let dim = produce.dim();
+    let Some(buffer) = plan.buffer(&name) else {
+        return Err(fail(produce, format!("no buffer @{name}")));
+    };
+    let rows_per_chunk = plan
+        .reductions_of(&name)
+        .first()
+        .and_then(|t| t.src())
+        .and_then(region_parts)
+        .and_then(|(_, _, sizes)| sizes.get(dim).copied())
+        .unwrap_or(0);
+    let block = buffer.shape.get(dim).copied().unwrap_or(0) / plan.world_size;
+    if rows_per_chunk <= 0 || block % rows_per_chunk != 0 {
+        return Err(fail(
+            produce,
+            format!("chunks of @{name} do not split its per-rank blocks evenly"),
+        ));
+    }
+    let kind = reduction_kind(plan, &name);
+    let counters_per_chunk = match kind {
+        // Produced, consumed and copied counters per chunk, and an arrival
+        // flag per chunk and source rank; a two-shot all-reduce's reduced,
+        // sent and gathered too.
+        _ if staged(plan, &name) => {
+            let gather = if kind == Some(ReductionKind::AllReduceTwoShot) {
+                3
+            } else {
+                0
+            };
+            3 + plan.world_size + gather
+        }
+        // A one-shot all-reduce's partials counter and the peers'
+        // acknowledgements.
+        Some(ReductionKind::AllReduce) => 2,
+        // A two-shot all-reduce on SMs: those, the peers' sums (its
+        // `gathered` counter) and the owner's tiles done with their sums
+        // (`finished`, the last of which waits for the peers' sums).
+        Some(ReductionKind::AllReduceTwoShot) => 3,
+        _ => 1,
+    };
+    Ok(FlagRange {
+        kind: FlagKind::Reduction,
+        counters_per_chunk,
+        buffer: name,
+        dim,
+        rows_per_chunk,
+        chunks_per_rank: block / rows_per_chunk,
+        base: 0,
+        rank_dim: dim,
+        rank_block: block,
+    })
+}
+
+/// The counters of the gathered output `produce` writes (base 0).
+fn output_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> {
+    let name = produce.buffer().unwrap_or_default();
+    let dim = produce.dim();
+    let Some(buffer) = plan.buffer(&name) else {
+        return Err(fail(produce, format!("no buffer @{name}")));
+    };
+    let transfers = plan.transfers_into(&name);
+    let Some(rank_dim) = source_block_dim(plan, &transfers, &buffer.shape) else {
+        return Err(fail(
+            produce,
+            format!(
+                "the chunks of @{name} do not land in their source rank's block of any one dimension"
+            ),
+        ));
+    };
+    let rank_block = buffer.shape[rank_dim] / plan.world_size;
+    let extent = if dim == rank_dim {
+        rank_block
+    } else {
+        buffer.shape.get(dim).copied().unwrap_or(0)
+    };
+    let rows_per_chunk = transfers
+        .first()
+        .and_then(|t| t.sizes())
+        .and_then(|sizes| sizes.get(dim).copied())
+        .unwrap_or(0);
+    if rows_per_chunk <= 0 || extent % rows_per_chunk != 0 {
+        return Err(fail(
+            produce,
+            format!(
+                "the all-gather's chunks of @{name} do not cut dimension {dim}, along which its tiles are produced, into equal parts of each rank's block"
+            ),
+        ));
+    }
+    Ok(FlagRange {
+        kind: FlagKind::Output,
+        counters_per_chunk: 1,
+        buffer: name,
+        dim,
+        rows_per_chunk,
+        chunks_per_rank: extent / rows_per_chunk,
+        base: 0,
+        rank_dim,
+        rank_block,
+    })
 }

@@ -5,6 +5,7 @@
 //! * [`flags`]: the flag and counter layout of a fused kernel;
 //! * [`collectives`]: which collective moves or reduces each buffer, and
 //!   how (staged reductions, gathered outputs);
+//! * [`ops`]: typed views of the transfers, consumers and producers;
 //! * [`records`]: what a pass records for later passes and the manifest,
 //!   as registered `chunk` attributes;
 //! * [`regions`]: `#chunk.region`s and rank maps, read with the dialect's
@@ -15,6 +16,7 @@ use synco_ir::{self as ir, Op};
 
 pub mod collectives;
 pub mod flags;
+pub mod ops;
 pub mod records;
 pub mod regions;
 #[cfg(test)]
@@ -22,6 +24,7 @@ mod tests;
 
 pub use collectives::*;
 pub use flags::*;
+pub use ops::{AsOp, Collective, Consume, Produce, TileMap, Transfer};
 pub use regions::*;
 
 /// A `chunk.buffer`.
@@ -109,31 +112,80 @@ impl Plan {
             .collect()
     }
 
+    /// The plan's `chunk.transfer`s, in plan order.
+    pub fn transfers(&self) -> Vec<Transfer> {
+        self.ops_named("chunk.transfer")
+            .into_iter()
+            .map(Transfer)
+            .collect()
+    }
+
+    /// The transfers that write buffer `name`, in plan order.
+    pub fn transfers_into(&self, name: &str) -> Vec<Transfer> {
+        self.transfers()
+            .into_iter()
+            .filter(|t| t.dst_buffer().as_deref() == Some(name))
+            .collect()
+    }
+
+    /// The reducing transfers that read buffer `name` (its partials), in
+    /// plan order.
+    pub fn reductions_of(&self, name: &str) -> Vec<Transfer> {
+        self.transfers()
+            .into_iter()
+            .filter(|t| t.reduces() && t.src_buffer().as_deref() == Some(name))
+            .collect()
+    }
+
+    /// The plan's collectives as written (before
+    /// `chunk-expand-collectives`), in plan order.
+    pub fn collectives(&self) -> Vec<Collective> {
+        self.body_ops()
+            .into_iter()
+            .filter_map(Collective::of)
+            .collect()
+    }
+
+    /// The plan's `chunk.consume`s, in plan order.
+    pub fn consumes(&self) -> Vec<Consume> {
+        self.ops_named("chunk.consume")
+            .into_iter()
+            .map(Consume)
+            .collect()
+    }
+
+    /// The plan's `chunk.produce`s, in plan order.
+    pub fn produces(&self) -> Vec<Produce> {
+        self.ops_named("chunk.produce")
+            .into_iter()
+            .map(Produce)
+            .collect()
+    }
+
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
         self.buffers.iter().find(|b| b.name == name)
     }
 
-    /// The ops named `op_name` (`chunk.consume`, `chunk.produce`) whose
-    /// `buffer` is `buffer`, in plan order.
-    pub fn ops_on(&self, op_name: &str, buffer: &str) -> Vec<Op> {
-        self.ops_named(op_name)
-            .into_iter()
-            .filter(|o| {
-                ir::attr(*o, "buffer").and_then(ir::symbol_value).as_deref() == Some(buffer)
-            })
-            .collect()
-    }
-
     /// The `chunk.produce` whose kernel tiles write buffer `name` (the
     /// plan verifier allows at most one).
-    pub fn producer_of(&self, name: &str) -> Option<Op> {
-        self.ops_on("chunk.produce", name).first().copied()
+    pub fn producer_of(&self, name: &str) -> Option<Produce> {
+        self.produces()
+            .into_iter()
+            .find(|p| p.buffer().as_deref() == Some(name))
+    }
+
+    /// The `chunk.consume`s of buffer `name`, in plan order.
+    pub fn consumers_of(&self, name: &str) -> Vec<Consume> {
+        self.consumes()
+            .into_iter()
+            .filter(|c| c.buffer().as_deref() == Some(name))
+            .collect()
     }
 
     /// The first `chunk.consume` of buffer `name` (the one its flags are
     /// laid out for, see [`flag_layout`]).
-    pub fn consumer_of(&self, name: &str) -> Option<Op> {
-        self.ops_on("chunk.consume", name).first().copied()
+    pub fn consumer_of(&self, name: &str) -> Option<Consume> {
+        self.consumers_of(name).first().copied()
     }
 
     /// [`Plan::kernel_in`] without the error: `None` where it would fail.
@@ -298,21 +350,21 @@ pub fn find_kernel(module: Op, name: &str) -> Option<Op> {
 }
 
 /// A melior location for diagnostics at `op`.
-pub fn loc<'c>(op: Op) -> melior::ir::Location<'c> {
+pub fn loc<'c>(op: impl AsOp) -> melior::ir::Location<'c> {
     // SAFETY: the op is live for the pass; locations are owned by the
     // context, which outlives the diagnostic.
-    unsafe { melior::ir::Location::from_raw(ir::location_of(op)) }
+    unsafe { melior::ir::Location::from_raw(ir::location_of(op.op())) }
 }
 
 /// Emits an error at `op` and returns the pass failure.
-pub fn fail(op: Op, message: impl Into<String>) -> synco_chunk::PassFailed {
+pub fn fail(op: impl AsOp, message: impl Into<String>) -> synco_chunk::PassFailed {
     Diagnostic::error(loc(op), message).emit();
     synco_chunk::PassFailed
 }
 
 /// Reports a broken invariant of the pass itself (an input the verifiers
 /// should have refused) at `op`, instead of failing without a word.
-pub fn internal(op: Op, what: &str) -> synco_chunk::PassFailed {
+pub fn internal(op: impl AsOp, what: &str) -> synco_chunk::PassFailed {
     fail(
         op,
         format!("internal error in Synco: {what}; please report it with this input"),

@@ -14,7 +14,7 @@
 //! lowered it into the kernel) and [`IMPLIED_ATTR`] (`chunk-insert-waits`:
 //! no tile waits for its chunk).
 
-use super::{FlagRange, Plan, fail};
+use super::{FlagRange, Plan, Transfer, fail};
 use serde::{Serialize, de::DeserializeOwned};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, structured};
@@ -39,6 +39,17 @@ pub const FUSED_ATTR: &str = "chunk.fused";
 /// `chunk-lower-transfers` gives its copy no flag. The value names the
 /// buffer whose flags do.
 pub const IMPLIED_ATTR: &str = "chunk.flag_implied_by";
+
+/// Marks `t` as lowered into the kernel ([`FUSED_ATTR`]).
+pub fn mark_fused(t: Transfer) {
+    ir::set_attr(t.0, FUSED_ATTR, ir::unit_attr(ir::context_of(t.0)));
+}
+
+/// Marks `t`'s chunk as implied by the flags of buffer `by`
+/// ([`IMPLIED_ATTR`]).
+pub fn mark_implied(t: Transfer, by: &str) {
+    ir::set_attr(t.0, IMPLIED_ATTR, ir::string_attr(ir::context_of(t.0), by));
+}
 
 /// Per rank, a list of `T`.
 pub type PerRank<T> = Vec<Vec<T>>;

@@ -5,16 +5,6 @@ use melior::ir::AffineMap;
 use synco_chunk::attrs;
 use synco_ir::{self as ir, Op};
 
-/// The destination buffer of a `chunk.transfer`.
-pub fn dst_buffer(transfer: Op) -> Option<String> {
-    region_parts(ir::attr(transfer, "dst")?).map(|(b, _, _)| b)
-}
-
-/// The sizes of a transfer's destination region.
-pub fn region_sizes(transfer: Op) -> Option<Vec<i64>> {
-    region_parts(ir::attr(transfer, "dst")?).map(|(_, _, s)| s)
-}
-
 /// The raw `attr` as a melior attribute, for the dialect's readers.
 fn as_attribute<'c>(attr: ir::Attr) -> melior::ir::Attribute<'c> {
     // SAFETY: attributes handed to the passes belong to the live module's
@@ -39,14 +29,15 @@ pub fn region_offsets(attr: ir::Attr, rank: i64) -> Option<Vec<i64>> {
     region_of(attr)?.offsets_on(rank)
 }
 
-/// A transfer's rank map (`key`: `src_rank` or `dst_rank`).
-pub fn rank_map<'c>(t: Op, key: &str) -> Option<AffineMap<'c>> {
+/// A transfer's rank map (`key`: `src_rank` or `dst_rank`; read through
+/// [`super::Transfer`]).
+pub(super) fn rank_map<'c>(t: Op, key: &str) -> Option<AffineMap<'c>> {
     attrs::affine_map_of(as_attribute(ir::attr(t, key)?))
 }
 
 /// A transfer's rank map (`key`) evaluated on rank `r`, by the dialect's
 /// own evaluator.
-pub fn rank_at(t: Op, key: &str, r: i64) -> Option<i64> {
+pub(super) fn rank_at(t: Op, key: &str, r: i64) -> Option<i64> {
     attrs::evaluate_on_rank(rank_map(t, key)?, r)?
         .first()
         .copied()

@@ -135,3 +135,88 @@ fn reads_regions_and_rank_maps_with_the_dialect_evaluator() {
         assert_eq!(rank_at(t, "src", 0), None);
     });
 }
+
+/// Every accessor of the typed views reads the attribute `ChunkOps.td`
+/// names: on ops that spell out every attribute, none comes back empty
+/// (a misspelled name would read as absent).
+#[test]
+fn views_read_every_attribute_of_their_ops() {
+    let reduced = reduced_plan("collective(all_reduce) phase(reduce_scatter)", "g");
+    with_plans(&reduced, |plans| {
+        let t = plans[0].transfers()[2];
+        assert_eq!(t.name().as_deref(), Some("C_p1_c0"));
+        assert_eq!(t.mode(), Some(synco_chunk::attrs::TransferMode::Pull));
+        assert_eq!(t.backend(), Some(synco_chunk::attrs::Backend::Ldst));
+        assert_eq!(t.order(), 2);
+        assert_eq!(
+            (t.src_buffer().as_deref(), t.dst_buffer().as_deref()),
+            (Some("P"), Some("C"))
+        );
+        assert_eq!(t.sizes(), Some(vec![256, 64]));
+        assert_eq!((t.src_rank_on(0), t.dst_rank_on(0)), (Some(1), Some(0)));
+        assert_eq!(t.src_offsets_on(1), Some(vec![512, 0]));
+        assert!(t.reduces() && t.waits() && !t.is_local());
+        assert_eq!(
+            t.collective(),
+            Some((
+                synco_chunk::attrs::CollectiveKind::AllReduce,
+                Some(synco_chunk::attrs::CollectivePhase::ReduceScatter)
+            ))
+        );
+        assert_eq!(plans[0].reductions_of("P").len(), 4);
+    });
+    let written = r#"chunk.plan @p world_size(2) {
+      chunk.buffer @P : !chunk.buffer<1024x64xbf16> bind(0)
+      chunk.buffer @C : !chunk.buffer<512x64xbf16>
+      chunk.buffer @B : !chunk.buffer<128x64xbf16> bind(1)
+      chunk.produce @tiles @P dim(0) tile(128) index("pid_m")
+      chunk.consume @B dim(1) tile(32) index("pid_n") source("src")
+      chunk.all_gather @B dim(0) chunks(2) split(1) backend(ldst) algorithm(direct)
+      chunk.reduce_scatter @P into @C dim(0) chunks(2) reduce(max) backend(copy_engine) algorithm(direct)
+    }"#;
+    with_plans(written, |plans| {
+        let plan = &plans[0];
+        let produce = plan.producer_of("P").expect("a producer");
+        assert_eq!(
+            (produce.name().as_deref(), produce.dim(), produce.tile()),
+            (Some("tiles"), 0, Some(128))
+        );
+        assert_eq!(produce.index().as_deref(), Some("pid_m"));
+        let consume = plan.consumer_of("B").expect("a consumer");
+        assert_eq!((consume.dim(), consume.tile()), (1, Some(32)));
+        assert_eq!(consume.index().as_deref(), Some("pid_n"));
+        assert_eq!(consume.source().as_deref(), Some("src"));
+        let [gather, scatter] = plan.collectives()[..] else {
+            panic!("two collectives")
+        };
+        assert_eq!(gather.kind(), synco_chunk::attrs::CollectiveKind::AllGather);
+        assert_eq!(
+            (gather.src(), gather.dst()),
+            (Some("B".into()), Some("B".into()))
+        );
+        assert_eq!(
+            (gather.dim(), gather.split(), gather.chunk_dim()),
+            (0, Some(1), 1)
+        );
+        assert_eq!(gather.chunks(), Some(2));
+        assert_eq!(gather.backend(), Some(synco_chunk::attrs::Backend::Ldst));
+        assert_eq!(
+            gather.algorithm(),
+            Some(synco_chunk::attrs::Algorithm::Direct)
+        );
+        assert_eq!(
+            (scatter.src(), scatter.dst()),
+            (Some("P".into()), Some("C".into()))
+        );
+        assert_eq!(
+            scatter.reduction(),
+            Some(synco_chunk::attrs::Reduction::Max)
+        );
+        scatter.set_chunks(4);
+        scatter.set_backend(synco_chunk::attrs::Backend::Ldst);
+        assert_eq!(
+            (scatter.chunks(), scatter.backend()),
+            (Some(4), Some(synco_chunk::attrs::Backend::Ldst))
+        );
+    });
+}

@@ -56,7 +56,7 @@ pub use rank_maps::emit_affine;
 pub use reductions::lower_reduction_copies;
 pub use transfers::lower;
 
-use crate::plan::fail;
+use crate::plan::{AsOp, fail};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op};
 
@@ -95,7 +95,7 @@ pub enum CopyPrograms {
 
 /// Where `kernel` can take copy programs: in front of a 1D grid, or in an
 /// extra plane of a 2D one; an error for a 3D grid.
-pub fn placement(kernel: Op, at: Op) -> Result<CopyPrograms, PassFailed> {
+pub fn placement(kernel: Op, at: impl AsOp) -> Result<CopyPrograms, PassFailed> {
     let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
     let axes: Vec<i64> = ir::find_all(kernel, "tt.get_program_id")
         .into_iter()

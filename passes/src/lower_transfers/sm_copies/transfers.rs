@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     abi::AbiArgs,
-    plan::{FlagRange, Plan, fail, internal, region_parts},
+    plan::{FlagRange, Plan, Transfer, fail, internal, region_parts},
 };
 use melior::ir::AffineMap;
 use synco_chunk::PassFailed;
@@ -18,7 +18,7 @@ use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value};
 
 /// One transfer to copy, with what the code needs.
 struct SmCopy<'c> {
-    op: Op,
+    op: Transfer,
     /// The ranks its maps are evaluated on: `0..world_size`.
     world_size: i64,
     src_rank_map: AffineMap<'c>,
@@ -40,7 +40,7 @@ pub fn lower(
     plan: &Plan,
     kernel: Op,
     abi: AbiArgs,
-    transfers: &[Op],
+    transfers: &[Transfer],
     programs: i64,
     placement: CopyPrograms,
     layout: &[FlagRange],
@@ -48,15 +48,15 @@ pub fn lower(
 ) -> Result<(), PassFailed> {
     let mut copies = Vec::new();
     for &t in transfers {
-        if ir::attr(t, "reduce").is_some() || ir::attr(t, "after").is_some() {
+        if t.reduces() || t.waits() {
             return Err(fail(
                 t,
                 "the ldst backend does not lower reducing transfers or transfers that wait for others yet",
             ));
         }
         let (Some((src_buf, src_map, sizes)), Some((dst_buf, dst_map, _))) = (
-            ir::attr(t, "src").and_then(region_parts),
-            ir::attr(t, "dst").and_then(region_parts),
+            t.src().and_then(region_parts),
+            t.dst().and_then(region_parts),
         ) else {
             return Err(internal(t, "cannot read the transfer's regions"));
         };
@@ -69,7 +69,7 @@ pub fn lower(
         // Rank r's copy programs run the instance of rank r, into r's own
         // buffer.
         for r in 0..plan.world_size {
-            let dst_rank = crate::plan::rank_at(t, "dst_rank", r);
+            let dst_rank = t.dst_rank_on(r);
             if dst_rank != Some(r) {
                 return Err(fail(
                     t,
@@ -131,7 +131,8 @@ pub fn lower(
         copies.push(SmCopy {
             op: t,
             world_size: plan.world_size,
-            src_rank_map: crate::plan::rank_map(t, "src_rank")
+            src_rank_map: t
+                .rank_map("src_rank")
                 .ok_or_else(|| internal(t, "cannot read the transfer's source rank map"))?,
             src_offsets_map: src_map,
             dst_offsets_map: dst_map,
@@ -145,7 +146,7 @@ pub fn lower(
             arg,
         });
     }
-    copies.sort_by_key(|c| ir::int_attr(c.op, "order").unwrap_or(0));
+    copies.sort_by_key(|c| c.op.order());
 
     let site = split_grid(kernel, programs, placement)?;
     for copy in &copies {
@@ -174,7 +175,7 @@ fn emit_copy(
     programs: i64,
     counter_base: i64,
 ) -> Result<(), PassFailed> {
-    let b = b.with_loc(ir::location_of(copy.op));
+    let b = b.with_loc(ir::location_of(copy.op.0));
     let Some(base) = crate::tiles::kernel_arg(kernel, copy.arg) else {
         return Err(internal(copy.op, "the buffer's kernel argument is missing"));
     };
