@@ -283,6 +283,13 @@ pub fn cpp(decls: &Declarations) -> String {
         out.push_str("      signalPassFailure();\n  }\n};\n");
     }
     out.push_str("\n} // namespace\n");
+    out.push_str(
+        "\n/// Whether `argument` names a pass that ChunkPasses.td declares (one\n/// whose body is Rust).\nbool isDeclaredPass(::llvm::StringRef argument) {\n  static constexpr ::llvm::StringLiteral declared[] = {",
+    );
+    for pass in &decls.passes {
+        let _ = write!(out, "\n      \"{}\",", pass.argument);
+    }
+    out.push_str("\n  };\n  return ::llvm::is_contained(declared, argument);\n}\n");
     out
 }
 

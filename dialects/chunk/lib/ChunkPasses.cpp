@@ -93,7 +93,7 @@ namespace synco::chunk {
 bool syncoSetPassBody(MlirStringRef argument, SyncoPassBodyFn body,
                       void *userData) {
   StringRef name = unwrap(argument);
-  if (!PassInfo::lookup(name))
+  if (!synco::chunk::isDeclaredPass(name) || !PassInfo::lookup(name))
     return false;
   std::lock_guard<std::mutex> lock(bodiesMutex());
   bodies()[name] = {body, userData};

@@ -153,3 +153,32 @@ pub fn set_body<P: RustPass>() {
     };
     assert!(known, "{argument} is not a registered pass");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn no_body(
+        _op: MlirOperation,
+        _values: *const OptionValue,
+        _num_values: isize,
+        _user_data: *mut c_void,
+    ) -> MlirLogicalResult {
+        MlirLogicalResult { value: 0 }
+    }
+
+    /// Only the passes ChunkPasses.td declares take a Rust body: upstream
+    /// passes and unknown names are refused.
+    #[test]
+    fn bodies_attach_to_declared_passes_only() {
+        register_declared();
+        let set = |name: &str| unsafe {
+            ffi::syncoSetPassBody(string_ref(name), no_body, std::ptr::null_mut())
+        };
+        assert!(!set("canonicalize"));
+        assert!(!set("chunk-no-such-pass"));
+        assert!(!set("synco-fuse"));
+        // A declared pass takes one (this test process runs no pass).
+        assert!(set(ChunkVerifyPlanOptions::ARGUMENT));
+    }
+}
