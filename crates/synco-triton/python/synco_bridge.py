@@ -342,6 +342,7 @@ def compile_kernel(request):
     codegen_fns = backend.get_codegen_implementation(options)
     module = src.make_ir(target, options, codegen_fns, module_map=backend.get_module_map(), context=context)
     name = src.name.lstrip("@")
+    check_file_name(name, out_dir)
     files = {}
     # A .ttir input skips its own stage's passes, as triton.compile does;
     # `synco compile` runs canonicalize/cse before handing TTIR over.
@@ -379,6 +380,22 @@ def param_names(text, kernel, count):
     if len(names) != count:
         names = [f"arg{i}" for i in range(count)]
     return names
+
+
+def check_file_name(name, out_dir):
+    """Refuses a kernel name that is not a plain file name: its stages are
+    written to `<out_dir>/<name>.<stage>`, which must stay in `out_dir`."""
+    plain = (
+        name not in ("", ".", "..")
+        and os.path.basename(name) == name
+        and not any(c in name for c in "/\\\0")
+    )
+    if not plain:
+        raise BridgeError(
+            "input",
+            f"the kernel's name {name!r} is not a plain file name: its stages would be "
+            f"written outside {out_dir}; rename the tt.func",
+        )
 
 
 def write_artifact(out_dir, name, ext, module):

@@ -332,6 +332,11 @@ impl Bridge {
             serde_json::from_value(answer.get("files").cloned().unwrap_or_default())
                 .map_err(|e| BridgeError::Internal(format!("bad 'files' in answer: {e}")))?;
         let kernel = string_field(&answer, "kernel")?;
+        if Path::new(&kernel).file_name() != Some(std::ffi::OsStr::new(&kernel)) {
+            return Err(BridgeError::Internal(format!(
+                "the bridge named the kernel {kernel:?}, which is not a plain file name"
+            )));
+        }
         let metadata = answer
             .get("metadata")
             .and_then(Value::as_object)
