@@ -6,6 +6,7 @@
 
 import os
 import shutil
+import tempfile
 
 import lit.formats
 
@@ -34,6 +35,9 @@ config.environment["PATH"] = os.pathsep.join(
 config.environment["LC_ALL"] = "C"
 
 config.substitutions.append(("%repo", repo_root))
+config.substitutions.append(("%synco_bin", os.path.join(build_dir, "synco")))
+# A scratch folder outside the repository (no .venv above it), one per run.
+config.substitutions.append(("%outside", tempfile.mkdtemp(prefix="synco-lit-")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%chunk_plugin", os.path.join(build_dir, "libSyncoChunkPlugin.so")))
 config.substitutions.append(("%mlir_tblgen", os.path.join(llvm_bin, "mlir-tblgen")))

@@ -13,9 +13,9 @@
 //! * [`Bridge::compile`]: generic TTIR into TTGIR, LLIR, PTX and cubin for a
 //!   target, plus the [`LaunchManifest`] the runtime loads.
 //!
-//! The Python interpreter is `$SYNCO_PYTHON` if set, else the repository's
-//! `.venv/bin/python` (found by walking up from the current directory and
-//! from the running executable).
+//! The Python interpreter is the project's own `.venv/bin/python` (in a
+//! folder above the running executable), else `$SYNCO_PYTHON`; never one
+//! found from the current directory ([`Bridge::interpreter`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -31,7 +31,7 @@ const BRIDGE_SOURCE: &str = include_str!("../python/synco_bridge.py");
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
     #[error(
-        "no Python with Triton found (looked for $SYNCO_PYTHON and {searched}); run `tools/dev setup`, \
+        "no Python with Triton found (looked for {searched} and $SYNCO_PYTHON); run `tools/dev setup`, \
          or set SYNCO_PYTHON to a python that has triton==3.6.0"
     )]
     PythonNotFound { searched: String },
@@ -167,34 +167,32 @@ pub struct Bridge {
 impl Bridge {
     /// Finds the Python interpreter (see the crate docs).
     pub fn locate() -> Result<Self, BridgeError> {
+        match Bridge::interpreter() {
+            (Some(python), _) => Ok(Self::with_python(python)),
+            (None, searched) => Err(BridgeError::PythonNotFound { searched }),
+        }
+    }
+
+    /// The interpreter [`Bridge::locate`] would run and why (for `--help`),
+    /// or `None` and where it looked: the project's own `.venv/bin/python`
+    /// (the one in a folder above the running executable, as
+    /// `target/debug/synco` sits in the repository), then `$SYNCO_PYTHON`.
+    /// Never one found from the current directory: a `.venv` planted in a
+    /// folder the user works in must not run.
+    pub fn interpreter() -> (Option<PathBuf>, String) {
+        let project = std::env::current_exe().ok().and_then(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .map(|dir| dir.join(".venv/bin/python"))
+                .find(|candidate| candidate.exists())
+        });
+        if let Some(python) = project {
+            return (Some(python), "the project's .venv".into());
+        }
         if let Some(python) = std::env::var_os("SYNCO_PYTHON") {
-            return Ok(Self::with_python(python));
+            return (Some(python.into()), "$SYNCO_PYTHON".into());
         }
-        let mut roots = Vec::new();
-        if let Ok(dir) = std::env::current_dir() {
-            roots.push(dir);
-        }
-        if let Ok(exe) = std::env::current_exe() {
-            roots.push(exe);
-        }
-        let mut searched = Vec::new();
-        for root in &roots {
-            for dir in root.ancestors() {
-                let candidate = dir.join(".venv/bin/python");
-                if candidate.exists() {
-                    return Ok(Self::with_python(candidate));
-                }
-                searched.push(candidate.display().to_string());
-            }
-        }
-        searched.dedup();
-        Err(BridgeError::PythonNotFound {
-            searched: searched
-                .first()
-                .cloned()
-                .unwrap_or_else(|| ".venv/bin/python".into())
-                + " and its parents",
-        })
+        (None, "a .venv above the synco binary".into())
     }
 
     pub fn with_python(python: impl Into<PathBuf>) -> Self {

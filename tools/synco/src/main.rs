@@ -32,6 +32,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Import a @triton.jit kernel (.py) or Triton IR (.ttir) as generic MLIR.
+    ///
+    /// A .py file is run by Python, as Triton does: its top-level code
+    /// executes (import only files you would run).
     Import(ImportArgs),
     /// Compile generic TTIR (optionally through Synco's passes) to a stage.
     Compile(CompileArgs),
@@ -117,7 +120,7 @@ struct CompileArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result = match cli.command {
         Command::Import(args) => import(args),
         Command::Compile(args) => compile(args),
@@ -295,6 +298,21 @@ fn compile(args: CompileArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The command line, with `--help` saying which Python runs Triton (and
+/// that `synco import` runs the kernel file's Python).
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let python = match Bridge::interpreter() {
+        (Some(path), why) => format!("{} ({why})", path.display()),
+        (None, searched) => format!("none found (looked for {searched} and $SYNCO_PYTHON)"),
+    };
+    let help = format!(
+        "Triton runs in: {python}.\n`synco import FILE.py` runs FILE.py's Python, as Triton does: its top-level code executes; import only files you would run."
+    );
+    let matches = Cli::command().after_help(help).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Moves the host transfer schedule that `chunk-lower-transfers` left on the
