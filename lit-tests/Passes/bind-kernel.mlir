@@ -46,3 +46,19 @@ module {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
   }
 }
+
+// -----
+
+// The fused code indexes buffers with 32-bit element offsets: a buffer of
+// 2^31 elements is refused (2^31 - 1 would be bound).
+module {
+  chunk.plan @p world_size(2) kernel(@k) {
+    chunk.buffer @P : !chunk.buffer<2147483647xf32> bind(0)
+    // expected-error @below {{chunk-bind-kernel: @C has 2147483648 elements, more than the fused kernel's 32-bit element offsets reach (at most 2147483647): split it into buffers of at most that many}}
+    chunk.buffer @C : !chunk.buffer<2147483648xf32>
+  }
+  "tt.func"() <{function_type = (!tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

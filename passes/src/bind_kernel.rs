@@ -39,6 +39,7 @@ fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), Pa
 }
 
 pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
+    check_i32_offsets(plan)?;
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
         return Err(fail(
@@ -64,5 +65,30 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         FIRST_ARG_ATTR,
         ir::int_attr_of(ir::i32_type(ctx), first as i64),
     );
+    Ok(())
+}
+
+/// Refuses buffers whose elements 32-bit offsets cannot all reach: the
+/// fused code indexes every buffer of the plan with `i32` element offsets
+/// and counts, as Triton's kernels index their tensors (a larger count
+/// would be truncated into a wrong address or a zero divisor).
+fn check_i32_offsets(plan: &Plan) -> Result<(), PassFailed> {
+    for buffer in &plan.buffers {
+        let elements = buffer
+            .shape
+            .iter()
+            .try_fold(1i64, |n, d| n.checked_mul(*d))
+            .unwrap_or(i64::MAX);
+        if elements > i64::from(i32::MAX) {
+            return Err(fail(
+                buffer.op,
+                format!(
+                    "{NAME}: @{} has {elements} elements, more than the fused kernel's 32-bit element offsets reach (at most {}): split it into buffers of at most that many",
+                    buffer.name,
+                    i32::MAX
+                ),
+            ));
+        }
+    }
     Ok(())
 }

@@ -62,6 +62,14 @@ void BufferType::print(AsmPrinter &printer) const {
   printer << getElementType() << '>';
 }
 
+/// `shape` as `AxBxC`.
+static std::string describeShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  for (auto [i, dim] : llvm::enumerate(shape))
+    text += (i ? "x" : "") + std::to_string(dim);
+  return text;
+}
+
 LogicalResult
 BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
                    ArrayRef<int64_t> shape, Type elementType) {
@@ -75,6 +83,14 @@ BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "symmetric buffer elements must be integers or "
                           "floats, got "
                        << elementType;
+  // Every size and offset the passes and the runtime compute lies within
+  // the buffer's bytes: they must fit an int64_t.
+  int64_t bytes = llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+  for (int64_t dim : shape)
+    if (llvm::MulOverflow(bytes, dim, bytes))
+      return emitError() << "a symmetric buffer of " << describeShape(shape)
+                         << " elements of " << elementType
+                         << " holds more bytes than a 64-bit size can count";
   return success();
 }
 
@@ -99,9 +115,15 @@ LogicalResult RegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (offsets.getNumResults() != sizes.size())
     return emitError() << "region has " << offsets.getNumResults()
                        << " offsets but " << sizes.size() << " sizes";
-  for (int64_t size : sizes)
+  int64_t elements = 1;
+  for (int64_t size : sizes) {
     if (size <= 0)
       return emitError() << "region sizes must be positive, got " << size;
+    if (llvm::MulOverflow(elements, size, elements))
+      return emitError() << "region of " << describeShape(sizes)
+                         << " holds more elements than a 64-bit count can "
+                            "count";
+  }
   return success();
 }
 

@@ -11,6 +11,7 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace synco::chunk;
@@ -126,12 +127,18 @@ static LogicalResult verifyRegionInBounds(Operation *op, RegionAttr region,
              << " cannot be evaluated on rank " << rank << ": "
              << kUnevaluableMap;
     for (auto [dim, offset] : llvm::enumerate(*offsets)) {
-      if (offset < 0 || offset + sizes[dim] > shape[dim])
+      int64_t end;
+      bool wraps = llvm::AddOverflow(offset, sizes[dim], end);
+      if (offset < 0 || wraps || end > shape[dim]) {
+        std::string span =
+            wraps ? std::to_string(offset) + " + " + std::to_string(sizes[dim])
+                  : std::to_string(end);
         return op->emitOpError()
                << what << " region is out of bounds on rank " << rank
                << ": dimension " << dim << " spans [" << offset << ", "
-               << offset + sizes[dim] << ") but " << region.getBuffer()
-               << " has " << shape[dim];
+               << span << ") but " << region.getBuffer() << " has "
+               << shape[dim];
+      }
     }
   }
   return success();
