@@ -40,6 +40,7 @@ fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), Pa
 
 pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     check_i32_offsets(plan)?;
+    crate::kernel_access::check_plan_fits_kernel(plan, kernel, NAME)?;
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
         return Err(fail(

@@ -27,6 +27,7 @@ pub mod flag_ops;
 pub mod fuse_gathers;
 pub mod fuse_reductions;
 pub mod insert_waits;
+pub mod kernel_access;
 pub mod kernel_summary;
 pub mod lower_transfers;
 pub mod plan;
