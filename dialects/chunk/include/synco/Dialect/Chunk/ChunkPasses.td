@@ -302,6 +302,23 @@ per plan buffer without `bind(i)` (listed in `chunk.abi_buffers`).
 Kernel-level chunk ops
 (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
 
+First it checks the plan against the kernel's own address arithmetic
+(`passes/src/kernel_access.rs`), which every later fusing pass relies on,
+and refuses, at the op that disagrees, with what the kernel does instead:
+
+* a `chunk.consume` (`chunk.produce`) of a buffer bound to an argument the
+  kernel does not load (store), or does not access at all;
+* a tile map whose tile index (`index("...")`, or the one found) the
+  kernel's accesses of that argument do not use, multiply by another
+  constant than `tile(n)`, add a range of another length to, or use along
+  another dimension than `dim(d)` (where the strides show the dimension:
+  the axis without a stride is the last; a descriptor's offsets are the
+  dimensions in order);
+* a second `chunk.consume` of one buffer;
+* a buffer that non-local transfers write and the kernel loads, without a
+  `chunk.consume` (its tiles would read rows before they arrive);
+* a buffer of more elements than 32-bit element offsets reach.
+
 Options: none.
 Preconditions: each plan names a `tt.func` of the module, not yet bound.
 Postconditions: the kernel takes the ABI arguments; the rest of the IR is
