@@ -8,8 +8,9 @@
 //! index (the one `index("...")` names, or the one found), as `index *
 //! tile + [0, tile)`: a tile whose rows a wait does not cover would read
 //! rows before they arrive, or leave rows unwritten. A buffer that
-//! transfers write and the kernel loads must have a `chunk.consume` (its
-//! tiles would read it with no wait), and a buffer has one consume at most.
+//! transfers from other ranks write and the kernel accesses must have a
+//! `chunk.consume` or a `chunk.produce` (its tiles would read it with no
+//! wait, or race the copies), and a buffer has one consume at most.
 //!
 //! What the address arithmetic shows, per access ([`TileAccess`]): the
 //! constant the tile index is multiplied by, the length of the
@@ -56,14 +57,25 @@ pub fn check_plan_fits_kernel(plan: &Plan, kernel: Op, pass: &str) -> Result<(),
             .transfers_into(&buffer.name)
             .into_iter()
             .any(|t| !t.is_local());
-        if consumers.is_empty() && remote && !loads_of(kernel, arg).is_empty() {
-            return Err(fail(
-                buffer.op,
-                format!(
-                    "{pass}: transfers write @{name} and the kernel loads it (argument {arg}), but no chunk.consume says which tiles wait for which rows: without it, tiles would read rows before they arrive; add `chunk.consume @{name} dim(d) tile(n)`",
-                    name = buffer.name
-                ),
-            ));
+        let produced = plan.producer_of(&buffer.name).is_some();
+        if consumers.is_empty() && !produced && remote {
+            let name = &buffer.name;
+            if !loads_of(kernel, arg).is_empty() {
+                return Err(fail(
+                    buffer.op,
+                    format!(
+                        "{pass}: transfers write @{name} and the kernel loads it (argument {arg}), but no chunk.consume says which tiles wait for which rows: without it, tiles would read rows before they arrive; add `chunk.consume @{name} dim(d) tile(n)`"
+                    ),
+                ));
+            }
+            if !stores_of(kernel, arg).is_empty() {
+                return Err(fail(
+                    buffer.op,
+                    format!(
+                        "{pass}: transfers write @{name} and the kernel stores to it (argument {arg}) while they do, and no chunk.produce says which tiles write which rows: the copies and the stores would race; bind @{name} to the argument the kernel reads it from"
+                    ),
+                ));
+            }
         }
     }
     let consumed = plan
