@@ -62,3 +62,15 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// A fusing pipeline on a kernel with no plan is an error, not a kernel
+// handed back unfused.
+// expected-error @below {{chunk-bind-kernel: the module has no chunk.plan, so there is nothing to fuse into its kernel (give `synco compile --plan FILE`, or leave the fusing passes out)}}
+module {
+  "tt.func"() <{function_type = (!tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

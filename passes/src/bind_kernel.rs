@@ -28,7 +28,18 @@ impl RustPass for Pass {
 const NAME: &str = ChunkBindKernelOptions::ARGUMENT;
 
 fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), PassFailed> {
-    for plan in plans(module.to_raw()) {
+    let all = plans(module.to_raw());
+    if all.is_empty() {
+        // A fusing pipeline on a kernel alone would hand back the kernel
+        // unfused, as if it were.
+        return Err(fail(
+            module.to_raw(),
+            format!(
+                "{NAME}: the module has no chunk.plan, so there is nothing to fuse into its kernel (give `synco compile --plan FILE`, or leave the fusing passes out)"
+            ),
+        ));
+    }
+    for plan in all {
         let kernel = plan.kernel_in(module.to_raw())?;
         if ir::attr(kernel, FIRST_ARG_ATTR).is_some() {
             continue; // Already bound (two plans, one kernel).

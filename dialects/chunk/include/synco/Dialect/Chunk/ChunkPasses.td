@@ -317,7 +317,9 @@ and refuses, at the op that disagrees, with what the kernel does instead:
 * a second `chunk.consume` of one buffer;
 * a buffer that non-local transfers write and the kernel loads, without a
   `chunk.consume` (its tiles would read rows before they arrive);
-* a buffer of more elements than 32-bit element offsets reach.
+* a buffer of more elements than 32-bit element offsets reach;
+* a module with no plan at all (a fusing pipeline would hand the kernel
+  back unfused).
 
 Options: none.
 Preconditions: each plan names a `tt.func` of the module, not yet bound.
