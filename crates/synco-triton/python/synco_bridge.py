@@ -264,6 +264,7 @@ def import_kernel(request):
     backend.load_dialects(context)
 
     if path.endswith(".ttir"):
+        check_has_kernel(path)
         src = run_stage("parse", IRSource, path, context, backend)
         module = src.module
         name = src.name.lstrip("@")
@@ -380,6 +381,15 @@ def param_names(text, kernel, count):
     if len(names) != count:
         names = [f"arg{i}" for i in range(count)]
     return names
+
+
+def check_has_kernel(path):
+    """Refuses a Triton IR file with no `tt.func` before Triton parses it
+    (Triton 3.6 crashes on a module without one)."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    if "tt.func" not in text:
+        raise BridgeError("input", f"{path}: no tt.func in it; Triton IR holds one kernel")
 
 
 def check_file_name(name, out_dir):

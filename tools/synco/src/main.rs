@@ -260,6 +260,13 @@ fn compile(args: CompileArgs) -> Result<()> {
              (or use --emit=mlir to see the IR)"
         );
     }
+    let kernels = synco_ir::find_all(module.as_operation().to_raw(), "tt.func").len();
+    if kernels != 1 {
+        bail!(
+            "{} holds {kernels} tt.func ops; Triton compiles a module of exactly one kernel",
+            args.input.display()
+        );
+    }
 
     let bridge = Bridge::locate()?;
     let scratch;
