@@ -337,6 +337,13 @@ def compile_kernel(request):
     src = run_stage("parse", IRSource, path, context, backend)
     user_options = dict(request.get("options") or {})
     options = backend.parse_options(dict(user_options, **src.parse_options()))
+    unknown = sorted(set(user_options) - set(options.__dict__))
+    if unknown:
+        raise BridgeError(
+            "input",
+            f"unknown Triton option(s) {', '.join(unknown)}: Triton {triton.__version__}'s options "
+            f"for this target are {', '.join(sorted(options.__dict__))}",
+        )
     stages = {}
     backend.add_stages(stages, options, src.language)
     metadata = {"hash": src.hash(), "target": target, **options.__dict__, "triton_version": triton.__version__}
