@@ -1,8 +1,11 @@
 """Synco's bridge to Triton 3.6: import kernels, compile fused TTIR.
 
 Driven by the Rust crate `synco-triton`: it writes one JSON request on
-stdin and reads one JSON response on stdout. Everything Triton or MLIR
-prints goes to stderr (captured per stage, so errors name their stage).
+stdin and reads one JSON response from the answer file it names
+(`synco_bridge.py ANSWER.json`), never from stdout: what Triton, ptxas or
+the user's kernel file print (stdout or stderr) stays apart from the
+answer, and synco shows it. Triton's and MLIR's errors are captured per
+stage, so errors name their stage.
 
 Requests:
   {"op": "import", "path": "k.py" | "k.ttir", "kernel": "name"?,
@@ -426,11 +429,18 @@ def write_artifact(out_dir, name, ext, module):
     return path
 
 
+def answer(response):
+    """Writes the response to the answer file synco named (argv[1]), apart
+    from stdout and stderr, which Triton and the user's code may print to."""
+    with open(sys.argv[1], "w") as f:
+        json.dump(response, f)
+
+
 def main():
     try:
         request = json.load(sys.stdin)
     except Exception as exc:
-        json.dump({"ok": False, "kind": "protocol", "message": f"bad request: {exc}"}, sys.stdout)
+        answer({"ok": False, "kind": "protocol", "message": f"bad request: {exc}"})
         return 2
     try:
         load_triton()
@@ -450,8 +460,7 @@ def main():
             "kind": "internal",
             "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
         }
-    sys.stdout.write(json.dumps(response))
-    sys.stdout.flush()
+    answer(response)
     return 0 if response.get("ok") else 1
 
 

@@ -25,6 +25,7 @@ use std::{
     process::{Command, Stdio},
 };
 use synco_manifest::{LaunchManifest, Param, ParamRole, Scratch, Target};
+use wait_timeout::ChildExt;
 
 const BRIDGE_SOURCE: &str = include_str!("../python/synco_bridge.py");
 
@@ -37,6 +38,18 @@ pub enum BridgeError {
     PythonNotFound { searched: String },
     #[error("{python} cannot run Triton: {message}")]
     TritonUnavailable { python: PathBuf, message: String },
+    #[error(
+        "{python} exited ({status}) without answering the Triton bridge; what it printed:\n{output}"
+    )]
+    NoAnswer {
+        python: PathBuf,
+        status: String,
+        output: String,
+    },
+    #[error(
+        "the Triton bridge did not answer within {seconds} s (set SYNCO_BRIDGE_TIMEOUT to wait longer); what it printed:\n{output}"
+    )]
+    Timeout { seconds: u64, output: String },
     #[error("{0}")]
     Input(String),
     #[error("Triton failed in stage '{stage}':\n{message}")]
@@ -164,6 +177,50 @@ pub struct Bridge {
     python: PathBuf,
 }
 
+/// How long a bridge call may run: `$SYNCO_BRIDGE_TIMEOUT` seconds, or 600
+/// (a kernel file that never returns from its import would hang forever).
+fn bridge_timeout() -> std::time::Duration {
+    let seconds = std::env::var("SYNCO_BRIDGE_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(600);
+    std::time::Duration::from_secs(seconds)
+}
+
+/// The child's stdout and stderr, read on threads as it runs (so a full
+/// pipe never blocks it).
+struct Output(Vec<std::thread::JoinHandle<Vec<u8>>>);
+
+impl Output {
+    /// Everything the child printed, stdout then stderr, as text.
+    fn join(self) -> String {
+        let bytes: Vec<u8> = self
+            .0
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+fn collect_output(child: &mut std::process::Child) -> Output {
+    fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    }
+    let mut handles = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        handles.push(drain(out));
+    }
+    if let Some(err) = child.stderr.take() {
+        handles.push(drain(err));
+    }
+    Output(handles)
+}
+
 impl Bridge {
     /// Finds the Python interpreter (see the crate docs).
     pub fn locate() -> Result<Self, BridgeError> {
@@ -214,31 +271,56 @@ impl Bridge {
         script
             .write_all(BRIDGE_SOURCE.as_bytes())
             .map_err(io_error("cannot write the bridge script"))?;
+        // The answer comes back in a file of its own: whatever Triton,
+        // ptxas or the user's kernel file print goes to stdout and stderr,
+        // which are kept apart from it and shown.
+        let answer = tempfile::Builder::new()
+            .prefix("synco_answer_")
+            .suffix(".json")
+            .tempfile()
+            .map_err(io_error("cannot create the bridge's answer file"))?;
         let mut child = Command::new(&self.python)
             .arg(script.path())
+            .arg(answer.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| BridgeError::TritonUnavailable {
                 python: self.python.clone(),
                 message: format!("cannot start it: {e}"),
             })?;
+        let output = collect_output(&mut child);
         if let Some(mut stdin) = child.stdin.take() {
             stdin
                 .write_all(request.to_string().as_bytes())
                 .map_err(io_error("cannot send the request to Python"))?;
         }
-        let output = child
-            .wait_with_output()
-            .map_err(io_error("cannot read the bridge's answer"))?;
-        let response: Response = serde_json::from_slice(&output.stdout).map_err(|e| {
-            BridgeError::Internal(format!(
-                "no answer from {} (exit status {}): {e}",
-                self.python.display(),
-                output.status
-            ))
-        })?;
+        let limit = bridge_timeout();
+        let status = child
+            .wait_timeout(limit)
+            .map_err(io_error("cannot wait for the bridge"))?;
+        let Some(status) = status else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(BridgeError::Timeout {
+                seconds: limit.as_secs(),
+                output: output.join(),
+            });
+        };
+        let printed = output.join();
+        let text = std::fs::read(answer.path()).unwrap_or_default();
+        let Ok(response) = serde_json::from_slice::<Response>(&text) else {
+            return Err(BridgeError::NoAnswer {
+                python: self.python.clone(),
+                status: status.to_string(),
+                output: printed,
+            });
+        };
+        if !printed.trim().is_empty() {
+            // Triton's and ptxas's own messages (register spills, ...).
+            eprint!("{printed}");
+        }
         if response.ok {
             return Ok(response.rest);
         }
