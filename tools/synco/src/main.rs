@@ -146,6 +146,13 @@ fn parse_assignments(pairs: &[String], what: &str) -> Result<Map<String, Value>>
 }
 
 fn triton_options(args: &TritonArgs) -> Result<Options> {
+    if let Some(warps) = args.num_warps
+        && !(warps.is_power_of_two() && warps <= 32)
+    {
+        // A CTA holds at most 1024 threads (32 warps); Triton's layouts
+        // need a power of two.
+        bail!("--num-warps {warps}: a kernel runs 1, 2, 4, 8, 16 or 32 warps per program");
+    }
     Ok(Options {
         num_warps: args.num_warps,
         num_stages: args.num_stages,
