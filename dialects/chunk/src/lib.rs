@@ -30,6 +30,7 @@ use synco_mlir_sys as _;
 pub mod attrs;
 pub mod ops;
 pub mod passes;
+pub mod streams;
 
 mod ffi {
     use super::*;

@@ -2,8 +2,62 @@
 //! passes registered. Every flag is mlir-opt's (`--help` lists them, with
 //! Synco's passes under "Passes"); unregistered dialects such as Triton's
 //! `tt` are allowed by default, since kernels arrive in generic form.
+//!
+//! Before MLIR runs, the streams it would read and write are checked
+//! (`synco_chunk::streams`: a closed stdin or stdout, an input file that
+//! cannot be read), and it runs on a large stack (deeply nested input).
 
-fn main() {
+// The C runtime calls `main` directly: Rust's start-up would reopen a
+// closed stdin or stdout on /dev/null before the check could see it.
+#![no_main]
+
+use std::path::Path;
+use synco_chunk::streams;
+
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: i32, _argv: *const *const std::ffi::c_char) -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    if let Err(message) = check_streams(&args) {
+        eprintln!("synco-opt: error: {message}");
+        return 1;
+    }
     synco_passes::register_all();
-    std::process::exit(synco_chunk::opt_main(std::env::args()));
+    streams::with_large_stack(move || synco_chunk::opt_main(args), 1)
+}
+
+/// The inputs (positional arguments naming files) and the output (`-o`)
+/// of the command line, checked: stdin when no input file is named (or
+/// `-`), stdout when no `-o` (or `-o -`).
+fn check_streams(args: &[String]) -> Result<(), String> {
+    let mut inputs = Vec::new();
+    let mut output: Option<&str> = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        if arg == "-o" {
+            output = rest.next().map(String::as_str);
+        } else if let Some(path) = arg.strip_prefix("-o=").or(arg.strip_prefix("--o=")) {
+            output = Some(path);
+        } else if arg == "-" || !arg.starts_with('-') {
+            inputs.push(arg.as_str());
+        }
+    }
+    if args
+        .iter()
+        .any(|a| matches!(a.as_str(), "--help" | "-h" | "--version"))
+    {
+        return Ok(());
+    }
+    if inputs.is_empty() || inputs.contains(&"-") {
+        streams::check_stdin()?;
+    }
+    for input in inputs
+        .iter()
+        .filter(|i| **i != "-" && Path::new(i).exists())
+    {
+        streams::check_readable(Path::new(input))?;
+    }
+    if output.is_none_or(|o| o == "-") {
+        streams::check_stdout()?;
+    }
+    Ok(())
 }

@@ -8,6 +8,10 @@
 //! synco compile gemm.mlir --emit=cubin --out-dir build/gemm   # every stage + manifest
 //! ```
 
+// The C runtime calls `main` directly: Rust's start-up would reopen a
+// closed stdin or stdout on /dev/null before `check_streams` could see it.
+#![no_main]
+
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use melior::{ir::Module, pass::PassManager, utility::parse_pass_pipeline};
@@ -16,6 +20,7 @@ use std::{
     io::{Read, Write},
     path::{Path, PathBuf},
 };
+use synco_chunk::streams;
 use synco_triton::{Bridge, ImportRequest, Options, parse_target};
 
 #[derive(Parser)]
@@ -119,16 +124,51 @@ struct CompileArgs {
     triton: TritonArgs,
 }
 
-fn main() {
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: i32, _argv: *const *const std::ffi::c_char) -> i32 {
     let cli = parse_cli();
-    let result = match cli.command {
-        Command::Import(args) => import(args),
-        Command::Compile(args) => compile(args),
-    };
-    if let Err(error) = result {
-        eprintln!("synco: error: {error:#}");
-        std::process::exit(1);
+    let result = streams::with_large_stack(
+        move || {
+            check_streams(&cli.command).map_err(anyhow::Error::msg)?;
+            match cli.command {
+                Command::Import(args) => import(args),
+                Command::Compile(args) => compile(args),
+            }
+        },
+        Err(anyhow::anyhow!(
+            "synco panicked (a bug: please report it with this input)"
+        )),
+    );
+    match result {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("synco: error: {error:#}");
+            1
+        }
     }
+}
+
+/// The streams a command reads and writes, checked before it runs (see
+/// `synco_chunk::streams`).
+fn check_streams(command: &Command) -> Result<(), String> {
+    let (input, output) = match command {
+        Command::Import(args) => (&args.input, args.output.as_deref()),
+        Command::Compile(args) => (&args.input, args.output.as_deref()),
+    };
+    if input == Path::new("-") {
+        streams::check_stdin()?;
+    } else if input.exists() {
+        streams::check_readable(input)?;
+    }
+    // `compile --emit=cubin` writes only under --out-dir without -o.
+    let to_stdout = match command {
+        Command::Compile(args) => args.emit != Emit::Cubin || args.output.is_some(),
+        Command::Import(_) => true,
+    };
+    if to_stdout && output.is_none_or(|o| o == Path::new("-")) {
+        streams::check_stdout()?;
+    }
+    Ok(())
 }
 
 /// `NAME=VALUE` pairs into a JSON map; VALUE is JSON if it parses, else a
