@@ -9,13 +9,25 @@
 
 // The C runtime calls `main` directly: Rust's start-up would reopen a
 // closed stdin or stdout on /dev/null before the check could see it.
-#![no_main]
+#![cfg_attr(not(test), no_main)]
 
 use std::path::Path;
 use synco_chunk::streams;
 
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const std::ffi::c_char) -> i32 {
+    run()
+}
+
+// (Test builds keep Rust's own start-up, with libtest's main.)
+#[cfg(test)]
+#[allow(dead_code)]
+fn main() {
+    std::process::exit(run());
+}
+
+fn run() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     if let Err(message) = check_streams(&args) {
         eprintln!("synco-opt: error: {message}");

@@ -10,7 +10,7 @@
 
 // The C runtime calls `main` directly: Rust's start-up would reopen a
 // closed stdin or stdout on /dev/null before `check_streams` could see it.
-#![no_main]
+#![cfg_attr(not(test), no_main)]
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -124,8 +124,21 @@ struct CompileArgs {
     triton: TritonArgs,
 }
 
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const std::ffi::c_char) -> i32 {
+    run()
+}
+
+// (Test builds keep Rust's own start-up, with libtest's main.)
+#[cfg(test)]
+#[allow(dead_code)]
+fn main() {
+    std::process::exit(run());
+}
+
+/// The command line's command, run; the process's exit code.
+fn run() -> i32 {
     let cli = parse_cli();
     let result = streams::with_large_stack(
         move || {
