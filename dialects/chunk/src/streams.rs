@@ -50,6 +50,28 @@ pub fn check_readable(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
+/// Defines the binary's entry point as `run() -> i32`'s exit code. The C
+/// runtime calls it directly (the crate says `#![cfg_attr(not(test),
+/// no_main)]`): Rust's start-up would reopen a closed stdin or stdout on
+/// /dev/null before [`check_stdin`] and [`check_stdout`] could see it.
+/// Test builds keep Rust's own start-up, with libtest's main.
+#[macro_export]
+macro_rules! c_main {
+    ($run:path) => {
+        #[cfg(not(test))]
+        #[unsafe(no_mangle)]
+        extern "C" fn main(_argc: i32, _argv: *const *const ::std::ffi::c_char) -> i32 {
+            $run()
+        }
+
+        #[cfg(test)]
+        #[allow(dead_code)]
+        fn main() {
+            ::std::process::exit($run());
+        }
+    };
+}
+
 /// Runs `body` on a thread with [`PARSE_STACK_BYTES`] of stack and returns
 /// its result (or `on_panic` if it panicked).
 pub fn with_large_stack<T: Send + 'static>(

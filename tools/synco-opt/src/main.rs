@@ -7,25 +7,13 @@
 //! (`synco_chunk::streams`: a closed stdin or stdout, an input file that
 //! cannot be read), and it runs on a large stack (deeply nested input).
 
-// The C runtime calls `main` directly: Rust's start-up would reopen a
-// closed stdin or stdout on /dev/null before the check could see it.
+// `main` comes from the C runtime (see `synco_chunk::c_main!`).
 #![cfg_attr(not(test), no_main)]
 
 use std::path::Path;
 use synco_chunk::streams;
 
-#[cfg(not(test))]
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: i32, _argv: *const *const std::ffi::c_char) -> i32 {
-    run()
-}
-
-// (Test builds keep Rust's own start-up, with libtest's main.)
-#[cfg(test)]
-#[allow(dead_code)]
-fn main() {
-    std::process::exit(run());
-}
+synco_chunk::c_main!(run);
 
 fn run() -> i32 {
     let args: Vec<String> = std::env::args().collect();

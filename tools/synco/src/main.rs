@@ -8,8 +8,7 @@
 //! synco compile gemm.mlir --emit=cubin --out-dir build/gemm   # every stage + manifest
 //! ```
 
-// The C runtime calls `main` directly: Rust's start-up would reopen a
-// closed stdin or stdout on /dev/null before `check_streams` could see it.
+// `main` comes from the C runtime (see `synco_chunk::c_main!`).
 #![cfg_attr(not(test), no_main)]
 
 use anyhow::{Context as _, Result, bail};
@@ -124,18 +123,7 @@ struct CompileArgs {
     triton: TritonArgs,
 }
 
-#[cfg(not(test))]
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: i32, _argv: *const *const std::ffi::c_char) -> i32 {
-    run()
-}
-
-// (Test builds keep Rust's own start-up, with libtest's main.)
-#[cfg(test)]
-#[allow(dead_code)]
-fn main() {
-    std::process::exit(run());
-}
+synco_chunk::c_main!(run);
 
 /// The command line's command, run; the process's exit code.
 fn run() -> i32 {
