@@ -135,10 +135,9 @@ impl Transfer {
         rank_at(self.0, "dst_rank", r)
     }
 
-    /// Its rank map for the source or destination (`"src_rank"`,
-    /// `"dst_rank"`).
-    pub fn rank_map<'c>(self, key: &str) -> Option<AffineMap<'c>> {
-        super::regions::rank_map(self.0, key)
+    /// Its source rank map, `(r) -> (the rank it reads from on r)`.
+    pub fn src_rank_map<'c>(self) -> Option<AffineMap<'c>> {
+        super::regions::rank_map(self.0, "src_rank")
     }
 
     /// Whether it adds into its destination (`reduce(...)`).

@@ -132,7 +132,7 @@ pub fn lower(
             op: t,
             world_size: plan.world_size,
             src_rank_map: t
-                .rank_map("src_rank")
+                .src_rank_map()
                 .ok_or_else(|| internal(t, "cannot read the transfer's source rank map"))?,
             src_offsets_map: src_map,
             dst_offsets_map: dst_map,
