@@ -21,7 +21,7 @@
 //! not refused.
 
 use crate::plan::{Plan, TileMap, fail};
-use crate::tiles::{Access, find_tile_index, loads_of, stores_of};
+use crate::tiles::{Access, constant_products, find_tile_index, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
 
@@ -190,23 +190,14 @@ fn tile_access(op: Op, t: Value, rank: usize) -> TileAccess {
     };
     let slice = ir::backward_slice(ptr);
     let mut seen = TileAccess {
-        uses_index: slice.iter().any(|v| ir::same_value(*v, t)),
+        uses_index: in_slice(&slice, t),
         ..TileAccess::default()
     };
-    for v in &slice {
-        let Some(mul) = ir::defining_op(*v).filter(|o| ir::op_name(*o) == "arith.muli") else {
+    for (x, scale, scaled) in constant_products(&slice) {
+        if !ir::same_value(x, t) {
             continue;
-        };
-        let ops = ir::operands(mul);
-        let Some(scale) = (0..2).find_map(|i| {
-            (ir::same_value(ops[i], t))
-                .then(|| ir::constant_int(ops[1 - i]))
-                .flatten()
-        }) else {
-            continue;
-        };
+        }
         seen.scales.push(scale);
-        let scaled = ir::result(mul, 0);
         for (extent, axis) in ranges_added_to(scaled, &slice) {
             seen.extents.push(extent);
             if seen.dim.is_none() {
@@ -227,11 +218,7 @@ fn descriptor_access(op: Op, operands: &[Value], t: Value) -> TileAccess {
     };
     let offsets = operands.get(first_offset..).unwrap_or_default();
     let dims: Vec<usize> = (0..offsets.len())
-        .filter(|i| {
-            ir::backward_slice(offsets[*i])
-                .iter()
-                .any(|v| ir::same_value(*v, t))
-        })
+        .filter(|i| in_slice(&ir::backward_slice(offsets[*i]), t))
         .collect();
     let block = ir::tensor_shape(ir::type_of(if ir::op_name(op) == "tt.descriptor_store" {
         operands[1]
@@ -254,14 +241,13 @@ fn descriptor_access(op: Op, operands: &[Value], t: Value) -> TileAccess {
 /// its splat inside `slice`, with the tensor axis the sum is expanded to
 /// (`tt.expand_dims`), if it is.
 fn ranges_added_to(scaled: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
-    let in_slice = |v: Value| slice.iter().any(|s| ir::same_value(*s, v));
     let mut out = Vec::new();
     for (splat, _) in ir::uses(scaled) {
         if ir::op_name(splat) != "tt.splat" {
             continue;
         }
         for (add, _) in ir::uses(ir::result(splat, 0)) {
-            if ir::op_name(add) != "arith.addi" || !in_slice(ir::result(add, 0)) {
+            if ir::op_name(add) != "arith.addi" || !in_slice(slice, ir::result(add, 0)) {
                 continue;
             }
             let Some(extent) = ir::operands(add).into_iter().find_map(range_length) else {
@@ -271,6 +257,11 @@ fn ranges_added_to(scaled: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> 
         }
     }
     out
+}
+
+/// Whether `v` is one of `slice`'s values (an access's address slice).
+fn in_slice(slice: &[Value], v: Value) -> bool {
+    slice.iter().any(|s| ir::same_value(*s, v))
 }
 
 /// The length of the `tt.make_range` defining `v`.
@@ -283,7 +274,6 @@ fn range_length(v: Value) -> Option<i64> {
 /// to a `tt.expand_dims` inside `slice`: the axis of the expanded shape
 /// that is not the inserted 1. `Some(0)` for offsets used as they are.
 fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
-    let in_slice = |v: Value| slice.iter().any(|s| ir::same_value(*s, v));
     let mut frontier = vec![v];
     let mut steps = 0;
     while let Some(v) = frontier.pop() {
@@ -292,7 +282,11 @@ fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
             return None;
         }
         for (user, _) in ir::uses(v) {
-            let Some(out) = ir::results(user).first().copied().filter(|r| in_slice(*r)) else {
+            let Some(out) = ir::results(user)
+                .first()
+                .copied()
+                .filter(|r| in_slice(slice, *r))
+            else {
                 continue;
             };
             if ir::op_name(user) == "tt.expand_dims" {

@@ -135,24 +135,35 @@ pub fn persistent_stride(t: Value) -> Option<i64> {
 pub fn scaled_by_tile(accesses: &[Op], tile: i64) -> Vec<Value> {
     let mut scaled: Vec<Value> = Vec::new();
     for access in accesses {
-        for v in ir::backward_slice(ir::operands(*access)[0]) {
-            let Some(op) = ir::defining_op(v) else {
-                continue;
-            };
-            if ir::op_name(op) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(v)) {
-                continue;
-            }
-            let ops = ir::operands(op);
-            for (x, c) in [(ops[0], ops[1]), (ops[1], ops[0])] {
-                if ir::constant_int(c) == Some(tile)
-                    && !scaled.iter().any(|s| ir::same_value(*s, x))
-                {
-                    scaled.push(x);
-                }
+        for (x, c, _) in constant_products(&ir::backward_slice(ir::operands(*access)[0])) {
+            if c == tile && !scaled.iter().any(|s| ir::same_value(*s, x)) {
+                scaled.push(x);
             }
         }
     }
     scaled
+}
+
+/// The scalar products by a constant among `values`: `(x, c, x * c)` for
+/// each `arith.muli` of a scalar `x` and an `arith.constant` `c` (either
+/// operand order).
+pub fn constant_products(values: &[Value]) -> Vec<(Value, i64, Value)> {
+    let mut out = Vec::new();
+    for v in values {
+        let Some(op) = ir::defining_op(*v) else {
+            continue;
+        };
+        if ir::op_name(op) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(*v)) {
+            continue;
+        }
+        let ops = ir::operands(op);
+        for (x, c) in [(ops[0], ops[1]), (ops[1], ops[0])] {
+            if let Some(c) = ir::constant_int(c) {
+                out.push((x, c, *v));
+            }
+        }
+    }
+    out
 }
 
 fn depends_on_program_id(value: Value) -> bool {
