@@ -525,6 +525,8 @@ pub enum ManifestError {
         format: String,
         version: u32,
     },
+    #[error("{path}: {what}")]
+    Launch { path: PathBuf, what: String },
     #[error("parameter '{param}' has type '{ty}', which the runtime cannot pass")]
     UnsupportedType { param: String, ty: String },
     #[error("{path}: copy '{copy}' names rank {rank}, outside the plan's {world_size} ranks")]
@@ -606,6 +608,7 @@ impl LaunchManifest {
                 version: self.version,
             });
         }
+        self.check_launch(path)?;
         for param in &self.params {
             param.size_bytes()?;
         }
@@ -613,6 +616,29 @@ impl LaunchManifest {
             fused.check_schedule(path)?;
         }
         Ok(())
+    }
+
+    /// The launch shape the runtime can start: one CTA per program (it
+    /// launches no thread-block clusters) of 1 to 32 warps, a power of two.
+    fn check_launch(&self, path: &Path) -> Result<(), ManifestError> {
+        let what = if self.num_ctas != 1 {
+            format!(
+                "the kernel was compiled for {} CTAs per program (num_ctas); the runtime \
+                 launches one, without thread-block clusters",
+                self.num_ctas
+            )
+        } else if !(self.num_warps.is_power_of_two() && self.num_warps <= 32) {
+            format!(
+                "num_warps {}: a program runs 1, 2, 4, 8, 16 or 32 warps",
+                self.num_warps
+            )
+        } else {
+            return Ok(());
+        };
+        Err(ManifestError::Launch {
+            path: path.into(),
+            what,
+        })
     }
 
     /// The cubin's path, resolved against the manifest's directory.
@@ -705,6 +731,14 @@ mod tests {
             LaunchManifest::load(&path),
             Err(ManifestError::Parse { .. })
         ));
+        for (ctas, warps, says) in [(2, 4, "compiled for 2 CTAs"), (1, 6, "num_warps 6")] {
+            let mut m = sample();
+            m.num_ctas = ctas;
+            m.num_warps = warps;
+            std::fs::write(&path, m.to_json()).unwrap();
+            let err = LaunchManifest::load(&path).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

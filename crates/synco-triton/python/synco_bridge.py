@@ -82,9 +82,84 @@ def load_triton():
 
 
 def make_target(spec):
-    from triton.backends.compiler import GPUTarget
+    """The GPUTarget of a request, refused unless the ptxas Triton bundles
+    for it can assemble for that architecture (Triton would otherwise run
+    every stage and fail in ptxas, or abort)."""
+    import re
+    import subprocess
 
-    return GPUTarget(spec.get("backend", "cuda"), spec.get("arch", 90), spec.get("warp_size", 32))
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+    target = GPUTarget(spec.get("backend", "cuda"), spec.get("arch", 90), spec.get("warp_size", 32))
+    name = sm_arch_from_capability(target.arch)
+    ptxas = get_ptxas(target.arch).path
+    try:
+        usage = subprocess.run([ptxas, "--help"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BridgeError("input", f"cannot run Triton's ptxas ({ptxas}) to check the target: {exc}")
+    known = sorted(set(re.findall(r"'(sm_\d+a?)'", usage)), key=lambda n: (int(re.sub(r"\D", "", n)), n))
+    if known and name not in known:
+        raise BridgeError(
+            "input",
+            f"target {name}: the ptxas of Triton {triton_version()} cannot assemble for it "
+            f"(it knows {', '.join(known)})",
+        )
+    return target
+
+
+def triton_version():
+    import triton
+
+    return triton.__version__
+
+
+def parse_user_options(backend, user_options):
+    """Triton's options for a request, after checking what the user set:
+    every name is one of the backend's options, every value has the type the
+    option declares (Triton would take `debug="x"` as true), and the values
+    Synco cannot launch are refused: its runtime starts one CTA per program
+    (no thread-block clusters), with a power-of-two number of warps."""
+    import dataclasses
+    import typing
+
+    fields = {f.name: f for f in dataclasses.fields(backend.parse_options({}).__class__)}
+    unknown = sorted(set(user_options) - set(fields))
+    if unknown:
+        raise BridgeError(
+            "input",
+            f"unknown Triton option(s) {', '.join(unknown)}: Triton {triton_version()}'s options "
+            f"for this target are {', '.join(sorted(fields))}",
+        )
+    for name, value in user_options.items():
+        declared = fields[name].type
+        allowed = [t for t in typing.get_args(declared) if t is not type(None)] or [declared]
+        origin = [typing.get_origin(t) or t for t in allowed]
+        if value is None and type(None) in typing.get_args(declared):
+            continue
+        fits = any(
+            (o is bool and isinstance(value, bool))
+            or (o is int and isinstance(value, int) and not isinstance(value, bool))
+            or (o is str and isinstance(value, str))
+            or (o in (tuple, list) and isinstance(value, list))
+            or (o is dict and isinstance(value, dict))
+            for o in origin
+        )
+        if not fits:
+            kinds = ", ".join(getattr(t, "__name__", str(t)) for t in allowed)
+            raise BridgeError("input", f"Triton option {name}={json.dumps(value)}: it takes a {kinds}")
+    if user_options.get("num_ctas", 1) != 1:
+        raise BridgeError(
+            "input",
+            f"Triton option num_ctas={user_options['num_ctas']}: Synco's runtime launches one CTA per "
+            "program (no thread-block clusters), so num_ctas must be 1",
+        )
+    warps = user_options.get("num_warps", 4)
+    if not (0 < warps <= 32 and warps & (warps - 1) == 0):
+        raise BridgeError("input", f"Triton option num_warps={warps}: a program runs 1, 2, 4, 8, 16 or 32 warps")
+    return backend.parse_options(
+        {k: tuple(v) if isinstance(v, list) else v for k, v in user_options.items()}
+    )
 
 
 def run_stage(name, fn, *args):
@@ -262,6 +337,7 @@ def import_kernel(request):
         raise BridgeError("input", f"{path}: no such file")
     target = make_target(request.get("target", {}))
     backend = make_backend(target)
+    options = parse_user_options(backend, dict(request.get("options") or {}))
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -282,7 +358,6 @@ def import_kernel(request):
                 raise BridgeError("input", f"'{name}' is a constexpr; it cannot also be marked divisible")
             attrs[(fn.arg_names.index(name),)] = [["tt.divisibility", 16]]
         src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-        options = backend.parse_options(dict(request.get("options") or {}))
         codegen_fns = backend.get_codegen_implementation(options)
         module_map = backend.get_module_map()
         module = run_stage("ast", src.make_ir, target, options, codegen_fns, module_map, context)
@@ -339,14 +414,8 @@ def compile_kernel(request):
     context = ir.context()
     src = run_stage("parse", IRSource, path, context, backend)
     user_options = dict(request.get("options") or {})
+    parse_user_options(backend, user_options)
     options = backend.parse_options(dict(user_options, **src.parse_options()))
-    unknown = sorted(set(user_options) - set(options.__dict__))
-    if unknown:
-        raise BridgeError(
-            "input",
-            f"unknown Triton option(s) {', '.join(unknown)}: Triton {triton.__version__}'s options "
-            f"for this target are {', '.join(sorted(options.__dict__))}",
-        )
     stages = {}
     backend.add_stages(stages, options, src.language)
     metadata = {"hash": src.hash(), "target": target, **options.__dict__, "triton_version": triton.__version__}

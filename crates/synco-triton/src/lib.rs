@@ -92,7 +92,12 @@ impl Options {
     }
 }
 
-/// Parses `sm_90a`, `sm90`, `90` or `cuda:90` into a CUDA target.
+/// The oldest CUDA architecture whose PTX has the scoped acquire and release
+/// memory operations the flags use.
+pub const MIN_ARCH: u32 = 70;
+
+/// Parses `sm_90a`, `sm90`, `90` or `cuda:90` into a CUDA target (sm_70 or
+/// newer; the bridge checks that Triton's ptxas knows it).
 pub fn parse_target(text: &str) -> Result<Target, BridgeError> {
     let digits = text
         .trim_start_matches("cuda:")
@@ -104,6 +109,12 @@ pub fn parse_target(text: &str) -> Result<Target, BridgeError> {
             "unknown target '{text}': expected a CUDA architecture such as sm_90a"
         ))
     })?;
+    if arch < MIN_ARCH {
+        return Err(BridgeError::Input(format!(
+            "target '{text}': Synco's kernels wait with acquire loads and signal with release \
+             stores, which need sm_{MIN_ARCH} or newer"
+        )));
+    }
     Ok(Target {
         backend: "cuda".into(),
         arch,
@@ -611,6 +622,8 @@ mod tests {
             assert_eq!(parse_target(text).unwrap().arch, 90, "{text}");
         }
         assert_eq!(parse_target("sm_80").unwrap().arch, 80);
+        let old = parse_target("sm_52").unwrap_err().to_string();
+        assert!(old.contains("need sm_70 or newer"), "{old}");
         let err = parse_target("hopper").unwrap_err().to_string();
         assert!(err.contains("unknown target 'hopper'"), "{err}");
     }
