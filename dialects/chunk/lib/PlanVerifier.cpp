@@ -177,7 +177,7 @@ private:
 
 class PlanVerifier {
 public:
-  explicit PlanVerifier(PlanOp plan) : plan(plan) {}
+  explicit PlanVerifier(PlanOp plan) : plan(plan), symbols(plan) {}
 
   LogicalResult verify() {
     return success(succeeded(verifyTilesInBlocks()) &&
@@ -205,7 +205,14 @@ private:
   LogicalResult verifyDependencies();
   LogicalResult verifyConsumers();
 
+  /// The buffer named `name`, or null. (One symbol table for the plan: a
+  /// scan per lookup made verifying thousands of collectives quadratic.)
+  BufferOp lookupBuffer(FlatSymbolRefAttr name) {
+    return dyn_cast_or_null<BufferOp>(symbols.lookup(name.getAttr()));
+  }
+
   PlanOp plan;
+  SymbolTable symbols;
 };
 
 } // namespace
@@ -222,7 +229,7 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
                  std::optional<uint64_t> chunks, std::optional<uint64_t> split,
                  Operation *op) {
     cuts.try_emplace({buffer, dim}, op);
-    BufferOp decl = plan.lookupBuffer(buffer);
+    BufferOp decl = lookupBuffer(buffer);
     if (!chunks || !decl)
       return;
     // (Each op verified itself first: the dimensions are in range and the
@@ -247,7 +254,7 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
   }
   auto check = [&](Operation *user, FlatSymbolRefAttr name, int64_t dim,
                    int64_t tile) -> LogicalResult {
-    BufferOp buffer = plan.lookupBuffer(name);
+    BufferOp buffer = lookupBuffer(name);
     if (!buffer)
       return success();
     if (Operation *blocks = cuts.lookup({name, dim})) {
@@ -328,7 +335,7 @@ LogicalResult PlanVerifier::verifyCoverage() {
                << "\"'s first transfer, "
                << symbolRef(first.getOperation());
     }
-    BufferOp buffer = plan.lookupBuffer(bufferName);
+    BufferOp buffer = lookupBuffer(bufferName);
     // Bucket once by receiving rank (rank maps are checked to stay in
     // [0, world_size) by the transfer's own verifier).
     SmallVector<SmallVector<const Placement *>> boxesOnRank(worldSize);
@@ -463,11 +470,9 @@ LogicalResult PlanVerifier::verifyDependencies() {
   // Resolve every `after` entry, then look for a cycle by depth-first search.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> edges;
   SmallVector<Operation *> nodes;
-  // One symbol table for the plan: a two-shot all-reduce's gather
-  // transfers each wait for every rank's reduce-scatter chunk, and looking
-  // each name up by a scan of the plan made this quadratic in its
-  // transfers (12 s for world_size(512), chunks(4)).
-  SymbolTable symbols(plan);
+  // (A two-shot all-reduce's gather transfers each wait for every rank's
+  // reduce-scatter chunk: looking each name up by a scan of the plan made
+  // this quadratic in its transfers, 12 s for world_size(512), chunks(4).)
   for (Operation &op : plan.getBody().front()) {
     auto transfer = dyn_cast<TransferOp>(op);
     if (isa<ProduceOp>(op))

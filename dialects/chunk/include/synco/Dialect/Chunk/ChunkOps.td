@@ -117,7 +117,8 @@ def Chunk_BufferOp : Chunk_Op<"buffer", [Symbol, HasParent<"PlanOp">]> {
   }];
 }
 
-def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
+def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "One chunk: a box moved from one rank to another";
   let description = [{
     On every rank `r`, moves the box `src` of rank `src_rank(r)` into the box
@@ -176,7 +177,8 @@ def Chunk_TransferOp : Chunk_Op<"transfer", [Symbol, HasParent<"PlanOp">]> {
   let hasVerifier = 1;
 }
 
-def Chunk_ConsumeOp : Chunk_Op<"consume", [HasParent<"PlanOp">]> {
+def Chunk_ConsumeOp : Chunk_Op<"consume", [HasParent<"PlanOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Kernel tiles that read a buffer, one block of a dimension each";
   let description = [{
     Says that the kernel's tile with index `t` along `dim` reads the block
@@ -213,10 +215,10 @@ def Chunk_ConsumeOp : Chunk_Op<"consume", [HasParent<"PlanOp">]> {
     $buffer `dim` `(` $dim `)` `tile` `(` $tile `)`
     (`index` `(` $index^ `)`)? (`source` `(` $source^ `)`)? attr-dict
   }];
-  let hasVerifier = 1;
 }
 
-def Chunk_ProduceOp : Chunk_Op<"produce", [Symbol, HasParent<"PlanOp">]> {
+def Chunk_ProduceOp : Chunk_Op<"produce", [Symbol, HasParent<"PlanOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Kernel tiles that write a buffer, one block of a dimension each";
   let description = [{
     The dual of `chunk.consume`: the kernel's tile `t` along `dim` writes the
@@ -236,7 +238,6 @@ def Chunk_ProduceOp : Chunk_Op<"produce", [Symbol, HasParent<"PlanOp">]> {
     $sym_name $buffer `dim` `(` $dim `)` `tile` `(` $tile `)`
     (`index` `(` $index^ `)`)? attr-dict
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -244,14 +245,14 @@ def Chunk_ProduceOp : Chunk_Op<"produce", [Symbol, HasParent<"PlanOp">]> {
 //===----------------------------------------------------------------------===//
 
 class Chunk_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Chunk_Op<mnemonic, !listconcat(traits, [HasParent<"PlanOp">])> {
+    : Chunk_Op<mnemonic, !listconcat(traits, [HasParent<"PlanOp">,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
   code commonDescription = [{
 
     `chunks(n)` splits each rank's share into `n` chunks; `chunks(auto)` (the
     default) leaves the count to `chunk-select-chunk-size`. `backend`
     (default `copy_engine`) and `algorithm` choose how chunks move.
   }];
-  let hasVerifier = 1;
 }
 
 def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
