@@ -19,11 +19,21 @@
 //! dimension; a `tt.descriptor_load`'s offsets are its dimensions in order).
 //! What the arithmetic does not show (runtime strides on every axis) is
 //! not refused.
+//!
+//! Strides ([`stride_args`]): where a 2-D access multiplies the offsets of
+//! one axis by a scalar and leaves the other's unscaled, the scaled axis is
+//! the bound buffer's first dimension and the scalar its row stride. A
+//! constant must be the plan buffer's row-major stride (else the plan is
+//! refused here); a kernel argument becomes a [`ScalarArg`] that the runtime
+//! checks at launch (a plan buffer of 8192x1 bound to a kernel launched with
+//! a row stride of 4096 would read far past it).
 
 use crate::plan::{Plan, TileMap, fail};
+use crate::tiles::kernel_arg;
 use crate::tiles::{Access, constant_products, find_tile_index, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
+use synco_manifest::ScalarArg;
 
 /// What one access's address arithmetic says about a tile index `t`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -90,6 +100,137 @@ pub fn check_plan_fits_kernel(plan: &Plan, kernel: Op, pass: &str) -> Result<(),
         check_tile_map(plan, kernel, tiles, access, pass)?;
     }
     Ok(())
+}
+
+/// The kernel arguments that the plan's bound buffers fix as their row
+/// strides, from every load and store of each bound 2-D buffer; a located
+/// error where a constant stride differs from the plan's (see the module
+/// docs).
+pub fn stride_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>, PassFailed> {
+    let mut found: Vec<ScalarArg> = Vec::new();
+    for buffer in plan.buffers.iter() {
+        let (Some(arg), &[_, columns]) = (buffer.arg, &buffer.shape[..]) else {
+            continue;
+        };
+        let accesses = [loads_of(kernel, arg), stores_of(kernel, arg)].concat();
+        for op in accesses {
+            let Some(stride) = row_stride(op) else {
+                continue;
+            };
+            let wrong = |what: String| {
+                fail(
+                    buffer.op,
+                    format!(
+                        "{pass}: @{} is {} row-major, {columns} elements per row, but this {} of argument {arg} steps {what} per row",
+                        buffer.name,
+                        buffer
+                            .shape
+                            .iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>()
+                            .join("x"),
+                        ir::op_name(op)
+                    ),
+                )
+            };
+            let stride = match stride {
+                Stride::Constant(constant) if constant != columns => {
+                    return Err(wrong(constant.to_string()));
+                }
+                Stride::Constant(_) => continue,
+                Stride::Scalar(value) => match ir::constant_int(value) {
+                    Some(constant) if constant != columns => {
+                        return Err(wrong(constant.to_string()));
+                    }
+                    Some(_) => continue,
+                    None => value,
+                },
+            };
+            let Some(index) = (0..)
+                .map_while(|i| kernel_arg(kernel, i))
+                .position(|a| ir::same_value(a, stride))
+            else {
+                continue; // A computed stride: not what the address shows.
+            };
+            let required = ScalarArg {
+                arg: index,
+                value: columns,
+                buffer: buffer.name.clone(),
+                dim: 0,
+            };
+            if let Some(other) = found.iter().find(|f| f.arg == index && f.value != columns) {
+                return Err(wrong(format!(
+                    "by argument {index}, which also steps the rows of @{} ({} elements)",
+                    other.buffer, other.value
+                )));
+            }
+            if !found.contains(&required) {
+                found.push(required);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// What a 2-D access steps its rows by.
+#[derive(Clone, Copy)]
+enum Stride {
+    /// A scalar value (splat): a kernel argument, or computed.
+    Scalar(Value),
+    /// A constant (a splat tensor constant, as a specialised stride is).
+    Constant(i64),
+}
+
+/// What a 2-D access's address multiplies one axis's offsets by, where the
+/// other axis's offsets are not multiplied (the row stride).
+fn row_stride(op: Op) -> Option<Stride> {
+    if ir::op_name(op).starts_with("tt.descriptor_") {
+        return None; // A descriptor carries its own strides.
+    }
+    let ptr = *ir::operands(op).first()?;
+    let slice = ir::backward_slice(ptr);
+    let mut scaled: Vec<(usize, Stride)> = Vec::new();
+    let mut unscaled: Vec<usize> = Vec::new();
+    for expand in slice
+        .iter()
+        .filter_map(|v| ir::defining_op(*v))
+        .filter(|o| ir::op_name(*o) == "tt.expand_dims")
+    {
+        let axis = usize::from(ir::int_attr(expand, "axis")? == 0);
+        let expanded = ir::result(expand, 0);
+        let strides: Vec<Stride> = ir::uses(expanded)
+            .iter()
+            .filter(|(user, _)| {
+                ir::op_name(*user) == "arith.muli" && in_slice(&slice, ir::result(*user, 0))
+            })
+            .filter_map(|(user, _)| {
+                ir::operands(*user)
+                    .into_iter()
+                    .find(|o| !ir::same_value(*o, expanded))
+            })
+            .filter(|o| !is_splat_of_one(*o))
+            .filter_map(|o| {
+                splatted_scalar(o)
+                    .map(Stride::Scalar)
+                    .or_else(|| ir::constant_splat_int(o).map(Stride::Constant))
+            })
+            .collect();
+        match strides[..] {
+            [] => unscaled.push(axis),
+            [stride] => scaled.push((axis, stride)),
+            _ => return None,
+        }
+    }
+    match (&scaled[..], &unscaled[..]) {
+        ([(axis, stride)], [other]) if axis != other => Some(*stride),
+        _ => None,
+    }
+}
+
+/// The scalar `v` splats (`tt.splat`), if it is a splat.
+fn splatted_scalar(v: Value) -> Option<Value> {
+    let op = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.splat")?;
+    ir::operands(op).first().copied()
 }
 
 /// Checks one tile map against every access of its buffer's argument.

@@ -518,6 +518,27 @@ pub fn constant_int(value: Value) -> Option<i64> {
         .flatten()
 }
 
+/// The integer every element of `value` holds, if an `arith.constant`
+/// defines it as a scalar or as a splat tensor of i32 or i64.
+pub fn constant_splat_int(value: Value) -> Option<i64> {
+    if let Some(scalar) = constant_int(value) {
+        return Some(scalar);
+    }
+    let op = defining_op(value).filter(|op| op_name(*op) == "arith.constant")?;
+    let dense = attr(op, "value")?;
+    unsafe {
+        if !(mlirAttributeIsADenseIntElements(dense) && mlirDenseElementsAttrIsSplat(dense)) {
+            return None;
+        }
+        let element = mlirShapedTypeGetElementType(mlirAttributeGetType(dense));
+        match mlirIntegerTypeGetWidth(element) {
+            32 => Some(i64::from(mlirDenseElementsAttrGetInt32SplatValue(dense))),
+            64 => Some(mlirDenseElementsAttrGetInt64SplatValue(dense)),
+            _ => None,
+        }
+    }
+}
+
 /// Every value `value` depends on through operands, `value` included.
 /// Block arguments of `scf.for` bodies stand for the loop operands they come
 /// from: an iteration argument for its initial value, the induction variable

@@ -301,6 +301,24 @@ pub struct FusedPlan {
     /// reduce-scatter moved by the copy engine), in order.
     #[serde(default)]
     pub reduction_copies: Vec<Vec<ReductionCopy>>,
+    /// Kernel scalar arguments whose values the plan fixes (strides of
+    /// bound buffers, as the kernel's address arithmetic uses them): the
+    /// runtime refuses a launch that passes another value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scalar_args: Vec<ScalarArg>,
+}
+
+/// A kernel argument the plan fixes: the kernel multiplies the offsets along
+/// dimension `dim` of plan buffer `buffer` by argument `arg`, so it must be
+/// that row-major buffer's stride along `dim` (`value`, in elements).
+/// Launched with another value, the kernel would address elements the plan
+/// does not put there (or outside the buffer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScalarArg {
+    pub arg: usize,
+    pub value: i64,
+    pub buffer: String,
+    pub dim: usize,
 }
 
 impl FusedPlan {

@@ -100,11 +100,12 @@ pub(crate) fn check(
         .iter()
         .filter_map(|b| Some((b.arg?, b.name.as_str(), bound(&b.name)?)))
         .collect();
-    if pinned.is_empty() {
+    if pinned.is_empty() && fused.scalar_args.is_empty() {
         return Ok(());
     }
     for rank in 0..world {
         let given = args(rank);
+        check_scalar_args(m, fused, rank, &given, &user_params)?;
         for &(index, name, buffer) in &pinned {
             let expected = address(rank, &buffer);
             // A missing or non-pointer argument is the kernel's argument
@@ -122,6 +123,37 @@ pub(crate) fn check(
                     expected,
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// The arguments the plan fixes (the row strides of bound buffers) have
+/// their values on `rank`. (A missing or non-integer argument is the
+/// kernel's argument check's to report.)
+fn check_scalar_args(
+    m: &LaunchManifest,
+    fused: &FusedPlan,
+    rank: usize,
+    given: &[Arg],
+    user_params: &[&str],
+) -> Result<()> {
+    for fixed in &fused.scalar_args {
+        let value = match given.get(fixed.arg) {
+            Some(Arg::I32(v)) => i64::from(*v),
+            Some(Arg::I64(v)) => *v,
+            _ => continue,
+        };
+        if value != fixed.value {
+            return Err(RuntimeError::StrideArg {
+                kernel: m.kernel.clone(),
+                rank,
+                index: fixed.arg,
+                param: user_params.get(fixed.arg).copied().unwrap_or("?").to_string(),
+                buffer: fixed.buffer.clone(),
+                given: value.to_string(),
+                expected: fixed.value,
+            });
         }
     }
     Ok(())
@@ -240,6 +272,35 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "argument 2 ('c_ptr') of 'matmul' on rank 1 is 0x100100000, but the plan binds it to @P, which lies at 0x100000000 on that rank: pass the bound buffer's address"
+        );
+    }
+
+    #[test]
+    fn refuses_a_row_stride_the_plan_does_not_have() {
+        // The kernel steps @P's rows by argument 3 (here named M): @P has
+        // 128 elements per row.
+        let mut m = manifest();
+        let fused = m.fused.as_mut().expect("the test manifest has a plan");
+        fused.scalar_args = vec![synco_manifest::ScalarArg {
+            arg: 3,
+            value: 128,
+            buffer: "P".into(),
+            dim: 0,
+        }];
+        let bindings = [("P", P), ("C", C)];
+        let stride = |value: i32| {
+            move |rank: usize| {
+                let mut args = args_pointing_at(P)(rank);
+                args[3] = Arg::I32(if rank == 1 { value } else { 128 });
+                args
+            }
+        };
+        check(&m, 2, &bindings, &stride(128), &address).expect("the plan's stride is accepted");
+        let e = check(&m, 2, &bindings, &stride(4096), &address)
+            .expect_err("another stride on rank 1 is refused");
+        assert_eq!(
+            e.to_string(),
+            "argument 3 ('M') of 'matmul' on rank 1 is 4096, but the kernel steps the rows of plan buffer @P by it, and @P has 128 elements per row: pass 128, or compile for the shape you launch"
         );
     }
 

@@ -108,6 +108,18 @@ pub enum RuntimeError {
         expected: u64,
     },
     #[error(
+        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel steps the rows of plan buffer @{buffer} by it, and @{buffer} has {expected} elements per row: pass {expected}, or compile for the shape you launch"
+    )]
+    StrideArg {
+        kernel: String,
+        rank: usize,
+        index: usize,
+        param: String,
+        buffer: String,
+        given: String,
+        expected: i64,
+    },
+    #[error(
         "rank {rank} timed out waiting for chunk {chunk} of epoch {epoch}: its flag never reached the epoch's value \
          (the transfer or the tiles that set it did not happen or did not finish)"
     )]

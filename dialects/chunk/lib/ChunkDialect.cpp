@@ -212,7 +212,7 @@ std::optional<AttrValue> discardableAttrValue(StringRef name) {
       .Cases({"staging", "trace", "fused"}, AttrValue::Unit)
       .Cases({"flag_implied_by", "tile_index", "source_index"},
              AttrValue::String)
-      .Cases({"flag_layout", "reduction_copies", "completion"},
+      .Cases({"flag_layout", "reduction_copies", "completion", "scalar_args"},
              AttrValue::List)
       .Case("host_schedule", AttrValue::Dictionary)
       .Case("abi_first_arg", AttrValue::Integer)

@@ -143,6 +143,8 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
     Ok(FusedPlan {
         plan: plan.name.clone(),
         world_size: w,
+        // (The ranges follow one another, each ending within MAX_FLAGS:
+        // `flag_layout` checked it.)
         num_flags: layout.iter().map(|r| r.count(w)).sum(),
         copy_programs: 0,
         copy_plane: false,
@@ -155,6 +157,8 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
         // streams' copies (chunk-fuse-reductions, chunk-fuse-gathers).
         completion: records::completion(plan)?,
         reduction_copies: records::reduction_copies(plan)?,
+        // What chunk-bind-kernel found the kernel's strides must be.
+        scalar_args: records::scalar_args(plan)?,
     })
 }
 

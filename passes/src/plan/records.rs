@@ -8,6 +8,7 @@
 //! | [`FLAG_LAYOUT_ATTR`] | `chunk.plan` | the [`FlagRange`]s | the first pass needing it ([`flag_layout`](super::flag_layout)); `chunk-fuse-reductions{mode=stage}` again |
 //! | [`REDUCTION_COPIES_ATTR`] | `chunk.plan` | per rank, its side stream's [`ReductionCopy`]s | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
 //! | [`COMPLETION_ATTR`] | `chunk.plan` | per rank, `(flag, count)` waits after the kernel | `chunk-fuse-reductions` |
+//! | [`SCALAR_ARGS_ATTR`] | `chunk.plan` | the kernel arguments the plan fixes ([`ScalarArg`]s) | `chunk-bind-kernel` |
 //! | [`HOST_SCHEDULE_ATTR`] | `builtin.module` | the [`FusedPlan`] of the launch manifest | `chunk-lower-transfers` |
 //!
 //! And two marks on `chunk.transfer`s: [`FUSED_ATTR`] (a fusing pass
@@ -18,7 +19,7 @@ use super::{FlagRange, Plan, Transfer, fail};
 use serde::{Serialize, de::DeserializeOwned};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, structured};
-use synco_manifest::{FusedPlan, ReductionCopy};
+use synco_manifest::{FusedPlan, ReductionCopy, ScalarArg};
 
 /// The plan's flag and counter layout.
 pub const FLAG_LAYOUT_ATTR: &str = "chunk.flag_layout";
@@ -28,6 +29,9 @@ pub const REDUCTION_COPIES_ATTR: &str = "chunk.reduction_copies";
 /// Per rank, the `(flag, count)` pairs its launch waits for after the
 /// kernel (`chunk-lower-transfers` moves them into the schedule).
 pub const COMPLETION_ATTR: &str = "chunk.completion";
+/// The kernel's scalar arguments whose values the plan fixes (strides of
+/// bound buffers), for the runtime to check at launch.
+pub const SCALAR_ARGS_ATTR: &str = "chunk.scalar_args";
 /// The host's schedule of the fused launch, for its manifest.
 pub const HOST_SCHEDULE_ATTR: &str = "chunk.host_schedule";
 
@@ -124,6 +128,16 @@ pub fn completion(plan: &Plan) -> Result<PerRank<(i64, i64)>, PassFailed> {
 
 pub fn has_completion(plan: &Plan) -> bool {
     ir::attr(plan.op, COMPLETION_ATTR).is_some()
+}
+
+pub fn record_scalar_args(plan: &Plan, args: &[ScalarArg]) -> Result<(), PassFailed> {
+    record(plan.op, SCALAR_ARGS_ATTR, &args)
+}
+
+/// The kernel arguments `chunk-bind-kernel` found the plan fixes (empty if
+/// none, or if the kernel was not bound).
+pub fn scalar_args(plan: &Plan) -> Result<Vec<ScalarArg>, PassFailed> {
+    Ok(recorded(plan.op, SCALAR_ARGS_ATTR)?.unwrap_or_default())
 }
 
 pub fn record_host_schedule(module: Op, schedule: &FusedPlan) -> Result<(), PassFailed> {
