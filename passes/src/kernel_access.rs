@@ -20,20 +20,23 @@
 //! What the arithmetic does not show (runtime strides on every axis) is
 //! not refused.
 //!
-//! Strides ([`stride_args`]): where a 2-D access multiplies the offsets of
-//! one axis by a scalar and leaves the other's unscaled, the scaled axis is
-//! the bound buffer's first dimension and the scalar its row stride. A
-//! constant must be the plan buffer's row-major stride (else the plan is
-//! refused here); a kernel argument becomes a [`ScalarArg`] that the runtime
-//! checks at launch (a plan buffer of 8192x1 bound to a kernel launched with
-//! a row stride of 4096 would read far past it).
+//! Strides and extents ([`fixed_args`]): where a 2-D access multiplies the
+//! offsets of one axis by a scalar and leaves the other's unscaled, the
+//! scaled axis is the bound buffer's first dimension and the scalar its row
+//! stride; a `tt.make_tensor_descriptor` names a buffer's shape and
+//! strides; a tile index computed from `cdiv(x, tile)` counts the tiles of
+//! `x` rows. A constant must be what the plan buffer's row-major layout
+//! says (else the plan is refused here); a kernel argument becomes a
+//! [`ScalarArg`] that the runtime checks at launch (a plan buffer of 8192x1
+//! bound to a kernel launched with a row stride of 4096 would read far past
+//! it, and one of 4096 rows bound to a kernel launched with M = 8192 too).
 
-use crate::plan::{Plan, TileMap, fail};
+use crate::plan::{BufferDecl, Plan, TileMap, fail};
 use crate::tiles::kernel_arg;
 use crate::tiles::{Access, constant_products, find_tile_index, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
-use synco_manifest::ScalarArg;
+use synco_manifest::{ScalarArg, ScalarRole};
 
 /// What one access's address arithmetic says about a tile index `t`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -102,80 +105,211 @@ pub fn check_plan_fits_kernel(plan: &Plan, kernel: Op, pass: &str) -> Result<(),
     Ok(())
 }
 
-/// The kernel arguments that the plan's bound buffers fix as their row
-/// strides, from every load and store of each bound 2-D buffer; a located
-/// error where a constant stride differs from the plan's (see the module
-/// docs).
-pub fn stride_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>, PassFailed> {
-    let mut found: Vec<ScalarArg> = Vec::new();
+/// The kernel arguments that the plan's bound buffers fix (see the module
+/// docs): row strides, from every load and store of each bound 2-D buffer;
+/// a tensor descriptor's shape and strides; and the extent of a tiled
+/// dimension, where the kernel counts its tiles as `cdiv(x, tile)`. A
+/// located error where a constant differs from the plan's, or one argument
+/// would need two values.
+pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>, PassFailed> {
+    let mut fixed = FixedArgs {
+        kernel,
+        pass,
+        found: Vec::new(),
+    };
     for buffer in plan.buffers.iter() {
-        let (Some(arg), &[_, columns]) = (buffer.arg, &buffer.shape[..]) else {
+        let Some(arg) = buffer.arg else {
             continue;
         };
-        let accesses = [loads_of(kernel, arg), stores_of(kernel, arg)].concat();
-        for op in accesses {
-            let Some(stride) = row_stride(op) else {
-                continue;
-            };
-            let wrong = |what: String| {
-                fail(
-                    buffer.op,
-                    format!(
-                        "{pass}: @{} is {} row-major, {columns} elements per row, but this {} of argument {arg} steps {what} per row",
-                        buffer.name,
-                        buffer
-                            .shape
-                            .iter()
-                            .map(i64::to_string)
-                            .collect::<Vec<_>>()
-                            .join("x"),
-                        ir::op_name(op)
-                    ),
-                )
-            };
-            let stride = match stride {
-                Stride::Constant(constant) if constant != columns => {
-                    return Err(wrong(constant.to_string()));
-                }
-                Stride::Constant(_) => continue,
-                Stride::Scalar(value) => match ir::constant_int(value) {
-                    Some(constant) if constant != columns => {
-                        return Err(wrong(constant.to_string()));
-                    }
-                    Some(_) => continue,
-                    None => value,
-                },
-            };
-            let Some(index) = (0..)
-                .map_while(|i| kernel_arg(kernel, i))
-                .position(|a| ir::same_value(a, stride))
-            else {
-                continue; // A computed stride: not what the address shows.
-            };
-            let required = ScalarArg {
-                arg: index,
-                value: columns,
-                buffer: buffer.name.clone(),
-                dim: 0,
-            };
-            if let Some(other) = found.iter().find(|f| f.arg == index && f.value != columns) {
-                return Err(wrong(format!(
-                    "by argument {index}, which also steps the rows of @{} ({} elements)",
-                    other.buffer, other.value
-                )));
+        for op in [loads_of(kernel, arg), stores_of(kernel, arg)].concat() {
+            if let (Some(stride), &[_, columns]) = (row_stride(op), &buffer.shape[..]) {
+                fixed.require(buffer, op, stride, ScalarRole::Stride, 0, columns)?;
             }
-            if !found.contains(&required) {
-                found.push(required);
+            for (dim, role, value) in descriptor_layout(op, buffer.shape.len()) {
+                let expected = match role {
+                    ScalarRole::Extent => buffer.shape[dim],
+                    // (A suffix of a shape whose product fits an i64.)
+                    ScalarRole::Stride => buffer.shape[dim + 1..].iter().product(),
+                };
+                fixed.require(buffer, op, value, role, dim, expected)?;
             }
         }
     }
-    Ok(found)
+    let consumed = plan.consumes().into_iter().map(|c| (TileMap::from(c), Access::Load));
+    let produced = plan.produces().into_iter().map(|p| (TileMap::from(p), Access::Store));
+    for (tiles, access) in consumed.chain(produced) {
+        // Tiles that read one block per source rank (`source`) count the
+        // rows of one source, not the buffer's.
+        let (Some(name), Some(tile), None) = (tiles.buffer(), tiles.tile(), tiles.source()) else {
+            continue;
+        };
+        let Some(buffer) = plan.buffer(&name) else {
+            continue;
+        };
+        let Some(arg) = buffer.arg else {
+            continue;
+        };
+        let t = find_tile_index(kernel, arg, access, tile, tiles.index().as_deref(), tiles)?;
+        if let Some((extent, count)) = tile_count_extent(t, tile) {
+            let dim = tiles.dim();
+            fixed.require(buffer, count, extent, ScalarRole::Extent, dim, buffer.shape[dim])?;
+        }
+    }
+    Ok(fixed.found)
 }
 
-/// What a 2-D access steps its rows by.
+/// The arguments found so far, and how to say that one does not fit.
+struct FixedArgs<'a> {
+    kernel: Op,
+    pass: &'a str,
+    found: Vec<ScalarArg>,
+}
+
+impl FixedArgs<'_> {
+    /// `value`, which `at` uses as the `role` of `buffer`'s dimension `dim`,
+    /// must be `expected`: checked now for a constant, recorded for a
+    /// kernel argument, left alone if computed.
+    fn require(
+        &mut self,
+        buffer: &BufferDecl,
+        at: Op,
+        value: Stride,
+        role: ScalarRole,
+        dim: usize,
+        expected: i64,
+    ) -> Result<(), PassFailed> {
+        let shape: Vec<String> = buffer.shape.iter().map(i64::to_string).collect();
+        let wrong = |what: String| {
+            fail(
+                buffer.op,
+                format!(
+                    "{}: @{} is {} (row-major), so its {role} along dimension {dim} is {expected}, but the kernel's {} takes it from {what}",
+                    self.pass,
+                    buffer.name,
+                    shape.join("x"),
+                    ir::op_name(at)
+                ),
+            )
+        };
+        let value = match value {
+            Stride::Constant(c) => Err(c),
+            Stride::Scalar(v) => {
+                let v = root(v);
+                ir::constant_int(v).map_or(Ok(v), Err)
+            }
+        };
+        let value = match value {
+            Err(constant) if constant != expected => return Err(wrong(constant.to_string())),
+            Err(_) => return Ok(()),
+            Ok(value) => value,
+        };
+        let Some(index) = (0..)
+            .map_while(|i| kernel_arg(self.kernel, i))
+            .position(|a| ir::same_value(a, value))
+        else {
+            return Ok(()); // Computed: not what the arithmetic shows.
+        };
+        if let Some(other) = self.found.iter().find(|f| f.arg == index && f.value != expected) {
+            return Err(wrong(format!(
+                "argument {index}, which is also the {} of @{} along dimension {} ({})",
+                other.role, other.buffer, other.dim, other.value
+            )));
+        }
+        let required = ScalarArg {
+            arg: index,
+            value: expected,
+            buffer: buffer.name.clone(),
+            dim,
+            role,
+        };
+        if !self.found.contains(&required) {
+            self.found.push(required);
+        }
+        Ok(())
+    }
+}
+
+/// `v` without the integer casts around it.
+fn root(mut v: Value) -> Value {
+    while let Some(op) = ir::defining_op(v).filter(|op| {
+        matches!(
+            ir::op_name(*op).as_str(),
+            "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.index_cast"
+        )
+    }) {
+        v = ir::operands(op)[0];
+    }
+    v
+}
+
+/// A descriptor access's layout, from the `tt.make_tensor_descriptor` that
+/// made its descriptor: `(dim, role, value)` for each dimension's shape and
+/// stride (nothing for a descriptor of another rank than the buffer's).
+fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, Stride)> {
+    if !ir::op_name(op).starts_with("tt.descriptor_") {
+        return Vec::new();
+    }
+    let Some(descriptor) = ir::operands(op).first().copied() else {
+        return Vec::new();
+    };
+    let makers: Vec<Op> = ir::backward_slice(descriptor)
+        .into_iter()
+        .filter_map(ir::defining_op)
+        .filter(|o| ir::op_name(*o) == "tt.make_tensor_descriptor")
+        .collect();
+    let [maker] = makers[..] else {
+        return Vec::new();
+    };
+    let operands = ir::operands(maker);
+    if operands.len() != 1 + 2 * rank {
+        return Vec::new();
+    }
+    (0..rank)
+        .flat_map(|d| {
+            [
+                (d, ScalarRole::Extent, Stride::Scalar(operands[1 + d])),
+                (d, ScalarRole::Stride, Stride::Scalar(operands[1 + rank + d])),
+            ]
+        })
+        .collect()
+}
+
+/// The value whose tiles tile index `t` counts, where the kernel computes
+/// their number as `cdiv(x, tile)` (`(x + tile - 1) / tile`): `x` and the
+/// division, if one value is counted so.
+fn tile_count_extent(t: Value, tile: i64) -> Option<(Stride, Op)> {
+    let mut counted: Vec<(Value, Op)> = Vec::new();
+    for op in ir::backward_slice(t).into_iter().filter_map(ir::defining_op) {
+        if !matches!(ir::op_name(op).as_str(), "arith.divsi" | "arith.divui") {
+            continue;
+        }
+        let operands = ir::operands(op);
+        if ir::constant_int(operands[1]) != Some(tile) {
+            continue;
+        }
+        let Some(sum) = ir::defining_op(operands[0]).filter(|o| ir::op_name(*o) == "arith.addi") else {
+            continue;
+        };
+        let terms = ir::operands(sum);
+        let x = match (ir::constant_int(terms[0]), ir::constant_int(terms[1])) {
+            (_, Some(c)) if c == tile - 1 => terms[0],
+            (Some(c), _) if c == tile - 1 => terms[1],
+            _ => continue,
+        };
+        if !counted.iter().any(|(c, _)| ir::same_value(*c, x)) {
+            counted.push((x, op));
+        }
+    }
+    match counted[..] {
+        [(x, division)] => Some((Stride::Scalar(x), division)),
+        _ => None,
+    }
+}
+
+/// A value the kernel's arithmetic uses (a stride, an extent).
 #[derive(Clone, Copy)]
 enum Stride {
-    /// A scalar value (splat): a kernel argument, or computed.
+    /// A scalar value: a kernel argument, a constant, or computed.
     Scalar(Value),
     /// A constant (a splat tensor constant, as a specialised stride is).
     Constant(i64),

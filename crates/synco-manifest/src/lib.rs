@@ -308,17 +308,38 @@ pub struct FusedPlan {
     pub scalar_args: Vec<ScalarArg>,
 }
 
-/// A kernel argument the plan fixes: the kernel multiplies the offsets along
-/// dimension `dim` of plan buffer `buffer` by argument `arg`, so it must be
-/// that row-major buffer's stride along `dim` (`value`, in elements).
-/// Launched with another value, the kernel would address elements the plan
-/// does not put there (or outside the buffer).
+/// A kernel argument the plan fixes (`value`): the kernel steps dimension
+/// `dim` of plan buffer `buffer` by argument `arg` (its row-major stride,
+/// in elements), or takes that dimension's extent from it (the number of
+/// tiles along it, a tensor descriptor's shape). Launched with another
+/// value, the kernel would address elements the plan does not put there,
+/// or outside the buffer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScalarArg {
     pub arg: usize,
     pub value: i64,
     pub buffer: String,
     pub dim: usize,
+    #[serde(default)]
+    pub role: ScalarRole,
+}
+
+/// What a [`ScalarArg`] is to its buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScalarRole {
+    #[default]
+    Stride,
+    Extent,
+}
+
+impl std::fmt::Display for ScalarRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ScalarRole::Stride => "stride",
+            ScalarRole::Extent => "extent",
+        })
+    }
 }
 
 impl FusedPlan {

@@ -128,7 +128,7 @@ pub(crate) fn check(
     Ok(())
 }
 
-/// The arguments the plan fixes (the row strides of bound buffers) have
+/// The arguments the plan fixes (strides and extents of bound buffers) have
 /// their values on `rank`. (A missing or non-integer argument is the
 /// kernel's argument check's to report.)
 fn check_scalar_args(
@@ -145,13 +145,15 @@ fn check_scalar_args(
             _ => continue,
         };
         if value != fixed.value {
-            return Err(RuntimeError::StrideArg {
+            return Err(RuntimeError::ScalarArg {
                 kernel: m.kernel.clone(),
                 rank,
                 index: fixed.arg,
                 param: user_params.get(fixed.arg).copied().unwrap_or("?").to_string(),
                 buffer: fixed.buffer.clone(),
-                given: value.to_string(),
+                dim: fixed.dim,
+                role: fixed.role,
+                given: value,
                 expected: fixed.value,
             });
         }
@@ -286,6 +288,7 @@ mod tests {
             value: 128,
             buffer: "P".into(),
             dim: 0,
+            role: synco_manifest::ScalarRole::Stride,
         }];
         let bindings = [("P", P), ("C", C)];
         let stride = |value: i32| {
@@ -300,7 +303,7 @@ mod tests {
             .expect_err("another stride on rank 1 is refused");
         assert_eq!(
             e.to_string(),
-            "argument 3 ('M') of 'matmul' on rank 1 is 4096, but the kernel steps the rows of plan buffer @P by it, and @P has 128 elements per row: pass 128, or compile for the shape you launch"
+            "argument 3 ('M') of 'matmul' on rank 1 is 4096, but the kernel takes the stride of plan buffer @P along dimension 0 from it, which the plan makes 128: pass 128, or compile for the shape you launch"
         );
     }
 

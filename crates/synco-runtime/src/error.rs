@@ -108,15 +108,17 @@ pub enum RuntimeError {
         expected: u64,
     },
     #[error(
-        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel steps the rows of plan buffer @{buffer} by it, and @{buffer} has {expected} elements per row: pass {expected}, or compile for the shape you launch"
+        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel takes the {role} of plan buffer @{buffer} along dimension {dim} from it, which the plan makes {expected}: pass {expected}, or compile for the shape you launch"
     )]
-    StrideArg {
+    ScalarArg {
         kernel: String,
         rank: usize,
         index: usize,
         param: String,
         buffer: String,
-        given: String,
+        dim: usize,
+        role: synco_manifest::ScalarRole,
+        given: i64,
         expected: i64,
     },
     #[error(
