@@ -137,7 +137,7 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
             };
             ir::replace_all_uses(ir::result(op, 0), peer_ptr);
         }
-        "chunk.wait" => lower_wait(op, &b, abi, operands[0], operands[1], operands[2]),
+        "chunk.wait" => lower_wait(op, &b, abi, operands[0], operands[1], operands[2])?,
         "chunk.trace" => lower_trace(op, &b, operands[0], operands[1], operands[2])?,
         "chunk.signal" => {
             let (flags, chunk, epoch) = (operands[0], operands[1], operands[2]);
@@ -318,9 +318,18 @@ fn lower_wait(
     flags: ir::Value,
     chunk: ir::Value,
     epoch: ir::Value,
-) {
+) -> Result<(), PassFailed> {
     let timeout_ns = ir::int_attr(op, "timeout_ns").unwrap_or(10_000_000_000);
     let count = ir::int_attr(op, "count").unwrap_or(1);
+    if i32::try_from(count).is_err() {
+        return Err(fail(
+            op,
+            format!(
+                "chunk-to-triton: count({count}) is beyond the 32-bit flags it waits on (at most {})",
+                i32::MAX
+            ),
+        ));
+    }
     let target = if count == 1 {
         epoch
     } else {
@@ -362,4 +371,5 @@ fn lower_wait(
             record.store(record.addptr(errors, record.const_i32(3)), epoch);
         });
     });
+    Ok(())
 }

@@ -5,6 +5,7 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
+use crate::checked;
 use crate::plan::{Collective, Plan, fail, internal, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
@@ -361,9 +362,14 @@ impl<'p> Expansion<'p> {
             || (self.kind == CollectiveKind::AllReduce && !one_shot);
         // Rows of the staging buffer along the collective's dimension.
         let rows = if scatters && self.backend == attrs::Backend::CopyEngine {
+            // Within the buffer: W - 1 of its W blocks.
             self.block * (w - 1)
         } else if one_shot && w > 2 {
-            self.block * w * (w - 2)
+            checked::product(
+                &[self.block, w, w - 2],
+                self.op,
+                &format!("{NAME}: the rows of the staging buffer of @{}", self.src),
+            )?
         } else {
             return Ok(());
         };

@@ -5,6 +5,7 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
+use crate::checked;
 use crate::plan::{Collective, Plan, fail, loc, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkSelectBackendOptions, PassOptions, RustPass};
@@ -55,7 +56,15 @@ fn run(module: OperationRef, options: &ChunkSelectBackendOptions) -> Result<(), 
                         )
                     } else {
                         // Partials, then sums: twice the bytes to amortise.
-                        reduction_backend(&plan, collective, 2 * min_bytes)?
+                        let twice = checked::mul(
+                            2,
+                            min_bytes,
+                            collective,
+                            &format!(
+                                "{NAME}: a two-shot all-reduce's threshold, twice copy-engine-min-bytes"
+                            ),
+                        )?;
+                        reduction_backend(&plan, collective, twice)?
                     }
                 }
             };
@@ -89,7 +98,8 @@ fn reduction_backend(
             format!("{}: unsupported element type {}", NAME, src.element),
         ));
     };
-    // A block of the split dimension (the verifier checked it divides).
+    // A block of the split dimension (the verifier checked it divides),
+    // within the buffer's bytes.
     let per_peer = src.shape.iter().product::<i64>() / plan.world_size * element_bytes;
     Ok(if per_peer > min_bytes {
         (

@@ -5,11 +5,12 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
+use crate::checked;
 use crate::plan::{AsOp, BufferDecl, Collective, Consume, Plan, fail, loc, plans};
 use crate::tiles::{self, Access, find_tile_index};
 use melior::ir::operation::OperationRef;
 use synco_chunk::attrs::CollectiveKind;
-use synco_chunk::passes::{ChunkSelectChunkSizeOptions, RustPass};
+use synco_chunk::passes::{ChunkSelectChunkSizeOptions, PassOptions, RustPass};
 use synco_chunk::{Diagnostic, PassFailed};
 use synco_cost_model::{
     AllGatherGemm, GatheredOutput, Machine, choose, choose_gathered_output, chunks_per_wave,
@@ -26,6 +27,8 @@ impl RustPass for Pass {
         run(module, options)
     }
 }
+
+const NAME: &str = ChunkSelectChunkSizeOptions::ARGUMENT;
 
 const CANDIDATES: [i64; 5] = [1, 2, 4, 8, 16];
 
@@ -200,12 +203,17 @@ fn select_per_source(
                 refuse,
             )?;
             let own = extent / tile;
-            let others: i64 = plan
+            let other_tiles: Vec<i64> = plan
                 .consumes()
                 .into_iter()
                 .filter(|c| c.reads_per_source() && !ir::same_op(c.0, consume.0))
                 .filter_map(|c| tiles_per_source(plan, c))
-                .product();
+                .collect();
+            let others = checked::product(
+                &other_tiles,
+                op,
+                &format!("{NAME}: the tiles per source of the operands read beside @{name}"),
+            )?;
             let group = tiles::swizzle_group(t);
             let candidates: Vec<u64> = CANDIDATES
                 .into_iter()
@@ -214,7 +222,13 @@ fn select_per_source(
                 .collect();
             match group {
                 Some(g) if walked_last(t) && g >= others => {
-                    let total = (own * others) as u64;
+                    let total = checked::mul(
+                        own,
+                        others,
+                        op,
+                        &format!("{NAME}: the tiles of @{name} and the other operands"),
+                    )?
+                    .unsigned_abs();
                     let Some(best) = chunks_per_wave(machine, total, &candidates) else {
                         return Err(refuse(format!(
                             "no count in {CANDIDATES:?} splits its {extent} elements into whole {tile}-wide tiles"
@@ -416,9 +430,16 @@ fn select_gathered_output(
                         "no consumed [K, {n}] operand tells the kernel's work"
                     )));
                 };
+                // (`n` is the last dimension: the first one too in a 1D
+                // buffer, so the product is not bounded by its bytes.)
+                let block_bytes = checked::product(
+                    &[block, n, buffer.element_bytes().unwrap_or(2)],
+                    op,
+                    &format!("{NAME}: the bytes of a rank's block of @{name}"),
+                )?;
                 let output = GatheredOutput {
                     peers: (w - 1) as u64,
-                    block_bytes: (block * n * buffer.element_bytes().unwrap_or(2)) as u64,
+                    block_bytes: block_bytes.unsigned_abs(),
                     flops: 2.0 * block as f64 * n as f64 * k as f64,
                 };
                 let candidates: Vec<u64> = CANDIDATES
@@ -525,8 +546,10 @@ fn select_reduce_scatter(
         Some(n) => n,
         None => {
             let min_tiles = if one_shot { 1 } else { MIN_REDUCE_CHUNK_TILES };
+            // `block / n >= min_tiles * tile`, divided by the tile so that
+            // no product overflows.
             let whole_groups =
-                |n: i64| block / n >= min_tiles * tile && (block / n / tile) % group == 0;
+                |n: i64| block / n / tile >= min_tiles && (block / n / tile) % group == 0;
             let Some(best) = CANDIDATES
                 .into_iter()
                 .rev()

@@ -5,11 +5,14 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <map>
 #include <optional>
+#include <string>
 
 using namespace mlir;
 using namespace synco::chunk;
@@ -19,6 +22,247 @@ using namespace synco::chunk;
 
 #define GET_TYPEDEF_CLASSES
 #include "synco/Dialect/Chunk/ChunkTypes.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Affine maps as written
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The results of an affine map as its text writes them, each a sum of
+/// terms times coefficients (the rank, and every `mod`, `floordiv` or
+/// `ceildiv` of a sum that is not constant, keyed by what it divides),
+/// combined as MLIR folds them when it builds the map (`(x * c1) * c2` is
+/// `x * (c1 * c2)`, `(x + c1) + c2` is `x + (c1 + c2)`, `x * c1 + x * c2`
+/// is `x * (c1 + c2)`), but with checked arithmetic.
+class WrittenMap {
+public:
+  explicit WrittenMap(StringRef text) : rest(text) {}
+
+  /// Whether a coefficient of a result leaves 64 bits. False too for a map
+  /// this reader does not follow (an alias, symbols): it is left to the
+  /// verifiers.
+  bool overflows() {
+    if (!readDims() || !consume("->") || !consume("("))
+      return false;
+    do {
+      if (!expr())
+        return overflowed;
+    } while (consume(","));
+    return false;
+  }
+
+private:
+  struct Sum {
+    int64_t constant = 0;
+    std::map<std::string, int64_t> terms;
+
+    std::string key() const {
+      std::string text = std::to_string(constant);
+      for (const auto &[term, coefficient] : terms)
+        text += " + " + std::to_string(coefficient) + " * " + term;
+      return text;
+    }
+  };
+  using MaybeSum = std::optional<Sum>;
+
+  StringRef rest;
+  SmallVector<StringRef> dims;
+  bool overflowed = false;
+
+  static bool isIdChar(char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
+  }
+
+  void skipSpace() {
+    while (true) {
+      rest = rest.ltrim();
+      if (!rest.consume_front("//"))
+        return;
+      rest = rest.drop_until([](char c) { return c == '\n'; });
+    }
+  }
+
+  bool consume(StringRef token) {
+    skipSpace();
+    return rest.consume_front(token);
+  }
+
+  bool consumeKeyword(StringRef keyword) {
+    skipSpace();
+    if (!rest.starts_with(keyword) ||
+        (rest.size() > keyword.size() && isIdChar(rest[keyword.size()])))
+      return false;
+    rest = rest.drop_front(keyword.size());
+    return true;
+  }
+
+  StringRef identifier() {
+    skipSpace();
+    if (rest.empty() || !(llvm::isAlpha(rest[0]) || rest[0] == '_'))
+      return {};
+    StringRef id = rest.take_while(isIdChar);
+    rest = rest.drop_front(id.size());
+    return id;
+  }
+
+  bool readDims() {
+    if (!consume("("))
+      return false;
+    if (consume(")"))
+      return !consume("[");
+    do {
+      StringRef dim = identifier();
+      if (dim.empty())
+        return false;
+      dims.push_back(dim);
+    } while (consume(","));
+    return consume(")") && !consume("[");
+  }
+
+  MaybeSum fail(bool overflow) {
+    overflowed |= overflow;
+    return std::nullopt;
+  }
+
+  MaybeSum add(Sum lhs, const MaybeSum &rhs) {
+    if (!rhs || llvm::AddOverflow(lhs.constant, rhs->constant, lhs.constant))
+      return fail(rhs.has_value());
+    for (const auto &[term, coefficient] : rhs->terms) {
+      int64_t &sum = lhs.terms[term];
+      if (llvm::AddOverflow(sum, coefficient, sum))
+        return fail(true);
+      if (sum == 0)
+        lhs.terms.erase(term);
+    }
+    return lhs;
+  }
+
+  MaybeSum scale(Sum sum, int64_t factor) {
+    if (llvm::MulOverflow(sum.constant, factor, sum.constant))
+      return fail(true);
+    for (auto &[term, coefficient] : sum.terms)
+      if (llvm::MulOverflow(coefficient, factor, coefficient))
+        return fail(true);
+    if (factor == 0)
+      sum.terms.clear();
+    return sum;
+  }
+
+  MaybeSum multiply(const Sum &lhs, const MaybeSum &rhs) {
+    if (!rhs)
+      return std::nullopt;
+    if (rhs->terms.empty())
+      return scale(lhs, rhs->constant);
+    if (lhs.terms.empty())
+      return scale(*rhs, lhs.constant);
+    return std::nullopt;
+  }
+
+  /// `lhs` `kind` `rhs`: folded where `lhs` is constant (the only fold of
+  /// a division that computes), else a term of its own.
+  MaybeSum divide(StringRef kind, const Sum &lhs, const MaybeSum &rhs) {
+    if (!rhs || !rhs->terms.empty() || rhs->constant <= 0)
+      return std::nullopt;
+    int64_t divisor = rhs->constant;
+    Sum result;
+    if (lhs.terms.empty()) {
+      result.constant = kind == "mod" ? llvm::mod(lhs.constant, divisor)
+                        : kind == "floordiv"
+                            ? llvm::divideFloorSigned(lhs.constant, divisor)
+                            : llvm::divideCeilSigned(lhs.constant, divisor);
+      return result;
+    }
+    result.terms["(" + lhs.key() + ") " + kind.str() + " " +
+                 std::to_string(divisor)] = 1;
+    return result;
+  }
+
+  MaybeSum expr() {
+    MaybeSum sum = term();
+    while (sum) {
+      if (consume("+"))
+        sum = add(*sum, term());
+      else if (consume("-")) {
+        MaybeSum rhs = term();
+        sum = rhs ? add(*sum, scale(*rhs, -1)) : rhs;
+      } else
+        return sum;
+    }
+    return sum;
+  }
+
+  MaybeSum term() {
+    MaybeSum value = operand();
+    while (value) {
+      if (consume("*"))
+        value = multiply(*value, operand());
+      else if (StringRef kind = divisionKeyword(); !kind.empty())
+        value = divide(kind, *value, operand());
+      else
+        return value;
+    }
+    return value;
+  }
+
+  StringRef divisionKeyword() {
+    for (StringRef kind : {"mod", "floordiv", "ceildiv"})
+      if (consumeKeyword(kind))
+        return kind;
+    return {};
+  }
+
+  MaybeSum operand() {
+    if (consume("-")) {
+      MaybeSum value = operand();
+      return value ? scale(*value, -1) : value;
+    }
+    if (consume("(")) {
+      MaybeSum value = expr();
+      return value && consume(")") ? value : std::nullopt;
+    }
+    skipSpace();
+    StringRef digits = rest.take_while(llvm::isDigit);
+    if (!digits.empty()) {
+      rest = rest.drop_front(digits.size());
+      Sum constant;
+      if (digits.getAsInteger(10, constant.constant))
+        return std::nullopt;
+      return constant;
+    }
+    StringRef id = identifier();
+    const auto *dim = llvm::find(dims, id);
+    if (id.empty() || dim == dims.end())
+      return std::nullopt;
+    Sum sum;
+    sum.terms["d" + std::to_string(dim - dims.begin())] = 1;
+    return sum;
+  }
+};
+} // namespace
+
+ParseResult synco::chunk::parseAffineMapAsWritten(AsmParser &parser,
+                                                  AffineMap &map) {
+  SMLoc start = parser.getCurrentLocation();
+  if (parser.parseAffineMap(map))
+    return failure();
+  const char *end = parser.getCurrentLocation().getPointer();
+  StringRef text(start.getPointer(), end - start.getPointer());
+  if (!WrittenMap(text).overflows())
+    return success();
+  return parser.emitError(start)
+         << "affine map " << text.rtrim()
+         << " overflows 64 bits as written (MLIR builds it as "
+         << AffineMapAttr::get(map) << ")";
+}
+
+/// A region's offsets, as written (see `parseAffineMapAsWritten`).
+static ParseResult parseOffsets(AsmParser &parser, AffineMap &offsets) {
+  return parseAffineMapAsWritten(parser, offsets);
+}
+
+static void printOffsets(AsmPrinter &printer, AffineMap offsets) {
+  printer.printStrippedAttrOrType(offsets);
+}
 
 #define GET_ATTRDEF_CLASSES
 #include "synco/Dialect/Chunk/ChunkAttrs.cpp.inc"

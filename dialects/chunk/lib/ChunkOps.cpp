@@ -46,7 +46,7 @@ static void printChunkCount(OpAsmPrinter &printer, Operation *,
 /// A rank map written as a bare affine map: `(r) -> ((r + 1) mod 4)`.
 static ParseResult parseRankMap(OpAsmParser &parser, AffineMapAttr &map) {
   AffineMap value;
-  if (parser.parseAffineMap(value))
+  if (parseAffineMapAsWritten(parser, value))
     return failure();
   map = AffineMapAttr::get(value);
   return success();

@@ -14,7 +14,7 @@ mod schedule;
 pub mod sm_copies;
 
 use crate::plan::records;
-use crate::plan::{Transfer, fail, flag_layout, internal, plans};
+use crate::plan::{MAX_FLAGS, Transfer, fail, flag_layout, internal, plans};
 use melior::ir::operation::OperationRef;
 use schedule::{check_arrival_flags, schedule};
 use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
@@ -37,7 +37,22 @@ const NAME: &str = ChunkLowerTransfersOptions::ARGUMENT;
 
 fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
-    let programs = options.copy_programs;
+    // The pass's declaration bounds the option for the C++ pass; a caller
+    // of this body may not have: the kernel counts programs in i32.
+    let Some(copy_programs) = i32::try_from(options.copy_programs)
+        .ok()
+        .filter(|p| *p >= 1)
+    else {
+        return Err(fail(
+            module,
+            format!(
+                "{NAME}: option copy-programs must be in 1..{}, not {}: the fused kernel's program ids are 32-bit",
+                i32::MAX,
+                options.copy_programs
+            ),
+        ));
+    };
+    let programs = i64::from(copy_programs);
     let all = plans(module);
     if all.len() > 1 {
         return Err(fail(
@@ -81,6 +96,7 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
             let copies = std::mem::take(&mut schedule.reduction_copies);
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
             let flags = schedule.num_flags;
+            let with_counters = copy_program_flags(&plan, flags)?;
             if copies.iter().any(|c| c.len() as i64 > flags) {
                 return Err(internal(plan.op, "more reduction copies than counters"));
             }
@@ -88,9 +104,10 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
             sm_copies::lower_reduction_copies(
                 &plan, kernel, abi, &copies, programs, placement, flags,
             )?;
-            add_copy_programs(&plan, &mut schedule, programs, placement)?;
+            add_copy_programs(&mut schedule, copy_programs, placement, with_counters);
         } else if !sm_transfers.is_empty() {
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
+            let with_counters = copy_program_flags(&plan, schedule.num_flags)?;
             let placement = sm_copies::placement(kernel, sm_transfers[0])?;
             sm_copies::lower(
                 &plan,
@@ -102,7 +119,7 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
                 &layout,
                 schedule.num_flags,
             )?;
-            add_copy_programs(&plan, &mut schedule, programs, placement)?;
+            add_copy_programs(&mut schedule, copy_programs, placement, with_counters);
         }
         records::record_host_schedule(module, &schedule)?;
         // The schedule now carries everything the transfers, tile maps and
@@ -117,25 +134,35 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
     Ok(())
 }
 
-/// The schedule of a kernel given `programs` copy programs, placed as
-/// `placement` says: each copy program has a flag per flag of the kernel.
+/// The flags of a kernel with copy programs: after the kernel's `flags`, a
+/// counter per flag (`flags + flag`), all within [`MAX_FLAGS`]; else an
+/// error at the plan, before the copy programs are built.
+fn copy_program_flags(plan: &crate::plan::Plan, flags: i64) -> Result<i64, PassFailed> {
+    flags
+        .checked_mul(2)
+        .filter(|all| *all <= MAX_FLAGS)
+        .ok_or_else(|| {
+            fail(
+                plan.op,
+                format!(
+                    "{NAME}: the copy programs add a counter per flag after the kernel's {flags} flags, twice as many in all: more than the {MAX_FLAGS} flags that the fused kernel's 32-bit flag indices reach"
+                ),
+            )
+        })
+}
+
+/// The schedule of a kernel given `programs` copy programs (positive,
+/// checked by `run`), placed as `placement` says: `flags`, those of
+/// [`copy_program_flags`].
 fn add_copy_programs(
-    plan: &crate::plan::Plan,
     schedule: &mut FusedPlan,
-    programs: i64,
+    programs: i32,
     placement: sm_copies::CopyPrograms,
-) -> Result<(), PassFailed> {
-    let (Ok(count), Some(flags)) = (u32::try_from(programs), schedule.num_flags.checked_mul(2))
-    else {
-        return Err(internal(
-            plan.op,
-            "copy programs or flags beyond the launch's range",
-        ));
-    };
-    schedule.copy_programs = count;
+    flags: i64,
+) {
+    schedule.copy_programs = programs.unsigned_abs();
     schedule.copy_plane = placement == sm_copies::CopyPrograms::Plane;
     schedule.num_flags = flags;
-    Ok(())
 }
 
 /// The number of programs a persistent kernel must be launched with: the
@@ -150,4 +177,51 @@ fn persistent_programs(kernel: ir::Op) -> Option<i64> {
 /// A local transfer whose source is its destination: the rows are in place.
 fn moves_nothing(t: Transfer) -> bool {
     t.is_local() && t.src().map(ir::print_attr) == t.dst().map(ir::print_attr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use melior::ir::Module;
+
+    /// An `ldst` all-gather on 2 ranks into a kernel that
+    /// `chunk-bind-kernel` bound (`lower-transfers-ldst.mlir`'s first case).
+    const GATHER: &str = r#"module {
+      chunk.plan @p world_size(2) {
+        chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
+        chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0)
+        chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1)
+        chunk.consume @A dim(0) tile(128)
+      }
+      "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+      ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+        "tt.return"() : () -> ()
+      }) {chunk.abi_first_arg = 1 : i32} : () -> ()
+    }"#;
+
+    /// The pass body run on [`GATHER`] with `copy_programs`, and the module
+    /// it leaves.
+    fn lower_gather(copy_programs: i64) -> (Result<(), PassFailed>, String) {
+        let context = synco_chunk::create_context();
+        let module = Module::parse(&context, GATHER).expect("parses");
+        let options = ChunkLowerTransfersOptions { copy_programs };
+        let result = <Pass as RustPass>::run(module.as_operation(), &options);
+        (result, module.as_operation().to_string())
+    }
+
+    #[test]
+    fn copy_programs_beyond_32_bits_are_refused_before_the_kernel_changes() {
+        let (result, text) = lower_gather(4);
+        assert_eq!(result, Ok(()));
+        assert!(text.contains("copy_programs = 4 : i64"), "{text}");
+        // The option's declared range keeps the C++ pass from it; called
+        // directly, the body used to record 2147483648 programs in the
+        // schedule and build the kernel with the constant -2147483648.
+        for programs in [1 << 31, 0] {
+            let (result, text) = lower_gather(programs);
+            assert_eq!(result, Err(PassFailed));
+            assert!(!text.contains("chunk.host_schedule"), "{text}");
+            assert!(!text.contains("arith.constant"), "{text}");
+        }
+    }
 }

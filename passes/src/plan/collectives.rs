@@ -85,6 +85,24 @@ pub fn staging_decl(
         return Err(internal(at, "a reduced buffer without that dimension"));
     };
     *along = rows;
+    // What the buffer type's verifier requires, refused here rather than
+    // when the type is built.
+    let bytes = partial.element_bytes().unwrap_or(1);
+    if shape
+        .iter()
+        .try_fold(bytes, |n, d| n.checked_mul(*d))
+        .is_none()
+    {
+        let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+        return Err(fail(
+            at,
+            format!(
+                "{pass}: the staging buffer @{name} would hold {} elements of {}: more bytes than a 64-bit size counts",
+                dims.join("x"),
+                partial.element
+            ),
+        ));
+    }
     Ok((name, shape, partial.element.clone()))
 }
 

@@ -54,7 +54,14 @@ pub struct FlagRange {
     pub rank_block: i64,
 }
 
+/// The most flags a fused kernel's flag array holds, the copy programs'
+/// counters included (`chunk-lower-transfers`): the kernel indexes it with
+/// `i32` offsets.
+pub const MAX_FLAGS: i64 = i32::MAX as i64;
+
 impl FlagRange {
+    /// Its flags (bounded: [`flag_layout`] checked that the range ends
+    /// within [`MAX_FLAGS`]).
     pub fn count(&self, world_size: i64) -> i64 {
         self.chunks_per_rank * world_size * self.counters_per_chunk
     }
@@ -79,6 +86,9 @@ impl FlagRange {
 /// or lay it out again ([`relayout_flags`]).
 pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     if let Some(layout) = super::records::recorded_flag_layout(plan)? {
+        for range in &layout {
+            range_end(plan, range)?;
+        }
         return Ok(layout);
     }
     relayout_flags(plan)
@@ -99,32 +109,59 @@ pub fn relayout_flags(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
 /// ([`FlagKind::Output`]).
 fn lay_out_flags(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     let mut layout: Vec<FlagRange> = Vec::new();
-    let mut base = 0;
-    let mut place = |mut range: FlagRange, layout: &mut Vec<FlagRange>| {
-        range.base = base;
-        base += range.count(plan.world_size);
-        layout.push(range);
-    };
     for consume in plan.consumes() {
         if !laid_out(&layout, consume.buffer()) {
-            place(arrival_range(plan, consume)?, &mut layout);
+            layout.push(arrival_range(plan, consume)?);
         }
     }
     let reduced = reduced_buffers(plan);
     for produce in plan.produces() {
         let name = produce.buffer().unwrap_or_default();
         if reduced.contains(&name) && !laid_out(&layout, Some(name)) {
-            place(reduction_range(plan, produce)?, &mut layout);
+            layout.push(reduction_range(plan, produce)?);
         }
     }
     let outputs = gathered_outputs(plan);
     for produce in plan.produces() {
         let name = produce.buffer().unwrap_or_default();
         if outputs.contains(&name) && !laid_out(&layout, Some(name)) {
-            place(output_range(plan, produce)?, &mut layout);
+            layout.push(output_range(plan, produce)?);
         }
     }
+    let mut base = 0;
+    for range in &mut layout {
+        range.base = base;
+        base = range_end(plan, range)?;
+    }
     Ok(layout)
+}
+
+/// Where `range` ends (`base + count`), or an error at the op whose tiles
+/// use its flags if that is beyond [`MAX_FLAGS`] (or 64 bits).
+fn range_end(plan: &Plan, range: &FlagRange) -> Result<i64, PassFailed> {
+    let end = range
+        .chunks_per_rank
+        .checked_mul(plan.world_size)
+        .and_then(|chunks| chunks.checked_mul(range.counters_per_chunk))
+        .and_then(|count| range.base.checked_add(count))
+        .filter(|end| range.base >= 0 && *end <= MAX_FLAGS);
+    end.ok_or_else(|| {
+        let at = match range.kind {
+            FlagKind::Arrival => plan.consumer_of(&range.buffer).map(|c| c.0),
+            FlagKind::Reduction | FlagKind::Output => plan.producer_of(&range.buffer).map(|p| p.0),
+        };
+        fail(
+            at.unwrap_or(plan.op),
+            format!(
+                "the flags of @{}, {} chunks per rank x {} ranks x {} flags each from flag {}, end beyond the {MAX_FLAGS} flags that the fused kernel's 32-bit flag indices reach",
+                range.buffer,
+                range.chunks_per_rank,
+                plan.world_size,
+                range.counters_per_chunk,
+                range.base
+            ),
+        )
+    })
 }
 
 fn laid_out(layout: &[FlagRange], buffer: Option<String>) -> bool {

@@ -179,7 +179,8 @@ def Chunk_RegionAttr : AttrDef<Chunk_Dialect, "Region"> {
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$buffer,
                         "::mlir::AffineMap":$offsets,
                         ArrayRefParameter<"int64_t">:$sizes);
-  let assemblyFormat = "`<` $buffer `[` $offsets `]` `[` $sizes `]` `>`";
+  let assemblyFormat =
+      "`<` $buffer `[` custom<Offsets>($offsets) `]` `[` $sizes `]` `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Offsets of the box on `rank` (nothing where they cannot be

@@ -42,6 +42,15 @@ inline constexpr const char *kUnevaluableMap =
     "a mod, floordiv or ceildiv by a value that is not positive, or an "
     "overflow";
 
+/// Parses an affine map (a rank map or a region's offsets) and refuses one
+/// whose coefficients, as written, leave 64 bits: MLIR folds constants as
+/// it builds the map, wrapping around, so the map it returns can evaluate
+/// on every rank although the map as written overflows (`(r) -> (r *
+/// 4611686018427387904 * 4)` becomes `(d0) -> (0)`; written as four sums
+/// of `r * 4611686018427387904`, `evaluateOnRank` reports the overflow).
+::mlir::ParseResult parseAffineMapAsWritten(::mlir::AsmParser &parser,
+                                            ::mlir::AffineMap &map);
+
 } // namespace synco::chunk
 
 #endif // SYNCO_DIALECT_CHUNK_CHUNKDIALECT_H
