@@ -136,8 +136,19 @@ chunk.plan @ring world_size(2) {
 chunk.plan @huge world_size(256) {
   chunk.buffer @P : !chunk.buffer<8192x64xbf16>
   chunk.buffer @C : !chunk.buffer<8192x64xbf16>
-  // expected-error @below {{chunk-expand-collectives: this collective expands into 262144 transfers, 262144 in the plan, each checked on 256 ranks: more than 8388608 per-rank copies; use fewer chunks or ranks}}
+  // expected-error @below {{chunk-expand-collectives: this collective expands into 262144 transfers, 262144 in the plan, each checked on 256 ranks: more than 1048576 per-rank copies; use fewer chunks or ranks}}
   chunk.all_reduce @P into @C dim(0) chunks(4) backend(copy_engine) algorithm(one_shot)
+}
+
+// -----
+
+// The limit is 2^20 per-rank copies: an all-gather of 1024 ranks in one
+// chunk each sits at it (the whole synco-ag-gemm pipeline: 33 s, 3.4 GB);
+// in two chunks it is refused.
+chunk.plan @over world_size(1024) {
+  chunk.buffer @A : !chunk.buffer<131072x64xbf16>
+  // expected-error @below {{chunk-expand-collectives: this collective expands into 2048 transfers, 2048 in the plan, each checked on 1024 ranks: more than 1048576 per-rank copies; use fewer chunks or ranks}}
+  chunk.all_gather @A dim(0) chunks(2)
 }
 
 // -----

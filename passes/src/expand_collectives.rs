@@ -6,7 +6,7 @@
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::checked;
-use crate::plan::{Collective, Plan, fail, internal, plans};
+use crate::plan::{Collective, Plan, Produce, fail, internal, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
 use synco_chunk::{
@@ -33,20 +33,24 @@ const NAME: &str = ChunkExpandCollectivesOptions::ARGUMENT;
 
 /// The most per-rank copies (transfers x world size) a plan may expand
 /// into: the plan verifier and the later passes check every transfer on
-/// every rank, so the work grows with this product (a two-shot all-reduce of
-/// `world_size(1024)` in 4 chunks sits at the limit and expands in about
-/// 11 s here; a one-shot one of 256 ranks, 16 times over it, took 200 s and
-/// 14 GB).
-const MAX_RANK_COPIES: i64 = 1 << 23;
+/// every rank, and the launch manifest lists every rank's copies, so time
+/// and memory grow with this product. An all-gather of `world_size(1024)`
+/// in one chunk per rank sits at the limit: the whole synco-ag-gemm
+/// pipeline takes 33 s and 3.4 GB on a 2-core machine (2^18 copies: 6 s,
+/// 0.9 GB); 2^23, the limit before, would take about 27 GB.
+const MAX_RANK_COPIES: i64 = 1 << 20;
 
 fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {
         // New transfers: a flag layout laid out before does not hold.
         crate::plan::records::forget_flag_layout(plan.op);
         let mut transfers = plan.ops_named("chunk.transfer").len() as i64;
+        // (Listed once: a scan of the plan per collective made expanding
+        // thousands of them quadratic.)
+        let produces = plan.produces();
         for collective in plan.collectives() {
             let op = collective.0;
-            let expansion = Expansion::new(&plan, collective)?;
+            let expansion = Expansion::new(&plan, collective, &produces)?;
             let adds = expansion.transfer_count();
             transfers = transfers.saturating_add(adds);
             if transfers.saturating_mul(plan.world_size) > MAX_RANK_COPIES {
@@ -61,13 +65,13 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
             }
             expansion.declare_staging()?;
             expansion.emit_all()?;
-            if plan.ops_named("chunk.transfer").len() as i64 != transfers {
-                return Err(internal(
-                    op,
-                    "the expansion made another number of transfers than it counted",
-                ));
-            }
             ir::erase(op);
+        }
+        if plan.ops_named("chunk.transfer").len() as i64 != transfers {
+            return Err(internal(
+                plan.op,
+                "the expansion made another number of transfers than it counted",
+            ));
         }
     }
     Ok(())
@@ -102,7 +106,8 @@ fn rows_of(owner: &str, block: i64, first: i64) -> String {
 }
 
 impl<'p> Expansion<'p> {
-    fn new(plan: &'p Plan, collective: Collective) -> Result<Self, PassFailed> {
+    /// `produces`: the plan's `chunk.produce`s.
+    fn new(plan: &'p Plan, collective: Collective, produces: &[Produce]) -> Result<Self, PassFailed> {
         let (op, kind) = (collective.0, collective.kind());
         let algorithm = collective.algorithm().unwrap_or(attrs::Algorithm::Direct);
         if algorithm == attrs::Algorithm::Ring {
@@ -150,9 +155,8 @@ impl<'p> Expansion<'p> {
             CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
         )
         .then(|| collective.reduction().unwrap_or(attrs::Reduction::Sum));
-        let producers = plan
-            .produces()
-            .into_iter()
+        let producers = produces
+            .iter()
             .filter(|p| p.buffer().as_deref() == Some(src.as_str()))
             .filter_map(|p| p.name())
             .collect();
