@@ -107,7 +107,11 @@ fn rows_of(owner: &str, block: i64, first: i64) -> String {
 
 impl<'p> Expansion<'p> {
     /// `produces`: the plan's `chunk.produce`s.
-    fn new(plan: &'p Plan, collective: Collective, produces: &[Produce]) -> Result<Self, PassFailed> {
+    fn new(
+        plan: &'p Plan,
+        collective: Collective,
+        produces: &[Produce],
+    ) -> Result<Self, PassFailed> {
         let (op, kind) = (collective.0, collective.kind());
         let algorithm = collective.algorithm().unwrap_or(attrs::Algorithm::Direct);
         if algorithm == attrs::Algorithm::Ring {

@@ -25,7 +25,8 @@
 //! scaled axis is the bound buffer's first dimension and the scalar its row
 //! stride; a `tt.make_tensor_descriptor` names a buffer's shape and
 //! strides; a tile index computed from `cdiv(x, tile)` counts the tiles of
-//! `x` rows. A constant must be what the plan buffer's row-major layout
+//! `x` rows; a mask `offsets < x` bounds a dimension by `x`. A constant must
+//! be what the plan buffer's row-major layout
 //! says (else the plan is refused here); a kernel argument becomes a
 //! [`ScalarArg`] that the runtime checks at launch (a plan buffer of 8192x1
 //! bound to a kernel launched with a row stride of 4096 would read far past
@@ -125,6 +126,16 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
             if let (Some(stride), &[_, columns]) = (row_stride(op), &buffer.shape[..]) {
                 fixed.require(buffer, op, stride, ScalarRole::Stride, 0, columns)?;
             }
+            for (dim, value) in mask_extents(op, buffer.shape.len()) {
+                fixed.require(
+                    buffer,
+                    op,
+                    value,
+                    ScalarRole::Extent,
+                    dim,
+                    buffer.shape[dim],
+                )?;
+            }
             for (dim, role, value) in descriptor_layout(op, buffer.shape.len()) {
                 let expected = match role {
                     ScalarRole::Extent => buffer.shape[dim],
@@ -135,8 +146,14 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
             }
         }
     }
-    let consumed = plan.consumes().into_iter().map(|c| (TileMap::from(c), Access::Load));
-    let produced = plan.produces().into_iter().map(|p| (TileMap::from(p), Access::Store));
+    let consumed = plan
+        .consumes()
+        .into_iter()
+        .map(|c| (TileMap::from(c), Access::Load));
+    let produced = plan
+        .produces()
+        .into_iter()
+        .map(|p| (TileMap::from(p), Access::Store));
     for (tiles, access) in consumed.chain(produced) {
         // Tiles that read one block per source rank (`source`) count the
         // rows of one source, not the buffer's.
@@ -152,7 +169,14 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
         let t = find_tile_index(kernel, arg, access, tile, tiles.index().as_deref(), tiles)?;
         if let Some((extent, count)) = tile_count_extent(t, tile) {
             let dim = tiles.dim();
-            fixed.require(buffer, count, extent, ScalarRole::Extent, dim, buffer.shape[dim])?;
+            fixed.require(
+                buffer,
+                count,
+                extent,
+                ScalarRole::Extent,
+                dim,
+                buffer.shape[dim],
+            )?;
         }
     }
     Ok(fixed.found)
@@ -209,7 +233,11 @@ impl FixedArgs<'_> {
         else {
             return Ok(()); // Computed: not what the arithmetic shows.
         };
-        if let Some(other) = self.found.iter().find(|f| f.arg == index && f.value != expected) {
+        if let Some(other) = self
+            .found
+            .iter()
+            .find(|f| f.arg == index && f.value != expected)
+        {
             return Err(wrong(format!(
                 "argument {index}, which is also the {} of @{} along dimension {} ({})",
                 other.role, other.buffer, other.dim, other.value
@@ -242,6 +270,54 @@ fn root(mut v: Value) -> Value {
     v
 }
 
+/// The extents a masked access bounds its offsets by: `(dim, x)` for each
+/// `offsets < x` in its mask (`arith.cmpi slt` or `ult` of expanded offsets
+/// and a splat scalar), with the buffer dimension the offsets walk (see
+/// [`buffer_dim`]).
+fn mask_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
+    let operands = ir::operands(op);
+    let mask = match ir::op_name(op).as_str() {
+        "tt.load" => operands.get(1),
+        "tt.store" => operands.get(2),
+        _ => None,
+    };
+    let (Some(mask), Some(ptr)) = (mask.copied(), operands.first().copied()) else {
+        return Vec::new();
+    };
+    let address = ir::backward_slice(ptr);
+    let unbroadcast = |v: Value| {
+        ir::defining_op(v)
+            .filter(|o| ir::op_name(*o) == "tt.broadcast")
+            .map_or(v, |o| ir::operands(o)[0])
+    };
+    let mut extents = Vec::new();
+    for compare in ir::backward_slice(mask)
+        .into_iter()
+        .filter_map(ir::defining_op)
+    {
+        // 2: slt, 6: ult (arith::CmpIPredicate).
+        if ir::op_name(compare) != "arith.cmpi"
+            || !matches!(ir::int_attr(compare, "predicate"), Some(2 | 6))
+        {
+            continue;
+        }
+        let sides = ir::operands(compare);
+        let Some(bound) = splatted_scalar(unbroadcast(sides[1])) else {
+            continue;
+        };
+        let offsets = unbroadcast(sides[0]);
+        let axis = match ir::defining_op(offsets).filter(|o| ir::op_name(*o) == "tt.expand_dims") {
+            Some(expand) => ir::int_attr(expand, "axis").map(|inserted| usize::from(inserted == 0)),
+            None if rank == 1 => Some(0),
+            None => None,
+        };
+        if let Some(dim) = axis.and_then(|a| buffer_dim(a, &address, rank)) {
+            extents.push((dim, Stride::Scalar(bound)));
+        }
+    }
+    extents
+}
+
 /// A descriptor access's layout, from the `tt.make_tensor_descriptor` that
 /// made its descriptor: `(dim, role, value)` for each dimension's shape and
 /// stride (nothing for a descriptor of another rank than the buffer's).
@@ -268,7 +344,11 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, Stride)> {
         .flat_map(|d| {
             [
                 (d, ScalarRole::Extent, Stride::Scalar(operands[1 + d])),
-                (d, ScalarRole::Stride, Stride::Scalar(operands[1 + rank + d])),
+                (
+                    d,
+                    ScalarRole::Stride,
+                    Stride::Scalar(operands[1 + rank + d]),
+                ),
             ]
         })
         .collect()
@@ -279,7 +359,10 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, Stride)> {
 /// division, if one value is counted so.
 fn tile_count_extent(t: Value, tile: i64) -> Option<(Stride, Op)> {
     let mut counted: Vec<(Value, Op)> = Vec::new();
-    for op in ir::backward_slice(t).into_iter().filter_map(ir::defining_op) {
+    for op in ir::backward_slice(t)
+        .into_iter()
+        .filter_map(ir::defining_op)
+    {
         if !matches!(ir::op_name(op).as_str(), "arith.divsi" | "arith.divui") {
             continue;
         }
@@ -287,7 +370,8 @@ fn tile_count_extent(t: Value, tile: i64) -> Option<(Stride, Op)> {
         if ir::constant_int(operands[1]) != Some(tile) {
             continue;
         }
-        let Some(sum) = ir::defining_op(operands[0]).filter(|o| ir::op_name(*o) == "arith.addi") else {
+        let Some(sum) = ir::defining_op(operands[0]).filter(|o| ir::op_name(*o) == "arith.addi")
+        else {
             continue;
         };
         let terms = ir::operands(sum);

@@ -149,7 +149,11 @@ fn check_scalar_args(
                 kernel: m.kernel.clone(),
                 rank,
                 index: fixed.arg,
-                param: user_params.get(fixed.arg).copied().unwrap_or("?").to_string(),
+                param: user_params
+                    .get(fixed.arg)
+                    .copied()
+                    .unwrap_or("?")
+                    .to_string(),
                 buffer: fixed.buffer.clone(),
                 dim: fixed.dim,
                 role: fixed.role,
