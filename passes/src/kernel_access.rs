@@ -34,7 +34,9 @@
 
 use crate::plan::{BufferDecl, Plan, TileMap, fail};
 use crate::tiles::kernel_arg;
-use crate::tiles::{Access, constant_products, find_tile_index, loads_of, stores_of};
+use crate::tiles::{
+    Access, constant_products, depends_on_program_id, find_tile_index, loads_of, stores_of,
+};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
 use synco_manifest::{ScalarArg, ScalarRole};
@@ -126,19 +128,20 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
             if let (Some(stride), &[_, columns]) = (row_stride(op), &buffer.shape[..]) {
                 fixed.require(buffer, op, stride, ScalarRole::Stride, 0, columns)?;
             }
-            for (dim, value) in mask_extents(op, buffer.shape.len()) {
+            let rank = buffer.shape.len();
+            for (dim, value) in [mask_extents(op, rank), tile_extents(op, rank)].concat() {
                 fixed.require(
                     buffer,
                     op,
                     value,
-                    ScalarRole::Extent,
+                    ScalarRole::MaxExtent,
                     dim,
                     buffer.shape[dim],
                 )?;
             }
             for (dim, role, value) in descriptor_layout(op, buffer.shape.len()) {
                 let expected = match role {
-                    ScalarRole::Extent => buffer.shape[dim],
+                    ScalarRole::Extent | ScalarRole::MaxExtent => buffer.shape[dim],
                     // (A suffix of a shape whose product fits an i64.)
                     ScalarRole::Stride => buffer.shape[dim + 1..].iter().product(),
                 };
@@ -233,11 +236,17 @@ impl FixedArgs<'_> {
         else {
             return Ok(()); // Computed: not what the arithmetic shows.
         };
-        if let Some(other) = self
-            .found
-            .iter()
-            .find(|f| f.arg == index && f.value != expected)
-        {
+        let exact = |r: ScalarRole| r != ScalarRole::MaxExtent;
+        let clashes = |f: &ScalarArg| {
+            f.arg == index
+                && match (exact(f.role), exact(role)) {
+                    (true, true) => f.value != expected,
+                    (true, false) => f.value > expected,
+                    (false, true) => expected > f.value,
+                    (false, false) => false,
+                }
+        };
+        if let Some(other) = self.found.iter().find(|f| clashes(f)) {
             return Err(wrong(format!(
                 "argument {index}, which is also the {} of @{} along dimension {} ({})",
                 other.role, other.buffer, other.dim, other.value
@@ -313,6 +322,45 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
         };
         if let Some(dim) = axis.and_then(|a| buffer_dim(a, &address, rank)) {
             extents.push((dim, Stride::Scalar(bound)));
+        }
+    }
+    extents
+}
+
+/// The extents a pointer access's tiles count: `(dim, x)` for each
+/// program-id-derived index `t` its address multiplies by a constant `c`
+/// (and adds a range to, along buffer dimension `dim`), where the kernel
+/// counts those tiles as `cdiv(x, c)`. Not where `x` also scales the
+/// address (`src * M + rows`: the dimension holds several blocks of `x`).
+fn tile_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
+    let Some(ptr) = ir::operands(op).first().copied() else {
+        return Vec::new();
+    };
+    if ir::op_name(op).starts_with("tt.descriptor_") {
+        return Vec::new();
+    }
+    let slice = ir::backward_slice(ptr);
+    let scales_address = |x: Value| {
+        slice.iter().filter_map(|v| ir::defining_op(*v)).any(|o| {
+            ir::op_name(o) == "arith.muli"
+                && ir::operands(o).iter().any(|v| ir::same_value(root(*v), x))
+        })
+    };
+    let mut extents = Vec::new();
+    for (t, scale, scaled) in constant_products(&slice) {
+        if !depends_on_program_id(t) {
+            continue;
+        }
+        let Some((Stride::Scalar(x), _)) = tile_count_extent(t, scale) else {
+            continue;
+        };
+        if scales_address(root(x)) {
+            continue;
+        }
+        for (_, axis) in ranges_added_to(scaled, &slice) {
+            if let Some(dim) = axis.and_then(|a| buffer_dim(a, &slice, rank)) {
+                extents.push((dim, Stride::Scalar(x)));
+            }
         }
     }
     extents

@@ -166,7 +166,8 @@ pub fn constant_products(values: &[Value]) -> Vec<(Value, i64, Value)> {
     out
 }
 
-fn depends_on_program_id(value: Value) -> bool {
+/// Whether `value` is computed from a `tt.get_program_id`.
+pub fn depends_on_program_id(value: Value) -> bool {
     ir::backward_slice(value)
         .iter()
         .filter_map(|v| ir::defining_op(*v))

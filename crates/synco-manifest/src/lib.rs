@@ -308,10 +308,11 @@ pub struct FusedPlan {
     pub scalar_args: Vec<ScalarArg>,
 }
 
-/// A kernel argument the plan fixes (`value`): the kernel steps dimension
-/// `dim` of plan buffer `buffer` by argument `arg` (its row-major stride,
-/// in elements), or takes that dimension's extent from it (the number of
-/// tiles along it, a tensor descriptor's shape). Launched with another
+/// A kernel argument the plan fixes (`value`; see [`ScalarRole`]): the
+/// kernel steps dimension `dim` of plan buffer `buffer` by argument `arg`
+/// (its row-major stride, in elements), takes that dimension's extent from
+/// it (the number of tiles along it, a tensor descriptor's shape), or
+/// bounds what it addresses along it (a mask). Launched with another
 /// value, the kernel would address elements the plan does not put there,
 /// or outside the buffer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -328,9 +329,26 @@ pub struct ScalarArg {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScalarRole {
+    /// The row-major stride along `dim`: exactly `value`.
     #[default]
     Stride,
+    /// The extent along `dim` the kernel's tiles walk: exactly `value` (a
+    /// tile map's dimension, a tensor descriptor's shape).
     Extent,
+    /// A bound on what the kernel addresses along `dim` (a mask, a tile
+    /// count of an access the plan has no tile map for): at most `value`,
+    /// the buffer's extent (the rest may be written by transfers).
+    MaxExtent,
+}
+
+impl ScalarRole {
+    /// Whether `given` is what this role allows for `value`.
+    pub fn allows(self, given: i64, value: i64) -> bool {
+        match self {
+            ScalarRole::MaxExtent => given <= value,
+            _ => given == value,
+        }
+    }
 }
 
 impl std::fmt::Display for ScalarRole {
@@ -338,6 +356,7 @@ impl std::fmt::Display for ScalarRole {
         f.write_str(match self {
             ScalarRole::Stride => "stride",
             ScalarRole::Extent => "extent",
+            ScalarRole::MaxExtent => "bound",
         })
     }
 }

@@ -144,7 +144,7 @@ fn check_scalar_args(
             Some(Arg::I64(v)) => *v,
             _ => continue,
         };
-        if value != fixed.value {
+        if !fixed.role.allows(value, fixed.value) {
             return Err(RuntimeError::ScalarArg {
                 kernel: m.kernel.clone(),
                 rank,
@@ -307,7 +307,37 @@ mod tests {
             .expect_err("another stride on rank 1 is refused");
         assert_eq!(
             e.to_string(),
-            "argument 3 ('M') of 'matmul' on rank 1 is 4096, but the kernel takes the stride of plan buffer @P along dimension 0 from it, which the plan makes 128: pass 128, or compile for the shape you launch"
+            "argument 3 ('M') of 'matmul' on rank 1 is 4096, but the kernel takes the stride of plan buffer @P along dimension 0 from it, which the plan makes 128: compile for the shape you launch"
+        );
+    }
+
+    #[test]
+    fn bounds_an_extent_from_above() {
+        // The kernel masks @P's rows by argument 3 (M): at most 256.
+        let mut m = manifest();
+        let fused = m.fused.as_mut().expect("the test manifest has a plan");
+        fused.scalar_args = vec![synco_manifest::ScalarArg {
+            arg: 3,
+            value: 256,
+            buffer: "P".into(),
+            dim: 0,
+            role: synco_manifest::ScalarRole::MaxExtent,
+        }];
+        let bindings = [("P", P), ("C", C)];
+        let rows = |value: i32| {
+            move |rank: usize| {
+                let mut args = args_pointing_at(P)(rank);
+                args[3] = Arg::I32(value);
+                args
+            }
+        };
+        for fewer in [1, 128, 256] {
+            check(&m, 2, &bindings, &rows(fewer), &address).expect("at most the plan's rows");
+        }
+        let e = check(&m, 2, &bindings, &rows(257), &address).expect_err("past @P's rows");
+        assert_eq!(
+            e.to_string(),
+            "argument 3 ('M') of 'matmul' on rank 0 is 257, but the kernel takes the bound of plan buffer @P along dimension 0 from it, which the plan makes at most 256: compile for the shape you launch"
         );
     }
 

@@ -108,7 +108,8 @@ pub enum RuntimeError {
         expected: u64,
     },
     #[error(
-        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel takes the {role} of plan buffer @{buffer} along dimension {dim} from it, which the plan makes {expected}: pass {expected}, or compile for the shape you launch"
+        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel takes the {role} of plan buffer @{buffer} along dimension {dim} from it, which the plan makes {}{expected}: compile for the shape you launch",
+        if *role == synco_manifest::ScalarRole::MaxExtent { "at most " } else { "" }
     )]
     ScalarArg {
         kernel: String,
