@@ -25,7 +25,8 @@
 //! scaled axis is the bound buffer's first dimension and the scalar its row
 //! stride; a `tt.make_tensor_descriptor` names a buffer's shape and
 //! strides; a tile index computed from `cdiv(x, tile)` counts the tiles of
-//! `x` rows; a mask `offsets < x` bounds a dimension by `x`. A constant must
+//! `x` rows; a mask `offsets < x`, or a loop from 0 to `x` that steps an
+//! access's pointers along a dimension, bounds it by `x`. A constant must
 //! be what the plan buffer's row-major layout
 //! says (else the plan is refused here); a kernel argument becomes a
 //! [`ScalarArg`] that the runtime checks at launch (a plan buffer of 8192x1
@@ -109,17 +110,26 @@ pub fn check_plan_fits_kernel(plan: &Plan, kernel: Op, pass: &str) -> Result<(),
 }
 
 /// The kernel arguments that the plan's bound buffers fix (see the module
-/// docs): row strides, from every load and store of each bound 2-D buffer;
-/// a tensor descriptor's shape and strides; and the extent of a tiled
-/// dimension, where the kernel counts its tiles as `cdiv(x, tile)`. A
-/// located error where a constant differs from the plan's, or one argument
-/// would need two values.
+/// docs): from every load and store of a bound buffer, its row stride, a
+/// tensor descriptor's shape and strides, and upper bounds on its extents
+/// (masks, tile counts); from every tile map, the exact extent of the
+/// dimension its tiles walk, where the kernel counts them as
+/// `cdiv(x, tile)`. A located error where a constant differs from the
+/// plan's, or one argument would need two values.
 pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>, PassFailed> {
     let mut fixed = FixedArgs {
         kernel,
         pass,
         found: Vec::new(),
     };
+    fix_access_layouts(&mut fixed, plan, kernel)?;
+    fix_tile_map_extents(&mut fixed, plan, kernel)?;
+    Ok(fixed.found)
+}
+
+/// What each access of a bound buffer fixes: row strides, descriptor
+/// layouts, and bounds on extents.
+fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<(), PassFailed> {
     for buffer in plan.buffers.iter() {
         let Some(arg) = buffer.arg else {
             continue;
@@ -129,7 +139,12 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
                 fixed.require(buffer, op, stride, ScalarRole::Stride, 0, columns)?;
             }
             let rank = buffer.shape.len();
-            for (dim, value) in [mask_extents(op, rank), tile_extents(op, rank)].concat() {
+            let bounds = [
+                mask_extents(op, rank),
+                tile_extents(op, rank),
+                loop_extents(op, rank),
+            ];
+            for (dim, value) in bounds.concat() {
                 fixed.require(
                     buffer,
                     op,
@@ -149,6 +164,12 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
             }
         }
     }
+    Ok(())
+}
+
+/// The exact extent of the dimension each tile map's tiles walk, where the
+/// kernel counts them as `cdiv(x, tile)`.
+fn fix_tile_map_extents(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<(), PassFailed> {
     let consumed = plan
         .consumes()
         .into_iter()
@@ -182,7 +203,7 @@ pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>,
             )?;
         }
     }
-    Ok(fixed.found)
+    Ok(())
 }
 
 /// The arguments found so far, and how to say that one does not fit.
@@ -366,6 +387,69 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
     extents
 }
 
+/// The extent a loop's pointer steps walk, for a 2-D access whose pointer
+/// is an `scf.for` iteration argument advanced each iteration by `c`
+/// elements (the last dimension) or by `c` times a scalar (the first, a row
+/// stride), in a loop from 0 to `x` in steps of `c`, or `cdiv(x, c)` times:
+/// `(dim, x)`. (The K loop of a GEMM: A's columns, B's rows.)
+fn loop_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
+    let walked = || -> Option<(usize, Stride)> {
+        let ptr = *ir::operands(op).first()?;
+        let body = ir::block_arg_owner(ptr)?;
+        let index = ir::block_arg_number(ptr)?.checked_sub(1)?;
+        let for_op = ir::block_parent_op(body).filter(|o| ir::op_name(*o) == "scf.for")?;
+        let step_op = ir::ops_in(body)
+            .last()
+            .copied()
+            .filter(|o| ir::op_name(*o) == "scf.yield")?;
+        let next = ir::defining_op(*ir::operands(step_op).get(index)?)
+            .filter(|o| ir::op_name(*o) == "tt.addptr")?;
+        let [base, increment] = ir::operands(next)[..] else {
+            return None;
+        };
+        if rank != 2 || !ir::same_value(base, ptr) {
+            return None;
+        }
+        let (dim, c) = match ir::constant_splat_int(increment) {
+            Some(c) => (1, c),
+            None => {
+                let product = ir::defining_op(root(splatted_scalar(increment)?))
+                    .filter(|o| ir::op_name(*o) == "arith.muli")?;
+                let factors = ir::operands(product);
+                (0, factors.iter().find_map(|f| ir::constant_int(*f))?)
+            }
+        };
+        let bounds = ir::operands(for_op);
+        let (lower, upper, step) = (bounds[0], bounds[1], bounds[2]);
+        if ir::constant_int(lower) != Some(0) {
+            return None;
+        }
+        match ir::constant_int(step)? {
+            s if s == c => Some((dim, Stride::Scalar(upper))),
+            1 => cdiv_numerator(upper, c).map(|x| (dim, Stride::Scalar(x))),
+            _ => None,
+        }
+    };
+    walked().into_iter().collect()
+}
+
+/// `x`, where `v` is `(x + c - 1) / c`.
+fn cdiv_numerator(v: Value, c: i64) -> Option<Value> {
+    let division = ir::defining_op(v)
+        .filter(|o| matches!(ir::op_name(*o).as_str(), "arith.divsi" | "arith.divui"))?;
+    let operands = ir::operands(division);
+    if ir::constant_int(operands[1]) != Some(c) {
+        return None;
+    }
+    let sum = ir::defining_op(operands[0]).filter(|o| ir::op_name(*o) == "arith.addi")?;
+    let terms = ir::operands(sum);
+    match (ir::constant_int(terms[0]), ir::constant_int(terms[1])) {
+        (_, Some(k)) if k == c - 1 => Some(terms[0]),
+        (Some(k), _) if k == c - 1 => Some(terms[1]),
+        _ => None,
+    }
+}
+
 /// A descriptor access's layout, from the `tt.make_tensor_descriptor` that
 /// made its descriptor: `(dim, role, value)` for each dimension's shape and
 /// stride (nothing for a descriptor of another rank than the buffer's).
@@ -411,22 +495,11 @@ fn tile_count_extent(t: Value, tile: i64) -> Option<(Stride, Op)> {
         .into_iter()
         .filter_map(ir::defining_op)
     {
-        if !matches!(ir::op_name(op).as_str(), "arith.divsi" | "arith.divui") {
-            continue;
-        }
-        let operands = ir::operands(op);
-        if ir::constant_int(operands[1]) != Some(tile) {
-            continue;
-        }
-        let Some(sum) = ir::defining_op(operands[0]).filter(|o| ir::op_name(*o) == "arith.addi")
+        let Some(x) = ir::results(op)
+            .first()
+            .and_then(|quotient| cdiv_numerator(*quotient, tile))
         else {
             continue;
-        };
-        let terms = ir::operands(sum);
-        let x = match (ir::constant_int(terms[0]), ir::constant_int(terms[1])) {
-            (_, Some(c)) if c == tile - 1 => terms[0],
-            (Some(c), _) if c == tile - 1 => terms[1],
-            _ => continue,
         };
         if !counted.iter().any(|(c, _)| ir::same_value(*c, x)) {
             counted.push((x, op));
