@@ -221,7 +221,7 @@ impl FixedArgs<'_> {
         &mut self,
         buffer: &BufferDecl,
         at: Op,
-        value: Stride,
+        value: KernelValue,
         role: ScalarRole,
         dim: usize,
         expected: i64,
@@ -240,8 +240,8 @@ impl FixedArgs<'_> {
             )
         };
         let value = match value {
-            Stride::Constant(c) => Err(c),
-            Stride::Scalar(v) => {
+            KernelValue::Constant(c) => Err(c),
+            KernelValue::Scalar(v) => {
                 let v = root(v);
                 ir::constant_int(v).map_or(Ok(v), Err)
             }
@@ -304,7 +304,7 @@ fn root(mut v: Value) -> Value {
 /// `offsets < x` in its mask (`arith.cmpi slt` or `ult` of expanded offsets
 /// and a splat scalar), with the buffer dimension the offsets walk (see
 /// [`buffer_dim`]).
-fn mask_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
+fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
     let operands = ir::operands(op);
     let mask = match ir::op_name(op).as_str() {
         "tt.load" => operands.get(1),
@@ -342,7 +342,7 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
             None => None,
         };
         if let Some(dim) = axis.and_then(|a| buffer_dim(a, &address, rank)) {
-            extents.push((dim, Stride::Scalar(bound)));
+            extents.push((dim, KernelValue::Scalar(bound)));
         }
     }
     extents
@@ -353,7 +353,7 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
 /// (and adds a range to, along buffer dimension `dim`), where the kernel
 /// counts those tiles as `cdiv(x, c)`. Not where `x` also scales the
 /// address (`src * M + rows`: the dimension holds several blocks of `x`).
-fn tile_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
+fn tile_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
     let Some(ptr) = ir::operands(op).first().copied() else {
         return Vec::new();
     };
@@ -372,7 +372,7 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
         if !depends_on_program_id(t) {
             continue;
         }
-        let Some((Stride::Scalar(x), _)) = tile_count_extent(t, scale) else {
+        let Some((KernelValue::Scalar(x), _)) = tile_count_extent(t, scale) else {
             continue;
         };
         if scales_address(root(x)) {
@@ -380,7 +380,7 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
         }
         for (_, axis) in ranges_added_to(scaled, &slice) {
             if let Some(dim) = axis.and_then(|a| buffer_dim(a, &slice, rank)) {
-                extents.push((dim, Stride::Scalar(x)));
+                extents.push((dim, KernelValue::Scalar(x)));
             }
         }
     }
@@ -392,8 +392,8 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
 /// elements (the last dimension) or by `c` times a scalar (the first, a row
 /// stride), in a loop from 0 to `x` in steps of `c`, or `cdiv(x, c)` times:
 /// `(dim, x)`. (The K loop of a GEMM: A's columns, B's rows.)
-fn loop_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
-    let walked = || -> Option<(usize, Stride)> {
+fn loop_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
+    let walked = || -> Option<(usize, KernelValue)> {
         let ptr = *ir::operands(op).first()?;
         let body = ir::block_arg_owner(ptr)?;
         let index = ir::block_arg_number(ptr)?.checked_sub(1)?;
@@ -425,8 +425,8 @@ fn loop_extents(op: Op, rank: usize) -> Vec<(usize, Stride)> {
             return None;
         }
         match ir::constant_int(step)? {
-            s if s == c => Some((dim, Stride::Scalar(upper))),
-            1 => cdiv_numerator(upper, c).map(|x| (dim, Stride::Scalar(x))),
+            s if s == c => Some((dim, KernelValue::Scalar(upper))),
+            1 => cdiv_numerator(upper, c).map(|x| (dim, KernelValue::Scalar(x))),
             _ => None,
         }
     };
@@ -453,7 +453,7 @@ fn cdiv_numerator(v: Value, c: i64) -> Option<Value> {
 /// A descriptor access's layout, from the `tt.make_tensor_descriptor` that
 /// made its descriptor: `(dim, role, value)` for each dimension's shape and
 /// stride (nothing for a descriptor of another rank than the buffer's).
-fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, Stride)> {
+fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, KernelValue)> {
     if !ir::op_name(op).starts_with("tt.descriptor_") {
         return Vec::new();
     }
@@ -475,11 +475,11 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, Stride)> {
     (0..rank)
         .flat_map(|d| {
             [
-                (d, ScalarRole::Extent, Stride::Scalar(operands[1 + d])),
+                (d, ScalarRole::Extent, KernelValue::Scalar(operands[1 + d])),
                 (
                     d,
                     ScalarRole::Stride,
-                    Stride::Scalar(operands[1 + rank + d]),
+                    KernelValue::Scalar(operands[1 + rank + d]),
                 ),
             ]
         })
@@ -489,7 +489,7 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, Stride)> {
 /// The value whose tiles tile index `t` counts, where the kernel computes
 /// their number as `cdiv(x, tile)` (`(x + tile - 1) / tile`): `x` and the
 /// division, if one value is counted so.
-fn tile_count_extent(t: Value, tile: i64) -> Option<(Stride, Op)> {
+fn tile_count_extent(t: Value, tile: i64) -> Option<(KernelValue, Op)> {
     let mut counted: Vec<(Value, Op)> = Vec::new();
     for op in ir::backward_slice(t)
         .into_iter()
@@ -506,14 +506,14 @@ fn tile_count_extent(t: Value, tile: i64) -> Option<(Stride, Op)> {
         }
     }
     match counted[..] {
-        [(x, division)] => Some((Stride::Scalar(x), division)),
+        [(x, division)] => Some((KernelValue::Scalar(x), division)),
         _ => None,
     }
 }
 
 /// A value the kernel's arithmetic uses (a stride, an extent).
 #[derive(Clone, Copy)]
-enum Stride {
+enum KernelValue {
     /// A scalar value: a kernel argument, a constant, or computed.
     Scalar(Value),
     /// A constant (a splat tensor constant, as a specialised stride is).
@@ -522,13 +522,13 @@ enum Stride {
 
 /// What a 2-D access's address multiplies one axis's offsets by, where the
 /// other axis's offsets are not multiplied (the row stride).
-fn row_stride(op: Op) -> Option<Stride> {
+fn row_stride(op: Op) -> Option<KernelValue> {
     if ir::op_name(op).starts_with("tt.descriptor_") {
         return None; // A descriptor carries its own strides.
     }
     let ptr = *ir::operands(op).first()?;
     let slice = ir::backward_slice(ptr);
-    let mut scaled: Vec<(usize, Stride)> = Vec::new();
+    let mut scaled: Vec<(usize, KernelValue)> = Vec::new();
     let mut unscaled: Vec<usize> = Vec::new();
     for expand in slice
         .iter()
@@ -537,7 +537,7 @@ fn row_stride(op: Op) -> Option<Stride> {
     {
         let axis = usize::from(ir::int_attr(expand, "axis")? == 0);
         let expanded = ir::result(expand, 0);
-        let strides: Vec<Stride> = ir::uses(expanded)
+        let strides: Vec<KernelValue> = ir::uses(expanded)
             .iter()
             .filter(|(user, _)| {
                 ir::op_name(*user) == "arith.muli" && in_slice(&slice, ir::result(*user, 0))
@@ -550,8 +550,8 @@ fn row_stride(op: Op) -> Option<Stride> {
             .filter(|o| !is_splat_of_one(*o))
             .filter_map(|o| {
                 splatted_scalar(o)
-                    .map(Stride::Scalar)
-                    .or_else(|| ir::constant_splat_int(o).map(Stride::Constant))
+                    .map(KernelValue::Scalar)
+                    .or_else(|| ir::constant_splat_int(o).map(KernelValue::Constant))
             })
             .collect();
         match strides[..] {
