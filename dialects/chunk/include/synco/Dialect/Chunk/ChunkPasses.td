@@ -305,7 +305,7 @@ Kernel-level chunk ops
 (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
 
 First it checks the plan against the kernel's own address arithmetic
-(`passes/src/kernel_access.rs`), which every later fusing pass relies on,
+(`passes/src/kernel_access/`), which every later fusing pass relies on,
 and refuses, at the op that disagrees, with what the kernel does instead:
 
 * a `chunk.consume` (`chunk.produce`) of a buffer bound to an argument the
