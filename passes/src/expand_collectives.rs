@@ -6,7 +6,7 @@
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::checked;
-use crate::plan::{Collective, Plan, Produce, fail, internal, plans};
+use crate::plan::{Collective, MAX_RANK_COPIES, Plan, Produce, fail, internal, plans};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
 use synco_chunk::{
@@ -30,15 +30,6 @@ impl RustPass for Pass {
 }
 
 const NAME: &str = ChunkExpandCollectivesOptions::ARGUMENT;
-
-/// The most per-rank copies (transfers x world size) a plan may expand
-/// into: the plan verifier and the later passes check every transfer on
-/// every rank, and the launch manifest lists every rank's copies, so time
-/// and memory grow with this product. An all-gather of `world_size(1024)`
-/// in one chunk per rank sits at the limit: the whole synco-ag-gemm
-/// pipeline takes 33 s and 3.4 GB on a 2-core machine (2^18 copies: 6 s,
-/// 0.9 GB); 2^23, the limit before, would take about 27 GB.
-const MAX_RANK_COPIES: i64 = 1 << 20;
 
 fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result<(), PassFailed> {
     for plan in plans(module.to_raw()) {

@@ -410,9 +410,16 @@ LogicalResult PlanVerifier::verifyGroupOnRank(StringRef group, BufferOp buffer,
                             << "the reduction of group \"" << group
                             << "\" into " << symbolRef(buffer) << " on rank "
                             << dstRank << " gets no contribution from rank";
-  for (int64_t src = 0; src < worldSize; ++src)
-    if (missing[src])
+  // (The first few: a plan of 1024 ranks can miss a thousand.)
+  constexpr int64_t kListed = 8;
+  int64_t count = llvm::count(missing, true), listed = 0;
+  for (int64_t src = 0; src < worldSize && listed < kListed; ++src)
+    if (missing[src]) {
       diag << " " << src;
+      ++listed;
+    }
+  if (count > listed)
+    diag << " and " << (count - listed) << " other ranks";
   diag << " for some elements: every rank must contribute to every "
           "reduced element exactly once";
   return diag;

@@ -89,6 +89,20 @@ chunk.plan @missing_partial world_size(2) {
 
 // -----
 
+// A reduction of 12 ranks with only the next rank's partial: the error
+// lists the first 8 ranks that are missing and counts the rest.
+// expected-error @below {{'chunk.plan' op the reduction of group "rs" into @C on rank 0 gets no contribution from rank 0 2 3 4 5 6 7 8 and 3 other ranks for some elements}}
+chunk.plan @missing_many world_size(12) {
+  chunk.buffer @P : !chunk.buffer<1536x64xf32>
+  chunk.buffer @C : !chunk.buffer<128x64xf32>
+  chunk.transfer @from_next pull copy_engine
+      from #chunk.region<@P[(r) -> (r * 128, 0)] [128, 64]> on (r) -> ((r + 1) mod 12)
+      to #chunk.region<@C[(r) -> (0, 0)] [128, 64]> on (r) -> (r)
+      order(1) reduce(sum) {group = "rs"}
+}
+
+// -----
+
 // A reduction that adds the peer's partial twice.
 chunk.plan @double_partial world_size(2) {
   chunk.buffer @P : !chunk.buffer<1024x64xf32>

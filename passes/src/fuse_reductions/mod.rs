@@ -26,9 +26,10 @@ mod staged;
 
 use crate::{
     abi::AbiArgs,
+    checked,
     plan::{
-        FlagKind, FlagRange, Plan, Transfer, bound_kernel, flag_layout, internal, loc, plans,
-        relayout_flags,
+        FlagKind, FlagRange, MAX_RANK_COPIES, Plan, Transfer, bound_kernel, fail, flag_layout,
+        internal, loc, plans, relayout_flags,
     },
 };
 use melior::ir::operation::OperationRef;
@@ -139,10 +140,42 @@ fn fuse(
     mode: Mode,
 ) -> Result<(), PassFailed> {
     let site = Site::resolve(plan, kernel, abi, range, transfer, mode)?;
+    check_recorded_copies(&site, transfer)?;
     if site.buffers.all_reduce() {
         return all_reduce::fuse_one_shot(&site, kernel, transfer);
     }
     fuse_scatter(&site)
+}
+
+/// A staged reduction records a copy per chunk, source and owner (twice
+/// for a two-shot all-reduce, whose sums go back to every peer): refused
+/// above [`MAX_RANK_COPIES`] before any is listed.
+fn check_recorded_copies(site: &Site, transfer: Transfer) -> Result<(), PassFailed> {
+    if !site.mode.staged() || site.buffers.all_reduce() {
+        return Ok(());
+    }
+    let w = site.world_size;
+    let copies = checked::product(
+        &[
+            w,
+            w - 1,
+            site.range.chunks_per_rank,
+            if site.buffers.two_shot() { 2 } else { 1 },
+        ],
+        transfer,
+        "the staged reduction's copies",
+    )?;
+    if copies > MAX_RANK_COPIES {
+        return Err(fail(
+            transfer,
+            format!(
+                "{NAME}: the staged reduction of @{} records {copies} copies ({} chunks per rank, {w} ranks): \
+                 more than {MAX_RANK_COPIES} per-rank copies; use fewer chunks or ranks",
+                site.range.buffer, site.range.chunks_per_rank
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The chunk a reduce-scatter's tile belongs to, and its flags.

@@ -45,6 +45,16 @@ pub struct BufferDecl {
     pub trace: bool,
 }
 
+/// The most per-rank copies (transfers x world size) a plan may expand
+/// into (`chunk-expand-collectives`) or a staged reduction may record
+/// (`chunk-fuse-reductions`): the plan verifier and the later passes check
+/// every transfer on every rank, and the launch manifest lists every
+/// rank's copies, so time and memory grow with this product. An all-gather of `world_size(1024)`
+/// in one chunk per rank sits at the limit: the whole synco-ag-gemm
+/// pipeline takes 33 s and 3.4 GB on a 2-core machine (2^18 copies: 6 s,
+/// 0.9 GB); 2^23, the limit before, would take about 27 GB.
+pub const MAX_RANK_COPIES: i64 = 1 << 20;
+
 /// Discardable unit attribute on a `chunk.buffer` that a pass declared as
 /// the fused operation's scratch (the copy engine's staging buffer of a
 /// reduction): the launch manifest marks it, and the runtime allocates it
