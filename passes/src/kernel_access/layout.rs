@@ -1,18 +1,22 @@
 //! What a kernel's arithmetic takes from a value, for the plan to fix
-//! ([`fixed_args`], called by `chunk-bind-kernel`). Where a 2-D access
-//! multiplies the offsets of one axis by a scalar and leaves the other's
-//! unscaled, the scaled axis is the bound buffer's first dimension and the
-//! scalar its row stride; a `tt.make_tensor_descriptor` names a buffer's
-//! shape and strides; a tile index computed from `cdiv(x, tile)` counts the
-//! tiles of `x` rows; a mask `offsets < x`, or a loop from 0 to `x` that
-//! steps an access's pointers along a dimension, bounds it by `x`. A
+//! ([`fixed_args`], called by `chunk-bind-kernel`): the strides a 2-D
+//! access multiplies its axes' offsets by ([`super::axes`]: the row stride
+//! is the buffer's columns, the column stride 1); a
+//! `tt.make_tensor_descriptor`'s shape and strides; the extent a tile index
+//! computed from `cdiv(x, tile)` counts (one source's rows where tiles read
+//! a block per source); and upper bounds: a mask `offsets < x`, or a loop
+//! from 0 to `x` that steps an access's pointers along a dimension. A
 //! constant must be what the plan buffer's row-major layout says (else the
 //! plan is refused here); a kernel argument becomes a [`ScalarArg`] that the
 //! runtime checks at launch (a plan buffer of 8192x1 bound to a kernel
 //! launched with a row stride of 4096 would read far past it, and one of
-//! 4096 rows bound to a kernel launched with M = 8192 too).
+//! 4096 rows bound to a kernel launched with M = 8192 too). Not fixed: an
+//! extent counted as `cdiv(x, tile)` where another value is counted in
+//! tiles of the same size on the way to the same index (a grouped GEMM's M
+//! and N with 128x128 blocks), and values the kernel computes.
 
-use super::{buffer_dim, in_slice, is_splat_of_one, ranges_added_to, tile_maps};
+use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
+use super::{ranges_added_to, tile_maps};
 use crate::plan::{BufferDecl, Plan, fail};
 use crate::tiles::{
     constant_products, depends_on_program_id, find_tile_index, kernel_arg, loads_of, stores_of,
@@ -47,8 +51,9 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
             continue;
         };
         for op in [loads_of(kernel, arg), stores_of(kernel, arg)].concat() {
-            if let (Some(stride), &[_, columns]) = (row_stride(op), &buffer.shape[..]) {
-                fixed.require(buffer, op, stride, ScalarRole::Stride, 0, columns)?;
+            for (dim, stride) in row_major_strides(op, &buffer.shape) {
+                let expected = if dim == 0 { buffer.shape[1] } else { 1 };
+                fixed.require(buffer, op, stride, ScalarRole::Stride, dim, expected)?;
             }
             let rank = buffer.shape.len();
             let bounds = [
@@ -83,9 +88,7 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
 /// kernel counts them as `cdiv(x, tile)`.
 fn fix_tile_map_extents(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<(), PassFailed> {
     for (tiles, access) in tile_maps(plan) {
-        // Tiles that read one block per source rank (`source`) count the
-        // rows of one source, not the buffer's.
-        let (Some(name), Some(tile), None) = (tiles.buffer(), tiles.tile(), tiles.source()) else {
+        let (Some(name), Some(tile)) = (tiles.buffer(), tiles.tile()) else {
             continue;
         };
         let Some(buffer) = plan.buffer(&name) else {
@@ -95,19 +98,43 @@ fn fix_tile_map_extents(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Resul
             continue;
         };
         let t = find_tile_index(kernel, arg, access, tile, tiles.index().as_deref(), tiles)?;
-        if let Some((extent, count)) = tile_count_extent(t, tile) {
-            let dim = tiles.dim();
-            fixed.require(
-                buffer,
-                count,
-                extent,
-                ScalarRole::Extent,
-                dim,
-                buffer.shape[dim],
-            )?;
+        let Some((extent, count)) = tile_count_extent(t, tile) else {
+            continue;
+        };
+        let dim = tiles.dim();
+        let mut expected = buffer.shape[dim];
+        if tiles.source().is_some() && scales_an_access(kernel, arg, extent) {
+            // Tiles that read one block per source rank along `dim`
+            // (`src * x + rows`) count the rows of one source.
+            if expected % plan.world_size != 0 {
+                continue;
+            }
+            expected /= plan.world_size;
         }
+        fixed.require(buffer, count, extent, ScalarRole::Extent, dim, expected)?;
     }
     Ok(())
+}
+
+/// Whether some load or store of argument `arg` multiplies its address by
+/// `x` (the rows of one source's block, in `src * x + rows`).
+fn scales_an_access(kernel: Op, arg: usize, x: KernelValue) -> bool {
+    let KernelValue::Scalar(x) = x else {
+        return false;
+    };
+    [loads_of(kernel, arg), stores_of(kernel, arg)]
+        .concat()
+        .into_iter()
+        .filter_map(|op| ir::operands(op).first().copied())
+        .any(|ptr| scales_address(&ir::backward_slice(ptr), root(x)))
+}
+
+/// Whether `x` is a factor of a product in the address `slice`.
+fn scales_address(slice: &[Value], x: Value) -> bool {
+    slice.iter().filter_map(|v| ir::defining_op(*v)).any(|o| {
+        ir::op_name(o) == "arith.muli"
+            && ir::operands(o).iter().any(|v| ir::same_value(root(*v), x))
+    })
 }
 
 /// The arguments found so far, and how to say that one does not fit.
@@ -135,10 +162,15 @@ impl FixedArgs<'_> {
             fail(
                 buffer.op,
                 format!(
-                    "{}: @{} is {} (row-major), so its {role} along dimension {dim} is {expected}, but the kernel's {} takes it from {what}",
+                    "{}: @{} is {} (row-major), so its {role} along dimension {dim} is {}{expected}, but the kernel's {} takes it from {what}",
                     self.pass,
                     buffer.name,
                     shape.join("x"),
+                    if role == ScalarRole::MaxExtent {
+                        "at most "
+                    } else {
+                        ""
+                    },
                     ir::op_name(at)
                 ),
             )
@@ -150,8 +182,13 @@ impl FixedArgs<'_> {
                 ir::constant_int(v).map_or(Ok(v), Err)
             }
         };
+        // (A smaller constant bound leaves the rest of the buffer alone.)
+        let fits = |c: i64| match role {
+            ScalarRole::MaxExtent => c <= expected,
+            ScalarRole::Stride | ScalarRole::Extent => c == expected,
+        };
         let value = match value {
-            Err(constant) if constant != expected => return Err(wrong(constant.to_string())),
+            Err(constant) if !fits(constant) => return Err(wrong(constant.to_string())),
             Err(_) => return Ok(()),
             Ok(value) => value,
         };
@@ -191,19 +228,6 @@ impl FixedArgs<'_> {
     }
 }
 
-/// `v` without the integer casts around it.
-fn root(mut v: Value) -> Value {
-    while let Some(op) = ir::defining_op(v).filter(|op| {
-        matches!(
-            ir::op_name(*op).as_str(),
-            "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.index_cast"
-        )
-    }) {
-        v = ir::operands(op)[0];
-    }
-    v
-}
-
 /// The extents a masked access bounds its offsets by: `(dim, x)` for each
 /// `offsets < x` in its mask (`arith.cmpi slt` or `ult` of expanded offsets
 /// and a splat scalar), with the buffer dimension the offsets walk (see
@@ -236,7 +260,11 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
             continue;
         }
         let sides = ir::operands(compare);
-        let Some(bound) = splatted_scalar(unbroadcast(sides[1])) else {
+        let bound = unbroadcast(sides[1]);
+        let Some(bound) = splatted_scalar(bound)
+            .map(KernelValue::Scalar)
+            .or_else(|| ir::constant_splat_int(bound).map(KernelValue::Constant))
+        else {
             continue;
         };
         let offsets = unbroadcast(sides[0]);
@@ -246,7 +274,7 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
             None => None,
         };
         if let Some(dim) = axis.and_then(|a| buffer_dim(a, &address, rank)) {
-            extents.push((dim, KernelValue::Scalar(bound)));
+            extents.push((dim, bound));
         }
     }
     extents
@@ -265,12 +293,6 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
         return Vec::new();
     }
     let slice = ir::backward_slice(ptr);
-    let scales_address = |x: Value| {
-        slice.iter().filter_map(|v| ir::defining_op(*v)).any(|o| {
-            ir::op_name(o) == "arith.muli"
-                && ir::operands(o).iter().any(|v| ir::same_value(root(*v), x))
-        })
-    };
     let mut extents = Vec::new();
     for (t, scale, scaled) in constant_products(&slice) {
         if !depends_on_program_id(t) {
@@ -279,7 +301,7 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
         let Some((KernelValue::Scalar(x), _)) = tile_count_extent(t, scale) else {
             continue;
         };
-        if scales_address(root(x)) {
+        if scales_address(&slice, root(x)) {
             continue;
         }
         for (_, axis) in ranges_added_to(scaled, &slice) {
@@ -293,9 +315,9 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
 
 /// The extent a loop's pointer steps walk, for a 2-D access whose pointer
 /// is an `scf.for` iteration argument advanced each iteration by `c`
-/// elements (the last dimension) or by `c` times a scalar (the first, a row
-/// stride), in a loop from 0 to `x` in steps of `c`, or `cdiv(x, c)` times:
-/// `(dim, x)`. (The K loop of a GEMM: A's columns, B's rows.)
+/// elements (the last dimension) or by `c` times the stride of a
+/// dimension, in a loop from 0 to `x` in steps of `c`, or `cdiv(x, c)`
+/// times: `(dim, x)`. (The K loop of a GEMM: A's columns, B's rows.)
 fn loop_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
     let walked = || -> Option<(usize, KernelValue)> {
         let ptr = *ir::operands(op).first()?;
@@ -314,16 +336,25 @@ fn loop_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
         if rank != 2 || !ir::same_value(base, ptr) {
             return None;
         }
+        let bounds = ir::operands(for_op);
         let (dim, c) = match ir::constant_splat_int(increment) {
             Some(c) => (1, c),
             None => {
+                // `c` times the stride of the dimension it steps along.
                 let product = ir::defining_op(root(splatted_scalar(increment)?))
                     .filter(|o| ir::op_name(*o) == "arith.muli")?;
                 let factors = ir::operands(product);
-                (0, factors.iter().find_map(|f| ir::constant_int(*f))?)
+                let c = factors.iter().find_map(|f| ir::constant_int(*f))?;
+                let stride = *factors.iter().find(|f| ir::constant_int(**f).is_none())?;
+                let initial = *bounds.get(3 + index)?;
+                let layout = axis_layout(&ir::backward_slice(initial))?;
+                let (dim, _) = layout
+                    .scaled()
+                    .into_iter()
+                    .find(|(_, s)| s.same(KernelValue::Scalar(stride)))?;
+                (dim, c)
             }
         };
-        let bounds = ir::operands(for_op);
         let (lower, upper, step) = (bounds[0], bounds[1], bounds[2]);
         if ir::constant_int(lower) != Some(0) {
             return None;
@@ -415,63 +446,15 @@ fn tile_count_extent(t: Value, tile: i64) -> Option<(KernelValue, Op)> {
     }
 }
 
-/// A value the kernel's arithmetic uses (a stride, an extent).
-#[derive(Clone, Copy)]
-enum KernelValue {
-    /// A scalar value: a kernel argument, a constant, or computed.
-    Scalar(Value),
-    /// A constant (a splat tensor constant, as a specialised stride is).
-    Constant(i64),
-}
-
-/// What a 2-D access's address multiplies one axis's offsets by, where the
-/// other axis's offsets are not multiplied (the row stride).
-fn row_stride(op: Op) -> Option<KernelValue> {
-    if ir::op_name(op).starts_with("tt.descriptor_") {
-        return None; // A descriptor carries its own strides.
+/// The strides a 2-D pointer access multiplies its axes' offsets by, with
+/// the buffer dimension each walks ([`axis_layout`]): for the plan's
+/// row-major buffer, the row stride is its columns and the column stride 1.
+fn row_major_strides(op: Op, shape: &[i64]) -> Vec<(usize, KernelValue)> {
+    if shape.len() != 2 || ir::op_name(op).starts_with("tt.descriptor_") {
+        return Vec::new(); // A descriptor carries its own strides.
     }
-    let ptr = *ir::operands(op).first()?;
-    let slice = ir::backward_slice(ptr);
-    let mut scaled: Vec<(usize, KernelValue)> = Vec::new();
-    let mut unscaled: Vec<usize> = Vec::new();
-    for expand in slice
-        .iter()
-        .filter_map(|v| ir::defining_op(*v))
-        .filter(|o| ir::op_name(*o) == "tt.expand_dims")
-    {
-        let axis = usize::from(ir::int_attr(expand, "axis")? == 0);
-        let expanded = ir::result(expand, 0);
-        let strides: Vec<KernelValue> = ir::uses(expanded)
-            .iter()
-            .filter(|(user, _)| {
-                ir::op_name(*user) == "arith.muli" && in_slice(&slice, ir::result(*user, 0))
-            })
-            .filter_map(|(user, _)| {
-                ir::operands(*user)
-                    .into_iter()
-                    .find(|o| !ir::same_value(*o, expanded))
-            })
-            .filter(|o| !is_splat_of_one(*o))
-            .filter_map(|o| {
-                splatted_scalar(o)
-                    .map(KernelValue::Scalar)
-                    .or_else(|| ir::constant_splat_int(o).map(KernelValue::Constant))
-            })
-            .collect();
-        match strides[..] {
-            [] => unscaled.push(axis),
-            [stride] => scaled.push((axis, stride)),
-            _ => return None,
-        }
-    }
-    match (&scaled[..], &unscaled[..]) {
-        ([(axis, stride)], [other]) if axis != other => Some(*stride),
-        _ => None,
-    }
-}
-
-/// The scalar `v` splats (`tt.splat`), if it is a splat.
-fn splatted_scalar(v: Value) -> Option<Value> {
-    let op = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.splat")?;
-    ir::operands(op).first().copied()
+    let Some(ptr) = ir::operands(op).first().copied() else {
+        return Vec::new();
+    };
+    axis_layout(&ir::backward_slice(ptr)).map_or_else(Vec::new, |layout| layout.scaled())
 }

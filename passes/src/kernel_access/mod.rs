@@ -15,19 +15,20 @@
 //! What the address arithmetic shows, per access ([`TileAccess`]): the
 //! constant the tile index is multiplied by, the length of the
 //! `tt.make_range` added to it, and the buffer dimension it walks, where the
-//! strides tell (the axis without a stride multiply is the buffer's last
-//! dimension; a `tt.descriptor_load`'s offsets are its dimensions in order).
-//! What the arithmetic does not show (runtime strides on every axis) is
-//! not refused.
+//! strides tell ([`axes`]; a `tt.descriptor_load`'s offsets are its
+//! dimensions in order). What the arithmetic does not show (a stride the
+//! kernel computes) is not refused.
 //!
 //! Strides and extents: [`layout`] ([`fixed_args`]).
 
+mod axes;
 mod layout;
 
 pub use layout::fixed_args;
 
 use crate::plan::{Plan, TileMap, fail};
 use crate::tiles::{Access, constant_products, find_tile_index, loads_of, stores_of};
+use axes::buffer_dim;
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
 
@@ -311,49 +312,4 @@ fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
         }
     }
     Some(0)
-}
-
-/// The buffer dimension of tensor axis `axis` in a 2-D access: the axis
-/// whose expanded offsets are used without a stride multiply is the
-/// buffer's last dimension (contiguous), the other its first. `None` where
-/// the address does not tell (every axis strided by a runtime value, or a
-/// buffer of another rank).
-fn buffer_dim(axis: usize, slice: &[Value], rank: usize) -> Option<usize> {
-    if rank == 1 {
-        return Some(0);
-    }
-    if rank != 2 {
-        return None;
-    }
-    let unit: Vec<usize> = slice
-        .iter()
-        .filter_map(|v| ir::defining_op(*v))
-        .filter(|op| ir::op_name(*op) == "tt.expand_dims")
-        .filter_map(|op| {
-            let inserted = ir::int_attr(op, "axis")? as usize;
-            let expanded = ir::result(op, 0);
-            let strided = ir::uses(expanded).iter().any(|(user, _)| {
-                ir::op_name(*user) == "arith.muli"
-                    && ir::operands(*user)
-                        .iter()
-                        .any(|o| !ir::same_value(*o, expanded) && !is_splat_of_one(*o))
-            });
-            (!strided).then_some(usize::from(inserted == 0))
-        })
-        .collect::<std::collections::BTreeSet<usize>>()
-        .into_iter()
-        .collect();
-    match unit[..] {
-        [u] if u == axis => Some(1),
-        [_] => Some(0),
-        _ => None,
-    }
-}
-
-fn is_splat_of_one(v: Value) -> bool {
-    ir::constant_int(v) == Some(1)
-        || ir::defining_op(v)
-            .filter(|op| ir::op_name(*op) == "tt.splat")
-            .and_then(|op| ir::constant_int(ir::operands(op)[0]))
-            == Some(1)
 }
