@@ -86,12 +86,58 @@ impl FlagRange {
 /// or lay it out again ([`relayout_flags`]).
 pub fn flag_layout(plan: &Plan) -> Result<Vec<FlagRange>, PassFailed> {
     if let Some(layout) = super::records::recorded_flag_layout(plan)? {
-        for range in &layout {
-            range_end(plan, range)?;
-        }
+        check_recorded_layout(plan, &layout)?;
         return Ok(layout);
     }
     relayout_flags(plan)
+}
+
+/// A layout read back from the plan (an input may carry any): every range
+/// names a buffer once, along its dimensions, in positive steps, and ends
+/// within [`MAX_FLAGS`]; no two ranges share a flag.
+fn check_recorded_layout(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFailed> {
+    let wrong = |what: String| fail(plan.op, format!("the recorded chunk.flag_layout {what}"));
+    let mut spans = Vec::with_capacity(layout.len());
+    for range in layout {
+        let rank = plan.buffer(&range.buffer).map(|b| b.shape.len());
+        let Some(rank) = rank else {
+            return Err(wrong(format!(
+                "names @{}, which the plan does not declare",
+                range.buffer
+            )));
+        };
+        let steps = [
+            range.counters_per_chunk,
+            range.rows_per_chunk,
+            range.chunks_per_rank,
+            range.rank_block,
+        ];
+        if steps.iter().any(|n| *n <= 0) || range.dim >= rank || range.rank_dim >= rank {
+            return Err(wrong(format!(
+                "gives @{} a range that is not a layout of its {rank}-D chunks: {range:?}",
+                range.buffer
+            )));
+        }
+        if layout.iter().filter(|r| r.buffer == range.buffer).count() > 1 {
+            return Err(wrong(format!(
+                "lays out the flags of @{} twice",
+                range.buffer
+            )));
+        }
+        spans.push((range.base, range_end(plan, range)?, &range.buffer));
+    }
+    spans.sort();
+    for pair in spans.windows(2) {
+        let [(first, end, a), (second, _, b)] = pair else {
+            continue;
+        };
+        if second < end {
+            return Err(wrong(format!(
+                "gives @{a} flags {first}..{end} and @{b} flags from {second}: two chunks would share a flag"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Lays the plan's flags out again and records the layout (a pass changed
