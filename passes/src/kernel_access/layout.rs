@@ -10,12 +10,15 @@
 //! plan is refused here); a kernel argument becomes a [`ScalarArg`] that the
 //! runtime checks at launch (a plan buffer of 8192x1 bound to a kernel
 //! launched with a row stride of 4096 would read far past it, and one of
-//! 4096 rows bound to a kernel launched with M = 8192 too). Not fixed: an
-//! extent counted as `cdiv(x, tile)` where another value is counted in
-//! tiles of the same size on the way to the same index (a grouped GEMM's M
-//! and N with 128x128 blocks), and values the kernel computes.
+//! 4096 rows bound to a kernel launched with M = 8192 too). Where several
+//! values are counted in tiles of one size on the way to one index (a
+//! grouped GEMM's M and N with 128x128 blocks), the index arithmetic,
+//! evaluated, says which ([`super::walked_count`]). Not fixed: values the
+//! kernel computes, and indices whose arithmetic is not integer `arith` on
+//! the program id (or a persistent kernel's tile loop).
 
 use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
+use super::walked_count::walked_count;
 use super::{ranges_added_to, tile_maps};
 use crate::plan::{BufferDecl, Plan, fail};
 use crate::tiles::{
@@ -58,7 +61,7 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
             let rank = buffer.shape.len();
             let bounds = [
                 mask_extents(op, rank),
-                tile_extents(op, rank),
+                tile_extents(op, &buffer.shape),
                 loop_extents(op, rank),
             ];
             for (dim, value) in bounds.concat() {
@@ -98,10 +101,15 @@ fn fix_tile_map_extents(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Resul
             continue;
         };
         let t = find_tile_index(kernel, arg, access, tile, tiles.index().as_deref(), tiles)?;
-        let Some((extent, count)) = tile_count_extent(t, tile) else {
+        let dim = tiles.dim();
+        let rows = buffer.shape[dim];
+        // (Per-source tiles may walk one source's rows.)
+        let per_source = tiles.source().map(|_| rows / plan.world_size);
+        let candidates: Vec<i64> = [Some(rows), per_source].into_iter().flatten().collect();
+        let Some((extent, count)) = counted_extent(t, tile, &candidates) else {
             continue;
         };
-        let dim = tiles.dim();
+        let extent = KernelValue::Scalar(extent);
         let mut expected = buffer.shape[dim];
         if tiles.source().is_some() && scales_an_access(kernel, arg, extent) {
             // Tiles that read one block per source rank along `dim`
@@ -283,9 +291,11 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
 /// The extents a pointer access's tiles count: `(dim, x)` for each
 /// program-id-derived index `t` its address multiplies by a constant `c`
 /// (and adds a range to, along buffer dimension `dim`), where the kernel
-/// counts those tiles as `cdiv(x, c)`. Not where `x` also scales the
-/// address (`src * M + rows`: the dimension holds several blocks of `x`).
-fn tile_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
+/// counts those tiles as `cdiv(x, c)` (of several so counted, the one `t`
+/// walks `shape[dim] / c` tiles of: [`walked_count`]). Not where `x` also
+/// scales the address (`src * M + rows`: the dimension holds several
+/// blocks of `x`).
+fn tile_extents(op: Op, shape: &[i64]) -> Vec<(usize, KernelValue)> {
     let Some(ptr) = ir::operands(op).first().copied() else {
         return Vec::new();
     };
@@ -298,14 +308,12 @@ fn tile_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
         if !depends_on_program_id(t) {
             continue;
         }
-        let Some((KernelValue::Scalar(x), _)) = tile_count_extent(t, scale) else {
-            continue;
-        };
-        if scales_address(&slice, root(x)) {
-            continue;
-        }
         for (_, axis) in ranges_added_to(scaled, &slice) {
-            if let Some(dim) = axis.and_then(|a| buffer_dim(a, &slice, rank)) {
+            let Some(dim) = axis.and_then(|a| buffer_dim(a, &slice, shape.len())) else {
+                continue;
+            };
+            let walked = counted_extent(t, scale, &[shape[dim]]).map(|(x, _)| x);
+            if let Some(x) = walked.filter(|x| !scales_address(&slice, root(*x))) {
                 extents.push((dim, KernelValue::Scalar(x)));
             }
         }
@@ -421,10 +429,29 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, KernelValue
         .collect()
 }
 
-/// The value whose tiles tile index `t` counts, where the kernel computes
-/// their number as `cdiv(x, tile)` (`(x + tile - 1) / tile`): `x` and the
-/// division, if one value is counted so.
-fn tile_count_extent(t: Value, tile: i64) -> Option<(KernelValue, Op)> {
+/// The value tile index `t` counts its tiles of, as `cdiv(x, tile)`, with
+/// the division: the only one counted in tiles of `tile` on the way to
+/// `t`, or of several, the one whose tiles `t` walks (`walked_count`),
+/// where the buffer has `rows` (or, for per-source tiles, one of the
+/// `rows` given) along the dimension.
+fn counted_extent(t: Value, tile: i64, rows: &[i64]) -> Option<(Value, Op)> {
+    let counted = tile_counts(t, tile);
+    match counted[..] {
+        [only] => Some(only),
+        [] => None,
+        _ => {
+            let values: Vec<Value> = counted.iter().map(|(x, _)| *x).collect();
+            rows.iter()
+                .filter_map(|r| r.checked_div(tile))
+                .find_map(|n| walked_count(t, &values, tile, n))
+                .map(|i| counted[i])
+        }
+    }
+}
+
+/// Every value counted in tiles of `tile` on the way to `t`
+/// (`cdiv(x, tile)`), with its division.
+fn tile_counts(t: Value, tile: i64) -> Vec<(Value, Op)> {
     let mut counted: Vec<(Value, Op)> = Vec::new();
     for op in ir::backward_slice(t)
         .into_iter()
@@ -440,10 +467,7 @@ fn tile_count_extent(t: Value, tile: i64) -> Option<(KernelValue, Op)> {
             counted.push((x, op));
         }
     }
-    match counted[..] {
-        [(x, division)] => Some((KernelValue::Scalar(x), division)),
-        _ => None,
-    }
+    counted
 }
 
 /// The strides a 2-D pointer access multiplies its axes' offsets by, with

@@ -23,6 +23,7 @@
 
 mod axes;
 mod layout;
+mod walked_count;
 
 pub use layout::fixed_args;
 
