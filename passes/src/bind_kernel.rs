@@ -51,8 +51,8 @@ fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), Pa
 
 pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     check_i32_offsets(plan)?;
-    crate::kernel_access::check_plan_fits_kernel(plan, kernel, NAME)?;
-    let fixed = crate::kernel_access::fixed_args(plan, kernel, NAME)?;
+    let indices = crate::kernel_access::check_plan_fits_kernel(plan, kernel, NAME)?;
+    let fixed = crate::kernel_access::fixed_args(plan, kernel, &indices, NAME)?;
     crate::plan::records::record_scalar_args(plan, &fixed)?;
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {

@@ -19,11 +19,9 @@
 
 use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
 use super::walked_count::walked_count;
-use super::{ranges_added_to, tile_maps};
+use super::{TileIndex, ranges_added_to};
 use crate::plan::{BufferDecl, Plan, fail};
-use crate::tiles::{
-    constant_products, depends_on_program_id, find_tile_index, kernel_arg, loads_of, stores_of,
-};
+use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
 use synco_manifest::{ScalarArg, ScalarRole};
@@ -35,14 +33,19 @@ use synco_manifest::{ScalarArg, ScalarRole};
 /// dimension its tiles walk, where the kernel counts them as
 /// `cdiv(x, tile)`. A located error where a constant differs from the
 /// plan's, or one argument would need two values.
-pub fn fixed_args(plan: &Plan, kernel: Op, pass: &str) -> Result<Vec<ScalarArg>, PassFailed> {
+pub fn fixed_args(
+    plan: &Plan,
+    kernel: Op,
+    indices: &[TileIndex],
+    pass: &str,
+) -> Result<Vec<ScalarArg>, PassFailed> {
     let mut fixed = FixedArgs {
         kernel,
         pass,
         found: Vec::new(),
     };
     fix_access_layouts(&mut fixed, plan, kernel)?;
-    fix_tile_map_extents(&mut fixed, plan, kernel)?;
+    fix_tile_map_extents(&mut fixed, plan, kernel, indices)?;
     Ok(fixed.found)
 }
 
@@ -89,8 +92,13 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
 
 /// The exact extent of the dimension each tile map's tiles walk, where the
 /// kernel counts them as `cdiv(x, tile)`.
-fn fix_tile_map_extents(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<(), PassFailed> {
-    for (tiles, access) in tile_maps(plan) {
+fn fix_tile_map_extents(
+    fixed: &mut FixedArgs,
+    plan: &Plan,
+    kernel: Op,
+    indices: &[TileIndex],
+) -> Result<(), PassFailed> {
+    for &TileIndex { tiles, index: t } in indices {
         let (Some(name), Some(tile)) = (tiles.buffer(), tiles.tile()) else {
             continue;
         };
@@ -100,7 +108,6 @@ fn fix_tile_map_extents(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Resul
         let Some(arg) = buffer.arg else {
             continue;
         };
-        let t = find_tile_index(kernel, arg, access, tile, tiles.index().as_deref(), tiles)?;
         let dim = tiles.dim();
         let rows = buffer.shape[dim];
         // (Per-source tiles may walk one source's rows.)

@@ -46,9 +46,19 @@ struct TileAccess {
     dim: Option<usize>,
 }
 
+/// A tile map's tile index in the kernel, as the check found it.
+pub struct TileIndex {
+    pub tiles: TileMap,
+    pub index: Value,
+}
+
 /// Refuses a plan that does not describe how `kernel` accesses its bound
-/// buffers (see the module docs).
-pub fn check_plan_fits_kernel(plan: &Plan, kernel: Op, pass: &str) -> Result<(), PassFailed> {
+/// buffers (see the module docs); else gives each tile map's tile index.
+pub fn check_plan_fits_kernel(
+    plan: &Plan,
+    kernel: Op,
+    pass: &str,
+) -> Result<Vec<TileIndex>, PassFailed> {
     for buffer in plan.buffers.iter().filter(|b| b.arg.is_some()) {
         let consumers = plan.consumers_of(&buffer.name);
         if let [_, second, ..] = consumers[..] {
@@ -86,10 +96,13 @@ pub fn check_plan_fits_kernel(plan: &Plan, kernel: Op, pass: &str) -> Result<(),
             }
         }
     }
+    let mut indices = Vec::new();
     for (tiles, access) in tile_maps(plan) {
-        check_tile_map(plan, kernel, tiles, access, pass)?;
+        if let Some(index) = check_tile_map(plan, kernel, tiles, access, pass)? {
+            indices.push(TileIndex { tiles, index });
+        }
     }
-    Ok(())
+    Ok(indices)
 }
 
 /// The plan's tile maps, each with how its tiles touch the buffer:
@@ -106,20 +119,21 @@ fn tile_maps(plan: &Plan) -> Vec<(TileMap, Access)> {
     consumed.chain(produced).collect()
 }
 
-/// Checks one tile map against every access of its buffer's argument.
+/// Checks one tile map against every access of its buffer's argument; its
+/// tile index, where it has a tile and a bound buffer.
 fn check_tile_map(
     plan: &Plan,
     kernel: Op,
     tiles: TileMap,
     access: Access,
     pass: &str,
-) -> Result<(), PassFailed> {
+) -> Result<Option<Value>, PassFailed> {
     let name = tiles.buffer().unwrap_or_default();
     let Some(buffer) = plan.buffer(&name) else {
-        return Ok(()); // The plan verifier names a missing buffer.
+        return Ok(None); // The plan verifier names a missing buffer.
     };
     let Some(arg) = buffer.arg else {
-        return Ok(()); // The fused code declares it (an output the kernel never sees).
+        return Ok(None); // The fused code declares it (an output the kernel never sees).
     };
     let (verb, other) = match access {
         Access::Load => ("consumes", "only stores to"),
@@ -140,7 +154,7 @@ fn check_tile_map(
         ));
     }
     let Some(tile) = tiles.tile() else {
-        return Ok(());
+        return Ok(None);
     };
     let index_name = tiles.index();
     let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), tiles)?;
@@ -181,7 +195,7 @@ fn check_tile_map(
             return Err(PassFailed);
         }
     }
-    Ok(())
+    Ok(Some(t))
 }
 
 fn join(values: &[i64]) -> String {
