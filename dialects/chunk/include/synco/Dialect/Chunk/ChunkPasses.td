@@ -314,23 +314,30 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   kernel's accesses of that argument do not use, multiply by another
   constant than `tile(n)`, add a range of another length to, or use along
   another dimension than `dim(d)` (where the strides show the dimension:
-  the axis without a stride is the last; a descriptor's offsets are the
+  the axis without a stride is the last, and where both axes have one
+  the axes are the dimensions in order; a descriptor's offsets are the
   dimensions in order);
 * a second `chunk.consume` of one buffer;
 * a buffer that non-local transfers write and the kernel loads, without a
   `chunk.consume` (its tiles would read rows before they arrive);
 * a buffer of more elements than 32-bit element offsets reach;
-* a constant the kernel uses as a bound buffer's row stride, tensor
-  descriptor shape or stride, or extent (a tile count `cdiv(x, tile)`, a
-  mask `offsets < x`) that is not what the plan's row-major buffer says;
+* a constant that disagrees with the plan's row-major buffer where the
+  kernel uses it as a bound buffer's stride (the row stride, or a column
+  stride other than 1), a tensor descriptor's shape or stride, or an
+  extent (a tile count `cdiv(x, tile)`), or that exceeds the buffer's
+  extent as a mask's bound (`offsets < x`);
 * a module with no plan at all (a fusing pipeline would hand the kernel
   back unfused).
 
 Where the kernel takes such a value from one of its arguments instead, the
 pass records it (`chunk.scalar_args`, then the manifest's `scalar_args`):
 exactly the plan's value for strides, descriptor shapes and the extents the
-plan's tiles walk, at most the buffer's extent for masks and other tile
-counts. The runtime refuses a launch that passes anything else.
+plan's tiles walk (one source's rows for tiles that read a block per
+source; where several values are counted in tiles of one size, the one
+the tile index walks, found by evaluating its arithmetic over a launch's
+programs), at most the buffer's extent for masks, loops that step an
+access's pointers and other tile counts. The runtime refuses a launch
+that passes anything else.
 
 Options: none.
 Preconditions: each plan names a `tt.func` of the module, not yet bound.
