@@ -72,21 +72,120 @@ pub struct Param {
 impl Param {
     /// Bytes the parameter takes in the launch's argument buffer.
     pub fn size_bytes(&self) -> Result<usize, ManifestError> {
-        if self.ty.starts_with('*') {
-            return Ok(8);
-        }
-        Ok(match self.ty.as_str() {
-            "i1" | "i8" | "u8" => 1,
-            "i16" | "u16" | "fp16" | "bf16" => 2,
-            "i32" | "u32" | "fp32" => 4,
-            "i64" | "u64" | "fp64" => 8,
-            other => {
-                return Err(ManifestError::UnsupportedType {
-                    param: self.name.clone(),
-                    ty: other.into(),
-                });
-            }
+        Ok(match self.scalar_type()? {
+            None => 8,
+            Some(scalar) => scalar.size_bytes(),
         })
+    }
+
+    /// The scalar type of the parameter, `None` for a pointer.
+    pub fn scalar_type(&self) -> Result<Option<ScalarType>, ManifestError> {
+        if self.ty.starts_with('*') {
+            return Ok(None);
+        }
+        ScalarType::parse(&self.ty)
+            .map(Some)
+            .ok_or_else(|| ManifestError::UnsupportedType {
+                param: self.name.clone(),
+                ty: self.ty.clone(),
+            })
+    }
+}
+
+/// The scalar types a Triton kernel takes as arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarType {
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl ScalarType {
+    const ALL: [ScalarType; 13] = [
+        ScalarType::I1,
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::U8,
+        ScalarType::U16,
+        ScalarType::U32,
+        ScalarType::U64,
+        ScalarType::F16,
+        ScalarType::BF16,
+        ScalarType::F32,
+        ScalarType::F64,
+    ];
+
+    /// Triton's spelling (`fp32`), the manifest's.
+    pub fn triton_name(self) -> &'static str {
+        match self {
+            ScalarType::I1 => "i1",
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::U8 => "u8",
+            ScalarType::U16 => "u16",
+            ScalarType::U32 => "u32",
+            ScalarType::U64 => "u64",
+            ScalarType::F16 => "fp16",
+            ScalarType::BF16 => "bf16",
+            ScalarType::F32 => "fp32",
+            ScalarType::F64 => "fp64",
+        }
+    }
+
+    /// MLIR's spelling of the same type (`f32`; unsigned types are
+    /// signless there).
+    fn mlir_name(self) -> &'static str {
+        match self {
+            ScalarType::F16 => "f16",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+            other => other.triton_name(),
+        }
+    }
+
+    /// A type in Triton's spelling or MLIR's (`fp32` or `f32`).
+    pub fn parse(spelling: &str) -> Option<ScalarType> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.triton_name() == spelling || t.mlir_name() == spelling)
+    }
+
+    /// Bytes it takes in the launch's argument buffer.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            ScalarType::I1 | ScalarType::I8 | ScalarType::U8 => 1,
+            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::BF16 => 2,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
+        }
+    }
+}
+
+/// A parameter type in Triton's spelling, whichever spelling it came in
+/// (a `.ttir` kernel's signature spells its types as MLIR does: `f32`,
+/// `*f16`); types it does not know are kept as they are.
+pub fn triton_type_name(ty: &str) -> String {
+    let (pointer, scalar) = match ty.strip_prefix('*') {
+        Some(element) => ("*", element),
+        None => ("", ty),
+    };
+    match ScalarType::parse(scalar) {
+        Some(t) => format!("{pointer}{}", t.triton_name()),
+        None => ty.to_string(),
     }
 }
 
@@ -656,9 +755,21 @@ impl LaunchManifest {
     }
 
     /// What [`LaunchManifest::load`] checks once it has parsed the file at
-    /// `path` (named in the errors): the format and version, the
-    /// parameters' types, and the schedule's ranks, flags and copies.
+    /// `path` (named in the errors): what [`LaunchManifest::check_written`]
+    /// does, and that the runtime can pass every parameter's type.
     pub fn check(&self, path: &Path) -> Result<(), ManifestError> {
+        self.check_written(path)?;
+        for param in &self.params {
+            param.size_bytes()?;
+        }
+        Ok(())
+    }
+
+    /// What the compiler checks before it writes a manifest: the format
+    /// and version, the launch shape, and the schedule's ranks, flags and
+    /// copies. Not the parameters' types: emitting a kernel never depends
+    /// on what the runtime can launch.
+    pub fn check_written(&self, path: &Path) -> Result<(), ManifestError> {
         if self.format != FORMAT || self.version != VERSION {
             return Err(ManifestError::Format {
                 path: path.into(),
@@ -667,9 +778,6 @@ impl LaunchManifest {
             });
         }
         self.check_launch(path)?;
-        for param in &self.params {
-            param.size_bytes()?;
-        }
         if let Some(fused) = &self.fused {
             fused.check_schedule(path)?;
         }
@@ -968,5 +1076,14 @@ mod tests {
         assert_eq!(p("i32").size_bytes().unwrap(), 4);
         assert_eq!(p("i64").size_bytes().unwrap(), 8);
         assert_eq!(p("bf16").size_bytes().unwrap(), 2);
+        assert_eq!(p("fp16").size_bytes().unwrap(), 2);
+        assert_eq!(p("i1").size_bytes().unwrap(), 1);
+        assert_eq!(p("f32").scalar_type().unwrap(), Some(ScalarType::F32));
+        assert_eq!(p("*f32").scalar_type().unwrap(), None);
+        assert!(p("tensor").size_bytes().is_err());
+        assert_eq!(triton_type_name("f32"), "fp32");
+        assert_eq!(triton_type_name("*f16"), "*fp16");
+        assert_eq!(triton_type_name("*bf16"), "*bf16");
+        assert_eq!(triton_type_name("i1"), "i1");
     }
 }

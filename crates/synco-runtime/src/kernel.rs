@@ -7,43 +7,70 @@ use crate::{
 };
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUmodule, CUstream};
 use std::{ffi::CString, path::Path};
-use synco_manifest::{LaunchManifest, ParamRole};
+use synco_manifest::{LaunchManifest, Param, ParamRole, ScalarType};
 
 /// One kernel argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Arg {
     Ptr(CUdeviceptr),
+    I1(bool),
     I32(i32),
     I64(i64),
+    F16(half::f16),
+    BF16(half::bf16),
     F32(f32),
+    F64(f64),
 }
 
 impl Arg {
     fn kind(&self) -> &'static str {
         match self {
             Arg::Ptr(_) => "a pointer",
+            Arg::I1(_) => "an i1",
             Arg::I32(_) => "an i32",
             Arg::I64(_) => "an i64",
-            Arg::F32(_) => "an f32",
+            Arg::F16(_) => "an fp16",
+            Arg::BF16(_) => "a bf16",
+            Arg::F32(_) => "an fp32",
+            Arg::F64(_) => "an fp64",
         }
     }
 
-    fn fits(&self, ty: &str) -> bool {
-        match self {
-            Arg::Ptr(_) => ty.starts_with('*'),
-            Arg::I32(_) => matches!(ty, "i32" | "u32"),
-            Arg::I64(_) => matches!(ty, "i64" | "u64"),
-            Arg::F32(_) => ty == "fp32",
+    /// Whether it is a value of `param`'s type (a pointer for any pointer
+    /// type; a signed or unsigned integer of the parameter's width).
+    fn fits(&self, param: &Param) -> bool {
+        use ScalarType as T;
+        let Ok(scalar) = param.scalar_type() else {
+            return false;
+        };
+        match (self, scalar) {
+            (Arg::Ptr(_), None) => true,
+            (_, None) => false,
+            (Arg::I1(_), Some(t)) => t == T::I1,
+            (Arg::I32(_), Some(t)) => matches!(t, T::I32 | T::U32),
+            (Arg::I64(_), Some(t)) => matches!(t, T::I64 | T::U64),
+            (Arg::F16(_), Some(t)) => t == T::F16,
+            (Arg::BF16(_), Some(t)) => t == T::BF16,
+            (Arg::F32(_), Some(t)) => t == T::F32,
+            (Arg::F64(_), Some(t)) => t == T::F64,
+            (Arg::Ptr(_), Some(_)) => false,
         }
     }
 
+    /// The value as the launch's argument buffer holds it: its bytes first
+    /// (the driver reads as many as the parameter takes).
     fn bytes(&self) -> [u8; 8] {
         let mut out = [0u8; 8];
+        let mut put = |bytes: &[u8]| out[..bytes.len()].copy_from_slice(bytes);
         match *self {
-            Arg::Ptr(p) => out.copy_from_slice(&p.to_ne_bytes()),
-            Arg::I64(v) => out.copy_from_slice(&v.to_ne_bytes()),
-            Arg::I32(v) => out[..4].copy_from_slice(&v.to_ne_bytes()),
-            Arg::F32(v) => out[..4].copy_from_slice(&v.to_ne_bytes()),
+            Arg::Ptr(p) => put(&p.to_ne_bytes()),
+            Arg::I1(v) => put(&[u8::from(v)]),
+            Arg::I32(v) => put(&v.to_ne_bytes()),
+            Arg::I64(v) => put(&v.to_ne_bytes()),
+            Arg::F16(v) => put(&v.to_bits().to_ne_bytes()),
+            Arg::BF16(v) => put(&v.to_bits().to_ne_bytes()),
+            Arg::F32(v) => put(&v.to_ne_bytes()),
+            Arg::F64(v) => put(&v.to_ne_bytes()),
         }
         out
     }
@@ -162,7 +189,7 @@ pub(crate) fn kernel_params(
                 ParamRole::ProfileScratch => Some(Arg::Ptr(0)),
             }
             .unwrap_or(Arg::I32(0));
-            if !value.fits(&param.ty) {
+            if !value.fits(param) {
                 return Err(RuntimeError::ArgType {
                     kernel: m.kernel.clone(),
                     index,
@@ -453,6 +480,51 @@ mod tests {
         assert_eq!(u64::from_ne_bytes(values[3]), 0x2000);
         assert_eq!(u64::from_ne_bytes(values[4]), 0x3000);
         assert_eq!(u64::from_ne_bytes(values[5]), 0);
+    }
+
+    /// Every scalar type a Triton kernel takes, in either spelling, is
+    /// packed as the driver reads it: its bytes first.
+    #[test]
+    fn scalars_of_every_triton_type_are_packed() {
+        let m = manifest(&[
+            ("sm_scale", "fp32", ParamRole::User),
+            ("alpha", "f16", ParamRole::User),
+            ("beta", "bf16", ParamRole::User),
+            ("n", "i64", ParamRole::User),
+            ("causal", "i1", ParamRole::User),
+            ("eps", "fp64", ParamRole::User),
+        ]);
+        let args = [
+            Arg::F32(0.125),
+            Arg::F16(half::f16::from_f32(1.5)),
+            Arg::BF16(half::bf16::from_f32(-2.0)),
+            Arg::I64(1 << 40),
+            Arg::I1(true),
+            Arg::F64(1e-6),
+        ];
+        let values = kernel_params(&m, &args, &abi, 0).unwrap();
+        assert_eq!(
+            f32::from_ne_bytes(values[0][..4].try_into().unwrap()),
+            0.125
+        );
+        assert_eq!(
+            u16::from_ne_bytes(values[1][..2].try_into().unwrap()),
+            0x3e00
+        );
+        assert_eq!(
+            u16::from_ne_bytes(values[2][..2].try_into().unwrap()),
+            0xc000
+        );
+        assert_eq!(i64::from_ne_bytes(values[3]), 1 << 40);
+        assert_eq!(values[4], [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(f64::from_ne_bytes(values[5]), 1e-6);
+        let mut swapped = args;
+        swapped.swap(1, 2);
+        let err = kernel_params(&m, &swapped, &abi, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "argument 1 ('alpha') of 'k' is f16, but the value given is a bf16"
+        );
     }
 
     #[test]

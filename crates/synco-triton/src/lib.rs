@@ -443,10 +443,10 @@ impl Bridge {
             build_manifest(&kernel, &files.cubin, target, &metadata, &signature, &names)?;
         manifest.fused = fused;
         let manifest_path = out_dir.join(format!("{kernel}.json"));
-        // What the runtime will check on load, checked before writing: a
-        // manifest that fails it is Synco's bug, better seen here than on
-        // the GPUs.
-        manifest.check(&manifest_path).map_err(|e| {
+        // What the runtime will check on load but the parameters' types,
+        // checked before writing: a manifest that fails it is Synco's bug,
+        // better seen here than on the GPUs.
+        manifest.check_written(&manifest_path).map_err(|e| {
             BridgeError::Internal(format!("the launch manifest it made does not check: {e}"))
         })?;
         std::fs::write(&manifest_path, manifest.to_json()).map_err(io_error(format!(
@@ -546,7 +546,7 @@ fn build_manifest(
         .zip(names)
         .map(|(ty, name)| Param {
             name: name.clone(),
-            ty: ty.clone(),
+            ty: synco_manifest::triton_type_name(ty),
             role: if name.starts_with("synco_") {
                 ParamRole::Synco
             } else {
