@@ -15,7 +15,7 @@ use crate::{
     heap::Buffer,
     kernel::Arg,
 };
-use synco_manifest::{FusedPlan, LaunchManifest, ParamRole};
+use synco_manifest::{FusedPlan, LaunchManifest, Param, ParamRole};
 
 /// The plan's buffers that the launch needs bound, by name, in the plan's
 /// order: those the copy schedule reads or writes, those the kernel takes
@@ -126,6 +126,44 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+/// The user's arguments of a launch of `m` on `rank`, before anything is
+/// issued: their number, each one's type against its parameter's, and the
+/// values the plan fixes (`scalar_args`). What [`Node::launch`] checks of
+/// them, for callers that build arguments elsewhere (the Python package).
+///
+/// [`Node::launch`]: crate::Node::launch
+pub fn check_user_args(m: &LaunchManifest, rank: usize, args: &[Arg]) -> Result<()> {
+    let user: Vec<(usize, &Param)> = m
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.role == ParamRole::User)
+        .collect();
+    if args.len() != user.len() {
+        return Err(RuntimeError::ArgCount {
+            kernel: m.kernel.clone(),
+            expected: user.len(),
+            given: args.len(),
+        });
+    }
+    for (&(index, param), value) in user.iter().zip(args) {
+        if !value.fits(param) {
+            return Err(RuntimeError::ArgType {
+                kernel: m.kernel.clone(),
+                index,
+                name: param.name.clone(),
+                ty: param.ty.clone(),
+                given: value.kind(),
+            });
+        }
+    }
+    let names: Vec<&str> = user.iter().map(|(_, p)| p.name.as_str()).collect();
+    match &m.fused {
+        Some(fused) => check_scalar_args(m, fused, rank, args, &names),
+        None => Ok(()),
+    }
 }
 
 /// The arguments the plan fixes (strides and extents of bound buffers) have

@@ -23,7 +23,7 @@ pub enum Arg {
 }
 
 impl Arg {
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Arg::Ptr(_) => "a pointer",
             Arg::I1(_) => "an i1",
@@ -38,7 +38,7 @@ impl Arg {
 
     /// Whether it is a value of `param`'s type (a pointer for any pointer
     /// type; a signed or unsigned integer of the parameter's width).
-    fn fits(&self, param: &Param) -> bool {
+    pub(crate) fn fits(&self, param: &Param) -> bool {
         use ScalarType as T;
         let Ok(scalar) = param.scalar_type() else {
             return false;

@@ -96,6 +96,7 @@ mod node;
 mod timeline;
 pub mod trace;
 
+pub use bindings::check_user_args;
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
@@ -104,3 +105,5 @@ pub use timeline::{CopySpan, LaunchTimeline};
 pub use trace::TileTrace;
 
 pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;
+/// The crate whose `f16` and `bf16` [`Arg`] takes.
+pub use half;
