@@ -51,3 +51,11 @@ if os.path.exists(os.path.join(venv_bin, "python")) and any(
     for d in __import__("glob").glob(os.path.join(repo_root, ".venv", "lib", "python3*", "site-packages"))
 ):
     config.available_features.add("triton")
+
+# Tests of the Python package (crates/synco-python, which the set-up builds
+# and installs into the venv) say `REQUIRES: synco-python`.
+if any(
+    os.path.isdir(os.path.join(d, "synco"))
+    for d in __import__("glob").glob(os.path.join(repo_root, ".venv", "lib", "python3*", "site-packages"))
+):
+    config.available_features.add("synco-python")

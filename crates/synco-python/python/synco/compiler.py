@@ -1,0 +1,137 @@
+"""Compiling a Triton kernel with a plan through the `synco` command,
+cached on disk by everything the result depends on, the way Triton's JIT
+caches: the kernel's source file, its name, the plan, the signature and
+constexprs, the pipeline and options, and the `synco` binary itself. A
+second call with the same inputs reads the cache; ranks that compile the
+same kernel at once each build into their own folder and the first to
+finish wins (an atomic rename), so nobody sees half a result.
+"""
+
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._native import Manifest
+
+
+class CompileError(RuntimeError):
+    """`synco import` or `synco compile` refused the kernel or the plan;
+    the message is theirs (with the source locations)."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled kernel: its folder in the cache and its launch manifest."""
+
+    folder: Path
+    manifest: Manifest
+    #: Whether this call found it in the cache.
+    cached: bool
+
+    def check_args(self, rank, args):
+        """The runtime's check of a launch's user arguments on `rank`
+        (see `Manifest.check_args`)."""
+        self.manifest.check_args(rank, list(args))
+
+
+def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=None,
+            divisible=(), target="sm_90a", num_warps=None, cache_dir=None):
+    """Compiles `kernel` (a `@triton.jit` function, or `(path, name)` of
+    one) for `signature` (Triton's types of its runtime parameters, a
+    comma-separated string or a list), with `plan` (a chunk plan's text,
+    e.g. from `synco.plans`) fused by `pipeline` (a pass pipeline
+    registered with `synco-opt`, such as `synco-ag-gemm`), into the cache
+    (`cache_dir`, else `$SYNCO_CACHE_DIR`, else `~/.cache/synco`)."""
+    path, name = _kernel_source(kernel)
+    if isinstance(signature, (list, tuple)):
+        signature = ",".join(signature)
+    constexprs = dict(constexprs or {})
+    inputs = {
+        "source": Path(path).read_text(),
+        "kernel": name,
+        "signature": signature,
+        "constexprs": {k: constexprs[k] for k in sorted(constexprs)},
+        "divisible": sorted(divisible),
+        "plan": plan,
+        "pipeline": pipeline if plan is not None else None,
+        "target": target,
+        "num_warps": num_warps,
+        "synco": _binary_identity(),
+    }
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
+    root = Path(cache_dir or os.environ.get("SYNCO_CACHE_DIR") or Path.home() / ".cache" / "synco")
+    folder = root / key
+    manifest = folder / f"{name}.json"
+    if manifest.exists():
+        return Compiled(folder, Manifest.load(manifest), cached=True)
+    root.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    try:
+        _build(building, path, name, signature, constexprs, divisible, plan, pipeline, target,
+               num_warps)
+        try:
+            os.rename(building, folder)
+        except OSError:
+            if not manifest.exists():  # (Another rank's build won.)
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return Compiled(folder, Manifest.load(manifest), cached=False)
+
+
+def _build(out, path, name, signature, constexprs, divisible, plan, pipeline, target, num_warps):
+    imported = out / "kernel.mlir"
+    command = [synco_binary(), "import", str(path), "--kernel", name, "--signature", signature,
+               "-o", str(imported)]
+    for key in sorted(constexprs):
+        command += ["--constexpr", f"{key}={constexprs[key]}"]
+    if divisible:
+        command += ["--divisible", ",".join(divisible)]
+    _run(command)
+    command = [synco_binary(), "compile", str(imported), "--emit=cubin",
+               "-o", str(out / f"{name}.cubin"), "--out-dir", str(out), "--target", target]
+    if plan is not None:
+        (out / "plan.mlir").write_text(plan)
+        command += ["--plan", str(out / "plan.mlir"),
+                    f"--pass-pipeline=builtin.module({pipeline})"]
+    if num_warps is not None:
+        command += ["--num-warps", str(num_warps)]
+    _run(command)
+
+
+def _run(command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CompileError(done.stderr.strip() or f"{command[:2]} exited with {done.returncode}")
+
+
+def _kernel_source(kernel):
+    """The file and name of a `@triton.jit` function, or of `(path, name)`."""
+    if isinstance(kernel, tuple):
+        path, name = kernel
+        return str(path), name
+    fn = getattr(kernel, "fn", kernel)  # (triton.JITFunction wraps the function.)
+    if not callable(fn):
+        raise TypeError(f"kernel must be a @triton.jit function or (path, name), not {kernel!r}")
+    return inspect.getsourcefile(fn), fn.__name__
+
+
+def synco_binary():
+    """The `synco` command: `$SYNCO_BIN`, else the one on `PATH`."""
+    found = os.environ.get("SYNCO_BIN") or shutil.which("synco")
+    if not found:
+        raise CompileError("no `synco` command: build the repository (tools/dev setup) and put "
+                           "target/debug on PATH, or set SYNCO_BIN")
+    return found
+
+
+def _binary_identity():
+    """What changes when the compiler does: its path, size and time."""
+    stat = Path(synco_binary()).stat()
+    return [synco_binary(), stat.st_size, stat.st_mtime_ns]

@@ -1,0 +1,83 @@
+"""Chunk plans for the operators Synco fuses, written from a call's shapes:
+what `benches/fused/build.sh` and `examples/*/plan.mlir` write by hand.
+
+Shapes are the plan's: `m` counts the rows of the whole gathered (or
+reduced) matrix, of which each of the `world_size` ranks owns `m /
+world_size`. Each template binds the kernel's arguments as the
+repository's GEMMs take them (A, B, C first) unless told otherwise, and
+leaves chunk counts and transports to Synco (`auto`) unless given.
+"""
+
+DTYPES = ("bf16", "f16", "f32")
+BACKENDS = ("auto", "copy_engine", "ldst")
+
+
+def all_gather_matmul(*, world_size, m, k, n, dtype="bf16", block_m=128, chunks="auto",
+                      backend="auto", a_arg=0, c_arg=2):
+    """A [m, k] all-gathered along its rows into a GEMM whose tiles of
+    `block_m` rows wait for their chunk; C [m, n] is the GEMM's output."""
+    _check(world_size=world_size, m=m, k=k, n=n, dtype=dtype, block_m=block_m,
+           chunks=chunks, backend=backend)
+    return (f"chunk.plan @all_gather_matmul world_size({world_size}) {{\n"
+            f"  chunk.buffer @A : !chunk.buffer<{m}x{k}x{dtype}> bind({a_arg})\n"
+            f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}> bind({c_arg})\n"
+            f"  chunk.all_gather @A dim(0) chunks({chunks}) backend({backend})\n"
+            f"  chunk.consume @A dim(0) tile({block_m}) index(\"pid_m\")\n"
+            "}\n")
+
+
+def matmul_reduce_scatter(*, world_size, m, n, dtype="bf16", block_m=128, chunks="auto",
+                          backend="auto", p_arg=2):
+    """A GEMM's partial sums P [m, n] (its output, argument `p_arg`),
+    reduce-scattered along the rows: rank r ends with rows
+    [r m / W, (r + 1) m / W) of the sum in C."""
+    _check(world_size=world_size, m=m, n=n, dtype=dtype, block_m=block_m, chunks=chunks,
+           backend=backend)
+    return (f"chunk.plan @matmul_reduce_scatter world_size({world_size}) {{\n"
+            f"  chunk.buffer @P : !chunk.buffer<{m}x{n}x{dtype}> bind({p_arg})\n"
+            f"  chunk.buffer @C : !chunk.buffer<{m // world_size}x{n}x{dtype}>\n"
+            f"  chunk.produce @tiles @P dim(0) tile({block_m}) index(\"pid_m\")\n"
+            f"  chunk.reduce_scatter @P into @C dim(0) chunks({chunks}) backend({backend})\n"
+            "}\n")
+
+
+def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="auto",
+                      backend="auto", algorithm="one_shot", p_arg=2):
+    """A GEMM's partial sums P [m, n] all-reduced into C [m, n] on every
+    rank, `one_shot` (every rank sums every row) or `two_shot` (a
+    reduce-scatter, then the sums to every rank)."""
+    _check(world_size=world_size, m=m, n=n, dtype=dtype, block_m=block_m, chunks=chunks,
+           backend=backend)
+    if algorithm not in ("one_shot", "two_shot"):
+        raise ValueError(f"algorithm must be 'one_shot' or 'two_shot', not {algorithm!r}")
+    return (f"chunk.plan @matmul_all_reduce world_size({world_size}) {{\n"
+            f"  chunk.buffer @P : !chunk.buffer<{m}x{n}x{dtype}> bind({p_arg})\n"
+            f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}>\n"
+            f"  chunk.produce @tiles @P dim(0) tile({block_m}) index(\"pid_m\")\n"
+            f"  chunk.all_reduce @P into @C dim(0) chunks({chunks}) backend({backend}) "
+            f"algorithm({algorithm})\n"
+            "}\n")
+
+
+def _check(*, world_size, m, dtype, block_m, chunks, backend, **extents):
+    """Refuses, naming the argument, what no plan could say."""
+    def positive_int(name, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, not {value!r}")
+
+    positive_int("world_size", world_size)
+    positive_int("m", m)
+    positive_int("block_m", block_m)
+    for name, value in extents.items():
+        positive_int(name, value)
+    if world_size > 1024:
+        raise ValueError(f"world_size must be at most 1024 (a plan's limit), not {world_size}")
+    if m % (world_size * block_m) != 0:
+        raise ValueError(f"m ({m}) must split into whole tiles of block_m ({block_m}) rows "
+                         f"on each of the {world_size} ranks")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, not {dtype!r}")
+    if chunks != "auto":
+        positive_int("chunks", chunks)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
