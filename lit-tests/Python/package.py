@@ -63,7 +63,7 @@ for call, text in [
 # Compiling, cached: scalars of several types (Triton/scalar-params.test).
 scale = (repo / "lit-tests/Inputs/scale_kernel.py", "scale_kernel")
 cache = scratch / "cache"
-options = dict(signature="*fp32,*fp32,fp32,fp16,i64,i1", constexprs={"BLOCK": 256}, cache_dir=cache)
+options = dict(signature="*fp32,*fp32,fp32,fp16,bf16,i64,i1", constexprs={"BLOCK": 256}, cache_dir=cache)
 first = synco.compile(scale, **options)
 second = synco.compile(scale, **options)
 expect("the first compile builds", not first.cached)
@@ -72,15 +72,16 @@ other = synco.compile(scale, **{**options, "constexprs": {"BLOCK": 512}})
 expect("another constexpr compiles again", not other.cached and other.folder != first.folder)
 expect("the manifest lists the user's parameters",
        first.manifest.user_params == [("x_ptr", "*fp32"), ("y_ptr", "*fp32"), ("alpha", "fp32"),
-                                      ("beta", "fp16"), ("n", "i64"), ("flag", "i1")],
+                                      ("beta", "fp16"), ("gamma", "bf16"), ("n", "i64"), ("flag", "i1")],
        str(first.manifest.user_params))
-first.check_args(0, [0x1000, 0x2000, 0.5, 1.0, 1 << 40, True])
+first.check_args(0, [0x1000, 0x2000, 0.5, 1.0, -2.0, 1 << 40, True])
 for args, kind, text in [
-    ([0x1000, 0x2000, 0.5, 1.0, 10], synco.LaunchError,
-     "kernel 'scale_kernel' takes 6 arguments of its own, 5 were given"),
-    ([0x1000, 0x2000, "x", 1.0, 10, True], TypeError,
+    ([0x1000, 0x2000, 0.5, 1.0, -2.0, 10], synco.LaunchError,
+     "kernel 'scale_kernel' takes 7 arguments of its own, 6 were given"),
+    ([0x1000, 0x2000, "x", 1.0, -2.0, 10, True], TypeError,
      "argument 'alpha' has type fp32: expected a float, got str"),
-    ([0x1000, 0x2000, 0.5, 1.0, 10, 3], TypeError, "argument 'flag' has type i1: expected a bool"),
+    ([0x1000, 0x2000, 0.5, 1.0, -2.0, 10, 3], TypeError,
+     "argument 'flag' has type i1: expected a bool"),
 ]:
     ok, got = raises(kind, text, lambda: first.check_args(0, args))
     expect(f"check_args refuses: {text}", ok, got)
