@@ -1,0 +1,358 @@
+//! [`Node::launch`]: one fused operation on every rank, in the order the
+//! crate docs give (checks, epoch, scratch, starts, copies, kernels,
+//! reduction copies, completion).
+
+use super::{Node, check};
+use crate::{
+    copies::{CopyPhase, bound},
+    error::{Result, RuntimeError},
+    heap::Buffer,
+    kernel::{Arg, FusedKernel},
+    timeline::{LaunchMarks, PendingCopy},
+};
+use cudarc::driver::sys;
+
+impl Node {
+    /// Starts one fused operation on every rank (see the crate docs).
+    /// `args(rank)` gives the kernel's own arguments; `bindings` maps the
+    /// plan's buffers to symmetric buffers, for the copy schedule and the
+    /// `synco_buffer_<name>` arguments (the kernel's staging buffers come
+    /// with it and need no binding).
+    pub fn launch(
+        &mut self,
+        kernel: &FusedKernel,
+        grid: (u32, u32, u32),
+        args: &dyn Fn(usize) -> Vec<Arg>,
+        bindings: &[(&str, Buffer)],
+    ) -> Result<()> {
+        let world = self.world_size();
+        let grid = self.checked_grid(kernel, grid, args, bindings)?;
+        // Epochs count this kernel's launches: its flags and counters see
+        // every one of them (counters grow by a fixed amount per launch).
+        let bindings: Vec<(&str, Buffer)> = bindings
+            .iter()
+            .copied()
+            .chain(kernel.staging.iter().map(|(name, b)| (name.as_str(), *b)))
+            .collect();
+        let bindings = bindings.as_slice();
+        let epoch = kernel.epochs.get() + 1;
+        kernel.epochs.set(epoch);
+        self.epoch = epoch;
+        let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
+        self.drop_timeline()?;
+        self.grow_scratch(kernel.manifest.global_scratch.size as usize * programs)?;
+        let mut spans = Vec::new();
+        let mut marks = LaunchMarks::default();
+        // Whether each kernel waits for its rank's previous reduction copies
+        // (see `Gpu::copies_done`).
+        let copies_ordered_by_streams = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .is_some_and(synco_manifest::FusedPlan::copies_ordered_by_streams);
+        // Every rank's start (its previous launch done) before any copy: a
+        // pushed chunk overwrites rows that the destination's previous
+        // kernel may still read.
+        for rank in 0..world {
+            let gpu = &self.gpus[rank];
+            gpu.bind()?;
+            unsafe {
+                check(
+                    rank,
+                    "cuEventRecord",
+                    sys::cuEventRecord(gpu.start, gpu.compute),
+                )?;
+            }
+            if let Some(event) = self.timeline_event(rank, gpu.compute)? {
+                marks.began.push(event);
+            }
+        }
+        // Copies the kernel waits for (an all-gather's chunks) go to every
+        // GPU before any kernel: issued after one, they timed out with
+        // ranks sharing a GPU (likely copies the driver runs on SMs, queued
+        // behind tiles that wait for them).
+        if let Some(fused) = &kernel.manifest.fused {
+            for rank in 0..world {
+                self.gpus[rank].bind()?;
+                self.enqueue_copies(
+                    rank,
+                    fused,
+                    bindings,
+                    epoch,
+                    kernel.flags,
+                    &mut spans,
+                    CopyPhase::SideStream,
+                )?;
+            }
+        }
+        for rank in 0..world {
+            self.issue_kernel(
+                rank,
+                kernel,
+                grid,
+                &args(rank),
+                bindings,
+                epoch,
+                copies_ordered_by_streams,
+                &mut spans,
+                &mut marks,
+            )?;
+        }
+        // Then the copies that wait for the kernels' tiles (a reduction's
+        // partials and sums, a gathered output's chunks), issued after every
+        // rank's kernel so that no kernel waits for the host to issue them,
+        // nor for another rank's (the copies wait for the tiles' flags on
+        // the GPU)...
+        if let Some(fused) = &kernel.manifest.fused {
+            for rank in 0..world {
+                self.gpus[rank].bind()?;
+                self.enqueue_reduction_copies(
+                    rank,
+                    fused,
+                    bindings,
+                    epoch,
+                    kernel.flags,
+                    &mut spans,
+                )?;
+            }
+        }
+        // ...and each rank's completion, after every rank's copies (it may
+        // wait for the events they record in this launch).
+        for rank in 0..world {
+            self.end_launch(rank, kernel, epoch, &mut marks)?;
+        }
+        self.timeline = spans;
+        self.marks = marks;
+        Ok(())
+    }
+
+    /// The grid to launch (`grid` with the copy programs in front) once
+    /// the launch checks out: the plan's ranks, a persistent kernel's
+    /// programs, the bindings and bound arguments, and programs that must
+    /// be resident at once.
+    fn checked_grid(
+        &self,
+        kernel: &FusedKernel,
+        grid: (u32, u32, u32),
+        args: &dyn Fn(usize) -> Vec<Arg>,
+        bindings: &[(&str, Buffer)],
+    ) -> Result<(u32, u32, u32)> {
+        let world = self.world_size();
+        if let Some(fused) = &kernel.manifest.fused
+            && fused.world_size as usize != world
+        {
+            return Err(RuntimeError::WorldSize {
+                plan: fused.world_size,
+                node: world,
+            });
+        }
+        crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
+        // Bindings and bound arguments, before any rank's work is issued.
+        crate::bindings::check(&kernel.manifest, world, bindings, args, &|rank, buffer| {
+            self.ptr(rank, buffer)
+        })?;
+        // Copy programs (ldst backend) come first: in front of a 1D grid,
+        // or as a plane in front of a 2D one.
+        let (copy_programs, copy_plane) = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .map_or((0, false), |f| (f.copy_programs, f.copy_plane));
+        let grid = if copy_plane {
+            if copy_programs > grid.0 * grid.1 {
+                return Err(RuntimeError::CopyPlane {
+                    programs: copy_programs,
+                    plane: grid.0 * grid.1,
+                });
+            }
+            (grid.0, grid.1, grid.2 + 1)
+        } else {
+            (grid.0 + copy_programs, grid.1, grid.2)
+        };
+        // Programs that wait for other programs' tiles must all be resident:
+        // a persistent kernel's with a fused reduction, and any kernel's
+        // whose tiles wait for the tiles of another rank on the same GPU
+        // (its waiting tiles could hold the SMs that rank needs).
+        if let Some(fused) = &kernel.manifest.fused {
+            let programs = grid.0 * grid.1 * grid.2;
+            for (gpu, resident) in self.gpus.iter().zip(&kernel.resident) {
+                let sharing = self.gpus.iter().filter(|g| g.device == gpu.device).count();
+                if !fused.co_resident && (sharing < 2 || !fused.waits_for_tiles()) {
+                    continue;
+                }
+                crate::kernel::check_co_resident(
+                    &kernel.manifest.kernel,
+                    gpu.device,
+                    programs,
+                    sharing as u32,
+                    *resident,
+                )?;
+            }
+        }
+        Ok(grid)
+    }
+
+    /// Triton's global scratch (per program), grown for every rank to
+    /// `scratch_bytes` before any kernel of this launch is issued: cuMemFree
+    /// waits for the GPU's work, so freeing a rank's old scratch after a
+    /// co-located rank's kernel was issued would wait for that kernel,
+    /// which waits for this rank's (seen as a timeout with ranks sharing
+    /// GPUs).
+    fn grow_scratch(&mut self, scratch_bytes: usize) -> Result<()> {
+        for rank in 0..self.world_size() {
+            if scratch_bytes > self.scratch[rank].1 {
+                self.gpus[rank].bind()?;
+                unsafe {
+                    if self.scratch[rank].0 != 0 {
+                        check(rank, "cuMemFree", sys::cuMemFree_v2(self.scratch[rank].0))?;
+                    }
+                    let mut p = 0;
+                    check(
+                        rank,
+                        "cuMemAlloc",
+                        sys::cuMemAlloc_v2(&mut p, scratch_bytes),
+                    )?;
+                    self.scratch[rank] = (p, scratch_bytes);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `rank`'s end of a launch: it waits for what peers write into it
+    /// that no kernel waits for, then records its end, after which its
+    /// next launch's copies may overwrite what this kernel read.
+    fn end_launch(
+        &self,
+        rank: usize,
+        kernel: &FusedKernel,
+        epoch: u32,
+        marks: &mut LaunchMarks,
+    ) -> Result<()> {
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
+        let g = rank;
+        let flags = self.ptr(rank, &kernel.flags);
+        // Copies into this rank that no kernel waits for (they set no
+        // flag): the launch is done when their side streams are.
+        let sources = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .map(|f| f.sources_ordered_by_streams(rank))
+            .unwrap_or_default();
+        for source in sources {
+            unsafe {
+                check(
+                    g,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.compute, self.gpus[source].copies_done, 0),
+                )?;
+            }
+        }
+        // Rows that peers' copy programs write here (a staged two-shot
+        // all-reduce's sums): the launch is done when their counters
+        // are complete.
+        let completion = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .and_then(|f| f.completion.get(rank));
+        for &(flag, count) in completion.into_iter().flatten() {
+            let target = (epoch as i64 * count) as u32;
+            unsafe {
+                check(
+                    g,
+                    "cuStreamWaitValue32",
+                    sys::cuStreamWaitValue32_v2(
+                        gpu.compute,
+                        flags + 4 * flag as u64,
+                        target,
+                        sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                    ),
+                )?;
+            }
+        }
+        if let Some(event) = self.timeline_event(rank, gpu.compute)? {
+            marks.ended.push(event);
+        }
+        unsafe {
+            check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
+            // The next launch's copies overwrite rows this kernel reads.
+            check(
+                g,
+                "cuStreamWaitEvent",
+                sys::cuStreamWaitEvent(gpu.copy, gpu.end, 0),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `rank`'s kernel, on its compute stream: after the copies into it
+    /// that stay within its GPU (and, where the streams keep the epochs
+    /// apart, its previous launch's reduction copies), with the user's
+    /// arguments `args` and the ABI's.
+    #[allow(clippy::too_many_arguments)]
+    fn issue_kernel(
+        &self,
+        rank: usize,
+        kernel: &FusedKernel,
+        grid: (u32, u32, u32),
+        args: &[Arg],
+        bindings: &[(&str, Buffer)],
+        epoch: u32,
+        copies_ordered_by_streams: bool,
+        spans: &mut Vec<PendingCopy>,
+        marks: &mut LaunchMarks,
+    ) -> Result<()> {
+        let gpu = &self.gpus[rank];
+        gpu.bind()?;
+        let flags = self.ptr(rank, &kernel.flags);
+        let abi = |name: &str| -> Option<Arg> {
+            Some(match name {
+                "synco_rank" => Arg::I32(rank as i32),
+                "synco_world_size" => Arg::I32(self.world_size() as i32),
+                "synco_heap_bases" => Arg::Ptr(gpu.heap_bases),
+                "synco_flags" => Arg::Ptr(flags),
+                "synco_epoch" => Arg::I32(epoch as i32),
+                "synco_errors" => Arg::Ptr(gpu.errors),
+                other => {
+                    let buffer = other.strip_prefix("synco_buffer_")?;
+                    Arg::Ptr(self.ptr(rank, &bound(bindings, buffer).ok()?))
+                }
+            })
+        };
+        // Copies into this rank within its GPU (its own, or from a rank
+        // sharing the GPU) go in front of its kernel, on its stream:
+        // the driver may run them on SMs, which the kernel's tiles,
+        // waiting for them, would hold.
+        if let Some(fused) = &kernel.manifest.fused {
+            self.enqueue_copies(
+                rank,
+                fused,
+                bindings,
+                epoch,
+                kernel.flags,
+                spans,
+                CopyPhase::BeforeKernel,
+            )?;
+        }
+        // The previous launch's reduction copies have read the rows this
+        // kernel's tiles overwrite (partials, sums): the copy engine's
+        // kernels count on it instead of flags.
+        if copies_ordered_by_streams {
+            unsafe {
+                check(
+                    rank,
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(gpu.compute, gpu.copies_done, 0),
+                )?;
+            }
+        }
+        if let Some(event) = self.timeline_event(rank, gpu.compute)? {
+            marks.kernel.push(event);
+        }
+        kernel.launch_on(rank, gpu.compute, grid, args, &abi, self.scratch[rank].0)?;
+        Ok(())
+    }
+}
