@@ -89,6 +89,18 @@ ok, got = raises(synco.CompileError, "error", lambda: synco.compile(
     scale, **{**options, "signature": "*fp32"}))
 expect("a signature that does not fit is synco import's error", ok, got)
 
+# A @triton.jit function is keyed by Triton's own key too (it covers the
+# functions the kernel calls): the same kernel given as a function and as
+# (path, name) compiles into the same result, under another key.
+sys.path.insert(0, str(repo / "lit-tests/Inputs"))
+import scale_kernel  # noqa: E402
+
+as_function = synco.compile(scale_kernel.scale_kernel, **options)
+expect("a @triton.jit function compiles", not as_function.cached)
+expect("keyed apart from (path, name)", as_function.folder != first.folder)
+expect("into the same manifest", as_function.manifest.user_params == first.manifest.user_params)
+expect("and then comes from the cache", synco.compile(scale_kernel.scale_kernel, **options).cached)
+
 # A fused kernel: the tutorial's all-gather + GEMM. The plan fixes X's row
 # stride (4096) and bounds M (8192): a launch with another is refused
 # before any work, with the runtime's own message.

@@ -1,7 +1,9 @@
 """Compiling a Triton kernel with a plan through the `synco` command,
 cached on disk by everything the result depends on, the way Triton's JIT
-caches: the kernel's source file, its name, the plan, the signature and
-constexprs, the pipeline and options, and the `synco` binary itself. A
+caches: the kernel's source file (and, for a `@triton.jit` function,
+Triton's own key, which covers the functions it calls), its name, the
+plan, the signature and constexprs, the pipeline and options, and the
+`synco` binary itself. A
 second call with the same inputs reads the cache; ranks that compile the
 same kernel at once each build into their own folder and the first to
 finish wins (an atomic rename), so nobody sees half a result.
@@ -54,6 +56,7 @@ def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=N
     constexprs = dict(constexprs or {})
     inputs = {
         "source": Path(path).read_text(),
+        "triton_key": getattr(kernel, "cache_key", None),
         "kernel": name,
         "signature": signature,
         "constexprs": {k: constexprs[k] for k in sorted(constexprs)},
