@@ -141,23 +141,9 @@ pub fn check_user_args(m: &LaunchManifest, rank: usize, args: &[Arg]) -> Result<
         .enumerate()
         .filter(|(_, p)| p.role == ParamRole::User)
         .collect();
-    if args.len() != user.len() {
-        return Err(RuntimeError::ArgCount {
-            kernel: m.kernel.clone(),
-            expected: user.len(),
-            given: args.len(),
-        });
-    }
+    crate::kernel::check_arg_count(m, args.len())?;
     for (&(index, param), value) in user.iter().zip(args) {
-        if !value.fits(param) {
-            return Err(RuntimeError::ArgType {
-                kernel: m.kernel.clone(),
-                index,
-                name: param.name.clone(),
-                ty: param.ty.clone(),
-                given: value.kind(),
-            });
-        }
+        value.check_fits(m, index, param)?;
     }
     let names: Vec<&str> = user.iter().map(|(_, p)| p.name.as_str()).collect();
     match &m.fused {

@@ -23,7 +23,7 @@ pub enum Arg {
 }
 
 impl Arg {
-    pub(crate) fn kind(&self) -> &'static str {
+    fn kind(&self) -> &'static str {
         match self {
             Arg::Ptr(_) => "a pointer",
             Arg::I1(_) => "an i1",
@@ -38,7 +38,7 @@ impl Arg {
 
     /// Whether it is a value of `param`'s type (a pointer for any pointer
     /// type; a signed or unsigned integer of the parameter's width).
-    pub(crate) fn fits(&self, param: &Param) -> bool {
+    fn fits(&self, param: &Param) -> bool {
         use ScalarType as T;
         let Ok(scalar) = param.scalar_type() else {
             return false;
@@ -55,6 +55,21 @@ impl Arg {
             (Arg::F64(_), Some(t)) => t == T::F64,
             (Arg::Ptr(_), Some(_)) => false,
         }
+    }
+
+    /// `Ok` if it is a value of parameter `index` of `m`, `param`; else
+    /// the error that names the parameter.
+    pub(crate) fn check_fits(&self, m: &LaunchManifest, index: usize, param: &Param) -> Result<()> {
+        if self.fits(param) {
+            return Ok(());
+        }
+        Err(RuntimeError::ArgType {
+            kernel: m.kernel.clone(),
+            index,
+            name: param.name.clone(),
+            ty: param.ty.clone(),
+            given: self.kind(),
+        })
     }
 
     /// The value as the launch's argument buffer holds it: its bytes first
@@ -158,18 +173,7 @@ pub(crate) fn kernel_params(
     abi: &dyn Fn(&str) -> Option<Arg>,
     global_scratch: CUdeviceptr,
 ) -> Result<Vec<[u8; 8]>> {
-    let expected = m
-        .params
-        .iter()
-        .filter(|p| p.role == ParamRole::User)
-        .count();
-    if user.len() != expected {
-        return Err(RuntimeError::ArgCount {
-            kernel: m.kernel.clone(),
-            expected,
-            given: user.len(),
-        });
-    }
+    check_arg_count(m, user.len())?;
     let mut user = user.iter();
     m.params
         .iter()
@@ -189,18 +193,27 @@ pub(crate) fn kernel_params(
                 ParamRole::ProfileScratch => Some(Arg::Ptr(0)),
             }
             .unwrap_or(Arg::I32(0));
-            if !value.fits(param) {
-                return Err(RuntimeError::ArgType {
-                    kernel: m.kernel.clone(),
-                    index,
-                    name: param.name.clone(),
-                    ty: param.ty.clone(),
-                    given: value.kind(),
-                });
-            }
+            value.check_fits(m, index, param)?;
             Ok(value.bytes())
         })
         .collect()
+}
+
+/// `given` user arguments are as many as `m`'s kernel takes of its own.
+pub(crate) fn check_arg_count(m: &LaunchManifest, given: usize) -> Result<()> {
+    let expected = m
+        .params
+        .iter()
+        .filter(|p| p.role == ParamRole::User)
+        .count();
+    if given == expected {
+        return Ok(());
+    }
+    Err(RuntimeError::ArgCount {
+        kernel: m.kernel.clone(),
+        expected,
+        given,
+    })
 }
 
 /// A cubin loaded on every GPU of a node, with its manifest.
