@@ -136,5 +136,6 @@ def synco_binary():
 
 def _binary_identity():
     """What changes when the compiler does: its path, size and time."""
-    stat = Path(synco_binary()).stat()
-    return [synco_binary(), stat.st_size, stat.st_mtime_ns]
+    binary = synco_binary()
+    stat = Path(binary).stat()
+    return [binary, stat.st_size, stat.st_mtime_ns]
