@@ -54,7 +54,7 @@ fn needed<'a>(m: &'a LaunchManifest, fused: &'a FusedPlan) -> Vec<&'a str> {
 /// on `rank`.
 pub(crate) fn check(
     m: &LaunchManifest,
-    world: usize,
+    ranks: std::ops::Range<usize>,
     bindings: &[(&str, Buffer)],
     args: &dyn Fn(usize) -> Vec<Arg>,
     address: &dyn Fn(usize, &Buffer) -> u64,
@@ -103,7 +103,7 @@ pub(crate) fn check(
     if pinned.is_empty() && fused.scalar_args.is_empty() {
         return Ok(());
     }
-    for rank in 0..world {
+    for rank in ranks {
         let given = args(rank);
         check_scalar_args(m, fused, rank, &given, &user_params)?;
         for &(index, name, buffer) in &pinned {
@@ -251,13 +251,13 @@ mod tests {
     #[test]
     fn accepts_the_plan_buffers_bound_and_pointed_at() {
         let bindings = [("P", P), ("C", C), ("unrelated", C)];
-        check(&manifest(), 2, &bindings, &args_pointing_at(P), &address)
+        check(&manifest(), 0..2, &bindings, &args_pointing_at(P), &address)
             .expect("a launch bound as the plan says is accepted");
     }
 
     #[test]
     fn refuses_a_buffer_the_launch_needs_unbound() {
-        let e = check(&manifest(), 2, &[("P", P)], &args_pointing_at(P), &address)
+        let e = check(&manifest(), 0..2, &[("P", P)], &args_pointing_at(P), &address)
             .expect_err("@C, the kernel's synco_buffer_C, is unbound");
         assert_eq!(
             e.to_string(),
@@ -273,7 +273,7 @@ mod tests {
         };
         let e = check(
             &manifest(),
-            2,
+            0..2,
             &[("P", P), ("C", small)],
             &args_pointing_at(P),
             &address,
@@ -297,7 +297,7 @@ mod tests {
                 Arg::I32(256),
             ]
         };
-        let e = check(&manifest(), 2, &[("P", P), ("C", C)], &args, &address)
+        let e = check(&manifest(), 0..2, &[("P", P), ("C", C)], &args, &address)
             .expect_err("c_ptr must be @P's address");
         assert_eq!(
             e.to_string(),
@@ -326,8 +326,8 @@ mod tests {
                 args
             }
         };
-        check(&m, 2, &bindings, &stride(128), &address).expect("the plan's stride is accepted");
-        let e = check(&m, 2, &bindings, &stride(4096), &address)
+        check(&m, 0..2, &bindings, &stride(128), &address).expect("the plan's stride is accepted");
+        let e = check(&m, 0..2, &bindings, &stride(4096), &address)
             .expect_err("another stride on rank 1 is refused");
         assert_eq!(
             e.to_string(),
@@ -356,9 +356,9 @@ mod tests {
             }
         };
         for fewer in [1, 128, 256] {
-            check(&m, 2, &bindings, &rows(fewer), &address).expect("at most the plan's rows");
+            check(&m, 0..2, &bindings, &rows(fewer), &address).expect("at most the plan's rows");
         }
-        let e = check(&m, 2, &bindings, &rows(257), &address).expect_err("past @P's rows");
+        let e = check(&m, 0..2, &bindings, &rows(257), &address).expect_err("past @P's rows");
         assert_eq!(
             e.to_string(),
             "argument 3 ('M') of 'matmul' on rank 0 is 257, but the kernel takes the bound of plan buffer @P along dimension 0 from it, which the plan makes at most 256: compile for the shape you launch"
@@ -369,6 +369,6 @@ mod tests {
     fn leaves_kernels_without_a_plan_alone() {
         let mut m = manifest();
         m.fused = None;
-        check(&m, 2, &[], &|_| Vec::new(), &address).expect("no plan, nothing to check");
+        check(&m, 0..2, &[], &|_| Vec::new(), &address).expect("no plan, nothing to check");
     }
 }

@@ -5,7 +5,9 @@
 use crate::{
     error::{Result, RuntimeError},
     heap::Buffer,
+    kernel::FusedKernel,
     node::{Node, check},
+    sync::within_gpu,
     timeline::PendingCopy,
 };
 use cudarc::driver::sys::{self, CUdeviceptr};
@@ -36,26 +38,25 @@ impl Node {
     pub(crate) fn enqueue_copies(
         &self,
         rank: usize,
+        kernel: &FusedKernel,
         fused: &synco_manifest::FusedPlan,
         bindings: &[(&str, Buffer)],
         epoch: u32,
-        flags: Buffer,
         spans: &mut Vec<PendingCopy>,
         phase: CopyPhase,
     ) -> Result<()> {
         let before_kernel = phase == CopyPhase::BeforeKernel;
-        let gpu = &self.gpus[rank];
-        // (The manifest's copies name ranks of the plan, which `launch`
-        // checked is this node's world.)
-        let device_of = |r: i64| self.gpus[r as usize].device;
+        let flags = kernel.flags;
+        let gpu = self.local(rank);
         // Copies within one GPU (a rank's own, or between ranks sharing the
         // GPU) go on the destination's compute stream, in front of its
         // kernel: the driver may run them on SMs, which the kernel's tiles,
         // waiting for them, would hold. The others go on the source's or
-        // destination's copy stream (whichever drives them).
-        let within_gpu = |c: &synco_manifest::Copy| {
-            c.before_kernel || device_of(c.src_rank) == device_of(c.dst_rank)
-        };
+        // destination's copy stream (whichever drives them). (The
+        // manifest's copies name ranks of the plan, which `launch` checked
+        // is this node's world.)
+        let same_gpu = |a: usize, b: usize| self.same_gpu(a, b);
+        let within_gpu = |c: &synco_manifest::Copy| within_gpu(c, &same_gpu);
         let copies: Vec<&synco_manifest::Copy> = match phase {
             CopyPhase::SideStream => fused
                 .copies
@@ -71,35 +72,28 @@ impl Node {
                 .filter(|c| c.dst_rank as usize == rank && within_gpu(c))
                 .collect(),
         };
-        // The copy stream waits for this launch's start on this rank and on
-        // every rank its copies write into (pushes: the destination's
-        // previous kernel may still read); the compute stream, for the
-        // start of every rank it copies from (its previous work wrote the
-        // source).
+        // The copy stream waits for this launch's start on this rank (an
+        // event) and on every rank its copies write into (pushes: the
+        // destination's previous kernel may still read); the compute
+        // stream, for the start of every rank it copies from (its previous
+        // work wrote the source). Peers' starts are their signals (see
+        // `sync.rs`).
         let stream = if before_kernel { gpu.compute } else { gpu.copy };
-        let mut after: Vec<usize> = if before_kernel {
-            Vec::new()
+        let sync = kernel.sync.rank(rank);
+        let peers = if before_kernel {
+            &sync.kernel_copies_wait_start
         } else {
-            vec![rank]
-        };
-        for copy in &copies {
-            let other = if before_kernel {
-                copy.src_rank
-            } else {
-                copy.dst_rank
-            } as usize;
-            if other != rank && !after.contains(&other) {
-                after.push(other);
-            }
-        }
-        for waited in after {
             unsafe {
                 check(
                     rank,
                     "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(stream, self.gpus[waited].start, 0),
+                    sys::cuStreamWaitEvent(stream, gpu.start, 0),
                 )?;
             }
+            &sync.copies_wait_start
+        };
+        for &peer in peers {
+            self.wait_word(rank, stream, kernel, kernel.words.started_by(peer), epoch)?;
         }
         let place = |name: &str| -> Result<(Buffer, i64)> {
             let buffer = bound(bindings, name)?;
@@ -178,19 +172,20 @@ impl Node {
     pub(crate) fn enqueue_reduction_copies(
         &self,
         rank: usize,
+        kernel: &FusedKernel,
         fused: &synco_manifest::FusedPlan,
         bindings: &[(&str, Buffer)],
         epoch: u32,
-        flags: Buffer,
         spans: &mut Vec<PendingCopy>,
     ) -> Result<()> {
         let Some(copies) = fused.reduction_copies.get(rank).filter(|c| !c.is_empty()) else {
             return Ok(());
         };
-        let gpu = &self.gpus[rank];
+        let flags = kernel.flags;
+        let gpu = self.local(rank);
         let local_flags = self.ptr(rank, &flags);
         let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
-        let epoch_word = flag(local_flags, fused.num_flags);
+        let epoch_word = flag(local_flags, kernel.words.copy_epoch() as i64);
         let wait_geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
         // (Only the arrival flags copy the epoch word: a gathered output's
         // copies set none and leave it alone.)
@@ -204,21 +199,11 @@ impl Node {
             }
         }
         // Where the kernels leave the epochs to the streams: each owner's
-        // previous launch is done (this launch's start on it), so its tiles
-        // have read what these copies overwrite in its staging buffer.
-        if fused.copies_ordered_by_streams() {
-            let mut owners: Vec<usize> = copies.iter().map(|c| c.owner as usize).collect();
-            owners.sort_unstable();
-            owners.dedup();
-            for owner in owners.into_iter().filter(|&o| o != rank) {
-                unsafe {
-                    check(
-                        rank,
-                        "cuStreamWaitEvent",
-                        sys::cuStreamWaitEvent(gpu.copy, self.gpus[owner].start, 0),
-                    )?;
-                }
-            }
+        // previous launch is done (this launch's start on it, its signal),
+        // so its tiles have read what these copies overwrite in its
+        // staging buffer.
+        for &owner in &kernel.sync.rank(rank).reduction_copies_wait_start {
+            self.wait_word(rank, gpu.copy, kernel, kernel.words.started_by(owner), epoch)?;
         }
         // Counters only grow within a launch, and the stream runs in order:
         // once it has waited for a counter to reach a value, a later wait
@@ -307,7 +292,8 @@ impl Node {
         }
         // The next launch's kernel on this rank waits for these copies to
         // have read its partials and sums, and the owners of copies without
-        // an arrival flag end this launch after them.
+        // an arrival flag end this launch after them (this rank itself by
+        // the event, peers by `Node::signal_copies_done`).
         unsafe {
             check(
                 rank,

@@ -75,6 +75,18 @@ pub enum RuntimeError {
     WorldSize { plan: i64, node: usize },
     #[error("rank {rank} does not exist: the node has {world_size} ranks")]
     NoSuchRank { rank: usize, world_size: usize },
+    #[error("rank {rank} runs in another process: this one drives ranks {local:?}")]
+    NotLocal {
+        rank: usize,
+        local: std::ops::Range<usize>,
+    },
+    #[error("rank {rank} could not join its peers: {message}")]
+    Rendezvous { rank: usize, message: String },
+    #[error(
+        "an earlier launch on rank {rank} failed ({reason}); its peers may still wait for it, so this node \
+         launches nothing more: open a new one"
+    )]
+    Failed { rank: usize, reason: String },
     #[error(
         "a write of {bytes} bytes at offset {offset} runs past a symmetric buffer of {buffer} bytes"
     )]

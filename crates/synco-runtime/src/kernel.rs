@@ -4,6 +4,7 @@ use crate::{
     error::{Result, RuntimeError},
     heap::{Buffer, aligned},
     node::{Node, check},
+    sync::{SyncPlan, SyncWords},
 };
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUmodule, CUstream};
 use std::{ffi::CString, path::Path};
@@ -224,6 +225,12 @@ pub struct FusedKernel {
     /// plan, so kernels with other flag layouts never see each other's
     /// values.
     pub(crate) flags: Buffer,
+    /// The sync words after the flags, and who waits for whom.
+    pub(crate) words: SyncWords,
+    pub(crate) sync: SyncPlan,
+    /// The first rank of the node it was loaded on (its functions and
+    /// modules are those of the node's ranks, in order).
+    first_rank: usize,
     /// The plan's staging buffers (`PlanBuffer::staging`), by name: the
     /// kernel's own, never bound by the caller.
     pub(crate) staging: Vec<(String, Buffer)>,
@@ -261,7 +268,8 @@ impl FusedKernel {
             .as_ref()
             .is_some_and(|f| f.co_resident || f.waits_for_tiles());
         let mut resident = Vec::new();
-        for (rank, gpu) in node.gpus.iter().enumerate() {
+        for gpu in &node.gpus {
+            let rank = gpu.rank;
             gpu.bind()?;
             unsafe {
                 let mut module = std::ptr::null_mut();
@@ -291,12 +299,20 @@ impl FusedKernel {
                 modules.push(module);
             }
             if co_resident {
-                resident.push(resident_programs(rank, gpu, functions[rank], &manifest)?);
+                let function = *functions.last().unwrap_or(&std::ptr::null_mut());
+                resident.push(resident_programs(rank, gpu, function, &manifest)?);
             }
         }
-        // The flags, then one word for the launch's epoch (see
-        // `Node::enqueue_reduction_copies`); then the staging buffers.
-        let count = manifest.fused.as_ref().map_or(0, |f| f.num_flags) as usize + 1;
+        // The flags and the sync words (see `sync.rs`), then the staging
+        // buffers.
+        let words = SyncWords {
+            num_flags: manifest.fused.as_ref().map_or(0, |f| f.num_flags.max(0)) as usize,
+            world_size: node.world_size(),
+        };
+        let sync = manifest.fused.as_ref().map_or_else(SyncPlan::default, |f| {
+            SyncPlan::new(f, &|a, b| node.same_gpu(a, b))
+        });
+        let count = words.count();
         let staging_sizes: Vec<(String, usize)> = manifest
             .fused
             .iter()
@@ -314,7 +330,7 @@ impl FusedKernel {
             offset: storage.offset,
             bytes: 4 * count,
         };
-        for rank in 0..node.world_size() {
+        for rank in node.local_ranks() {
             node.fill(rank, &flags, 0)?;
         }
         let mut offset = storage.offset + aligned(4 * count);
@@ -329,6 +345,9 @@ impl FusedKernel {
         Ok(FusedKernel {
             manifest,
             flags,
+            words,
+            sync,
+            first_rank: node.local_ranks().start,
             staging,
             storage,
             epochs: std::cell::Cell::new(0),
@@ -340,8 +359,8 @@ impl FusedKernel {
 
     /// Unloads the cubin from every GPU (see `Node::unload`).
     pub(crate) fn unload_modules(self, node: &Node) -> Result<()> {
-        for (rank, module) in self.modules.into_iter().enumerate() {
-            node.gpus[rank].bind()?;
+        for (rank, module) in (self.first_rank..).zip(self.modules) {
+            node.local(rank).bind()?;
             unsafe { check(rank, "cuModuleUnload", sys::cuModuleUnload(module))? };
         }
         Ok(())
@@ -374,7 +393,7 @@ impl FusedKernel {
                 rank,
                 "cuLaunchKernel",
                 sys::cuLaunchKernel(
-                    self.functions[rank],
+                    self.functions[rank - self.first_rank],
                     grid.0,
                     grid.1,
                     grid.2,

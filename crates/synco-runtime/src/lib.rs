@@ -93,6 +93,7 @@ mod error;
 mod heap;
 mod kernel;
 mod node;
+mod sync;
 mod timeline;
 pub mod trace;
 
@@ -100,7 +101,7 @@ pub use bindings::check_user_args;
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
-pub use node::Node;
+pub use node::{Exchange, Node};
 pub use timeline::{CopySpan, LaunchTimeline};
 pub use trace::TileTrace;
 

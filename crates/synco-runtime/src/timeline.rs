@@ -17,8 +17,8 @@ pub struct LaunchTimeline {
     pub copies: Vec<CopySpan>,
 }
 
-/// The timing events a launch records on every rank's compute stream with
-/// the timeline on, indexed by rank: at its start (the rank's previous work
+/// The timing events a launch records on the compute stream of every rank
+/// this process drives with the timeline on, in rank order: at its start (the rank's previous work
 /// done), just before its kernel, and at its end.
 #[derive(Default)]
 pub(crate) struct LaunchMarks {
@@ -93,8 +93,8 @@ impl Node {
             .marks
             .kernel
             .iter()
-            .enumerate()
-            .map(|(rank, &event)| since_start(rank, event))
+            .zip(self.local_ranks())
+            .map(|(&event, rank)| since_start(rank, event))
             .collect::<Result<_>>()?;
         Ok(LaunchTimeline {
             kernel_start_ms,
@@ -106,14 +106,14 @@ impl Node {
     pub(crate) fn drop_timeline(&mut self) -> Result<()> {
         let marks = std::mem::take(&mut self.marks);
         for events in [marks.began, marks.kernel, marks.ended] {
-            for (rank, event) in events.into_iter().enumerate() {
-                self.gpus[rank].bind()?;
+            for (event, rank) in events.into_iter().zip(self.local_ranks()) {
+                self.local(rank).bind()?;
                 // SAFETY: an event this node created (as below).
                 unsafe { check(rank, "cuEventDestroy", sys::cuEventDestroy_v2(event))? };
             }
         }
-        for copy in self.timeline.drain(..) {
-            self.gpus[copy.rank].bind()?;
+        for copy in std::mem::take(&mut self.timeline) {
+            self.local(copy.rank).bind()?;
             // SAFETY: events this node created; a launch that recorded them
             // may still run: CUDA releases them once it is done.
             for event in [copy.start, copy.data_end, copy.end] {
@@ -149,7 +149,7 @@ impl Node {
 
     /// With the timeline on, an event recorded now on `rank`'s side stream.
     pub(crate) fn side_stream_event(&self, rank: usize) -> Result<Option<CUevent>> {
-        self.timeline_event(rank, self.gpus[rank].copy)
+        self.timeline_event(rank, self.local(rank).copy)
     }
 
     /// With the timeline on, an event recorded now on `stream`, one of

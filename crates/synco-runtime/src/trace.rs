@@ -78,7 +78,7 @@ impl Node {
     /// tile rewrites its record.)
     pub fn clear_trace(&self, kernel: &FusedKernel) -> Result<()> {
         if let Some(buffer) = kernel.trace_buffer() {
-            for rank in 0..self.world_size() {
+            for rank in self.local_ranks() {
                 self.fill(rank, &buffer, 0)?;
             }
         }

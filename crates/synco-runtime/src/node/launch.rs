@@ -1,6 +1,8 @@
-//! [`Node::launch`]: one fused operation on every rank, in the order the
-//! crate docs give (checks, epoch, scratch, starts, copies, kernels,
-//! reduction copies, completion).
+//! [`Node::launch`]: one fused operation on every rank this process
+//! drives, in the order the crate docs give (checks, epoch, scratch,
+//! starts, copies, kernels, reduction copies, completion). Ranks order
+//! each other through the sync words (see `sync.rs`), whether they share
+//! the process or not.
 
 use super::{Node, check};
 use crate::{
@@ -25,7 +27,7 @@ impl Node {
         args: &dyn Fn(usize) -> Vec<Arg>,
         bindings: &[(&str, Buffer)],
     ) -> Result<()> {
-        let world = self.world_size();
+        self.check_not_failed()?;
         let grid = self.checked_grid(kernel, grid, args, bindings)?;
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
@@ -53,39 +55,20 @@ impl Node {
         // Every rank's start (its previous launch done) before any copy: a
         // pushed chunk overwrites rows that the destination's previous
         // kernel may still read.
-        for rank in 0..world {
-            let gpu = &self.gpus[rank];
-            gpu.bind()?;
-            unsafe {
-                check(
-                    rank,
-                    "cuEventRecord",
-                    sys::cuEventRecord(gpu.start, gpu.compute),
-                )?;
-            }
-            if let Some(event) = self.timeline_event(rank, gpu.compute)? {
-                marks.began.push(event);
-            }
+        for rank in self.local_ranks() {
+            self.start_launch(rank, kernel, epoch, &mut marks)?;
         }
         // Copies the kernel waits for (an all-gather's chunks) go to every
         // GPU before any kernel: issued after one, they timed out with
         // ranks sharing a GPU (likely copies the driver runs on SMs, queued
         // behind tiles that wait for them).
         if let Some(fused) = &kernel.manifest.fused {
-            for rank in 0..world {
-                self.gpus[rank].bind()?;
-                self.enqueue_copies(
-                    rank,
-                    fused,
-                    bindings,
-                    epoch,
-                    kernel.flags,
-                    &mut spans,
-                    CopyPhase::SideStream,
-                )?;
+            for rank in self.local_ranks() {
+                self.local(rank).bind()?;
+                self.enqueue_copies(rank, kernel, fused, bindings, epoch, &mut spans, CopyPhase::SideStream)?;
             }
         }
-        for rank in 0..world {
+        for rank in self.local_ranks() {
             self.issue_kernel(
                 rank,
                 kernel,
@@ -104,21 +87,15 @@ impl Node {
         // nor for another rank's (the copies wait for the tiles' flags on
         // the GPU)...
         if let Some(fused) = &kernel.manifest.fused {
-            for rank in 0..world {
-                self.gpus[rank].bind()?;
-                self.enqueue_reduction_copies(
-                    rank,
-                    fused,
-                    bindings,
-                    epoch,
-                    kernel.flags,
-                    &mut spans,
-                )?;
+            for rank in self.local_ranks() {
+                self.local(rank).bind()?;
+                self.enqueue_reduction_copies(rank, kernel, fused, bindings, epoch, &mut spans)?;
+                self.signal_copies_done(rank, kernel, epoch)?;
             }
         }
         // ...and each rank's completion, after every rank's copies (it may
-        // wait for the events they record in this launch).
-        for rank in 0..world {
+        // wait for the signals they send in this launch).
+        for rank in self.local_ranks() {
             self.end_launch(rank, kernel, epoch, &mut marks)?;
         }
         self.timeline = spans;
@@ -148,9 +125,13 @@ impl Node {
         }
         crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
         // Bindings and bound arguments, before any rank's work is issued.
-        crate::bindings::check(&kernel.manifest, world, bindings, args, &|rank, buffer| {
-            self.ptr(rank, buffer)
-        })?;
+        crate::bindings::check(
+            &kernel.manifest,
+            self.local_ranks(),
+            bindings,
+            args,
+            &|rank, buffer| self.ptr(rank, buffer),
+        )?;
         // Copy programs (ldst backend) come first: in front of a 1D grid,
         // or as a plane in front of a 2D one.
         let (copy_programs, copy_plane) = kernel
@@ -176,7 +157,7 @@ impl Node {
         if let Some(fused) = &kernel.manifest.fused {
             let programs = grid.0 * grid.1 * grid.2;
             for (gpu, resident) in self.gpus.iter().zip(&kernel.resident) {
-                let sharing = self.gpus.iter().filter(|g| g.device == gpu.device).count();
+                let sharing = self.sharing(gpu.rank);
                 if !fused.co_resident && (sharing < 2 || !fused.waits_for_tiles()) {
                     continue;
                 }
@@ -199,20 +180,21 @@ impl Node {
     /// which waits for this rank's (seen as a timeout with ranks sharing
     /// GPUs).
     fn grow_scratch(&mut self, scratch_bytes: usize) -> Result<()> {
-        for rank in 0..self.world_size() {
-            if scratch_bytes > self.scratch[rank].1 {
-                self.gpus[rank].bind()?;
+        for (index, gpu) in self.gpus.iter().enumerate() {
+            let (old, bytes) = self.scratch[index];
+            if scratch_bytes > bytes {
+                gpu.bind()?;
                 unsafe {
-                    if self.scratch[rank].0 != 0 {
-                        check(rank, "cuMemFree", sys::cuMemFree_v2(self.scratch[rank].0))?;
+                    if old != 0 {
+                        check(gpu.rank, "cuMemFree", sys::cuMemFree_v2(old))?;
                     }
                     let mut p = 0;
                     check(
-                        rank,
+                        gpu.rank,
                         "cuMemAlloc",
                         sys::cuMemAlloc_v2(&mut p, scratch_bytes),
                     )?;
-                    self.scratch[rank] = (p, scratch_bytes);
+                    self.scratch[index] = (p, scratch_bytes);
                 }
             }
         }
@@ -229,26 +211,29 @@ impl Node {
         epoch: u32,
         marks: &mut LaunchMarks,
     ) -> Result<()> {
-        let gpu = &self.gpus[rank];
+        let gpu = self.local(rank);
         gpu.bind()?;
         let g = rank;
         let flags = self.ptr(rank, &kernel.flags);
         // Copies into this rank that no kernel waits for (they set no
-        // flag): the launch is done when their side streams are.
-        let sources = kernel
+        // flag): the launch is done when their side streams are (its own,
+        // an event; peers', their signals).
+        let own_copies = kernel
             .manifest
             .fused
             .as_ref()
-            .map(|f| f.sources_ordered_by_streams(rank))
-            .unwrap_or_default();
-        for source in sources {
+            .is_some_and(|f| f.sources_ordered_by_streams(rank).contains(&rank));
+        if own_copies {
             unsafe {
                 check(
                     g,
                     "cuStreamWaitEvent",
-                    sys::cuStreamWaitEvent(gpu.compute, self.gpus[source].copies_done, 0),
+                    sys::cuStreamWaitEvent(gpu.compute, gpu.copies_done, 0),
                 )?;
             }
+        }
+        for &source in &kernel.sync.rank(rank).waits_copies_done {
+            self.wait_word(rank, gpu.compute, kernel, kernel.words.copies_done_by(source), epoch)?;
         }
         // Rows that peers' copy programs write here (a staged two-shot
         // all-reduce's sums): the launch is done when their counters
@@ -305,7 +290,7 @@ impl Node {
         spans: &mut Vec<PendingCopy>,
         marks: &mut LaunchMarks,
     ) -> Result<()> {
-        let gpu = &self.gpus[rank];
+        let gpu = self.local(rank);
         gpu.bind()?;
         let flags = self.ptr(rank, &kernel.flags);
         let abi = |name: &str| -> Option<Arg> {
@@ -327,15 +312,7 @@ impl Node {
         // the driver may run them on SMs, which the kernel's tiles,
         // waiting for them, would hold.
         if let Some(fused) = &kernel.manifest.fused {
-            self.enqueue_copies(
-                rank,
-                fused,
-                bindings,
-                epoch,
-                kernel.flags,
-                spans,
-                CopyPhase::BeforeKernel,
-            )?;
+            self.enqueue_copies(rank, kernel, fused, bindings, epoch, spans, CopyPhase::BeforeKernel)?;
         }
         // The previous launch's reduction copies have read the rows this
         // kernel's tiles overwrite (partials, sums): the copy engine's
@@ -352,7 +329,118 @@ impl Node {
         if let Some(event) = self.timeline_event(rank, gpu.compute)? {
             marks.kernel.push(event);
         }
-        kernel.launch_on(rank, gpu.compute, grid, args, &abi, self.scratch[rank].0)?;
+        let scratch = self.scratch[rank - self.local_ranks().start].0;
+        kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)?;
         Ok(())
+    }
+
+    /// `rank`'s start of a launch: an event on its compute stream (its
+    /// previous work done) for its own streams, and the epoch in the
+    /// `started_by` word of every peer that waits for it, sent from the
+    /// signal stream.
+    fn start_launch(
+        &self,
+        rank: usize,
+        kernel: &FusedKernel,
+        epoch: u32,
+        marks: &mut LaunchMarks,
+    ) -> Result<()> {
+        let gpu = self.local(rank);
+        gpu.bind()?;
+        unsafe {
+            check(
+                rank,
+                "cuEventRecord",
+                sys::cuEventRecord(gpu.start, gpu.compute),
+            )?;
+        }
+        if let Some(event) = self.timeline_event(rank, gpu.compute)? {
+            marks.began.push(event);
+        }
+        let peers = &kernel.sync.rank(rank).signals_start;
+        if peers.is_empty() {
+            return Ok(());
+        }
+        unsafe {
+            check(
+                rank,
+                "cuStreamWaitEvent",
+                sys::cuStreamWaitEvent(gpu.signal, gpu.start, 0),
+            )?;
+        }
+        self.send_epoch(rank, gpu.signal, kernel, kernel.words.signal_epoch(), epoch, peers, &|w| {
+            w.started_by(rank)
+        })
+    }
+
+    /// After `rank`'s reduction copies, on its copy stream: the epoch in
+    /// the `copies_done_by` word of every peer whose launch ends after
+    /// them.
+    fn signal_copies_done(&self, rank: usize, kernel: &FusedKernel, epoch: u32) -> Result<()> {
+        let peers = &kernel.sync.rank(rank).signals_copies_done;
+        if peers.is_empty() {
+            return Ok(());
+        }
+        let gpu = self.local(rank);
+        self.send_epoch(rank, gpu.copy, kernel, kernel.words.copy_epoch(), epoch, peers, &|w| {
+            w.copies_done_by(rank)
+        })
+    }
+
+    /// On `stream` of `rank`: `epoch` into its word `source`, then copied
+    /// into the word `word(..)` of each of `peers`' flags.
+    #[allow(clippy::too_many_arguments)]
+    fn send_epoch(
+        &self,
+        rank: usize,
+        stream: sys::CUstream,
+        kernel: &FusedKernel,
+        source: usize,
+        epoch: u32,
+        peers: &[usize],
+        word: &dyn Fn(&crate::sync::SyncWords) -> usize,
+    ) -> Result<()> {
+        let source = self.ptr(rank, &kernel.flags) + 4 * source as u64;
+        let target = 4 * word(&kernel.words) as u64;
+        unsafe {
+            check(
+                rank,
+                "cuStreamWriteValue32",
+                sys::cuStreamWriteValue32_v2(stream, source, epoch, 0),
+            )?;
+            for &peer in peers {
+                check(
+                    rank,
+                    "cuMemcpyAsync",
+                    sys::cuMemcpyAsync(self.ptr(peer, &kernel.flags) + target, source, 4, stream),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `stream` (one of `rank`'s) waits until `rank`'s word `index` of
+    /// `kernel`'s flags reaches `epoch`.
+    pub(crate) fn wait_word(
+        &self,
+        rank: usize,
+        stream: sys::CUstream,
+        kernel: &FusedKernel,
+        index: usize,
+        epoch: u32,
+    ) -> Result<()> {
+        let word = self.ptr(rank, &kernel.flags) + 4 * index as u64;
+        unsafe {
+            check(
+                rank,
+                "cuStreamWaitValue32",
+                sys::cuStreamWaitValue32_v2(
+                    stream,
+                    word,
+                    epoch,
+                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                ),
+            )
+        }
     }
 }

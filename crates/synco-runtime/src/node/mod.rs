@@ -1,8 +1,11 @@
 //! GPUs, symmetric heaps, launches and the watchdog: the node itself and
-//! its memory here; `launch.rs`, one fused operation on every rank;
-//! `watchdog.rs`, waiting for it, its timing and the error buffers.
+//! its memory here; `open.rs`, opening it (every rank in one process, or
+//! one rank of many processes); `launch.rs`, one fused operation on every
+//! rank it drives; `watchdog.rs`, waiting for it, its timing and the error
+//! buffers.
 
 mod launch;
+mod open;
 mod watchdog;
 
 use crate::{
@@ -15,7 +18,9 @@ use cudarc::driver::{
     CudaContext,
     sys::{self, CUdeviceptr, CUevent, CUresult, CUstream},
 };
-use std::sync::Arc;
+use std::{ops::Range, sync::Arc};
+
+pub use open::Exchange;
 
 pub(crate) fn check(rank: usize, call: &'static str, code: CUresult) -> Result<()> {
     if code == CUresult::CUDA_SUCCESS {
@@ -25,14 +30,20 @@ pub(crate) fn check(rank: usize, call: &'static str, code: CUresult) -> Result<(
     }
 }
 
-/// One rank (its index in `Node::gpus`): its GPU's context, streams, heap
-/// and events.
+/// One rank this process drives: its GPU's context, streams, heap and
+/// events.
 pub(crate) struct Gpu {
-    /// The CUDA device the rank runs on.
+    pub rank: usize,
+    /// The CUDA device the rank runs on (this process's ordinal).
     pub device: usize,
     pub ctx: Arc<CudaContext>,
+    /// The stream kernels run on: the node's own, or the caller's
+    /// ([`Node::set_compute_stream`]).
     pub compute: CUstream,
     pub copy: CUstream,
+    /// Signals the launch's start to the peers that wait for it (see
+    /// `sync.rs`), off the compute stream.
+    pub signal: CUstream,
     pub heap: CUdeviceptr,
     pub heap_bases: CUdeviceptr,
     pub errors: CUdeviceptr,
@@ -58,15 +69,34 @@ impl Gpu {
     }
 }
 
+/// Where a rank's heap lies and which GPU it runs on, for every rank of
+/// the world (those of other processes too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RankPlace {
+    /// The heap's base as this process addresses it (its own, or a peer's
+    /// mapped through CUDA IPC).
+    pub heap: CUdeviceptr,
+    /// The GPU's UUID: ranks with equal ones share a GPU.
+    pub gpu: [u8; 16],
+}
+
 pub struct Node {
+    /// The ranks this process drives, `first_rank` and up.
     pub(crate) gpus: Vec<Gpu>,
+    first_rank: usize,
+    /// Every rank of the world.
+    pub(crate) places: Vec<RankPlace>,
+    /// Peers' heaps opened from CUDA IPC handles, closed with the node.
+    imported: Vec<(usize, CUdeviceptr)>,
+    /// The rank and error of a launch that timed out (see [`Node::wait`]).
+    failed: std::cell::RefCell<Option<(usize, String)>>,
     /// What the heaps hold (the same on every rank): the caller's buffers
     /// from the start, kernels' flags and staging buffers from the end
     /// (symmetric too: peers bump each other's counters and copy into each
     /// other's staging).
     layout: HeapLayout,
     epoch: u32,
-    /// Scratch for Triton's global scratch pointer, per rank.
+    /// Scratch for Triton's global scratch pointer, per rank driven here.
     scratch: Vec<(CUdeviceptr, usize)>,
     /// Whether launches time their side-stream copies (`record_timeline`),
     /// and the last launch's copies with their events.
@@ -78,155 +108,32 @@ pub struct Node {
 }
 
 impl Node {
-    /// Opens GPUs `0..world_size`, one rank each, each with a symmetric
-    /// heap of `heap_bytes` and an error buffer, and enables peer access
-    /// between every pair.
-    pub fn open(world_size: usize, heap_bytes: usize) -> Result<Node> {
-        Node::open_shared(world_size, world_size, heap_bytes)
-    }
-
-    /// Opens `world_size` ranks on GPUs `0..devices`: rank `r` runs on GPU
-    /// `r mod devices`, and ranks on one GPU share its context (each has
-    /// its own streams and heap). This tests plans of more ranks than the
-    /// machine has GPUs, for correctness only: ranks that share a GPU
-    /// share its SMs and bandwidth, and a fused kernel whose tiles wait for
-    /// another rank's tiles completes only if the kernels of all ranks on
-    /// a GPU fit on it together (otherwise the watchdog reports the wait).
-    pub fn open_shared(world_size: usize, devices: usize, heap_bytes: usize) -> Result<Node> {
-        if devices == 0 || devices > world_size {
-            return Err(RuntimeError::BadSharing {
-                world_size,
-                devices,
-            });
-        }
-        // SAFETY: only tries to load libcuda.so.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(RuntimeError::NoDriver);
-        }
-        let found = CudaContext::device_count().map_err(|e| RuntimeError::Open {
-            gpu: 0,
-            message: e.to_string(),
-        })? as usize;
-        if found < devices {
-            return Err(RuntimeError::NotEnoughGpus {
-                wanted: devices,
-                found,
-            });
-        }
-        let mut gpus = Vec::with_capacity(world_size);
-        for rank in 0..world_size {
-            let device = rank % devices;
-            let ctx = CudaContext::new(device).map_err(|e| RuntimeError::Open {
-                gpu: device,
-                message: e.to_string(),
-            })?;
-            ctx.bind_to_thread().map_err(|e| RuntimeError::Open {
-                gpu: device,
-                message: e.to_string(),
-            })?;
-            let g = rank;
-            unsafe {
-                let mut compute = std::ptr::null_mut();
-                check(
-                    g,
-                    "cuStreamCreate",
-                    sys::cuStreamCreate(
-                        &mut compute,
-                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-                    ),
-                )?;
-                let mut copy = std::ptr::null_mut();
-                check(
-                    g,
-                    "cuStreamCreate",
-                    sys::cuStreamCreate(
-                        &mut copy,
-                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-                    ),
-                )?;
-                let alloc = |bytes: usize| -> Result<CUdeviceptr> {
-                    let mut p = 0;
-                    check(g, "cuMemAlloc", sys::cuMemAlloc_v2(&mut p, bytes))?;
-                    check(g, "cuMemsetD8", sys::cuMemsetD8_v2(p, 0, bytes))?;
-                    Ok(p)
-                };
-                let heap = alloc(heap_bytes)?;
-                let heap_bases = alloc(8 * world_size)?;
-                let errors = alloc(16)?;
-                let sync_event = || -> Result<CUevent> {
-                    let mut event = std::ptr::null_mut();
-                    let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-                    check(g, "cuEventCreate", sys::cuEventCreate(&mut event, flags))?;
-                    Ok(event)
-                };
-                let (start, end, copies_done) = (sync_event()?, sync_event()?, sync_event()?);
-                gpus.push(Gpu {
-                    device,
-                    ctx,
-                    compute,
-                    copy,
-                    heap,
-                    heap_bases,
-                    errors,
-                    start,
-                    end,
-                    copies_done,
-                });
-            }
-        }
-        // Peer access in both directions, and every rank's heap-base table.
-        for a in 0..world_size {
-            gpus[a].bind()?;
-            for b in 0..world_size {
-                // Ranks on one GPU share its context: nothing to enable.
-                if gpus[a].device == gpus[b].device {
-                    continue;
-                }
-                unsafe {
-                    let mut can = 0;
-                    check(
-                        a,
-                        "cuDeviceCanAccessPeer",
-                        sys::cuDeviceCanAccessPeer(
-                            &mut can,
-                            gpus[a].ctx.cu_device(),
-                            gpus[b].ctx.cu_device(),
-                        ),
-                    )?;
-                    if can == 0 {
-                        return Err(RuntimeError::NoPeerAccess {
-                            a: gpus[a].device,
-                            b: gpus[b].device,
-                        });
-                    }
-                    let code = sys::cuCtxEnablePeerAccess(gpus[b].ctx.cu_ctx(), 0);
-                    if code != CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-                        check(a, "cuCtxEnablePeerAccess", code)?;
-                    }
-                }
-            }
-            let bases: Vec<u64> = gpus.iter().map(|g| g.heap).collect();
-            unsafe {
-                check(
-                    a,
-                    "cuMemcpyHtoD",
-                    sys::cuMemcpyHtoD_v2(gpus[a].heap_bases, bases.as_ptr().cast(), 8 * world_size),
-                )?;
-            }
-        }
-        Ok(Node {
-            scratch: vec![(0, 0); world_size],
-            gpus,
-            layout: HeapLayout::new(heap_bytes),
-            epoch: 0,
-            timeline_on: false,
-            timeline: Vec::new(),
-            marks: LaunchMarks::default(),
-        })
-    }
-
     pub fn world_size(&self) -> usize {
-        self.gpus.len()
+        self.places.len()
+    }
+
+    /// The ranks this process drives (every rank, unless the node was
+    /// opened with [`Node::open_process`]).
+    pub fn local_ranks(&self) -> Range<usize> {
+        self.first_rank..self.first_rank + self.gpus.len()
+    }
+
+    /// Whether ranks `a` and `b` run on one GPU.
+    pub(crate) fn same_gpu(&self, a: usize, b: usize) -> bool {
+        self.places[a].gpu == self.places[b].gpu
+    }
+
+    /// How many ranks run on `rank`'s GPU (with it).
+    pub(crate) fn sharing(&self, rank: usize) -> usize {
+        (0..self.world_size())
+            .filter(|&r| self.same_gpu(r, rank))
+            .count()
+    }
+
+    /// A rank this process drives (internal callers iterate over
+    /// [`Node::local_ranks`]).
+    pub(crate) fn local(&self, rank: usize) -> &Gpu {
+        &self.gpus[rank - self.first_rank]
     }
 
     /// The epoch of the last launch (its kernel's launch count).
@@ -264,12 +171,22 @@ impl Node {
         self.layout.reset();
     }
 
-    /// `rank`'s GPU, or an error naming the world size.
+    /// `rank`'s GPU, or an error naming the world size or the ranks this
+    /// process drives.
     fn gpu(&self, rank: usize) -> Result<&Gpu> {
-        self.gpus.get(rank).ok_or(RuntimeError::NoSuchRank {
-            rank,
-            world_size: self.gpus.len(),
-        })
+        if rank >= self.world_size() {
+            return Err(RuntimeError::NoSuchRank {
+                rank,
+                world_size: self.world_size(),
+            });
+        }
+        if !self.local_ranks().contains(&rank) {
+            return Err(RuntimeError::NotLocal {
+                rank,
+                local: self.local_ranks(),
+            });
+        }
+        Ok(self.local(rank))
     }
 
     /// The device address of `buffer` on `rank`.
@@ -278,7 +195,7 @@ impl Node {
     ///
     /// If `rank` is not below [`Node::world_size`].
     pub fn ptr(&self, rank: usize, buffer: &Buffer) -> CUdeviceptr {
-        self.gpus[rank].heap + buffer.offset as u64
+        self.places[rank].heap + buffer.offset as u64
     }
 
     /// Copies `bytes` into `buffer` on `rank`, at `offset`; returns once
@@ -372,8 +289,18 @@ impl Node {
         }
     }
 
+    /// Synchronises every rank this process drives.
     pub fn synchronize_all(&self) -> Result<()> {
-        (0..self.world_size()).try_for_each(|r| self.synchronize(r))
+        self.local_ranks().try_for_each(|r| self.synchronize(r))
+    }
+
+    /// Makes `stream` (one of the caller's, on `rank`'s GPU, such as
+    /// PyTorch's current stream) the stream `rank`'s kernels, waits and
+    /// writes go on from now on.
+    pub fn set_compute_stream(&mut self, rank: usize, stream: CUstream) -> Result<()> {
+        self.gpu(rank)?;
+        self.gpus[rank - self.first_rank].compute = stream;
+        Ok(())
     }
 
     /// The compute stream of `rank` (for callers that enqueue their own
@@ -383,7 +310,7 @@ impl Node {
     ///
     /// If `rank` is not below [`Node::world_size`].
     pub fn compute_stream(&self, rank: usize) -> cudarc::driver::sys::CUstream {
-        self.gpus[rank].compute
+        self.local(rank).compute
     }
 
     /// The CUDA context of `rank`'s GPU.
@@ -392,7 +319,23 @@ impl Node {
     ///
     /// If `rank` is not below [`Node::world_size`].
     pub fn context(&self, rank: usize) -> &Arc<CudaContext> {
-        &self.gpus[rank].ctx
+        &self.local(rank).ctx
+    }
+}
+
+impl Drop for Node {
+    /// Closes the peers' heaps this process mapped (its own memory goes
+    /// with its context).
+    fn drop(&mut self) {
+        if let Some(gpu) = self.gpus.first()
+            && gpu.bind().is_ok()
+        {
+            for &(_, heap) in &self.imported {
+                // SAFETY: a mapping cuIpcOpenMemHandle gave this node; a
+                // failure here has nobody to report to.
+                let _ = unsafe { sys::cuIpcCloseMemHandle(heap) };
+            }
+        }
     }
 }
 

@@ -7,13 +7,41 @@ use cudarc::driver::sys::{self, CUevent, CUresult};
 use std::time::{Duration, Instant};
 
 impl Node {
-    /// Waits (at most `deadline`) for every rank's last launch, then checks
-    /// every rank's error buffer (see the crate docs).
+    /// Waits (at most `deadline`) for the last launch of every rank this
+    /// process drives, then checks their error buffers (see the crate
+    /// docs). A launch that timed out or never finished leaves the node
+    /// failed: peers may still wait for it, so it launches nothing more.
     pub fn wait(&self, deadline: Duration) -> Result<()> {
+        self.check_not_failed()?;
+        let result = self.wait_for_streams(deadline);
+        let failed_rank = match &result {
+            Err(RuntimeError::Hung { rank, .. }) => Some(*rank),
+            Err(RuntimeError::WaitTimedOut { rank, .. }) => Some(*rank as usize),
+            _ => None,
+        };
+        if let (Some(rank), Err(e)) = (failed_rank, &result) {
+            *self.failed.borrow_mut() = Some((rank, e.to_string()));
+        }
+        result
+    }
+
+    /// An error if an earlier [`Node::wait`] found a launch that timed out.
+    pub(crate) fn check_not_failed(&self) -> Result<()> {
+        match &*self.failed.borrow() {
+            Some((rank, reason)) => Err(RuntimeError::Failed {
+                rank: *rank,
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn wait_for_streams(&self, deadline: Duration) -> Result<()> {
         let started = Instant::now();
-        for (rank, gpu) in self.gpus.iter().enumerate() {
+        for gpu in &self.gpus {
+            let rank = gpu.rank;
             gpu.bind()?;
-            for stream in [gpu.compute, gpu.copy] {
+            for stream in [gpu.compute, gpu.copy, gpu.signal] {
                 loop {
                     let code = unsafe { sys::cuStreamQuery(stream) };
                     if code == CUresult::CUDA_SUCCESS {
@@ -59,20 +87,26 @@ impl Node {
     /// (after [`Node::wait`]; the launch must have recorded its timeline,
     /// see [`Node::record_timeline`]).
     pub fn elapsed_ms(&self) -> Result<Vec<f32>> {
-        (0..self.world_size())
-            .map(|rank| {
-                let ended = *self.marks.ended.get(rank).ok_or(RuntimeError::NoTimeline)?;
-                self.ms_since_start(rank, ended)
+        self.local_ranks()
+            .zip(&self.marks.ended)
+            .map(|(rank, &ended)| self.ms_since_start(rank, ended))
+            .collect::<Result<Vec<_>>>()
+            .and_then(|ms| {
+                if ms.is_empty() {
+                    Err(RuntimeError::NoTimeline)
+                } else {
+                    Ok(ms)
+                }
             })
-            .collect()
     }
 
     /// Milliseconds from `rank`'s last launch's start to `event`, a timing
     /// event recorded on one of that rank's streams by the launch (which
     /// has completed) with the timeline on.
     pub(crate) fn ms_since_start(&self, rank: usize, event: CUevent) -> Result<f32> {
-        let began = *self.marks.began.get(rank).ok_or(RuntimeError::NoTimeline)?;
-        self.gpus[rank].bind()?;
+        let index = rank - self.local_ranks().start;
+        let began = *self.marks.began.get(index).ok_or(RuntimeError::NoTimeline)?;
+        self.local(rank).bind()?;
         let mut ms = 0.0f32;
         // SAFETY: both events belong to this rank's context and were
         // recorded by a launch that has completed.
@@ -86,11 +120,15 @@ impl Node {
         Ok(ms)
     }
 
-    /// Clears every rank's error buffer (after a reported error).
+    /// Clears the error buffer of every rank this process drives and the
+    /// node's failed state, after a reported error, for a caller that knows
+    /// every launch has drained (all ranks in this process, say, as a
+    /// benchmark that goes on to its next variant).
     pub fn clear_errors(&self) -> Result<()> {
-        for (rank, gpu) in self.gpus.iter().enumerate() {
+        self.failed.borrow_mut().take();
+        for gpu in &self.gpus {
             gpu.bind()?;
-            unsafe { check(rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
+            unsafe { check(gpu.rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
         }
         Ok(())
     }

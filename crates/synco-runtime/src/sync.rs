@@ -1,0 +1,277 @@
+//! How a launch orders one rank's streams after another rank's, without
+//! CUDA events, which do not cross processes: the *sync words* a kernel
+//! keeps after its flags in the symmetric heap, and which rank waits for
+//! which.
+//!
+//! Two moments of a launch on a rank matter to its peers: its *start* (its
+//! previous work on the compute stream is done, so a peer may overwrite
+//! what it read) and its *copies done* (its side stream's reduction copies
+//! of this launch have landed). A rank signals a moment to the peers that
+//! wait for it by copying the launch's epoch, 4 bytes, into a word of each
+//! peer's heap that only it writes (`started_by[rank]`,
+//! `copies_done_by[rank]`); a peer waits on its own word
+//! (`cuStreamWaitValue32`, >= the epoch). Every stream memory operation
+//! stays on the rank's own heap, and the same words serve ranks of one
+//! process and ranks of many. Within a rank, its streams still order each
+//! other with events.
+//!
+//! Waiters and signallers come from one rule ([`SyncPlan::new`]), so a
+//! rank signals exactly the peers that wait for it: a wait that nobody
+//! signals would hang the stream.
+
+use synco_manifest::{Copy, FusedPlan};
+
+/// Where a kernel's sync words lie in its flags buffer (as word indices):
+/// after the manifest's `num_flags` flags, the copy stream's epoch word
+/// (the source of the arrival flags its reduction copies set, see
+/// `Node::enqueue_reduction_copies`), the signal stream's epoch word, then
+/// `started_by` and `copies_done_by`, one word per rank each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SyncWords {
+    pub num_flags: usize,
+    pub world_size: usize,
+}
+
+impl SyncWords {
+    /// Words in the flags buffer: the manifest's flags and the sync words.
+    pub fn count(&self) -> usize {
+        self.num_flags + 2 + 2 * self.world_size
+    }
+
+    pub fn copy_epoch(&self) -> usize {
+        self.num_flags
+    }
+
+    pub fn signal_epoch(&self) -> usize {
+        self.num_flags + 1
+    }
+
+    /// Set by `peer` when its launch starts.
+    pub fn started_by(&self, peer: usize) -> usize {
+        self.num_flags + 2 + peer
+    }
+
+    /// Set by `peer` when its reduction copies of the launch are done.
+    pub fn copies_done_by(&self, peer: usize) -> usize {
+        self.num_flags + 2 + self.world_size + peer
+    }
+}
+
+/// Per rank, the peers it waits for and the peers it signals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RankSync {
+    /// Peers whose start the copy stream waits for before the rank's copies
+    /// between GPUs: the destinations it pushes into (their previous
+    /// kernels may still read the rows).
+    pub copies_wait_start: Vec<usize>,
+    /// Peers whose start the copy stream waits for before the rank's
+    /// reduction copies, where the streams keep the epochs apart: the
+    /// copies' owners (their tiles have read the previous epoch's rows).
+    pub reduction_copies_wait_start: Vec<usize>,
+    /// Peers whose start the compute stream waits for before the copies
+    /// into the rank within its GPU: their sources (their previous work
+    /// wrote the rows).
+    pub kernel_copies_wait_start: Vec<usize>,
+    /// Peers whose copies into the rank set no flag: the launch ends once
+    /// they signal their copies done.
+    pub waits_copies_done: Vec<usize>,
+    /// Peers to signal at the start, and when the copies are done.
+    pub signals_start: Vec<usize>,
+    pub signals_copies_done: Vec<usize>,
+}
+
+/// Every rank's [`RankSync`] for one kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SyncPlan {
+    pub ranks: Vec<RankSync>,
+}
+
+/// Whether a copy stays within one GPU (the destination's compute stream
+/// makes it, in front of its kernel), given which GPU each rank runs on.
+pub(crate) fn within_gpu(copy: &Copy, same_gpu: &dyn Fn(usize, usize) -> bool) -> bool {
+    copy.before_kernel || same_gpu(copy.src_rank as usize, copy.dst_rank as usize)
+}
+
+impl SyncPlan {
+    /// The waits of `fused`'s launches and the signals that meet them;
+    /// `same_gpu(a, b)` says whether ranks `a` and `b` run on one GPU.
+    pub fn new(fused: &FusedPlan, same_gpu: &dyn Fn(usize, usize) -> bool) -> SyncPlan {
+        let world = fused.world_size.max(0) as usize;
+        let mut ranks: Vec<RankSync> = (0..world)
+            .map(|rank| waits_of(fused, rank, same_gpu))
+            .collect();
+        for waiter in 0..world {
+            let (start, done) = {
+                let w = &ranks[waiter];
+                let mut start = w.copies_wait_start.clone();
+                start.extend(&w.reduction_copies_wait_start);
+                start.extend(&w.kernel_copies_wait_start);
+                (start, w.waits_copies_done.clone())
+            };
+            for peer in start {
+                push_unique(&mut ranks[peer].signals_start, waiter);
+            }
+            for peer in done {
+                push_unique(&mut ranks[peer].signals_copies_done, waiter);
+            }
+        }
+        for rank in &mut ranks {
+            rank.signals_start.sort_unstable();
+            rank.signals_copies_done.sort_unstable();
+        }
+        SyncPlan { ranks }
+    }
+
+    /// `rank`'s waits and signals (none for a rank the plan does not have).
+    pub fn rank(&self, rank: usize) -> &RankSync {
+        static NONE: RankSync = RankSync {
+            copies_wait_start: Vec::new(),
+            reduction_copies_wait_start: Vec::new(),
+            kernel_copies_wait_start: Vec::new(),
+            waits_copies_done: Vec::new(),
+            signals_start: Vec::new(),
+            signals_copies_done: Vec::new(),
+        };
+        self.ranks.get(rank).unwrap_or(&NONE)
+    }
+}
+
+/// What `rank` waits for (its signals are filled in by [`SyncPlan::new`]).
+fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> bool) -> RankSync {
+    let mut sync = RankSync::default();
+    let peer = |r: i64| Some(r as usize).filter(|&r| r != rank);
+    for copy in fused.copies.get(rank).into_iter().flatten() {
+        if !within_gpu(copy, same_gpu)
+            && let Some(dst) = peer(copy.dst_rank)
+        {
+            push_unique(&mut sync.copies_wait_start, dst);
+        }
+    }
+    if fused.copies_ordered_by_streams() {
+        for copy in fused.reduction_copies.get(rank).into_iter().flatten() {
+            if let Some(owner) = peer(copy.owner) {
+                push_unique(&mut sync.reduction_copies_wait_start, owner);
+            }
+        }
+    }
+    for copy in fused.copies.iter().flatten() {
+        if copy.dst_rank as usize == rank
+            && within_gpu(copy, same_gpu)
+            && let Some(src) = peer(copy.src_rank)
+        {
+            push_unique(&mut sync.kernel_copies_wait_start, src);
+        }
+    }
+    sync.waits_copies_done = fused
+        .sources_ordered_by_streams(rank)
+        .into_iter()
+        .filter(|&s| s != rank)
+        .collect();
+    sync
+}
+
+fn push_unique(list: &mut Vec<usize>, value: usize) {
+    if !list.contains(&value) {
+        list.push(value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(json: &str) -> FusedPlan {
+        serde_json::from_str(json).expect("a fused plan")
+    }
+
+    fn copy(src: i64, dst: i64) -> String {
+        format!(
+            r#"{{"order": 0, "src_rank": {src}, "dst_rank": {dst}, "src_buffer": "A", "dst_buffer": "A",
+                "src_offset": 0, "dst_offset": 0, "rows": 1, "row_elems": 4, "src_pitch": 4,
+                "dst_pitch": 4, "flag": 0}}"#
+        )
+    }
+
+    /// A pushed all-gather on 3 ranks: each rank waits for the start of the
+    /// ranks it pushes into, and they signal it; ranks on one GPU copy in
+    /// front of the destination's kernel, which waits for the source.
+    #[test]
+    fn every_wait_is_signalled() {
+        let copies: Vec<String> = (0..3)
+            .map(|src| {
+                let row: Vec<String> = (0..3)
+                    .filter(|&d| d != src)
+                    .map(|d| copy(src, d))
+                    .collect();
+                format!("[{}]", row.join(","))
+            })
+            .collect();
+        let fused = plan(&format!(
+            r#"{{"plan": "p", "world_size": 3, "num_flags": 3, "buffers": [], "chunks": [],
+                "copies": [{}]}}"#,
+            copies.join(",")
+        ));
+        let apart = SyncPlan::new(&fused, &|a, b| a == b);
+        assert_eq!(apart.rank(0).copies_wait_start, vec![1, 2]);
+        assert!(apart.rank(0).kernel_copies_wait_start.is_empty());
+        assert_eq!(apart.rank(1).signals_start, vec![0, 2]);
+        // Ranks 0 and 1 share a GPU: their copies to each other move to the
+        // destination's compute stream, which waits for the source.
+        let shared = SyncPlan::new(&fused, &|a, b| a == b || a + b == 1);
+        assert_eq!(shared.rank(0).copies_wait_start, vec![2]);
+        assert_eq!(shared.rank(0).kernel_copies_wait_start, vec![1]);
+        assert_eq!(shared.rank(1).signals_start, vec![0, 2]);
+        assert_eq!(shared.rank(2).signals_start, vec![0, 1]);
+        for sync in [&apart, &shared] {
+            for (rank, r) in sync.ranks.iter().enumerate() {
+                for &peer in r.copies_wait_start.iter().chain(&r.kernel_copies_wait_start) {
+                    assert!(sync.rank(peer).signals_start.contains(&rank));
+                }
+            }
+        }
+        // No reduction copies: nobody waits for copies done.
+        assert!(apart.ranks.iter().all(|r| r.signals_copies_done.is_empty()));
+        assert_eq!(SyncPlan::new(&fused, &|a, b| a == b).rank(7), &RankSync::default());
+    }
+
+    /// A copy-engine reduce-scatter on 2 ranks: each rank's partial goes to
+    /// its owner with no flag, so the owner's launch ends on the source's
+    /// signal, and the copies wait for the owner's start.
+    #[test]
+    fn reduction_copies_without_flags_are_ordered_by_signals() {
+        let partial = |owner: i64| {
+            format!(
+                r#"[{{"src_buffer": "P", "dst_buffer": "S", "owner": {owner}, "src_offset": 0,
+                     "dst_offset": 0, "bytes": 64, "produced": [0, 1]}}]"#
+            )
+        };
+        let fused = plan(&format!(
+            r#"{{"plan": "p", "world_size": 2, "num_flags": 2, "buffers": [], "chunks": [],
+                "copies": [[], []], "reduction_copies": [{}, {}]}}"#,
+            partial(1),
+            partial(0)
+        ));
+        let sync = SyncPlan::new(&fused, &|a, b| a == b);
+        for (rank, peer) in [(0, 1), (1, 0)] {
+            let r = sync.rank(rank);
+            assert_eq!(r.reduction_copies_wait_start, vec![peer]);
+            assert_eq!(r.waits_copies_done, vec![peer]);
+            assert_eq!(r.signals_copies_done, vec![peer]);
+            assert_eq!(r.signals_start, vec![peer]);
+            assert!(r.copies_wait_start.is_empty());
+        }
+    }
+
+    #[test]
+    fn words_follow_the_flags() {
+        let words = SyncWords {
+            num_flags: 5,
+            world_size: 4,
+        };
+        assert_eq!(words.count(), 5 + 2 + 8);
+        assert_eq!(words.copy_epoch(), 5);
+        assert_eq!(words.signal_epoch(), 6);
+        assert_eq!(words.started_by(0), 7);
+        assert_eq!(words.copies_done_by(3), 14);
+    }
+}
