@@ -31,6 +31,25 @@ module {
   chunk.plan @p world_size(2) kernel(@k) {
     chunk.buffer @P : !chunk.buffer<1024x64xf32> bind(0)
     chunk.buffer @C : !chunk.buffer<512x64xf32>
+    chunk.reduce_scatter @P into @C dim(0) chunks(2) backend(copy_engine)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%p: !tt.ptr<f32>):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// One that nothing in the plan names (a GEMM's output, declared for the
+// cost model) gets no argument: the kernel writes it through its own.
+// CHECK:       function_type = (!tt.ptr<f32>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> ()
+// CHECK-NOT:   synco_buffer_C
+// CHECK:       }) {chunk.abi_first_arg = 1 : i32}
+module {
+  chunk.plan @p world_size(2) kernel(@k) {
+    chunk.buffer @P : !chunk.buffer<1024x64xf32> bind(0)
+    chunk.buffer @C : !chunk.buffer<512x64xf32>
   }
   "tt.func"() <{function_type = (!tt.ptr<f32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
   ^bb0(%p: !tt.ptr<f32>):

@@ -67,10 +67,11 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         .map(|(n, t)| (n.to_string(), t.to_string()))
         .collect();
     append_args(kernel, &args, "{}", NAME)?;
+    let named = plan.named_buffers();
     let unbound: Vec<(&str, &str)> = plan
         .buffers
         .iter()
-        .filter(|b| b.arg.is_none())
+        .filter(|b| b.arg.is_none() && (b.staging || b.trace || named.contains(&b.name)))
         .map(|b| (b.name.as_str(), b.element.as_str()))
         .collect();
     append_buffer_args(kernel, &unbound, NAME)?;

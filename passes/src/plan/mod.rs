@@ -164,6 +164,28 @@ impl Plan {
             .collect()
     }
 
+    /// The buffers its transfers, collectives, consumers and producers
+    /// name (a buffer it only declares is not among them).
+    pub fn named_buffers(&self) -> Vec<String> {
+        let transfers = self
+            .transfers()
+            .into_iter()
+            .flat_map(|t| [t.src_buffer(), t.dst_buffer()]);
+        let collectives = self
+            .collectives()
+            .into_iter()
+            .flat_map(|c| [c.src(), c.dst()]);
+        let tiles = self
+            .consumes()
+            .into_iter()
+            .map(|c| c.buffer())
+            .chain(self.produces().into_iter().map(|p| p.buffer()));
+        let mut names: Vec<String> = transfers.chain(collectives).chain(tiles).flatten().collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The plan's `chunk.produce`s, in plan order.
     pub fn produces(&self) -> Vec<Produce> {
         self.ops_named("chunk.produce")

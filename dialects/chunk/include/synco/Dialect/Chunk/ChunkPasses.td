@@ -300,7 +300,12 @@ Appends the arguments listed in [`crate::abi`] to the `tt.func` named by
 each plan's `kernel(@...)` (function type, entry block arguments named
 after them, `arg_attrs` extended), and records where they start in the
 discardable attribute `chunk.abi_first_arg`; then one pointer argument
-per plan buffer without `bind(i)` (listed in `chunk.abi_buffers`).
+per plan buffer without `bind(i)` that is a staging buffer or that a
+transfer, collective, `chunk.consume` or `chunk.produce` names (listed in
+`chunk.abi_buffers`).
+A buffer the plan only declares (a GEMM's output, for the cost model's
+sake) gets none: the kernel writes it through its own argument, which
+need not be symmetric.
 Kernel-level chunk ops
 (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
 
