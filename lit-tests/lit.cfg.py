@@ -52,6 +52,14 @@ if os.path.exists(os.path.join(venv_bin, "python")) and any(
 ):
     config.available_features.add("triton")
 
+# PyTorch in the venv (the set-up installs it): tests of the package's
+# torch side say `REQUIRES: torch`.
+if any(
+    os.path.isdir(os.path.join(d, "torch"))
+    for d in __import__("glob").glob(os.path.join(repo_root, ".venv", "lib", "python3*", "site-packages"))
+):
+    config.available_features.add("torch")
+
 # Tests of the Python package (crates/synco-python, which the set-up builds
 # and installs into the venv) say `REQUIRES: synco-python`.
 if any(

@@ -2,7 +2,10 @@
 //! launch manifest, read and checked as the runtime reads it, and the
 //! runtime's own check of a launch's arguments, so that a wrong argument
 //! raises the same error in Python, before any work is issued, as the
-//! runtime gives.
+//! runtime gives; and the runtime itself for one rank of a process group
+//! (`runtime.rs`).
+
+mod runtime;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -144,7 +147,7 @@ impl Manifest {
 }
 
 /// A Python value as an argument of type `ty`.
-fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
+pub(crate) fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
     let wrong = |what: &str| {
         PyTypeError::new_err(format!(
             "argument '{name}' has type {ty}: expected {what}, got {}",
@@ -199,6 +202,9 @@ fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Manifest>()?;
+    m.add_class::<runtime::Node>()?;
+    m.add_class::<runtime::Kernel>()?;
+    m.add("WatchdogError", m.py().get_type::<runtime::WatchdogError>())?;
     m.add("ManifestError", m.py().get_type::<ManifestError>())?;
     m.add("LaunchError", m.py().get_type::<LaunchError>())?;
     Ok(())

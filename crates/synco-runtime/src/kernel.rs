@@ -366,6 +366,11 @@ impl FusedKernel {
         Ok(())
     }
 
+    /// The kernel's launches so far (the last launch's epoch).
+    pub fn epochs(&self) -> u32 {
+        self.epochs.get()
+    }
+
     /// Number of the kernel's own (role `user`) parameters.
     pub fn num_user_params(&self) -> usize {
         self.manifest

@@ -1,12 +1,20 @@
 //! Synco's multi-GPU runtime.
 //!
-//! A [`Node`] opens every GPU of the machine in one process (a primary
-//! context, a compute stream and a copy stream per GPU), enables peer access
-//! between every pair, and gives each GPU a *symmetric heap*: one
-//! allocation of the same size, in which [`Node::alloc`] places every
-//! symmetric buffer at the same offset on every GPU. A peer's copy of an
-//! address is then `addr - heap_bases[rank] + heap_bases[peer]`, the rule
-//! the fused kernels use (see `synco-passes`' ABI).
+//! A [`Node`] drives ranks, each on a GPU with its primary context, a
+//! compute stream and a copy stream, and a *symmetric heap*: one
+//! allocation of the same size per rank, in which [`Node::alloc`] places
+//! every symmetric buffer at the same offset on every rank. A peer's copy
+//! of an address is then `addr - heap_bases[rank] + heap_bases[peer]`, the
+//! rule the fused kernels use (see `synco-passes`' ABI). [`Node::open`]
+//! and [`Node::open_shared`] drive every rank from one process (peer
+//! access enabled between every pair of GPUs); [`Node::open_process`] is
+//! one rank of a job with a process per rank, whose peers' heaps are mapped
+//! from CUDA IPC handles that the caller's rendezvous (a PyTorch process
+//! group, in the Python package) exchanges. Either way ranks order each
+//! other's streams only through *sync words* in the heap (`sync.rs`): a
+//! rank copies the launch's epoch into a word of each peer that waits for
+//! its start or for its copies, and the peer's stream waits on its own
+//! word; the kernels and manifests are the same for both.
 //!
 //! [`FusedKernel::load`] reads a cubin and its launch manifest (no Python,
 //! no MLIR) and places the kernel's own storage at the heap's end: its
@@ -24,7 +32,7 @@
 //!    kernel has its own flags (a symmetric buffer at the heap's end, so
 //!    peers can bump each other's counters) and its own epochs;
 //! 2. on each rank's copy stream, after the previous launch on that rank
-//!    and on every rank it copies into, the manifest's copy-engine schedule
+//!    and on every rank it copies into (their start signals), the manifest's copy-engine schedule
 //!    of chunks the kernels wait for (an all-gather's): the rank's list in
 //!    `copies` (chunks it pulls, or pushes into peers' heaps), each chunk
 //!    copied between the ranks' heaps, then `cuStreamWriteValue32` sets the
@@ -61,7 +69,7 @@
 //!    for them (an event), so that its tiles overwrite partials and sums
 //!    only once they were read;
 //! 4. after every rank's copies, each rank's launch ends once what peers
-//!    write into it is there: an event wait on the side stream of every
+//!    write into it is there: a wait for the copies-done signal of every
 //!    peer whose copies into it set no flag (a copy-engine all-reduce's
 //!    sums, a gathered output's chunks), and stream waits
 //!    (`cuStreamWaitValue32`, >=) on the counters the manifest's
@@ -81,11 +89,14 @@
 //! launch that never finishes becomes [`RuntimeError::Hung`] instead of a
 //! hang.
 //!
-//! The design keeps "which process owns which GPU" in [`Node`] alone:
-//! heaps, heap-base tables and flags are per rank, and peers are reached
-//! only through heap base addresses. A multi-process mode (one rank per
-//! process) replaces `Node::open`'s allocation by an exchange of CUDA IPC
-//! handles of each heap and keeps everything else.
+//! Only [`Node`] knows which process owns which rank: heaps, heap-base
+//! tables, flags and sync words are per rank, and peers are reached only
+//! through heap base addresses. In a job with a process per rank, a peer
+//! that dies or never launches leaves this rank's tiles waiting for its
+//! chunks until they time out, and streams waiting for its signals: the
+//! watchdog reports the timed-out wait (rank, chunk, epoch) as soon as a
+//! kernel records it, and the node then refuses further launches
+//! ([`RuntimeError::Failed`]).
 
 mod bindings;
 mod copies;
@@ -106,5 +117,7 @@ pub use timeline::{CopySpan, LaunchTimeline};
 pub use trace::TileTrace;
 
 pub use cudarc::driver::sys::CUdeviceptr as DevicePtr;
+/// A CUDA stream handle (`CUstream`), as [`Node::set_compute_stream`] takes it.
+pub use cudarc::driver::sys::CUstream as CudaStream;
 /// The crate whose `f16` and `bf16` [`Arg`] takes.
 pub use half;

@@ -11,21 +11,45 @@ does.
                                        "GROUP_M": 8})
     kernel.check_args(rank, [a_ptr, b_ptr, c_ptr, M, N, K, 4096, 7168, 7168])
 
+On a PyTorch job (one process per rank, after `dist.init_process_group`):
+
+    group = synco.Group()
+    c = synco.ops.all_gather_matmul(a_shard, b, group)
+
+or any kernel with a plan: `group.load(kernel)` and call it on tensors
+(see `synco.runtime`).
+
 Compiling runs the `synco` command (it needs LLVM/MLIR 22 and Triton, as
 the repository's set-up installs them); loading a compiled kernel and
 checking its arguments need only this package.
 """
 
 from . import plans
-from ._native import LaunchError, Manifest, ManifestError
+from ._native import LaunchError, Manifest, ManifestError, WatchdogError
 from .compiler import CompileError, Compiled, compile
 
 __all__ = [
     "CompileError",
     "Compiled",
+    "Group",
     "LaunchError",
     "Manifest",
     "ManifestError",
+    "WatchdogError",
     "compile",
+    "kernels",
+    "ops",
     "plans",
 ]
+
+
+def __getattr__(name):
+    """`Group`, `ops` and `kernels` on first use: they need PyTorch (and
+    Triton), which compiling and checking arguments do not."""
+    import importlib
+
+    if name == "Group":
+        return importlib.import_module(".runtime", __name__).Group
+    if name in ("ops", "kernels", "runtime"):
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'synco' has no attribute {name!r}")

@@ -36,6 +36,12 @@ class Compiled:
     #: Whether this call found it in the cache.
     cached: bool
 
+    @staticmethod
+    def load(folder, kernel):
+        """A kernel compiled before, from its folder (e.g. one built on
+        another machine) and name."""
+        return _cached(folder, kernel)
+
     def check_args(self, rank, args):
         """The runtime's check of a launch's user arguments on `rank`
         (see `Manifest.check_args`)."""
@@ -43,7 +49,7 @@ class Compiled:
 
 
 def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=None,
-            divisible=(), target="sm_90a", num_warps=None, cache_dir=None):
+            divisible=(), target="sm_90a", num_warps=None, num_stages=None, cache_dir=None):
     """Compiles `kernel` (a `@triton.jit` function, or `(path, name)` of
     one) for `signature` (Triton's types of its runtime parameters, a
     comma-separated string or a list), with `plan` (a chunk plan's text,
@@ -51,6 +57,8 @@ def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=N
     registered with `synco-opt`, such as `synco-ag-gemm`), into the cache
     (`cache_dir`, else `$SYNCO_CACHE_DIR`, else `~/.cache/synco`)."""
     path, name = _kernel_source(kernel)
+    root = Path(cache_dir or os.environ.get("SYNCO_CACHE_DIR") or Path.home() / ".cache" / "synco")
+    identity = _binary_identity(root)
     if isinstance(signature, (list, tuple)):
         signature = ",".join(signature)
     constexprs = dict(constexprs or {})
@@ -65,19 +73,20 @@ def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=N
         "pipeline": pipeline if plan is not None else None,
         "target": target,
         "num_warps": num_warps,
-        "synco": _binary_identity(),
+        "num_stages": num_stages,
+        "synco": identity,
     }
     key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
-    root = Path(cache_dir or os.environ.get("SYNCO_CACHE_DIR") or Path.home() / ".cache" / "synco")
     folder = root / key
     manifest = folder / f"{name}.json"
     if manifest.exists():
-        return Compiled(folder, Manifest.load(manifest), cached=True)
+        return Compiled.load(folder, name)
     root.mkdir(parents=True, exist_ok=True)
+    (root / IDENTITY).write_text(json.dumps(identity))
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
     try:
         _build(building, path, name, signature, constexprs, divisible, plan, pipeline, target,
-               num_warps)
+               num_warps, num_stages)
         try:
             os.rename(building, folder)
         except OSError:
@@ -88,7 +97,12 @@ def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=N
     return Compiled(folder, Manifest.load(manifest), cached=False)
 
 
-def _build(out, path, name, signature, constexprs, divisible, plan, pipeline, target, num_warps):
+def _cached(folder, name):
+    return Compiled(Path(folder), Manifest.load(Path(folder) / f"{name}.json"), cached=True)
+
+
+def _build(out, path, name, signature, constexprs, divisible, plan, pipeline, target, num_warps,
+           num_stages):
     imported = out / "kernel.mlir"
     command = [synco_binary(), "import", str(path), "--kernel", name, "--signature", signature,
                "-o", str(imported)]
@@ -105,6 +119,8 @@ def _build(out, path, name, signature, constexprs, divisible, plan, pipeline, ta
                     f"--pass-pipeline=builtin.module({pipeline})"]
     if num_warps is not None:
         command += ["--num-warps", str(num_warps)]
+    if num_stages is not None:
+        command += ["--num-stages", str(num_stages)]
     _run(command)
 
 
@@ -134,8 +150,22 @@ def synco_binary():
     return found
 
 
-def _binary_identity():
-    """What changes when the compiler does: its path, size and time."""
-    binary = synco_binary()
+def _binary_identity(root):
+    """What changes when the compiler does: its path, size and time. On a
+    machine without the compiler (a GPU machine given a cache built
+    elsewhere), the identity of the one that filled the cache at `root`,
+    so that only its results are found."""
+    try:
+        binary = synco_binary()
+    except CompileError:
+        recorded = root / IDENTITY
+        if not recorded.exists():
+            raise CompileError("no `synco` command (set SYNCO_BIN or put it on PATH), and no "
+                               f"cache built by one at {root}") from None
+        return json.loads(recorded.read_text())
     stat = Path(binary).stat()
     return [binary, stat.st_size, stat.st_mtime_ns]
+
+
+#: The file in a cache's root naming the compiler that last built into it.
+IDENTITY = "synco-identity.json"

@@ -15,12 +15,14 @@ BACKENDS = ("auto", "copy_engine", "ldst")
 def all_gather_matmul(*, world_size, m, k, n, dtype="bf16", block_m=128, chunks="auto",
                       backend="auto", a_arg=0, c_arg=2):
     """A [m, k] all-gathered along its rows into a GEMM whose tiles of
-    `block_m` rows wait for their chunk; C [m, n] is the GEMM's output."""
+    `block_m` rows wait for their chunk; C [m, n] is the GEMM's output
+    (argument `c_arg`, or None for an output the plan need not bind: any
+    tensor, not a symmetric one)."""
     _check(world_size=world_size, m=m, k=k, n=n, dtype=dtype, block_m=block_m,
            chunks=chunks, backend=backend)
     return (f"chunk.plan @all_gather_matmul world_size({world_size}) {{\n"
             f"  chunk.buffer @A : !chunk.buffer<{m}x{k}x{dtype}> bind({a_arg})\n"
-            f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}> bind({c_arg})\n"
+            f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}>{_bind(c_arg)}\n"
             f"  chunk.all_gather @A dim(0) chunks({chunks}) backend({backend})\n"
             f"  chunk.consume @A dim(0) tile({block_m}) index(\"pid_m\")\n"
             "}\n")
@@ -57,6 +59,14 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
             f"  chunk.all_reduce @P into @C dim(0) chunks({chunks}) backend({backend}) "
             f"algorithm({algorithm})\n"
             "}\n")
+
+
+def _bind(arg):
+    if arg is None:
+        return ""
+    if isinstance(arg, bool) or not isinstance(arg, int) or arg < 0:
+        raise ValueError(f"an argument index must be an int >= 0 or None, not {arg!r}")
+    return f" bind({arg})"
 
 
 def _check(*, world_size, m, dtype, block_m, chunks, backend, **extents):

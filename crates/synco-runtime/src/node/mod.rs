@@ -44,6 +44,8 @@ pub(crate) struct Gpu {
     /// Signals the launch's start to the peers that wait for it (see
     /// `sync.rs`), off the compute stream.
     pub signal: CUstream,
+    /// Reads the error buffer for the watchdog, behind nothing else.
+    pub watch: CUstream,
     pub heap: CUdeviceptr,
     pub heap_bases: CUdeviceptr,
     pub errors: CUdeviceptr,

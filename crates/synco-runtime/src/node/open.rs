@@ -222,6 +222,7 @@ impl Gpu {
             compute: stream()?,
             copy: stream()?,
             signal: stream()?,
+            watch: stream()?,
             heap: alloc(heap_bytes)?,
             heap_bases: alloc(8 * world_size)?,
             errors: alloc(16)?,

@@ -36,51 +36,89 @@ impl Node {
         }
     }
 
+    /// Each rank's streams done by the deadline, else `Hung`; a wait that
+    /// timed out on the GPU is reported first either way (a rank whose
+    /// peer never arrives has tiles that time out and a stream that still
+    /// waits for the peer's signal).
     fn wait_for_streams(&self, deadline: Duration) -> Result<()> {
         let started = Instant::now();
         for gpu in &self.gpus {
             let rank = gpu.rank;
             gpu.bind()?;
+            let mut drained = true;
             for stream in [gpu.compute, gpu.copy, gpu.signal] {
-                loop {
-                    let code = unsafe { sys::cuStreamQuery(stream) };
-                    if code == CUresult::CUDA_SUCCESS {
-                        break;
-                    }
-                    if code != CUresult::CUDA_ERROR_NOT_READY {
-                        return Err(RuntimeError::Cuda {
-                            call: "cuStreamQuery",
-                            rank,
-                            code,
-                        });
-                    }
-                    if started.elapsed() > deadline {
-                        return Err(RuntimeError::Hung {
-                            rank,
-                            epoch: self.epoch,
-                            seconds: started.elapsed().as_secs_f64(),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_micros(50));
-                }
+                drained = drained && self.drain(gpu, stream, started, deadline)?;
             }
-            let mut record = [0i32; 4];
-            unsafe {
-                check(
+            if let Some(e) = self.recorded_timeout(gpu)? {
+                return Err(e);
+            }
+            if !drained {
+                return Err(RuntimeError::Hung {
                     rank,
-                    "cuMemcpyDtoH",
-                    sys::cuMemcpyDtoH_v2(record.as_mut_ptr().cast(), gpu.errors, 16),
-                )?;
-            }
-            if record[0] != 0 {
-                return Err(RuntimeError::WaitTimedOut {
-                    rank: record[1],
-                    chunk: record[2],
-                    epoch: record[3],
+                    epoch: self.epoch,
+                    seconds: started.elapsed().as_secs_f64(),
                 });
             }
         }
         Ok(())
+    }
+
+    /// Whether `stream`, one of `gpu`'s, finished its work before
+    /// `deadline` (from `started`); a wait its kernels recorded as timed
+    /// out ends it early, as an error (every few milliseconds the error
+    /// buffer is read: a stream behind a dead peer never drains).
+    fn drain(
+        &self,
+        gpu: &super::Gpu,
+        stream: sys::CUstream,
+        started: Instant,
+        deadline: Duration,
+    ) -> Result<bool> {
+        let rank = gpu.rank;
+        for polls in 0u64.. {
+            if polls % 100 == 99
+                && let Some(e) = self.recorded_timeout(gpu)?
+            {
+                return Err(e);
+            }
+            let code = unsafe { sys::cuStreamQuery(stream) };
+            if code == CUresult::CUDA_SUCCESS {
+                return Ok(true);
+            }
+            if code != CUresult::CUDA_ERROR_NOT_READY {
+                return Err(RuntimeError::Cuda {
+                    call: "cuStreamQuery",
+                    rank,
+                    code,
+                });
+            }
+            if started.elapsed() > deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        Ok(false)
+    }
+
+    /// The wait `gpu`'s kernels recorded as timed out, if any: read on its
+    /// own stream, as the others may still wait (the caller's compute
+    /// stream may be the legacy one, which a plain copy would queue
+    /// behind).
+    fn recorded_timeout(&self, gpu: &super::Gpu) -> Result<Option<RuntimeError>> {
+        let mut record = [0i32; 4];
+        unsafe {
+            check(
+                gpu.rank,
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2(record.as_mut_ptr().cast(), gpu.errors, 16, gpu.watch),
+            )?;
+            check(gpu.rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.watch))?;
+        }
+        Ok((record[0] != 0).then_some(RuntimeError::WaitTimedOut {
+            rank: record[1],
+            chunk: record[2],
+            epoch: record[3],
+        }))
     }
 
     /// Milliseconds each rank's last launch took on its compute stream

@@ -1,0 +1,230 @@
+"""The operators Synco fuses, on torch tensors, one call each:
+
+    group = synco.Group()
+    c = synco.ops.all_gather_matmul(a_shard, b, group)     # all_gather(A) @ B
+    c = synco.ops.matmul_reduce_scatter(a, b, group)       # reduce_scatter(A @ B)
+    c = synco.ops.matmul_all_reduce(a, b, group)           # all_reduce(A @ B)
+
+Each call compiles its fused kernel once per shape, dtype and options (the
+plan written by `synco.plans`, the result cached on disk by
+`synco.compile`), allocates its symmetric buffers once in the group's
+heap, and launches on torch's current stream. The classes behind them
+(`AllGatherMatmul`, ...) take any kernel with the arguments of
+`synco.kernels.matmul` and expose the symmetric buffers, so a producer
+can write its output straight into `AllGatherMatmul.shard` instead of
+having it copied there.
+
+The functions are registered as `torch.library` custom ops
+(`torch.ops.synco.all_gather_matmul`, ...; a process group's name
+identifies the group), so `torch.compile` traces them; their results are
+fresh tensors.
+"""
+
+import torch
+
+from . import kernels, plans
+from .compiler import compile
+from .runtime import GROUPS, LaunchError
+
+#: Triton's and the plans' names of the element types the operators take.
+ELEMENTS = {torch.bfloat16: ("bf16", "bf16"), torch.float16: ("fp16", "f16")}
+
+#: The default tile configuration (an H200's bf16 GEMM at 8192 x 7168 x 4096).
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+NUM_WARPS, NUM_STAGES = 8, 4
+
+
+class _GemmOperator:
+    """What the three operators share: the compiled kernel, its grid, and
+    the checks of the operands no plan buffer carries. `compile` alone
+    needs no GPU (to fill a cache on a build machine)."""
+
+    @classmethod
+    def compile(cls, world_size, *, m, k, n, dtype=torch.bfloat16, kernel=kernels.matmul,
+                config=None, chunks="auto", backend="auto", num_warps=NUM_WARPS,
+                num_stages=NUM_STAGES, cache_dir=None, **plan_options):
+        """The fused kernel for `world_size` ranks, compiled or cached."""
+        if dtype not in ELEMENTS:
+            raise LaunchError(f"dtype must be one of {list(ELEMENTS)}, not {dtype}")
+        triton_type, element = ELEMENTS[dtype]
+        config = dict(config or CONFIG)
+        plan = cls._plan(world_size=world_size, m=m, k=k, n=n, dtype=element,
+                         block_m=config["BLOCK_M"], chunks=chunks, backend=backend,
+                         **plan_options)
+        return compile(kernel, signature=[f"*{triton_type}"] * 3 + ["i32"] * 6, plan=plan,
+                       pipeline="synco-fuse", constexprs=config, num_warps=num_warps,
+                       num_stages=num_stages, cache_dir=cache_dir)
+
+    def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, config=None, **options):
+        self.group, self.m, self.k, self.n, self.dtype = group, m, k, n, dtype
+        self.config = dict(config or CONFIG)
+        compiled = self.compile(group.world_size, m=m, k=k, n=n, dtype=dtype, config=config,
+                                **options)
+        self.kernel = group.load(compiled)
+        block_m, block_n = self.config["BLOCK_M"], self.config["BLOCK_N"]
+        self.grid = (-(-m // block_m) * -(-n // block_n),)
+
+    def _check(self, name, tensor, shape):
+        if not isinstance(tensor, torch.Tensor):
+            raise LaunchError(f"{name} must be a tensor, not {type(tensor).__name__}")
+        if tuple(tensor.shape) != tuple(shape):
+            raise LaunchError(f"{name} has shape {tuple(tensor.shape)}, this operator takes "
+                              f"{tuple(shape)}")
+        if tensor.dtype != self.dtype:
+            raise LaunchError(f"{name} is {tensor.dtype}, this operator takes {self.dtype}")
+
+    def _launch(self, a, b, c, buffers=None):
+        m, n, k = self.m, self.n, self.k
+        self.kernel(self.grid, a, b, c, m, n, k, k, n, n, buffers=buffers)
+
+
+class AllGatherMatmul(_GemmOperator):
+    """C[m, n] = all_gather(A)[m, k] @ B[k, n], A's rows split evenly
+    across the ranks: each rank's tiles wait only for the chunk of A they
+    read. Options: `kernel` (a GEMM with `synco.kernels.matmul`'s
+    arguments), `config` (its constexprs), `chunks`, `backend`,
+    `num_warps`, `num_stages`, `cache_dir`."""
+
+    @staticmethod
+    def _plan(**shape):
+        return plans.all_gather_matmul(**shape, c_arg=None)
+
+    def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, **options):
+        super().__init__(group, m=m, k=k, n=n, dtype=dtype, **options)
+        #: The gathered A, symmetric; `shard` is this rank's rows of it.
+        self.gathered = group.empty((m, k), dtype)
+        rows = m // group.world_size
+        self.shard = self.gathered[group.rank * rows:(group.rank + 1) * rows]
+
+    def __call__(self, b, a_shard=None, out=None):
+        """C for this rank's shard `a_shard` (copied into `shard` unless it
+        is `shard`; None: `shard` holds it already), into `out` if given."""
+        if a_shard is not None:
+            self._check("a_shard", a_shard, self.shard.shape)
+            if a_shard.data_ptr() != self.shard.data_ptr():
+                self.shard.copy_(a_shard)
+        self._check("b", b, (self.k, self.n))
+        if out is None:
+            out = torch.empty((self.m, self.n), dtype=self.dtype, device=self.group.device)
+        self._check("out", out, (self.m, self.n))
+        self._launch(self.gathered, b, out)
+        return out
+
+
+class _ReducedMatmul(_GemmOperator):
+    """A GEMM whose partial sums P[m, n] (symmetric) are reduced across the
+    ranks into `result` (symmetric, valid until the next call)."""
+
+    def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, **options):
+        super().__init__(group, m=m, k=k, n=n, dtype=dtype, **options)
+        self.partials = group.empty((m, n), dtype)
+        self.result = group.empty((self._result_rows(m, group.world_size), n), dtype)
+
+    def __call__(self, a, b, out=None):
+        """The reduced product of this rank's `a` [m, k] and `b` [k, n]:
+        `result` itself, or a copy in `out`."""
+        self._check("a", a, (self.m, self.k))
+        self._check("b", b, (self.k, self.n))
+        self._launch(a, b, self.partials, buffers={"C": self.result})
+        if out is None:
+            return self.result
+        self._check("out", out, self.result.shape)
+        return out.copy_(self.result)
+
+
+class MatmulReduceScatter(_ReducedMatmul):
+    """Rank r's rows [r m / W, (r + 1) m / W) of the sum over ranks of
+    A @ B (options as `AllGatherMatmul`'s)."""
+
+    @staticmethod
+    def _plan(k, **shape):
+        return plans.matmul_reduce_scatter(**shape)
+
+    @staticmethod
+    def _result_rows(m, world_size):
+        return m // world_size
+
+
+class MatmulAllReduce(_ReducedMatmul):
+    """The sum over ranks of A @ B, on every rank (`algorithm`: `one_shot`
+    or `two_shot`; other options as `AllGatherMatmul`'s)."""
+
+    @staticmethod
+    def _plan(k, **shape):
+        return plans.matmul_all_reduce(**shape)
+
+    @staticmethod
+    def _result_rows(m, world_size):
+        return m
+
+
+# The functional forms: one operator per group, shape and dtype, made on
+# first use.
+_OPERATORS = {}
+
+
+def _operator(cls, group_name, **shape):
+    group = GROUPS.get(group_name)
+    if group is None:
+        raise LaunchError(f"no synco.Group for process group '{group_name}': open one first")
+    key = (cls, group_name, tuple(sorted(shape.items())))
+    if key not in _OPERATORS:
+        _OPERATORS[key] = cls(group, **shape)
+    return _OPERATORS[key]
+
+
+def _group_name(group):
+    return group.process_group.group_name
+
+
+@torch.library.custom_op("synco::all_gather_matmul", mutates_args=())
+def _all_gather_matmul(a_shard: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
+    world = GROUPS[group_name].world_size if group_name in GROUPS else 1
+    op = _operator(AllGatherMatmul, group_name, m=a_shard.shape[0] * world, k=a_shard.shape[1],
+                   n=b.shape[1], dtype=a_shard.dtype)
+    return op(b, a_shard=a_shard)
+
+
+@_all_gather_matmul.register_fake
+def _(a_shard, b, group_name):
+    world = GROUPS[group_name].world_size
+    return a_shard.new_empty((a_shard.shape[0] * world, b.shape[1]))
+
+
+@torch.library.custom_op("synco::matmul_reduce_scatter", mutates_args=())
+def _matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
+    op = _operator(MatmulReduceScatter, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
+                   dtype=a.dtype)
+    return op(a, b).clone()
+
+
+@_matmul_reduce_scatter.register_fake
+def _(a, b, group_name):
+    return a.new_empty((a.shape[0] // GROUPS[group_name].world_size, b.shape[1]))
+
+
+@torch.library.custom_op("synco::matmul_all_reduce", mutates_args=())
+def _matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
+    op = _operator(MatmulAllReduce, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
+                   dtype=a.dtype)
+    return op(a, b).clone()
+
+
+@_matmul_all_reduce.register_fake
+def _(a, b, group_name):
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def all_gather_matmul(a_shard, b, group):
+    """all_gather(a_shard) @ b over `group` (a `synco.Group`)."""
+    return torch.ops.synco.all_gather_matmul(a_shard, b, _group_name(group))
+
+
+def matmul_reduce_scatter(a, b, group):
+    """This rank's rows of reduce_scatter(a @ b) over `group`."""
+    return torch.ops.synco.matmul_reduce_scatter(a, b, _group_name(group))
+
+
+def matmul_all_reduce(a, b, group):
+    """all_reduce(a @ b) over `group`."""
+    return torch.ops.synco.matmul_all_reduce(a, b, _group_name(group))

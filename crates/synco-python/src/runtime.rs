@@ -1,0 +1,219 @@
+//! The runtime for one rank of a job with a process per rank: `Node` (the
+//! rank's symmetric heap, its peers' mapped through the caller's exchange)
+//! and `Kernel` (a fused kernel loaded on it, launched on the caller's
+//! stream). The Python side (`synco.runtime`) turns torch tensors into the
+//! addresses and heap offsets these take, and checks them first.
+
+use crate::{LaunchError, to_arg};
+use pyo3::exceptions::{PyRuntimeError, PyTimeoutError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::{path::PathBuf, time::Duration};
+use synco_runtime::{Arg, Buffer, FusedKernel, RuntimeError};
+
+pyo3::create_exception!(
+    _native,
+    WatchdogError,
+    PyTimeoutError,
+    "A launch that did not finish: a wait that timed out on the GPU (naming rank, chunk and epoch) or a rank whose streams never drained. The node launches nothing more."
+);
+
+fn runtime_error(e: RuntimeError) -> PyErr {
+    match e {
+        RuntimeError::WaitTimedOut { .. } | RuntimeError::Hung { .. } | RuntimeError::Failed { .. } => {
+            WatchdogError::new_err(e.to_string())
+        }
+        RuntimeError::ArgCount { .. }
+        | RuntimeError::ArgType { .. }
+        | RuntimeError::ArgNotBuffer { .. }
+        | RuntimeError::ScalarArg { .. }
+        | RuntimeError::UnboundBuffer(_)
+        | RuntimeError::BufferTooSmall { .. }
+        | RuntimeError::WorldSize { .. }
+        | RuntimeError::PersistentGrid { .. }
+        | RuntimeError::CopyPlane { .. }
+        | RuntimeError::NotCoResident { .. } => LaunchError::new_err(e.to_string()),
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+/// One rank's node: `Node.open_process(rank, world_size, device,
+/// heap_bytes, exchange)`, where `exchange(bytes)` returns every rank's
+/// bytes in rank order (an all-gather over the process group).
+#[pyclass(unsendable, module = "synco._native")]
+pub(crate) struct Node {
+    node: synco_runtime::Node,
+    rank: usize,
+}
+
+#[pymethods]
+impl Node {
+    #[staticmethod]
+    fn open_process(
+        rank: usize,
+        world_size: usize,
+        device: usize,
+        heap_bytes: usize,
+        exchange: Bound<'_, PyAny>,
+    ) -> PyResult<Node> {
+        let mut call = |mine: Vec<u8>| -> Result<Vec<Vec<u8>>, String> {
+            let all = exchange
+                .call1((PyBytes::new(exchange.py(), &mine),))
+                .map_err(|e| e.to_string())?;
+            all.extract::<Vec<Vec<u8>>>()
+                .map_err(|e| format!("the exchange must return a list of bytes: {e}"))
+        };
+        let node = synco_runtime::Node::open_process(rank, world_size, device, heap_bytes, &mut call)
+            .map_err(runtime_error)?;
+        Ok(Node { node, rank })
+    }
+
+    #[getter]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    #[getter]
+    fn world_size(&self) -> usize {
+        self.node.world_size()
+    }
+
+    /// Places a symmetric buffer of `bytes` in the heap (at the same offset
+    /// on every rank, when every rank allocates the same in the same
+    /// order): returns its offset.
+    fn alloc(&mut self, bytes: usize) -> PyResult<usize> {
+        Ok(self.node.alloc(bytes).map_err(runtime_error)?.offset)
+    }
+
+    /// Frees every buffer (kernels' storage stays).
+    fn reset_heap(&mut self) {
+        self.node.reset_heap();
+    }
+
+    /// The address of heap offset 0 on `rank`, in this process.
+    fn heap_base(&self, rank: usize) -> PyResult<u64> {
+        if rank >= self.node.world_size() {
+            return Err(LaunchError::new_err(format!(
+                "rank {rank} does not exist: the group has {} ranks",
+                self.node.world_size()
+            )));
+        }
+        Ok(self.node.ptr(rank, &Buffer { offset: 0, bytes: 0 }))
+    }
+
+    /// Loads the kernel whose launch manifest is at `manifest`.
+    fn load(slf: Bound<'_, Self>, manifest: PathBuf) -> PyResult<Kernel> {
+        let kernel = FusedKernel::load(&mut slf.borrow_mut().node, &manifest).map_err(runtime_error)?;
+        Ok(Kernel {
+            node: slf.unbind(),
+            kernel: Some(kernel),
+        })
+    }
+
+    /// Waits at most `timeout` seconds for this rank's last launch, then
+    /// reads its error buffer: `WatchdogError` naming rank, chunk and epoch
+    /// for a wait that timed out on the GPU.
+    fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
+        let deadline = Duration::from_secs_f64(timeout.max(0.0));
+        let node = OwnerThreadOnly(&self.node);
+        py.detach(move || node.wait(deadline)).map_err(runtime_error)
+    }
+}
+
+/// The node, lent to code that runs while the interpreter lets other
+/// threads run (`Python::detach`).
+struct OwnerThreadOnly<'a>(&'a synco_runtime::Node);
+
+// SAFETY: `Node` is `unsendable`: Python code on other threads cannot reach
+// it (PyO3 refuses), so while its owner thread waits with the interpreter
+// released, this reference stays the only use, on that same thread.
+unsafe impl Send for OwnerThreadOnly<'_> {}
+
+impl OwnerThreadOnly<'_> {
+    fn wait(&self, deadline: Duration) -> Result<(), RuntimeError> {
+        self.0.wait(deadline)
+    }
+}
+
+/// A fused kernel loaded on a `Node`.
+#[pyclass(unsendable, module = "synco._native")]
+pub(crate) struct Kernel {
+    node: Py<Node>,
+    kernel: Option<FusedKernel>,
+}
+
+#[pymethods]
+impl Kernel {
+    /// Launches on `stream` (a CUDA stream handle of this rank's GPU, e.g.
+    /// `torch.cuda.current_stream().cuda_stream`) over `grid`, with the
+    /// kernel's own arguments `args` (addresses as ints, scalars) and the
+    /// plan's buffers bound by name to `(heap offset, bytes)`. Every check
+    /// runs before any work is issued.
+    fn launch(
+        &self,
+        py: Python<'_>,
+        grid: (u32, u32, u32),
+        args: Vec<Bound<'_, PyAny>>,
+        bindings: Vec<(String, usize, usize)>,
+        stream: usize,
+    ) -> PyResult<()> {
+        let kernel = self.loaded()?;
+        let params: Vec<(String, String)> = kernel
+            .manifest
+            .params
+            .iter()
+            .filter(|p| p.role == synco_manifest::ParamRole::User)
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect();
+        let values = args
+            .iter()
+            .enumerate()
+            .map(|(i, value)| match params.get(i) {
+                Some((name, ty)) => to_arg(name, ty, value),
+                None => Ok(Arg::I32(0)),
+            })
+            .collect::<PyResult<Vec<Arg>>>()?;
+        let buffers: Vec<(&str, Buffer)> = bindings
+            .iter()
+            .map(|(name, offset, bytes)| {
+                (
+                    name.as_str(),
+                    Buffer {
+                        offset: *offset,
+                        bytes: *bytes,
+                    },
+                )
+            })
+            .collect();
+        let mut node = self.node.borrow_mut(py);
+        let rank = node.rank;
+        node.node
+            .set_compute_stream(rank, stream as synco_runtime::CudaStream)
+            .map_err(runtime_error)?;
+        node.node
+            .launch(kernel, grid, &|_| values.clone(), &buffers)
+            .map_err(runtime_error)
+    }
+
+    /// This kernel's launches so far (the last one's epoch).
+    #[getter]
+    fn epoch(&self) -> PyResult<u32> {
+        Ok(self.loaded()?.epochs())
+    }
+
+    /// Gives the kernel's storage back once its launches are done.
+    fn unload(&mut self, py: Python<'_>) -> PyResult<()> {
+        if let Some(kernel) = self.kernel.take() {
+            self.node.borrow_mut(py).node.unload(kernel).map_err(runtime_error)?;
+        }
+        Ok(())
+    }
+}
+
+impl Kernel {
+    fn loaded(&self) -> PyResult<&FusedKernel> {
+        self.kernel
+            .as_ref()
+            .ok_or_else(|| LaunchError::new_err("this kernel was unloaded"))
+    }
+}

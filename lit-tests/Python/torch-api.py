@@ -1,0 +1,158 @@
+# The package's PyTorch side, on a machine without a GPU: everything a
+# launch checks before it issues work. The operators' fused kernels compile
+# from their templates into the cache (an output the plan only declares
+# gets no ABI argument, so it need not be symmetric); a launch's tensors
+# are checked (count, device, dtype, layout, the plan buffer's shape, and
+# symmetric where the plan binds them: inside the heap, here a CPU tensor
+# standing in for it) and turned into addresses and heap offsets; the
+# plan's fixed scalars, a world size that differs and an unknown buffer
+# are refused, each naming the argument; a cache built by a compiler this
+# machine lacks still serves what it holds; the custom ops have fake
+# implementations for torch.compile.
+#
+# REQUIRES: triton, torch, synco-python
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+
+import os
+import sys
+import types
+from pathlib import Path
+
+import torch
+
+import synco
+from synco import ops, runtime
+
+scratch = Path(sys.argv[1])
+failures = []
+
+
+def expect(what, ok, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {what}" + (f": {detail}" if detail and not ok else ""))
+    if not ok:
+        failures.append(what)
+
+
+def raises(kind, text, call):
+    try:
+        call()
+    except kind as e:
+        return text in str(e), str(e)
+    except Exception as e:  # noqa: BLE001 (the wrong kind is the failure)
+        return False, f"{type(e).__name__}: {e}"
+    return False, "no exception"
+
+
+cache = scratch / "cache"
+config = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}
+shape = dict(m=512, k=256, n=256, config=config, num_warps=4, num_stages=3, cache_dir=cache)
+ag = ops.AllGatherMatmul.compile(2, chunks=2, **shape)
+rs = ops.MatmulReduceScatter.compile(2, chunks=2, **shape)
+expect("AllGatherMatmul compiles for 2 ranks", ag.manifest.world_size == 2)
+expect("its output gets no argument of the ABI (any tensor will do)",
+       not any(p.startswith("synco_buffer") for p, _ in ag.manifest.user_params)
+       and [b[0] for b in ag.manifest.buffers] == ["A", "C"], str(ag.manifest.buffers))
+expect("the second compile comes from the cache", ops.AllGatherMatmul.compile(
+    2, chunks=2, **shape).cached)
+
+# A heap: a CPU tensor stands in for this rank's symmetric heap.
+heap_bytes = 4 << 20
+heap_tensor = torch.zeros(heap_bytes, dtype=torch.uint8)
+heap = runtime.Heap(heap_tensor.data_ptr(), heap_bytes)
+
+
+def symmetric(offset, shape_, dtype=torch.bfloat16):
+    count = torch.Size(shape_).numel() * torch.empty((), dtype=dtype).element_size()
+    return heap_tensor[offset:offset + count].view(dtype).view(shape_)
+
+
+check = runtime.LaunchArguments(ag.manifest, "cpu", heap)
+a = symmetric(4096, (512, 256))
+b = torch.zeros((256, 256), dtype=torch.bfloat16)
+c = torch.zeros((512, 256), dtype=torch.bfloat16)
+scalars = [512, 256, 256, 256, 256, 256]
+values, bindings = check([a, b, c, *scalars])
+expect("tensors become their addresses", values[:3] == [a.data_ptr(), b.data_ptr(), c.data_ptr()])
+expect("a bound tensor becomes its heap offset", bindings == [("A", 4096, a.nbytes)], str(bindings))
+ag.manifest.check_args(0, values)
+for what, args, text in [
+    ("a missing argument", [a, b, c, *scalars[:-1]], "takes 9 arguments of its own"),
+    ("a tensor outside the heap", [a.clone(), b, c, *scalars], "argument 'a_ptr' is not symmetric"),
+    ("a wrong dtype", [a, b.float(), c, *scalars], "argument 'b_ptr' is torch.float32"),
+    ("a transposed operand", [a, b.t(), c, *scalars], "argument 'b_ptr' is not contiguous"),
+    ("a wrong shape of a plan buffer", [symmetric(4096, (256, 512)), b, c, *scalars],
+     "has shape (256, 512), the plan's buffer @A is (512, 256)"),
+    ("a number for a pointer", [a, 7, c, *scalars], "argument 'b_ptr' is a pointer"),
+    ("a tensor for a scalar", [a, b, c, torch.tensor(512), *scalars[1:]], "argument 'M' has type i32"),
+]:
+    ok, got = raises(synco.LaunchError, text, lambda: check(args))
+    expect(f"refuses {what}", ok, got)
+on_gpu = runtime.LaunchArguments(ag.manifest, "cuda:0", heap)
+ok, got = raises(synco.LaunchError, "argument 'a_ptr' is on cpu, the group runs on cuda:0",
+                 lambda: on_gpu([a, b, c, *scalars]))
+expect("refuses a tensor on another device", ok, got)
+values, _ = check([a, b, c, 1024, *scalars[1:]])
+ok, got = raises(synco.LaunchError, "compile for the shape you launch",
+                 lambda: ag.manifest.check_args(0, values))
+expect("refuses an M the plan does not fix (the runtime's check)", ok, got)
+ok, got = raises(synco.LaunchError, "the kernel's plan is for 2 ranks, the group has 4",
+                 lambda: runtime.check_world_size(ag.manifest, 4))
+expect("refuses a group of another size", ok, got)
+
+# A reduction's output: bound by name, symmetric.
+check_rs = runtime.LaunchArguments(rs.manifest, "cpu", heap)
+p = symmetric(1 << 20, (512, 256))
+out = symmetric(2 << 20, (256, 256))
+_, bindings = check_rs([a, b, p, *scalars], buffers={"C": out})
+expect("a reduction's output binds by name", ("C", 2 << 20, out.nbytes) in bindings, str(bindings))
+for what, buffers, text in [
+    ("an unknown buffer", {"D": out}, "the plan has no buffer @D"),
+    ("a bound buffer given by name", {"P": p}, "the plan has no buffer @P that an argument does not carry"),
+    ("an output outside the heap", {"C": out.clone()}, "buffers['C'] is not symmetric"),
+    ("an output of the wrong shape", {"C": symmetric(2 << 20, (512, 256))}, "the plan's buffer @C is (256, 256)"),
+]:
+    ok, got = raises(synco.LaunchError, text, lambda: check_rs([a, b, p, *scalars], buffers=buffers))
+    expect(f"refuses {what}", ok, got)
+
+# A Group needs torch.distributed; operators refuse shapes no plan fits.
+ok, got = raises(RuntimeError, "dist.init_process_group", lambda: synco.Group())
+expect("a Group without a process group is refused", ok, got)
+ok, got = raises(ValueError, "must split into whole tiles",
+                 lambda: ops.AllGatherMatmul.compile(2, **{**shape, "m": 300}))
+expect("a shape no plan fits is refused", ok, got)
+
+# A machine without the compiler (a GPU machine) finds what the cache holds.
+saved = dict(os.environ)
+os.environ["SYNCO_BIN"] = ""
+os.environ["PATH"] = "/nonexistent"
+try:
+    again = ops.AllGatherMatmul.compile(2, chunks=2, **shape)
+    expect("without the compiler, a cached kernel is found", again.cached and again.folder == ag.folder)
+    ok, got = raises(synco.CompileError, "no `synco` command",
+                     lambda: ops.AllGatherMatmul.compile(2, chunks=4, **shape))
+    expect("without the compiler, an uncached kernel is a CompileError", ok, got)
+    ok, got = raises(synco.CompileError, "and no cache built by one",
+                     lambda: ops.AllGatherMatmul.compile(2, chunks=2, **{**shape, "cache_dir": scratch / "empty"}))
+    expect("without the compiler or a cache, a CompileError says so", ok, got)
+finally:
+    os.environ.clear()
+    os.environ.update(saved)
+
+# The custom ops' fake implementations (what torch.compile traces with).
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+runtime.GROUPS["fake"] = types.SimpleNamespace(world_size=4)
+with FakeTensorMode():
+    shard = torch.empty((128, 256), dtype=torch.bfloat16)
+    weight = torch.empty((256, 512), dtype=torch.bfloat16)
+    gathered = torch.ops.synco.all_gather_matmul(shard, weight, "fake")
+    scattered = torch.ops.synco.matmul_reduce_scatter(torch.empty((512, 256), dtype=torch.bfloat16),
+                                                      weight, "fake")
+    reduced = torch.ops.synco.matmul_all_reduce(shard, weight, "fake")
+expect("all_gather_matmul's fake result is [W rows, n]", tuple(gathered.shape) == (512, 512))
+expect("matmul_reduce_scatter's is [m / W, n]", tuple(scattered.shape) == (128, 512))
+expect("matmul_all_reduce's is [m, n]", tuple(reduced.shape) == (128, 512))
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
