@@ -1,0 +1,277 @@
+"""The Python path with one rank per process, checked against PyTorch.
+
+    python ranks.py build --cache DIR --worlds 2,4     # compile (no GPU needed)
+    python ranks.py check --cache DIR --world W        # W processes on the GPUs
+    python ranks.py fault --cache DIR --fault killed   # a peer dies / withholds
+
+`build` fills a compile cache with every fused kernel the checks use, so
+that a GPU machine without the compiler runs them (synco.compile finds
+them by the identity of the compiler that built them). `check` spawns W
+processes (rank r on GPU r mod the GPU count; ranks sharing a GPU take
+turns on it), each through `synco.Group` and `synco.ops`: all-gather +
+GEMM on the copy engine and on `ldst`, GEMM + reduce-scatter, and the
+one-shot and two-shot all-reduces, each twice on fresh random data with
+poisoned outputs, against the same product computed by PyTorch in fp32
+from every rank's inputs; then launches the runtime must refuse before
+any work, and the host time per call. `fault` runs 2 ranks where rank 1
+either dies (`killed`) or stays alive but never launches (`withheld`):
+rank 0 must get the watchdog's error within its timeout. Prints one line
+per check and exits non-zero if any failed.
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import time
+import traceback
+import zlib
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import synco
+from synco import ops
+
+# Small shapes: every rank's programs fit on one GPU with the others'.
+M_PER_RANK, K, N = 256, 512, 512
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}
+OPS = [
+    ("all_gather_matmul copy_engine", ops.AllGatherMatmul, {"backend": "copy_engine", "chunks": 2}),
+    ("all_gather_matmul ldst", ops.AllGatherMatmul, {"backend": "ldst", "chunks": 2}),
+    ("matmul_reduce_scatter", ops.MatmulReduceScatter, {"chunks": 2}),
+    ("matmul_all_reduce one_shot", ops.MatmulAllReduce, {"algorithm": "one_shot", "chunks": 1}),
+    ("matmul_all_reduce two_shot", ops.MatmulAllReduce, {"algorithm": "two_shot", "chunks": 2}),
+]
+TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
+
+
+def options(world, extra, cache):
+    return dict(m=M_PER_RANK * world, k=K, n=N, config=CONFIG, num_warps=4, num_stages=3,
+                cache_dir=cache, **extra)
+
+
+def build(args):
+    for world in [int(w) for w in args.worlds.split(",")]:
+        for name, cls, extra in OPS:
+            start = time.perf_counter()
+            compiled = cls.compile(world, **options(world, extra, args.cache))
+            print(f"built W={world} {name}: {compiled.folder.name} "
+                  f"({'cached' if compiled.cached else f'{time.perf_counter() - start:.1f} s'})")
+
+
+def rel_error(got, want):
+    return ((got.float() - want).norm() / want.norm().clamp_min(1e-30)).item()
+
+
+def inputs(seed, world, shapes):
+    """Every rank's inputs, the same on every rank (seeded)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return [[torch.randn(s, generator=g).to(torch.bfloat16) for s in shapes] for _ in range(world)]
+
+
+def check_ops(group, cache, seed, report):
+    w, r, dev = group.world_size, group.rank, group.device
+    m = M_PER_RANK * w
+    for name, cls, extra in OPS:
+        try:
+            op = cls(group, **options(w, extra, cache))
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"setup: {type(e).__name__}: {e}")
+            continue
+        for launch in range(2):
+            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
+            if cls is ops.AllGatherMatmul:
+                data = inputs(s, w, [(M_PER_RANK, K)]) + inputs(s + 1, 1, [(K, N)])
+                shards, b = [d[0] for d in data[:w]], data[w][0].to(dev)
+                want = torch.cat(shards).float() @ b.float().cpu()
+                out = torch.full((m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+                op.shard.fill_(float("nan"))
+                got = op(b, a_shard=shards[r].to(dev), out=out)
+            else:
+                data = inputs(s, w, [(m, K), (K, N)])
+                want = sum(a.float() @ b.float() for a, b in data)
+                if cls is ops.MatmulReduceScatter:
+                    want = want[r * M_PER_RANK:(r + 1) * M_PER_RANK]
+                op.result.fill_(float("nan"))
+                op.partials.fill_(float("nan"))
+                got = op(data[r][0].to(dev), data[r][1].to(dev))
+            group.wait(60)
+            err = rel_error(got.cpu(), want)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
+def check_refusals(group, cache, report):
+    """Launches refused before any work, each naming what is wrong."""
+    w, dev = group.world_size, group.device
+    op = ops.AllGatherMatmul(group, **options(w, OPS[0][2], cache))
+    b = torch.zeros((K, N), dtype=torch.bfloat16, device=dev)
+    out = torch.empty((M_PER_RANK * w, N), dtype=torch.bfloat16, device=dev)
+    epoch = op.kernel.epoch
+    not_symmetric = torch.empty_like(op.gathered)
+    cases = [
+        ("a tensor outside the heap", lambda: op.kernel(op.grid, not_symmetric, b, out,
+                                                         *op_scalars(op)), "not symmetric"),
+        ("a wrong dtype", lambda: op(b.float()), "torch.float32"),
+        ("a CPU tensor", lambda: op.kernel(op.grid, op.gathered, b.cpu(), out, *op_scalars(op)),
+         "cpu"),
+        ("a wrong shape", lambda: op(b[:, :256]), "shape"),
+        ("a transposed operand", lambda: op.kernel(op.grid, op.gathered, b.t(), out,
+                                                   *op_scalars(op)), "contiguous"),
+        ("a wrong M", lambda: op.kernel(op.grid, op.gathered, b, out, 2 * op.m, op.n, op.k,
+                                        op.k, op.n, op.n), "compile for the shape"),
+    ]
+    for what, call, needle in cases:
+        try:
+            call()
+            report(f"refuses {what}", False, "launched")
+        except synco.LaunchError as e:
+            report(f"refuses {what}", needle in str(e), str(e).splitlines()[0][:160])
+    other_world = 2 if w != 2 else 4
+    try:
+        group.load(ops.AllGatherMatmul.compile(other_world, **options(other_world, OPS[0][2],
+                                                                       cache)))
+        report("refuses a plan for another world size", False, "loaded")
+    except synco.LaunchError as e:
+        report("refuses a plan for another world size", f"for {other_world} ranks" in str(e),
+               str(e))
+    report("refused launches issued nothing", op.kernel.epoch == epoch,
+           f"epoch {epoch} -> {op.kernel.epoch}")
+
+
+def op_scalars(op):
+    return op.m, op.n, op.k, op.k, op.n, op.n
+
+
+def host_time(group, cache, report):
+    """Median host time of one call (issue only), over 200 calls."""
+    w, dev = group.world_size, group.device
+    op = ops.AllGatherMatmul(group, **options(w, OPS[0][2], cache))
+    b = torch.randn((K, N), device=dev).to(torch.bfloat16)
+    out = torch.empty((M_PER_RANK * w, N), dtype=torch.bfloat16, device=dev)
+    times = []
+    for _ in range(220):
+        start = time.perf_counter()
+        op(b, out=out)
+        times.append(time.perf_counter() - start)
+        group.wait(60)
+    us = statistics.median(times[20:]) * 1e6
+    kernel_us = []
+    for _ in range(200):
+        start = time.perf_counter()
+        op.kernel(op.grid, op.gathered, b, out, *op_scalars(op))
+        kernel_us.append(time.perf_counter() - start)
+        group.wait(60)
+    report("host time per call", True, f"AllGatherMatmul {us:.1f} us, Kernel.__call__ "
+           f"{statistics.median(kernel_us[20:]) * 1e6:.1f} us (median of 200, issue only)")
+
+
+def worker(rank, world, mode, cache, port, fault, results):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
+    lines = []
+
+    def report(name, ok, detail=""):
+        lines.append((name, ok, detail))
+        print(f"rank {rank}: {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+    try:
+        group = synco.Group(heap_bytes=256 << 20)
+        seed = group._all_gather(int(time.time_ns() % 1_000_000_007) if rank == 0 else 0)[0]
+        if mode == "check":
+            check_ops(group, cache, seed, report)
+            check_refusals(group, cache, report)
+            host_time(group, cache, report)
+        else:
+            fault_test(group, cache, fault, report)
+    except Exception:  # noqa: BLE001 - any error fails the run
+        report("no exception", False, traceback.format_exc())
+    results.put((rank, lines))
+    results.close()
+    results.join_thread()
+    sys.stdout.flush()
+    os._exit(0)  # (a survivor's streams may still wait for the dead peer)
+
+
+def fault_test(group, cache, fault, report):
+    op = ops.AllGatherMatmul(group, **options(group.world_size, OPS[0][2], cache))
+    b = torch.randn((K, N), device=group.device).to(torch.bfloat16)
+    dist.barrier()
+    if group.rank == 1:
+        if fault == "killed":
+            os._exit(17)
+        time.sleep(40)  # withheld: alive, never launches
+        report("peer withheld its chunks", True)
+        return
+    start = time.perf_counter()
+    op(b)
+    try:
+        group.wait(30)
+        report(f"watchdog after a {fault} peer", False, "the launch finished")
+    except synco.WatchdogError as e:
+        seconds = time.perf_counter() - start
+        text = str(e)
+        named = "rank 0" in text and "chunk" in text and "epoch 1" in text
+        report(f"watchdog after a {fault} peer", named and seconds < 30,
+               f"after {seconds:.1f} s: {text}")
+    try:
+        op(b)
+        report("no launch after the watchdog's error", False, "launched")
+    except synco.WatchdogError as e:
+        report("no launch after the watchdog's error", True, str(e)[:120])
+
+
+def spawn(world, mode, cache, fault=None, timeout=300):
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = 29500 + os.getpid() % 1000
+    procs = [ctx.Process(target=worker, args=(r, world, mode, cache, port, fault, results))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    deadline = time.time() + timeout
+    for p in procs:
+        p.join(max(1, deadline - time.time()))
+    failed = 0
+    got = {}
+    while not results.empty():
+        rank, lines = results.get()
+        got[rank] = lines
+        failed += sum(1 for _, ok, _ in lines if not ok)
+    expected = [0] if mode == "fault" else range(world)
+    for rank in expected:
+        if rank not in got:
+            print(f"FAIL rank {rank} reported nothing (exit code {procs[rank].exitcode})")
+            failed += 1
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    passed = sum(ok for lines in got.values() for _, ok, _ in lines)
+    print(f"ranks.py {mode} W={world}{' ' + fault if fault else ''}: {passed} passed, "
+          f"{failed} failed")
+    return failed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["build", "check", "fault"])
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--worlds", default="2,4")
+    parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--fault", choices=["killed", "withheld"], default="killed")
+    args = parser.parse_args()
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    if args.mode == "build":
+        return build(args)
+    if args.mode == "check":
+        sys.exit(1 if spawn(args.world, "check", args.cache) else 0)
+    sys.exit(1 if spawn(2, "fault", args.cache, fault=args.fault, timeout=120) else 0)
+
+
+if __name__ == "__main__":
+    main()
