@@ -65,12 +65,7 @@ impl Manifest {
     /// in Triton's spelling (`*bf16`, `i32`, `fp32`).
     #[getter]
     fn user_params(&self) -> Vec<(String, String)> {
-        self.manifest
-            .params
-            .iter()
-            .filter(|p| p.role == ParamRole::User)
-            .map(|p| (p.name.clone(), p.ty.clone()))
-            .collect()
+        user_params(&self.manifest)
     }
 
     /// The plan's buffers the caller binds (not the kernel's own staging
@@ -116,7 +111,7 @@ impl Manifest {
     /// the values the plan fixes. Raises `LaunchError` (or `TypeError` for
     /// a value of the wrong Python type) naming the argument.
     fn check_args(&self, rank: usize, args: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
-        let values = self.to_args(&args)?;
+        let values = to_args(&self.user_params(), &args)?;
         synco_runtime::check_user_args(&self.manifest, rank, &values)
             .map_err(|e| LaunchError::new_err(e.to_string()))
     }
@@ -130,24 +125,30 @@ impl Manifest {
     }
 }
 
-impl Manifest {
-    /// `args` as the runtime's arguments, by the user parameters' types
-    /// (a count that differs is the runtime check's to report).
-    fn to_args(&self, args: &[Bound<'_, PyAny>]) -> PyResult<Vec<Arg>> {
-        let params = self.user_params();
-        args.iter()
-            .enumerate()
-            .map(|(i, value)| match params.get(i) {
-                Some((name, ty)) => to_arg(name, ty, value),
-                // Any value: the count is wrong, which the check reports.
-                None => Ok(Arg::I32(0)),
-            })
-            .collect()
-    }
+/// `m`'s parameters the caller passes: `(name, type)`, in order.
+pub(crate) fn user_params(m: &LaunchManifest) -> Vec<(String, String)> {
+    m.params
+        .iter()
+        .filter(|p| p.role == ParamRole::User)
+        .map(|p| (p.name.clone(), p.ty.clone()))
+        .collect()
+}
+
+/// `args` as the runtime's arguments, by the types of `params` (the user
+/// parameters; a count that differs is the runtime check's to report).
+pub(crate) fn to_args(params: &[(String, String)], args: &[Bound<'_, PyAny>]) -> PyResult<Vec<Arg>> {
+    args.iter()
+        .enumerate()
+        .map(|(i, value)| match params.get(i) {
+            Some((name, ty)) => to_arg(name, ty, value),
+            // Any value: the count is wrong, which the check reports.
+            None => Ok(Arg::I32(0)),
+        })
+        .collect()
 }
 
 /// A Python value as an argument of type `ty`.
-pub(crate) fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
+fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
     let wrong = |what: &str| {
         PyTypeError::new_err(format!(
             "argument '{name}' has type {ty}: expected {what}, got {}",

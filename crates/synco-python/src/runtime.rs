@@ -4,12 +4,12 @@
 //! stream). The Python side (`synco.runtime`) turns torch tensors into the
 //! addresses and heap offsets these take, and checks them first.
 
-use crate::{LaunchError, to_arg};
+use crate::{LaunchError, to_args, user_params};
 use pyo3::exceptions::{PyRuntimeError, PyTimeoutError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::{path::PathBuf, time::Duration};
-use synco_runtime::{Arg, Buffer, FusedKernel, RuntimeError};
+use synco_runtime::{Buffer, FusedKernel, RuntimeError};
 
 pyo3::create_exception!(
     _native,
@@ -106,6 +106,7 @@ impl Node {
         let kernel = FusedKernel::load(&mut slf.borrow_mut().node, &manifest).map_err(runtime_error)?;
         Ok(Kernel {
             node: slf.unbind(),
+            params: user_params(&kernel.manifest),
             kernel: Some(kernel),
         })
     }
@@ -139,6 +140,8 @@ impl OwnerThreadOnly<'_> {
 #[pyclass(unsendable, module = "synco._native")]
 pub(crate) struct Kernel {
     node: Py<Node>,
+    /// The kernel's own parameters, `(name, type)` (read once, at load).
+    params: Vec<(String, String)>,
     kernel: Option<FusedKernel>,
 }
 
@@ -158,21 +161,7 @@ impl Kernel {
         stream: usize,
     ) -> PyResult<()> {
         let kernel = self.loaded()?;
-        let params: Vec<(String, String)> = kernel
-            .manifest
-            .params
-            .iter()
-            .filter(|p| p.role == synco_manifest::ParamRole::User)
-            .map(|p| (p.name.clone(), p.ty.clone()))
-            .collect();
-        let values = args
-            .iter()
-            .enumerate()
-            .map(|(i, value)| match params.get(i) {
-                Some((name, ty)) => to_arg(name, ty, value),
-                None => Ok(Arg::I32(0)),
-            })
-            .collect::<PyResult<Vec<Arg>>>()?;
+        let values = to_args(&self.params, &args)?;
         let buffers: Vec<(&str, Buffer)> = bindings
             .iter()
             .map(|(name, offset, bytes)| {

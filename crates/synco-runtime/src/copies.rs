@@ -186,7 +186,6 @@ impl Node {
         let local_flags = self.ptr(rank, &flags);
         let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
         let epoch_word = flag(local_flags, kernel.words.copy_epoch() as i64);
-        let wait_geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
         // (Only the arrival flags copy the epoch word: a gathered output's
         // copies set none and leave it alone.)
         if copies.iter().any(|c| c.arrived.is_some()) {
@@ -215,18 +214,7 @@ impl Node {
             if !waited.insert((index, value)) {
                 return Ok(());
             }
-            unsafe {
-                check(
-                    rank,
-                    "cuStreamWaitValue32",
-                    sys::cuStreamWaitValue32_v2(
-                        gpu.copy,
-                        flag(local_flags, index),
-                        value,
-                        wait_geq,
-                    ),
-                )
-            }
+            self.wait_word(rank, gpu.copy, kernel, index as usize, value)
         };
         for copy in copies {
             let src = bound(bindings, &copy.src_buffer)?;

@@ -214,7 +214,6 @@ impl Node {
         let gpu = self.local(rank);
         gpu.bind()?;
         let g = rank;
-        let flags = self.ptr(rank, &kernel.flags);
         // Copies into this rank that no kernel waits for (they set no
         // flag): the launch is done when their side streams are (its own,
         // an event; peers', their signals).
@@ -245,18 +244,7 @@ impl Node {
             .and_then(|f| f.completion.get(rank));
         for &(flag, count) in completion.into_iter().flatten() {
             let target = (epoch as i64 * count) as u32;
-            unsafe {
-                check(
-                    g,
-                    "cuStreamWaitValue32",
-                    sys::cuStreamWaitValue32_v2(
-                        gpu.compute,
-                        flags + 4 * flag as u64,
-                        target,
-                        sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                    ),
-                )?;
-            }
+            self.wait_word(rank, gpu.compute, kernel, flag as usize, target)?;
         }
         if let Some(event) = self.timeline_event(rank, gpu.compute)? {
             marks.ended.push(event);
@@ -420,14 +408,14 @@ impl Node {
     }
 
     /// `stream` (one of `rank`'s) waits until `rank`'s word `index` of
-    /// `kernel`'s flags reaches `epoch`.
+    /// `kernel`'s flags (a flag, a counter or a sync word) reaches `value`.
     pub(crate) fn wait_word(
         &self,
         rank: usize,
         stream: sys::CUstream,
         kernel: &FusedKernel,
         index: usize,
-        epoch: u32,
+        value: u32,
     ) -> Result<()> {
         let word = self.ptr(rank, &kernel.flags) + 4 * index as u64;
         unsafe {
@@ -437,7 +425,7 @@ impl Node {
                 sys::cuStreamWaitValue32_v2(
                     stream,
                     word,
-                    epoch,
+                    value,
                     sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
                 ),
             )
