@@ -492,6 +492,32 @@ impl FusedPlan {
         self.chunks.iter().any(|c| c.kind == ChunkKind::Reduction)
     }
 
+    /// Whether the kernel itself reads or writes peers' heaps: copy
+    /// programs (the `ldst` backend) that pull or push chunks, or tiles
+    /// that push partials to their owners, bump peers' counters or read
+    /// peers' partials (a fused reduction whose partials the copy engine
+    /// does not move). The runtime then starts each rank's kernel after
+    /// every peer's start and ends every peer's launch after it (see the
+    /// runtime's `sync.rs`).
+    pub fn kernel_reaches_peers(&self) -> bool {
+        let world = self.world_size.max(0);
+        let by_copy_engine = |chunk: &ChunkLayout| {
+            let flags = chunk.flag_base
+                ..chunk
+                    .flag_base
+                    .saturating_add(chunk.chunks_per_rank.saturating_mul(world));
+            self.reduction_copies
+                .iter()
+                .flatten()
+                .any(|copy| flags.contains(&copy.produced.0))
+        };
+        self.copy_programs > 0
+            || self
+                .chunks
+                .iter()
+                .any(|c| c.kind == ChunkKind::Reduction && !by_copy_engine(c))
+    }
+
     /// Whether some reduction copy sets no `copied` flag: the kernel's
     /// tiles then overwrite that chunk in the next launch without waiting
     /// for the copy engine, and the runtime must start the next launch's
@@ -718,6 +744,36 @@ mod tests {
             triton_version: "3.6.0".into(),
             fused: None,
         }
+    }
+
+    /// Copy programs, and reduction chunks whose partials no copy-engine
+    /// copy moves, reach into peers' heaps; a copy-engine gather or
+    /// reduction does not (checked against the PTX of the 80 one-GPU bench
+    /// variants: those that read `synco_heap_bases` are exactly these).
+    #[test]
+    fn tells_kernels_that_reach_into_peers() {
+        let plan = |copy_programs: u32, reduction: bool, copied_by_engine: bool| -> FusedPlan {
+            let chunk = format!(
+                r#"{{"buffer": "P", "kind": "{}", "dim": 0, "rows_per_chunk": 64,
+                    "chunks_per_rank": 2, "flag_base": 4}}"#,
+                if reduction { "reduction" } else { "arrival" }
+            );
+            // Flags 4..8 are the chunk's counters (2 chunks x 2 ranks).
+            let copy = r#"{"src_buffer": "P", "dst_buffer": "S", "owner": 1, "src_offset": 0,
+                           "dst_offset": 0, "bytes": 64, "produced": [6, 1]}"#;
+            let copies = if copied_by_engine { format!("[[{copy}], []]") } else { "[[], []]".into() };
+            serde_json::from_str(&format!(
+                r#"{{"plan": "p", "world_size": 2, "num_flags": 8, "copy_programs": {copy_programs},
+                    "buffers": [], "chunks": [{chunk}], "copies": [[], []],
+                    "reduction_copies": {copies}}}"#
+            ))
+            .expect("a fused plan")
+        };
+        assert!(!plan(0, false, false).kernel_reaches_peers()); // copy-engine gather
+        assert!(plan(16, false, false).kernel_reaches_peers()); // ldst gather
+        assert!(plan(0, true, false).kernel_reaches_peers()); // tiles push partials
+        assert!(!plan(0, true, true).kernel_reaches_peers()); // copy-engine reduction
+        assert!(plan(2, true, true).kernel_reaches_peers()); // staged on SMs
     }
 
     #[test]

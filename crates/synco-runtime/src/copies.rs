@@ -74,15 +74,12 @@ impl Node {
         };
         // The copy stream waits for this launch's start on this rank (an
         // event) and on every rank its copies write into (pushes: the
-        // destination's previous kernel may still read); the compute
-        // stream, for the start of every rank it copies from (its previous
-        // work wrote the source). Peers' starts are their signals (see
-        // `sync.rs`).
+        // destination's previous kernel may still read); peers' starts are
+        // their signals (see `sync.rs`). The compute stream has waited for
+        // the sources of the copies in front of the kernel
+        // (`Node::issue_kernel`).
         let stream = if before_kernel { gpu.compute } else { gpu.copy };
-        let sync = kernel.sync.rank(rank);
-        let peers = if before_kernel {
-            &sync.kernel_copies_wait_start
-        } else {
+        if !before_kernel && !copies.is_empty() {
             unsafe {
                 check(
                     rank,
@@ -90,10 +87,9 @@ impl Node {
                     sys::cuStreamWaitEvent(stream, gpu.start, 0),
                 )?;
             }
-            &sync.copies_wait_start
-        };
-        for &peer in peers {
-            self.wait_word(rank, stream, kernel, kernel.words.started_by(peer), epoch)?;
+            for &peer in &kernel.sync.rank(rank).copies_wait_start {
+                self.wait_word(rank, stream, kernel, kernel.words.started_by(peer), epoch)?;
+            }
         }
         let place = |name: &str| -> Result<(Buffer, i64)> {
             let buffer = bound(bindings, name)?;
@@ -278,17 +274,12 @@ impl Node {
                 },
             )?;
         }
-        // The next launch's kernel on this rank waits for these copies to
+        // (The next launch's kernel on this rank waits for these copies to
         // have read its partials and sums, and the owners of copies without
-        // an arrival flag end this launch after them (this rank itself by
-        // the event, peers by `Node::signal_copies_done`).
-        unsafe {
-            check(
-                rank,
-                "cuEventRecord",
-                sys::cuEventRecord(gpu.copies_done, gpu.copy),
-            )
-        }
+        // an arrival flag end this launch after them: `Node::launch`
+        // records the copy stream's end, `Node::signal_copies_done` tells
+        // the peers.)
+        Ok(())
     }
 }
 

@@ -140,6 +140,16 @@ pub enum RuntimeError {
     )]
     WaitTimedOut { rank: i32, chunk: i32, epoch: i32 },
     #[error(
+        "rank {rank} timed out after {seconds:.1} s waiting for {awaited} in epoch {epoch} \
+         (a peer that died, hung or never launched)"
+    )]
+    PeerTimedOut {
+        rank: usize,
+        awaited: String,
+        epoch: u32,
+        seconds: f64,
+    },
+    #[error(
         "the last launch recorded no timeline: call Node::record_timeline(true) before launching to time it"
     )]
     NoTimeline,

@@ -284,6 +284,12 @@ impl FusedKernel {
                     "cuModuleGetFunction",
                     sys::cuModuleGetFunction(&mut function, module, name.as_ptr()),
                 )?;
+                // Loaded onto the GPU now, not at its first launch (CUDA's
+                // lazy loading), so that loading stays out of the first
+                // launch. (A first launch queued behind a stream wait that
+                // is never met still blocks the host: see
+                // `Node::await_first_starts`.)
+                check(rank, "cuFuncLoad", sys::cuFuncLoad(function))?;
                 if manifest.shared_mem_bytes > 48 * 1024 {
                     check(
                         rank,

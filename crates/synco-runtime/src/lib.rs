@@ -13,8 +13,13 @@
 //! group, in the Python package) exchanges. Either way ranks order each
 //! other's streams only through *sync words* in the heap (`sync.rs`): a
 //! rank copies the launch's epoch into a word of each peer that waits for
-//! its start or for its copies, and the peer's stream waits on its own
-//! word; the kernels and manifests are the same for both.
+//! its start, its kernel or its copies, and the peer's stream waits on its
+//! own word; the kernels and manifests are the same for both. A launch is
+//! ordered on each rank's stream as a collective is: peers touch a rank's
+//! heap for it only after the rank's earlier stream work, and the rank's
+//! later stream work comes after every peer's access (a kernel that
+//! reaches into peers' heaps waits for their starts, and their launches
+//! end after it).
 //!
 //! [`FusedKernel::load`] reads a cubin and its launch manifest (no Python,
 //! no MLIR) and places the kernel's own storage at the heap's end: its
@@ -38,7 +43,9 @@
 //!    copied between the ranks' heaps, then `cuStreamWriteValue32` sets the
 //!    destination's flag to the epoch; every rank's copies are issued
 //!    before any kernel;
-//! 3. the kernel on each rank's compute stream, after the copies into the
+//! 3. the kernel on each rank's compute stream, after the start of every
+//!    peer its kernel reaches into (copy programs, tiles that push or pull
+//!    partials: `FusedPlan::kernel_reaches_peers`) and the copies into the
 //!    rank that stay within its GPU (marked `before_kernel`, e.g. an
 //!    all-to-all's own block, or from a rank sharing the GPU: the driver
 //!    may run them on SMs, which tiles waiting for them would hold), with
@@ -68,8 +75,10 @@
 //!    the previous epoch's chunks there), and the rank's next kernel waits
 //!    for them (an event), so that its tiles overwrite partials and sums
 //!    only once they were read;
-//! 4. after every rank's copies, each rank's launch ends once what peers
-//!    write into it is there: a wait for the copies-done signal of every
+//! 4. after every rank's copies, each rank's launch ends once its own side
+//!    stream's copies are done, once every peer whose kernel reaches into
+//!    it has signalled that kernel done, and once what peers write into it
+//!    is there: a wait for the copies-done signal of every
 //!    peer whose copies into it set no flag (a copy-engine all-reduce's
 //!    sums, a gathered output's chunks), and stream waits
 //!    (`cuStreamWaitValue32`, >=) on the counters the manifest's
@@ -86,6 +95,10 @@
 //! [`Node::wait`] is the watchdog: it waits for every rank with a deadline,
 //! then reads each rank's error buffer. A device-side wait that timed out
 //! becomes [`RuntimeError::WaitTimedOut`] naming rank, chunk and epoch; a
+//! stream that waits at a peer's signal (or a flag) for longer than the
+//! peer timeout ([`Node::set_peer_timeout`], 10 s by default, counted once
+//! the watchdog sees the launch started on the rank) becomes
+//! [`RuntimeError::PeerTimedOut`] naming both ranks and the epoch; a
 //! launch that never finishes becomes [`RuntimeError::Hung`] instead of a
 //! hang.
 //!
@@ -95,8 +108,13 @@
 //! that dies or never launches leaves this rank's tiles waiting for its
 //! chunks until they time out, and streams waiting for its signals: the
 //! watchdog reports the timed-out wait (rank, chunk, epoch) as soon as a
-//! kernel records it, and the node then refuses further launches
-//! ([`RuntimeError::Failed`]).
+//! kernel records it, or the stream wait stuck at the peer, and the node
+//! then refuses further launches ([`RuntimeError::Failed`]). A kernel's
+//! first launch on a node waits on the host for the starts of the peers it
+//! waits for (at most the peer timeout, then `PeerTimedOut` from `launch`
+//! itself): a first `cuLaunchKernel` queued behind a stream wait that is
+//! never met does not return. [`Node::inject_fault`] makes a node's
+//! launches keep in step but do no work, for fault tests.
 
 mod bindings;
 mod copies;
@@ -112,7 +130,7 @@ pub use bindings::check_user_args;
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};
-pub use node::{Exchange, Node};
+pub use node::{DEFAULT_PEER_TIMEOUT, Exchange, Fault, Node};
 pub use timeline::{CopySpan, LaunchTimeline};
 pub use trace::TileTrace;
 

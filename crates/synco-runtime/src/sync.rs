@@ -3,17 +3,28 @@
 //! keeps after its flags in the symmetric heap, and which rank waits for
 //! which.
 //!
-//! Two moments of a launch on a rank matter to its peers: its *start* (its
-//! previous work on the compute stream is done, so a peer may overwrite
-//! what it read) and its *copies done* (its side stream's reduction copies
-//! of this launch have landed). A rank signals a moment to the peers that
+//! Three moments of a launch on a rank matter to its peers: its *start*
+//! (its previous work on the compute stream is done: what it wrote there
+//! is in place, and a peer may overwrite what it read), its *kernel done*
+//! (its tiles and copy programs have stopped reading and writing peers'
+//! heaps) and its *copies done* (its side stream's reduction copies of
+//! this launch have landed). A rank signals a moment to the peers that
 //! wait for it by copying the launch's epoch, 4 bytes, into a word of each
 //! peer's heap that only it writes (`started_by[rank]`,
-//! `copies_done_by[rank]`); a peer waits on its own word
-//! (`cuStreamWaitValue32`, >= the epoch). Every stream memory operation
-//! stays on the rank's own heap, and the same words serve ranks of one
-//! process and ranks of many. Within a rank, its streams still order each
-//! other with events.
+//! `kernel_done_by[rank]`, `copies_done_by[rank]`); a peer waits on its
+//! own word (`cuStreamWaitValue32`, >= the epoch). The same words serve
+//! ranks of one process and ranks of many. Within a rank, its streams
+//! still order each other with events.
+//!
+//! A launch is ordered on each rank's stream as a collective is: what the
+//! rank's stream did before the launch (a producer writing a shard, a
+//! poisoned output) happens before any peer reads or writes that rank's
+//! heap for it, and what its stream does after the launch happens after
+//! every peer's access of it. Copies on the side streams wait for the
+//! starts of the ranks they write into; a kernel that reaches into peers'
+//! heaps itself (copy programs, tiles that push or pull partials) waits for
+//! every peer's start, and every peer's launch ends after that kernel is
+//! done.
 //!
 //! Waiters and signallers come from one rule ([`SyncPlan::new`]), so a
 //! rank signals exactly the peers that wait for it: a wait that nobody
@@ -25,7 +36,8 @@ use synco_manifest::{Copy, FusedPlan};
 /// after the manifest's `num_flags` flags, the copy stream's epoch word
 /// (the source of the arrival flags its reduction copies set, see
 /// `Node::enqueue_reduction_copies`), the signal stream's epoch word, then
-/// `started_by` and `copies_done_by`, one word per rank each.
+/// `started_by`, `copies_done_by` and `kernel_done_by`, one word per rank
+/// each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SyncWords {
     pub num_flags: usize,
@@ -35,7 +47,7 @@ pub(crate) struct SyncWords {
 impl SyncWords {
     /// Words in the flags buffer: the manifest's flags and the sync words.
     pub fn count(&self) -> usize {
-        self.num_flags + 2 + 2 * self.world_size
+        self.num_flags + 2 + 3 * self.world_size
     }
 
     pub fn copy_epoch(&self) -> usize {
@@ -55,6 +67,51 @@ impl SyncWords {
     pub fn copies_done_by(&self, peer: usize) -> usize {
         self.num_flags + 2 + self.world_size + peer
     }
+
+    /// Set by `peer` when its kernel, which reaches into this rank's heap,
+    /// is done.
+    pub fn kernel_done_by(&self, peer: usize) -> usize {
+        self.num_flags + 2 + 2 * self.world_size + peer
+    }
+
+    /// What waiting on word `index` waits for.
+    pub fn awaited(&self, index: usize) -> Awaited {
+        let peer_word = |base: usize| index.checked_sub(base).filter(|&p| p < self.world_size);
+        let started = self.started_by(0);
+        if let Some(peer) = peer_word(started) {
+            Awaited::Start(peer)
+        } else if let Some(peer) = peer_word(self.copies_done_by(0)) {
+            Awaited::Copies(peer)
+        } else if let Some(peer) = peer_word(self.kernel_done_by(0)) {
+            Awaited::Kernel(peer)
+        } else {
+            Awaited::Flag(index)
+        }
+    }
+}
+
+/// What a stream waits for when it waits on a word of a kernel's flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Awaited {
+    /// A peer's start of the launch.
+    Start(usize),
+    /// A peer's kernel done.
+    Kernel(usize),
+    /// A peer's reduction copies done.
+    Copies(usize),
+    /// A chunk's flag or counter (the manifest's flag index).
+    Flag(usize),
+}
+
+impl std::fmt::Display for Awaited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Awaited::Start(peer) => write!(f, "rank {peer} to start the launch"),
+            Awaited::Kernel(peer) => write!(f, "rank {peer}'s kernel to finish"),
+            Awaited::Copies(peer) => write!(f, "rank {peer}'s side-stream copies"),
+            Awaited::Flag(flag) => write!(f, "flag {flag} (a chunk's arrival or counter)"),
+        }
+    }
 }
 
 /// Per rank, the peers it waits for and the peers it signals.
@@ -68,15 +125,25 @@ pub(crate) struct RankSync {
     /// reduction copies, where the streams keep the epochs apart: the
     /// copies' owners (their tiles have read the previous epoch's rows).
     pub reduction_copies_wait_start: Vec<usize>,
-    /// Peers whose start the compute stream waits for before the copies
-    /// into the rank within its GPU: their sources (their previous work
-    /// wrote the rows).
-    pub kernel_copies_wait_start: Vec<usize>,
+    /// Peers whose start the compute stream waits for before the rank's
+    /// kernel and the copies in front of it: the sources of copies into the
+    /// rank within its GPU (their previous work wrote the rows), and every
+    /// peer where the kernel itself reaches into peers' heaps.
+    pub kernel_waits_start: Vec<usize>,
+    /// Peers whose kernels reach into this rank's heap: the launch ends
+    /// once they signal their kernel done.
+    pub waits_kernel_done: Vec<usize>,
     /// Peers whose copies into the rank set no flag: the launch ends once
     /// they signal their copies done.
     pub waits_copies_done: Vec<usize>,
-    /// Peers to signal at the start, and when the copies are done.
+    /// Whether the rank's launches put work on its copy stream (copies
+    /// between GPUs, reduction copies): otherwise its launches leave the
+    /// copy stream alone.
+    pub uses_copy_stream: bool,
+    /// Peers to signal at the start, when the kernel is done, and when the
+    /// copies are done.
     pub signals_start: Vec<usize>,
+    pub signals_kernel_done: Vec<usize>,
     pub signals_copies_done: Vec<usize>,
 }
 
@@ -96,27 +163,30 @@ impl SyncPlan {
     /// The waits of `fused`'s launches and the signals that meet them;
     /// `same_gpu(a, b)` says whether ranks `a` and `b` run on one GPU.
     pub fn new(fused: &FusedPlan, same_gpu: &dyn Fn(usize, usize) -> bool) -> SyncPlan {
-        let world = fused.world_size.max(0) as usize;
+        let world = world_of(fused);
         let mut ranks: Vec<RankSync> = (0..world)
             .map(|rank| waits_of(fused, rank, same_gpu))
             .collect();
         for waiter in 0..world {
-            let (start, done) = {
-                let w = &ranks[waiter];
-                let mut start = w.copies_wait_start.clone();
-                start.extend(&w.reduction_copies_wait_start);
-                start.extend(&w.kernel_copies_wait_start);
-                (start, w.waits_copies_done.clone())
-            };
-            for peer in start {
+            let w = ranks[waiter].clone();
+            let starts = w
+                .copies_wait_start
+                .iter()
+                .chain(&w.reduction_copies_wait_start)
+                .chain(&w.kernel_waits_start);
+            for &peer in starts {
                 push_unique(&mut ranks[peer].signals_start, waiter);
             }
-            for peer in done {
+            for &peer in &w.waits_kernel_done {
+                push_unique(&mut ranks[peer].signals_kernel_done, waiter);
+            }
+            for &peer in &w.waits_copies_done {
                 push_unique(&mut ranks[peer].signals_copies_done, waiter);
             }
         }
         for rank in &mut ranks {
             rank.signals_start.sort_unstable();
+            rank.signals_kernel_done.sort_unstable();
             rank.signals_copies_done.sort_unstable();
         }
         SyncPlan { ranks }
@@ -127,9 +197,12 @@ impl SyncPlan {
         static NONE: RankSync = RankSync {
             copies_wait_start: Vec::new(),
             reduction_copies_wait_start: Vec::new(),
-            kernel_copies_wait_start: Vec::new(),
+            kernel_waits_start: Vec::new(),
+            waits_kernel_done: Vec::new(),
+            uses_copy_stream: false,
             waits_copies_done: Vec::new(),
             signals_start: Vec::new(),
+            signals_kernel_done: Vec::new(),
             signals_copies_done: Vec::new(),
         };
         self.ranks.get(rank).unwrap_or(&NONE)
@@ -141,12 +214,15 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
     let mut sync = RankSync::default();
     let peer = |r: i64| Some(r as usize).filter(|&r| r != rank);
     for copy in fused.copies.get(rank).into_iter().flatten() {
-        if !within_gpu(copy, same_gpu)
-            && let Some(dst) = peer(copy.dst_rank)
-        {
+        if within_gpu(copy, same_gpu) {
+            continue;
+        }
+        sync.uses_copy_stream = true;
+        if let Some(dst) = peer(copy.dst_rank) {
             push_unique(&mut sync.copies_wait_start, dst);
         }
     }
+    sync.uses_copy_stream |= fused.reduction_copies.get(rank).is_some_and(|c| !c.is_empty());
     if fused.copies_ordered_by_streams() {
         for copy in fused.reduction_copies.get(rank).into_iter().flatten() {
             if let Some(owner) = peer(copy.owner) {
@@ -159,7 +235,16 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
             && within_gpu(copy, same_gpu)
             && let Some(src) = peer(copy.src_rank)
         {
-            push_unique(&mut sync.kernel_copies_wait_start, src);
+            push_unique(&mut sync.kernel_waits_start, src);
+        }
+    }
+    // A kernel that reaches into peers' heaps (copy programs pulling or
+    // pushing chunks, tiles pushing partials or reading peers') starts
+    // after every peer's start, and every peer's launch ends after it.
+    if fused.kernel_reaches_peers() {
+        for peer in (0..world_of(fused)).filter(|&p| p != rank) {
+            push_unique(&mut sync.kernel_waits_start, peer);
+            push_unique(&mut sync.waits_kernel_done, peer);
         }
     }
     sync.waits_copies_done = fused
@@ -168,6 +253,10 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
         .filter(|&s| s != rank)
         .collect();
     sync
+}
+
+fn world_of(fused: &FusedPlan) -> usize {
+    fused.world_size.max(0) as usize
 }
 
 fn push_unique(list: &mut Vec<usize>, value: usize) {
@@ -213,18 +302,22 @@ mod tests {
         ));
         let apart = SyncPlan::new(&fused, &|a, b| a == b);
         assert_eq!(apart.rank(0).copies_wait_start, vec![1, 2]);
-        assert!(apart.rank(0).kernel_copies_wait_start.is_empty());
+        assert!(apart.rank(0).kernel_waits_start.is_empty());
         assert_eq!(apart.rank(1).signals_start, vec![0, 2]);
         // Ranks 0 and 1 share a GPU: their copies to each other move to the
         // destination's compute stream, which waits for the source.
         let shared = SyncPlan::new(&fused, &|a, b| a == b || a + b == 1);
         assert_eq!(shared.rank(0).copies_wait_start, vec![2]);
-        assert_eq!(shared.rank(0).kernel_copies_wait_start, vec![1]);
+        assert_eq!(shared.rank(0).kernel_waits_start, vec![1]);
         assert_eq!(shared.rank(1).signals_start, vec![0, 2]);
         assert_eq!(shared.rank(2).signals_start, vec![0, 1]);
+        assert!(apart.ranks.iter().all(|r| r.uses_copy_stream));
+        // Every rank on one GPU: every copy goes in front of a kernel.
+        let one_gpu = SyncPlan::new(&fused, &|_, _| true);
+        assert!(one_gpu.ranks.iter().all(|r| !r.uses_copy_stream));
         for sync in [&apart, &shared] {
             for (rank, r) in sync.ranks.iter().enumerate() {
-                for &peer in r.copies_wait_start.iter().chain(&r.kernel_copies_wait_start) {
+                for &peer in r.copies_wait_start.iter().chain(&r.kernel_waits_start) {
                     assert!(sync.rank(peer).signals_start.contains(&rank));
                 }
             }
@@ -259,6 +352,29 @@ mod tests {
             assert_eq!(r.signals_copies_done, vec![peer]);
             assert_eq!(r.signals_start, vec![peer]);
             assert!(r.copies_wait_start.is_empty());
+            assert!(r.uses_copy_stream);
+        }
+    }
+
+    /// Copy programs that pull an all-gather's chunks (`ldst`): every
+    /// rank's kernel waits for every peer's start, and every launch ends
+    /// after every peer's kernel.
+    #[test]
+    fn kernels_that_reach_into_peers_wait_for_them_both_ways() {
+        let fused = plan(
+            r#"{"plan": "p", "world_size": 3, "num_flags": 6, "copy_programs": 4, "buffers": [],
+                "chunks": [], "copies": [[], [], []]}"#,
+        );
+        let sync = SyncPlan::new(&fused, &|a, b| a == b);
+        for rank in 0..3 {
+            let others: Vec<usize> = (0..3).filter(|&p| p != rank).collect();
+            let r = sync.rank(rank);
+            assert_eq!(r.kernel_waits_start, others);
+            assert_eq!(r.waits_kernel_done, others);
+            assert_eq!(r.signals_start, others);
+            assert_eq!(r.signals_kernel_done, others);
+            assert!(r.copies_wait_start.is_empty() && r.waits_copies_done.is_empty());
+            assert!(!r.uses_copy_stream);
         }
     }
 
@@ -268,10 +384,20 @@ mod tests {
             num_flags: 5,
             world_size: 4,
         };
-        assert_eq!(words.count(), 5 + 2 + 8);
+        assert_eq!(words.count(), 5 + 2 + 12);
         assert_eq!(words.copy_epoch(), 5);
         assert_eq!(words.signal_epoch(), 6);
         assert_eq!(words.started_by(0), 7);
         assert_eq!(words.copies_done_by(3), 14);
+        assert_eq!(words.kernel_done_by(0), 15);
+        assert_eq!(words.count(), words.kernel_done_by(3) + 1);
+        assert_eq!(words.awaited(4), Awaited::Flag(4));
+        assert_eq!(words.awaited(8), Awaited::Start(1));
+        assert_eq!(words.awaited(14), Awaited::Copies(3));
+        assert_eq!(words.awaited(16), Awaited::Kernel(1));
+        assert_eq!(
+            words.awaited(16).to_string(),
+            "rank 1's kernel to finish"
+        );
     }
 }

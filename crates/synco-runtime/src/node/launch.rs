@@ -40,6 +40,7 @@ impl Node {
         let epoch = kernel.epochs.get() + 1;
         kernel.epochs.set(epoch);
         self.epoch = epoch;
+        self.stream_waits.borrow_mut().clear();
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
         self.drop_timeline()?;
         self.grow_scratch(kernel.manifest.global_scratch.size as usize * programs)?;
@@ -58,11 +59,16 @@ impl Node {
         for rank in self.local_ranks() {
             self.start_launch(rank, kernel, epoch, &mut marks)?;
         }
+        if epoch == 1 {
+            for rank in self.local_ranks() {
+                self.await_first_starts(rank, kernel, epoch)?;
+            }
+        }
         // Copies the kernel waits for (an all-gather's chunks) go to every
         // GPU before any kernel: issued after one, they timed out with
         // ranks sharing a GPU (likely copies the driver runs on SMs, queued
         // behind tiles that wait for them).
-        if let Some(fused) = &kernel.manifest.fused {
+        if let Some(fused) = kernel.manifest.fused.as_ref().filter(|_| self.issues_work()) {
             for rank in self.local_ranks() {
                 self.local(rank).bind()?;
                 self.enqueue_copies(rank, kernel, fused, bindings, epoch, &mut spans, CopyPhase::SideStream)?;
@@ -88,9 +94,26 @@ impl Node {
         // the GPU)...
         if let Some(fused) = &kernel.manifest.fused {
             for rank in self.local_ranks() {
-                self.local(rank).bind()?;
-                self.enqueue_reduction_copies(rank, kernel, fused, bindings, epoch, &mut spans)?;
+                let gpu = self.local(rank);
+                gpu.bind()?;
+                if self.issues_work() {
+                    self.enqueue_reduction_copies(rank, kernel, fused, bindings, epoch, &mut spans)?;
+                }
                 self.signal_copies_done(rank, kernel, epoch)?;
+                if !kernel.sync.rank(rank).uses_copy_stream {
+                    continue;
+                }
+                // The end of this launch's side-stream work on the rank:
+                // its launch ends after it (its pushes have read what they
+                // send), and its next kernel waits for it where the streams
+                // keep the epochs apart.
+                unsafe {
+                    check(
+                        rank,
+                        "cuEventRecord",
+                        sys::cuEventRecord(gpu.copies_done, gpu.copy),
+                    )?;
+                }
             }
         }
         // ...and each rank's completion, after every rank's copies (it may
@@ -201,9 +224,11 @@ impl Node {
         Ok(())
     }
 
-    /// `rank`'s end of a launch: it waits for what peers write into it
-    /// that no kernel waits for, then records its end, after which its
-    /// next launch's copies may overwrite what this kernel read.
+    /// `rank`'s end of a launch: it waits for its own side stream's copies,
+    /// for what peers write into it that no kernel waits for, and for the
+    /// peers' kernels that reach into its heap, then records its end, after
+    /// which its next launch's copies may overwrite what this kernel read
+    /// (and the caller's stream may reuse every buffer of the launch).
     fn end_launch(
         &self,
         rank: usize,
@@ -214,15 +239,10 @@ impl Node {
         let gpu = self.local(rank);
         gpu.bind()?;
         let g = rank;
-        // Copies into this rank that no kernel waits for (they set no
-        // flag): the launch is done when their side streams are (its own,
-        // an event; peers', their signals).
-        let own_copies = kernel
-            .manifest
-            .fused
-            .as_ref()
-            .is_some_and(|f| f.sources_ordered_by_streams(rank).contains(&rank));
-        if own_copies {
+        let sync = kernel.sync.rank(rank);
+        // This rank's side stream: its pushes have read what they send, and
+        // its copies into itself that set no flag are there.
+        if sync.uses_copy_stream {
             unsafe {
                 check(
                     g,
@@ -231,8 +251,13 @@ impl Node {
                 )?;
             }
         }
-        for &source in &kernel.sync.rank(rank).waits_copies_done {
+        // Peers' copies into this rank that set no flag, and peers' kernels
+        // that reach into its heap: their signals.
+        for &source in &sync.waits_copies_done {
             self.wait_word(rank, gpu.compute, kernel, kernel.words.copies_done_by(source), epoch)?;
+        }
+        for &peer in &sync.waits_kernel_done {
+            self.wait_word(rank, gpu.compute, kernel, kernel.words.kernel_done_by(peer), epoch)?;
         }
         // Rows that peers' copy programs write here (a staged two-shot
         // all-reduce's sums): the launch is done when their counters
@@ -249,9 +274,15 @@ impl Node {
         if let Some(event) = self.timeline_event(rank, gpu.compute)? {
             marks.ended.push(event);
         }
+        if !sync.uses_copy_stream {
+            return Ok(());
+        }
         unsafe {
             check(g, "cuEventRecord", sys::cuEventRecord(gpu.end, gpu.compute))?;
             // The next launch's copies overwrite rows this kernel reads.
+            // (A kernel that leaves the copy stream alone needs no such
+            // wait: another kernel's copies wait for their own launch's
+            // start, after this end on the compute stream.)
             check(
                 g,
                 "cuStreamWaitEvent",
@@ -295,11 +326,17 @@ impl Node {
                 }
             })
         };
+        // The kernel, and the copies in front of it, start once the peers
+        // they read or write have started (their previous work is done).
+        let sync = kernel.sync.rank(rank);
+        for &peer in &sync.kernel_waits_start {
+            self.wait_word(rank, gpu.compute, kernel, kernel.words.started_by(peer), epoch)?;
+        }
         // Copies into this rank within its GPU (its own, or from a rank
         // sharing the GPU) go in front of its kernel, on its stream:
         // the driver may run them on SMs, which the kernel's tiles,
         // waiting for them, would hold.
-        if let Some(fused) = &kernel.manifest.fused {
+        if let Some(fused) = kernel.manifest.fused.as_ref().filter(|_| self.issues_work()) {
             self.enqueue_copies(rank, kernel, fused, bindings, epoch, spans, CopyPhase::BeforeKernel)?;
         }
         // The previous launch's reduction copies have read the rows this
@@ -318,8 +355,46 @@ impl Node {
             marks.kernel.push(event);
         }
         let scratch = self.scratch[rank - self.local_ranks().start].0;
-        kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)?;
-        Ok(())
+        if self.issues_work() {
+            kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)?;
+        }
+        self.signal_kernel_done(rank, kernel, epoch)
+    }
+
+    /// Whether launches issue their copies and kernels (all but a node
+    /// with [`super::Fault::WithholdWork`] injected).
+    fn issues_work(&self) -> bool {
+        self.fault != super::Fault::WithholdWork
+    }
+
+    /// After `rank`'s kernel, from its signal stream: the epoch in the
+    /// `kernel_done_by` word of every peer whose heap the kernel reaches
+    /// into (their launches end after it).
+    fn signal_kernel_done(&self, rank: usize, kernel: &FusedKernel, epoch: u32) -> Result<()> {
+        let peers = &kernel.sync.rank(rank).signals_kernel_done;
+        if peers.is_empty() {
+            return Ok(());
+        }
+        let gpu = self.local(rank);
+        unsafe {
+            check(
+                rank,
+                "cuEventRecord",
+                sys::cuEventRecord(gpu.kernel_done, gpu.compute),
+            )?;
+            check(
+                rank,
+                "cuStreamWaitEvent",
+                sys::cuStreamWaitEvent(gpu.signal, gpu.kernel_done, 0),
+            )?;
+        }
+        // (The start signal wrote the epoch into the signal word already,
+        // on this stream, where it signalled anyone.)
+        let written = !kernel.sync.rank(rank).signals_start.is_empty();
+        let epoch = (!written).then_some(epoch);
+        self.send_epoch(rank, gpu.signal, kernel, kernel.words.signal_epoch(), epoch, peers, &|w| {
+            w.kernel_done_by(rank)
+        })
     }
 
     /// `rank`'s start of a launch: an event on its compute stream (its
@@ -356,9 +431,49 @@ impl Node {
                 sys::cuStreamWaitEvent(gpu.signal, gpu.start, 0),
             )?;
         }
-        self.send_epoch(rank, gpu.signal, kernel, kernel.words.signal_epoch(), epoch, peers, &|w| {
+        self.send_epoch(rank, gpu.signal, kernel, kernel.words.signal_epoch(), Some(epoch), peers, &|w| {
             w.started_by(rank)
         })
+    }
+
+    /// The first launch of a kernel on a node waits on the host, before
+    /// issuing anything that waits for peers, until every peer `rank`'s
+    /// streams wait for has started (at most the peer timeout): a kernel's
+    /// first `cuLaunchKernel`, queued behind a stream wait for a peer that
+    /// never starts, did not return (seen on an H200 with driver 580, with
+    /// the function loaded and with CUDA's eager module loading too; a
+    /// later launch behind the same wait returned at once).
+    fn await_first_starts(&self, rank: usize, kernel: &FusedKernel, epoch: u32) -> Result<()> {
+        let sync = kernel.sync.rank(rank);
+        let mut peers: Vec<usize> = sync
+            .copies_wait_start
+            .iter()
+            .chain(&sync.reduction_copies_wait_start)
+            .chain(&sync.kernel_waits_start)
+            .copied()
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        let gpu = self.local(rank);
+        let began = std::time::Instant::now();
+        for peer in peers {
+            let index = kernel.words.started_by(peer);
+            let word = self.ptr(rank, &kernel.flags) + 4 * index as u64;
+            while self.read_word(gpu, word)? < epoch {
+                if began.elapsed() > self.peer_timeout {
+                    let error = RuntimeError::PeerTimedOut {
+                        rank,
+                        awaited: kernel.words.awaited(index).to_string(),
+                        epoch,
+                        seconds: began.elapsed().as_secs_f64(),
+                    };
+                    self.fail(rank, &error);
+                    return Err(error);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+        Ok(())
     }
 
     /// After `rank`'s reduction copies, on its copy stream: the epoch in
@@ -370,13 +485,14 @@ impl Node {
             return Ok(());
         }
         let gpu = self.local(rank);
-        self.send_epoch(rank, gpu.copy, kernel, kernel.words.copy_epoch(), epoch, peers, &|w| {
+        self.send_epoch(rank, gpu.copy, kernel, kernel.words.copy_epoch(), Some(epoch), peers, &|w| {
             w.copies_done_by(rank)
         })
     }
 
-    /// On `stream` of `rank`: `epoch` into its word `source`, then copied
-    /// into the word `word(..)` of each of `peers`' flags.
+    /// On `stream` of `rank`: `epoch` into its word `source` (unless
+    /// `epoch` is `None`: the stream wrote it already in this launch), then
+    /// copied into the word `word(..)` of each of `peers`' flags.
     #[allow(clippy::too_many_arguments)]
     fn send_epoch(
         &self,
@@ -384,18 +500,20 @@ impl Node {
         stream: sys::CUstream,
         kernel: &FusedKernel,
         source: usize,
-        epoch: u32,
+        epoch: Option<u32>,
         peers: &[usize],
         word: &dyn Fn(&crate::sync::SyncWords) -> usize,
     ) -> Result<()> {
         let source = self.ptr(rank, &kernel.flags) + 4 * source as u64;
         let target = 4 * word(&kernel.words) as u64;
         unsafe {
-            check(
-                rank,
-                "cuStreamWriteValue32",
-                sys::cuStreamWriteValue32_v2(stream, source, epoch, 0),
-            )?;
+            if let Some(epoch) = epoch {
+                check(
+                    rank,
+                    "cuStreamWriteValue32",
+                    sys::cuStreamWriteValue32_v2(stream, source, epoch, 0),
+                )?;
+            }
             for &peer in peers {
                 check(
                     rank,
@@ -418,6 +536,12 @@ impl Node {
         value: u32,
     ) -> Result<()> {
         let word = self.ptr(rank, &kernel.flags) + 4 * index as u64;
+        self.stream_waits.borrow_mut().push(super::StreamWait {
+            rank,
+            word,
+            value,
+            awaited: kernel.words.awaited(index),
+        });
         unsafe {
             check(
                 rank,

@@ -54,11 +54,13 @@ pub(crate) struct Gpu {
     /// events that keep time cost the GPU more to record).
     pub start: CUevent,
     pub end: CUevent,
-    /// Recorded on the copy stream after a launch's reduction copies: the
-    /// next launch's kernel waits for it when its copies leave the epochs
-    /// to the streams (`FusedPlan::copies_ordered_by_streams`), and the
-    /// owners of copies that set no arrival flag end the launch after it
-    /// (`FusedPlan::sources_ordered_by_streams`).
+    /// Recorded on the compute stream after a kernel that reaches into
+    /// peers' heaps: the signal stream then tells those peers.
+    pub kernel_done: CUevent,
+    /// Recorded on the copy stream after a launch's copies: the launch
+    /// ends after it, and the next launch's kernel waits for it when its
+    /// copies leave the epochs to the streams
+    /// (`FusedPlan::copies_ordered_by_streams`).
     pub copies_done: CUevent,
 }
 
@@ -107,7 +109,43 @@ pub struct Node {
     /// With the timeline on: the last launch's timing events on every
     /// rank's compute stream (empty otherwise).
     pub(crate) marks: LaunchMarks,
+    /// The stream waits on flag words the last launch issued, in order,
+    /// for the watchdog to name the one a stuck stream waits at.
+    pub(crate) stream_waits: std::cell::RefCell<Vec<StreamWait>>,
+    /// How long a stream may wait at one of them once the launch has
+    /// started on its rank (see [`Node::set_peer_timeout`]).
+    pub(crate) peer_timeout: std::time::Duration,
+    /// A fault a test injected ([`Node::inject_fault`]).
+    pub(crate) fault: Fault,
 }
+
+/// A fault a test can inject into a node's launches, to check that its
+/// peers' watchdogs report it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fault {
+    #[default]
+    None,
+    /// The node's ranks keep in step with their peers (they signal their
+    /// starts, kernels and copies done) but issue neither copies nor
+    /// kernels: the chunks peers wait for never come, as from a peer
+    /// whose kernel silently failed.
+    WithholdWork,
+}
+
+/// A stream wait (`cuStreamWaitValue32`, >=) that a launch issued on one
+/// of `rank`'s streams: on `word`, until it reaches `value`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StreamWait {
+    pub rank: usize,
+    pub word: CUdeviceptr,
+    pub value: u32,
+    pub awaited: crate::sync::Awaited,
+}
+
+/// How long a stream waits for a peer's signal, by default, before the
+/// watchdog reports it: the fused kernels' own bound on a spin (the
+/// `timeout_ns` of `chunk.wait`, 10 s unless the plan says otherwise).
+pub const DEFAULT_PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Node {
     pub fn world_size(&self) -> usize {
@@ -303,6 +341,20 @@ impl Node {
         self.gpu(rank)?;
         self.gpus[rank - self.first_rank].compute = stream;
         Ok(())
+    }
+
+    /// How long a launch's streams may wait for a peer's signal (its start,
+    /// its kernel or its copies done) or a flag, counted from the moment
+    /// the watchdog ([`Node::wait`]) sees the launch started on the rank,
+    /// before it reports [`RuntimeError::PeerTimedOut`]: a peer that died
+    /// or never launched. Default [`DEFAULT_PEER_TIMEOUT`].
+    pub fn set_peer_timeout(&mut self, timeout: std::time::Duration) {
+        self.peer_timeout = timeout;
+    }
+
+    /// Injects `fault` into this node's later launches (for fault tests).
+    pub fn inject_fault(&mut self, fault: Fault) {
+        self.fault = fault;
     }
 
     /// The compute stream of `rank` (for callers that enqueue their own

@@ -153,6 +153,9 @@ impl Node {
             timeline_on: false,
             timeline: Vec::new(),
             marks: LaunchMarks::default(),
+            stream_waits: Default::default(),
+            peer_timeout: super::DEFAULT_PEER_TIMEOUT,
+            fault: super::Fault::None,
         })
     }
 }
@@ -228,6 +231,7 @@ impl Gpu {
             errors: alloc(16)?,
             start: sync_event()?,
             end: sync_event()?,
+            kernel_done: sync_event()?,
             copies_done: sync_event()?,
             ctx,
         })

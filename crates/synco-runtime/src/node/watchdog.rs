@@ -16,13 +16,35 @@ impl Node {
         let result = self.wait_for_streams(deadline);
         let failed_rank = match &result {
             Err(RuntimeError::Hung { rank, .. }) => Some(*rank),
+            Err(RuntimeError::PeerTimedOut { rank, .. }) => Some(*rank),
             Err(RuntimeError::WaitTimedOut { rank, .. }) => Some(*rank as usize),
             _ => None,
         };
         if let (Some(rank), Err(e)) = (failed_rank, &result) {
-            *self.failed.borrow_mut() = Some((rank, e.to_string()));
+            self.fail(rank, e);
         }
         result
+    }
+
+    /// Leaves the node failed by `error` on `rank`: peers may still wait
+    /// for it, so it launches nothing more.
+    pub(crate) fn fail(&self, rank: usize, error: &RuntimeError) {
+        *self.failed.borrow_mut() = Some((rank, error.to_string()));
+    }
+
+    /// The word at `word` (in `gpu`'s rank's heap), read on the watch
+    /// stream, behind nothing else.
+    pub(crate) fn read_word(&self, gpu: &super::Gpu, word: sys::CUdeviceptr) -> Result<u32> {
+        let mut value = 0u32;
+        unsafe {
+            check(
+                gpu.rank,
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2((&raw mut value).cast(), word, 4, gpu.watch),
+            )?;
+            check(gpu.rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.watch))?;
+        }
+        Ok(value)
     }
 
     /// An error if an earlier [`Node::wait`] found a launch that timed out.
@@ -39,15 +61,17 @@ impl Node {
     /// Each rank's streams done by the deadline, else `Hung`; a wait that
     /// timed out on the GPU is reported first either way (a rank whose
     /// peer never arrives has tiles that time out and a stream that still
-    /// waits for the peer's signal).
+    /// waits for the peer's signal), and a stream that waits at a peer's
+    /// signal for longer than the peer timeout ends the wait early.
     fn wait_for_streams(&self, deadline: Duration) -> Result<()> {
         let started = Instant::now();
         for gpu in &self.gpus {
             let rank = gpu.rank;
             gpu.bind()?;
             let mut drained = true;
+            let mut launch_seen = None;
             for stream in [gpu.compute, gpu.copy, gpu.signal] {
-                drained = drained && self.drain(gpu, stream, started, deadline)?;
+                drained = drained && self.drain(gpu, stream, started, deadline, &mut launch_seen)?;
             }
             if let Some(e) = self.recorded_timeout(gpu)? {
                 return Err(e);
@@ -65,21 +89,27 @@ impl Node {
 
     /// Whether `stream`, one of `gpu`'s, finished its work before
     /// `deadline` (from `started`); a wait its kernels recorded as timed
-    /// out ends it early, as an error (every few milliseconds the error
-    /// buffer is read: a stream behind a dead peer never drains).
+    /// out, or a stream wait stuck at a peer's signal, ends it early, as
+    /// an error (every few milliseconds both are looked at: a stream
+    /// behind a dead peer never drains). `launch_seen` is when the
+    /// watchdog first saw the launch started on the rank.
     fn drain(
         &self,
         gpu: &super::Gpu,
         stream: sys::CUstream,
         started: Instant,
         deadline: Duration,
+        launch_seen: &mut Option<Instant>,
     ) -> Result<bool> {
         let rank = gpu.rank;
         for polls in 0u64.. {
-            if polls % 100 == 99
-                && let Some(e) = self.recorded_timeout(gpu)?
-            {
-                return Err(e);
+            if polls % 100 == 99 {
+                if let Some(e) = self.recorded_timeout(gpu)? {
+                    return Err(e);
+                }
+                if let Some(e) = self.stuck_stream_wait(gpu, launch_seen)? {
+                    return Err(e);
+                }
             }
             let code = unsafe { sys::cuStreamQuery(stream) };
             if code == CUresult::CUDA_SUCCESS {
@@ -119,6 +149,55 @@ impl Node {
             chunk: record[2],
             epoch: record[3],
         }))
+    }
+
+    /// The first of the last launch's stream waits on `gpu`'s rank whose
+    /// word is still short of its value, once the launch has been seen
+    /// started on the rank (its start event done) for longer than the
+    /// peer timeout: the streams behind it wait for a peer that died, hung
+    /// or never launched.
+    fn stuck_stream_wait(
+        &self,
+        gpu: &super::Gpu,
+        launch_seen: &mut Option<Instant>,
+    ) -> Result<Option<RuntimeError>> {
+        let rank = gpu.rank;
+        if launch_seen.is_none() {
+            let code = unsafe { sys::cuEventQuery(gpu.start) };
+            match code {
+                CUresult::CUDA_SUCCESS => *launch_seen = Some(Instant::now()),
+                CUresult::CUDA_ERROR_NOT_READY => return Ok(None),
+                code => {
+                    return Err(RuntimeError::Cuda {
+                        call: "cuEventQuery",
+                        rank,
+                        code,
+                    });
+                }
+            }
+        }
+        let waited = launch_seen.map_or(Duration::ZERO, |seen| seen.elapsed());
+        if waited <= self.peer_timeout {
+            return Ok(None);
+        }
+        let waits: Vec<_> = self
+            .stream_waits
+            .borrow()
+            .iter()
+            .filter(|w| w.rank == rank)
+            .copied()
+            .collect();
+        for wait in waits {
+            if self.read_word(gpu, wait.word)? < wait.value {
+                return Ok(Some(RuntimeError::PeerTimedOut {
+                    rank,
+                    awaited: wait.awaited.to_string(),
+                    epoch: self.epoch,
+                    seconds: waited.as_secs_f64(),
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// Milliseconds each rank's last launch took on its compute stream
