@@ -9,20 +9,21 @@ use pyo3::exceptions::{PyRuntimeError, PyTimeoutError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::{path::PathBuf, time::Duration};
-use synco_runtime::{Buffer, FusedKernel, RuntimeError};
+use synco_runtime::{Buffer, Fault, FusedKernel, RuntimeError};
 
 pyo3::create_exception!(
     _native,
     WatchdogError,
     PyTimeoutError,
-    "A launch that did not finish: a wait that timed out on the GPU (naming rank, chunk and epoch) or a rank whose streams never drained. The node launches nothing more."
+    "A launch that did not finish: a wait that timed out on the GPU (naming rank, chunk and epoch), a stream that waited too long for a peer (naming both ranks and the epoch) or a rank whose streams never drained. The node launches nothing more."
 );
 
 fn runtime_error(e: RuntimeError) -> PyErr {
     match e {
-        RuntimeError::WaitTimedOut { .. } | RuntimeError::Hung { .. } | RuntimeError::Failed { .. } => {
-            WatchdogError::new_err(e.to_string())
-        }
+        RuntimeError::WaitTimedOut { .. }
+        | RuntimeError::PeerTimedOut { .. }
+        | RuntimeError::Hung { .. }
+        | RuntimeError::Failed { .. } => WatchdogError::new_err(e.to_string()),
         RuntimeError::ArgCount { .. }
         | RuntimeError::ArgType { .. }
         | RuntimeError::ArgNotBuffer { .. }
@@ -39,11 +40,13 @@ fn runtime_error(e: RuntimeError) -> PyErr {
 
 /// One rank's node: `Node.open_process(rank, world_size, device,
 /// heap_bytes, exchange)`, where `exchange(bytes)` returns every rank's
-/// bytes in rank order (an all-gather over the process group).
+/// bytes in rank order (an all-gather over the process group); or, for
+/// tests and tools, every rank in this process: `Node.open_shared(...)`.
 #[pyclass(unsendable, module = "synco._native")]
 pub(crate) struct Node {
     node: synco_runtime::Node,
-    rank: usize,
+    /// The rank this process drives, or `None` where it drives them all.
+    rank: Option<usize>,
 }
 
 #[pymethods]
@@ -65,11 +68,25 @@ impl Node {
         };
         let node = synco_runtime::Node::open_process(rank, world_size, device, heap_bytes, &mut call)
             .map_err(runtime_error)?;
-        Ok(Node { node, rank })
+        Ok(Node {
+            node,
+            rank: Some(rank),
+        })
     }
 
+    /// Every one of `world_size` ranks in this process, rank r on GPU r
+    /// mod `devices` (the runtime's single-process node, as the Rust
+    /// benchmarks use it): launched with `Kernel.launch_ranks`.
+    #[staticmethod]
+    fn open_shared(world_size: usize, devices: usize, heap_bytes: usize) -> PyResult<Node> {
+        let node = synco_runtime::Node::open_shared(world_size, devices, heap_bytes)
+            .map_err(runtime_error)?;
+        Ok(Node { node, rank: None })
+    }
+
+    /// The rank this process drives (`None`: every rank).
     #[getter]
-    fn rank(&self) -> usize {
+    fn rank(&self) -> Option<usize> {
         self.rank
     }
 
@@ -83,6 +100,33 @@ impl Node {
     /// order): returns its offset.
     fn alloc(&mut self, bytes: usize) -> PyResult<usize> {
         Ok(self.node.alloc(bytes).map_err(runtime_error)?.offset)
+    }
+
+    /// How long (seconds) this rank's streams may wait for a peer's signal
+    /// before `wait` raises `WatchdogError` (default: the kernels' own
+    /// bound on a spin, 10 s).
+    fn set_peer_timeout(&mut self, seconds: f64) -> PyResult<()> {
+        let timeout = Duration::try_from_secs_f64(seconds)
+            .map_err(|e| LaunchError::new_err(format!("peer timeout {seconds} s: {e}")))?;
+        self.node.set_peer_timeout(timeout);
+        Ok(())
+    }
+
+    /// For fault tests: `"withhold_work"` makes this rank keep in step with
+    /// its peers (its signals) but issue neither copies nor kernels, so the
+    /// chunks its peers wait for never come; `"none"` undoes it.
+    fn inject_fault(&mut self, fault: &str) -> PyResult<()> {
+        let fault = match fault {
+            "none" => Fault::None,
+            "withhold_work" => Fault::WithholdWork,
+            other => {
+                return Err(LaunchError::new_err(format!(
+                    "no fault '{other}': 'none' or 'withhold_work'"
+                )));
+            }
+        };
+        self.node.inject_fault(fault);
+        Ok(())
     }
 
     /// Frees every buffer (kernels' storage stays).
@@ -162,25 +206,44 @@ impl Kernel {
     ) -> PyResult<()> {
         let kernel = self.loaded()?;
         let values = to_args(&self.params, &args)?;
-        let buffers: Vec<(&str, Buffer)> = bindings
-            .iter()
-            .map(|(name, offset, bytes)| {
-                (
-                    name.as_str(),
-                    Buffer {
-                        offset: *offset,
-                        bytes: *bytes,
-                    },
-                )
-            })
-            .collect();
+        let buffers = heap_buffers(&bindings);
         let mut node = self.node.borrow_mut(py);
-        let rank = node.rank;
+        let rank = node.rank.ok_or_else(|| {
+            LaunchError::new_err("this node drives every rank: launch with launch_ranks")
+        })?;
         node.node
             .set_compute_stream(rank, stream as synco_runtime::CudaStream)
             .map_err(runtime_error)?;
         node.node
             .launch(kernel, grid, &|_| values.clone(), &buffers)
+            .map_err(runtime_error)
+    }
+
+    /// On a node that drives every rank (`Node.open_shared`): one launch
+    /// on every rank, on the node's own streams, with `args_by_rank[r]`
+    /// rank r's arguments (as `launch` takes them).
+    fn launch_ranks(
+        &self,
+        py: Python<'_>,
+        grid: (u32, u32, u32),
+        args_by_rank: Vec<Vec<Bound<'_, PyAny>>>,
+        bindings: Vec<(String, usize, usize)>,
+    ) -> PyResult<()> {
+        let kernel = self.loaded()?;
+        let values = args_by_rank
+            .iter()
+            .map(|args| to_args(&self.params, args))
+            .collect::<PyResult<Vec<_>>>()?;
+        let buffers = heap_buffers(&bindings);
+        let mut node = self.node.borrow_mut(py);
+        if node.rank.is_some() || values.len() != node.node.world_size() {
+            return Err(LaunchError::new_err(format!(
+                "launch_ranks takes every rank's arguments ({} ranks) on a node that drives them all",
+                node.node.world_size()
+            )));
+        }
+        node.node
+            .launch(kernel, grid, &|rank| values[rank].clone(), &buffers)
             .map_err(runtime_error)
     }
 
@@ -197,6 +260,22 @@ impl Kernel {
         }
         Ok(())
     }
+}
+
+/// `(plan buffer, heap offset, bytes)` bindings as the runtime takes them.
+fn heap_buffers(bindings: &[(String, usize, usize)]) -> Vec<(&str, Buffer)> {
+    bindings
+        .iter()
+        .map(|(name, offset, bytes)| {
+            (
+                name.as_str(),
+                Buffer {
+                    offset: *offset,
+                    bytes: *bytes,
+                },
+            )
+        })
+        .collect()
 }
 
 impl Kernel {

@@ -47,9 +47,11 @@ class SymmetryError(LaunchError):
 class Group:
     """This rank's share of a symmetric heap across `process_group` (the
     default group if none), on torch's current CUDA device. Opening it is
-    collective."""
+    collective. `peer_timeout`: seconds a launch may wait for a peer (its
+    start, its kernel, its chunks) before `wait` raises `WatchdogError`."""
 
-    def __init__(self, process_group=None, heap_bytes=DEFAULT_HEAP_BYTES, device=None):
+    def __init__(self, process_group=None, heap_bytes=DEFAULT_HEAP_BYTES, device=None,
+                 peer_timeout=10.0):
         if not dist.is_initialized():
             raise RuntimeError("synco.Group needs torch.distributed: call "
                                "dist.init_process_group first")
@@ -64,6 +66,7 @@ class Group:
         self.heap_bytes = heap_bytes
         self._node = _native.Node.open_process(self.rank, self.world_size, self.device.index,
                                                heap_bytes, self._all_gather_bytes)
+        self._node.set_peer_timeout(peer_timeout)
         self._bases = [self._node.heap_base(r) for r in range(self.world_size)]
         self.heap = Heap(self._bases[self.rank], heap_bytes)
         GROUPS[self.process_group.group_name] = self
@@ -100,8 +103,10 @@ class Group:
     def wait(self, timeout=60.0):
         """Waits at most `timeout` seconds for this rank's launches, then
         checks its error buffer: `WatchdogError` names the rank, chunk and
-        epoch of a wait that timed out on the GPU (a peer that died or never
-        sent its chunk); after it, the group launches nothing more."""
+        epoch of a wait that timed out on the GPU (a peer that never sent
+        its chunk), or the peer a stream waited for longer than the group's
+        `peer_timeout` (a peer that died or never launched); after it, the
+        group launches nothing more."""
         self._node.wait(timeout)
 
     def reset_heap(self):
@@ -231,7 +236,7 @@ class Kernel:
             raise LaunchError("a fused kernel cannot be captured in a CUDA graph yet: each "
                               "launch passes its epoch as an argument")
         values, bindings = self.arguments(args, buffers)
-        stream = torch.cuda.current_stream(self.group.device).cuda_stream
+        stream = torch._C._cuda_getCurrentRawStream(self.group.device.index)
         self._kernel.launch(grid, values, bindings, stream)
 
     @property
