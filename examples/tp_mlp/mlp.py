@@ -45,7 +45,9 @@ SMALL = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}
 
 
 def compile_block(world, tokens, hidden, ffn, small, cache):
-    """Both fused kernels of the block for `world` ranks (cached)."""
+    """Both fused kernels of the block for `world` ranks (cached): the
+    gate/up kernel, and the options of the down GEMM's operator (its
+    kernel compiled into the cache too)."""
     shard = ffn // world
     gate_up_config = SMALL if small else GATE_UP
     gate_up = synco.compile(
@@ -57,6 +59,7 @@ def compile_block(world, tokens, hidden, ffn, small, cache):
     down = dict(m=tokens, k=shard, n=hidden, config=SMALL if small else DOWN,
                 chunks=2 if small else "auto", num_warps=8, num_stages=4,
                 cache_dir=cache)
+    ops.MatmulReduceScatter.compile(world, **down)
     return gate_up, down
 
 

@@ -2,8 +2,10 @@
 # The Python path on a GPU machine (through the device tool), from the
 # repository root, given the package's wheel (target/wheels) and a compile
 # cache built here (build/pycache.tar.xz, from tests/ranks.py build and
-# examples/tp_mlp/mlp.py --compile-only): the checks of ranks.py with 2 and
-# 4 processes, its two fault tests, and the MLP example under torchrun.
+# examples/tp_mlp/mlp.py --compile-only; tests/build-cache.sh makes both):
+# the checks of ranks.py with 2 and 4 processes, its fault tests, the MLP
+# example under torchrun, and benches/python/host_time.py (host time per
+# call, and results against the single-process runtime).
 # Prints one summary line per stage; exits non-zero if any failed.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -19,15 +21,20 @@ stage() { # name, command...
   timeout "${LIMIT:-300}" "$@" >"$log" 2>&1
   local rc=$?
   [ $rc = 0 ] || status=1
-  echo "== $name: rc=$rc: $(grep -E 'passed|check against|synco fused|plain PyTorch|speed-up' "$log" | tr '\n' ' ')"
+  echo "== $name: rc=$rc: $(grep -E 'passed|check against|synco fused|plain PyTorch|speed-up|bit-identical' "$log" | tr '\n' ' ')"
 }
 for W in ${WORLDS:-2 4}; do
   stage "check-w$W" "$PY" crates/synco-python/tests/ranks.py check --cache build/pycache --world "$W"
 done
-for F in killed withheld; do
+for F in killed absent withheld; do
   stage "fault-$F" "$PY" crates/synco-python/tests/ranks.py fault --cache build/pycache --fault "$F"
 done
 for W in ${WORLDS:-2 4}; do
   stage "mlp-w$W" torchrun --nproc-per-node="$W" examples/tp_mlp/mlp.py --cache build/pycache
+done
+for W in ${WORLDS:-2 4}; do
+  stage "host-time-w$W" "$PY" benches/python/host_time.py --cache build/pycache --world "$W" \
+    --out "${OUT:-/tmp}/host_time-w$W.json"
+  grep '^|' "${OUT:-/tmp}/host-time-w$W.log"
 done
 exit $status

@@ -2,7 +2,7 @@
 
     python ranks.py build --cache DIR --worlds 2,4     # compile (no GPU needed)
     python ranks.py check --cache DIR --world W        # W processes on the GPUs
-    python ranks.py fault --cache DIR --fault killed   # a peer dies / withholds
+    python ranks.py fault --cache DIR --fault killed   # killed / absent / withheld
 
 `build` fills a compile cache with every fused kernel the checks use, so
 that a GPU machine without the compiler runs them (synco.compile finds
@@ -13,14 +13,17 @@ GEMM on the copy engine and on `ldst`, GEMM + reduce-scatter, and the
 one-shot and two-shot all-reduces, each twice on fresh random data with
 poisoned outputs, against the same product computed by PyTorch in fp32
 from every rank's inputs; then launches the runtime must refuse before
-any work, and the host time per call. `fault` runs 2 ranks where rank 1
-either dies (`killed`) or stays alive but never launches (`withheld`):
-rank 0 must get the watchdog's error within its timeout. Prints one line
+any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
+reduce-scatter where rank 1 dies after a first launch (`killed`), stays
+alive but never launches (`absent`), or launches in step but never sends
+its partials (`withheld`): rank 0 must get the watchdog's error, naming
+what it waited for, within its timeout. Prints one line
 per check and exits non-zero if any failed.
 """
 
 import argparse
 import datetime
+import faulthandler
 import os
 import statistics
 import sys
@@ -46,6 +49,8 @@ OPS = [
     ("matmul_all_reduce two_shot", ops.MatmulAllReduce, {"algorithm": "two_shot", "chunks": 2}),
 ]
 TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
+#: Seconds the parent waits for the ranks of a run.
+WORKER_TIMEOUT = {"check": 300, "fault": 60}
 
 
 def options(world, extra, cache):
@@ -169,6 +174,8 @@ def host_time(group, cache, report):
 
 
 def worker(rank, world, mode, cache, port, fault, results):
+    # A rank that hangs prints where, before the parent gives up on it.
+    faulthandler.dump_traceback_later(WORKER_TIMEOUT[mode] - 10, exit=True)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.cuda.set_device(rank % torch.cuda.device_count())
     dist.init_process_group("gloo", rank=rank, world_size=world,
@@ -180,7 +187,8 @@ def worker(rank, world, mode, cache, port, fault, results):
         print(f"rank {rank}: {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
 
     try:
-        group = synco.Group(heap_bytes=256 << 20)
+        group = synco.Group(heap_bytes=256 << 20,
+                            peer_timeout=PEER_TIMEOUT if mode == "fault" else 10.0)
         seed = group._all_gather(int(time.time_ns() % 1_000_000_007) if rank == 0 else 0)[0]
         if mode == "check":
             check_ops(group, cache, seed, report)
@@ -197,35 +205,69 @@ def worker(rank, world, mode, cache, port, fault, results):
     os._exit(0)  # (a survivor's streams may still wait for the dead peer)
 
 
+#: The faults on rank 1, and what rank 0's watchdog must name.
+FAULTS = {
+    # The process exits after a first launch together: rank 0's second
+    # launch waits on its stream for rank 1's start (its kernel reaches
+    # into rank 1's heap); the watchdog reports the stuck wait.
+    "killed": "waiting for rank 1 to start the launch in epoch 2",
+    # Alive, never launches: rank 0's first launch waits on the host for
+    # rank 1's start and raises from the launch itself.
+    "absent": "waiting for rank 1 to start the launch in epoch 1",
+    # Launches in step (its signals) but issues neither copies nor kernel:
+    # rank 0's tiles wait for rank 1's partials until they time out.
+    "withheld": "rank 0 timed out waiting for chunk",
+}
+PEER_TIMEOUT = 5.0
+
+
 def fault_test(group, cache, fault, report):
-    op = ops.AllGatherMatmul(group, **options(group.world_size, OPS[0][2], cache))
-    b = torch.randn((K, N), device=group.device).to(torch.bfloat16)
+    """Rank 1 fails as `fault` says; rank 0 must get `WatchdogError`
+    within the peer timeout (the kernels' own 10 s for a chunk), naming
+    what it waited for, and launch nothing after it."""
+    op = ops.MatmulReduceScatter(group, **options(group.world_size, OPS[2][2], cache))
+    a = torch.randn((op.m, op.k), device=group.device).to(torch.bfloat16)
+    b = torch.randn((op.k, op.n), device=group.device).to(torch.bfloat16)
+    if fault == "killed":
+        op(a, b)
+        group.wait(60)
+    torch.cuda.synchronize()
     dist.barrier()
     if group.rank == 1:
         if fault == "killed":
             os._exit(17)
-        time.sleep(40)  # withheld: alive, never launches
-        report("peer withheld its chunks", True)
+        if fault == "absent":
+            time.sleep(3 * PEER_TIMEOUT)
+            report("peer stayed away", True)
+            return
+        group._node.inject_fault("withhold_work")
+        op(a, b)
+        try:
+            group.wait(3 * PEER_TIMEOUT)
+            outcome = "finished"
+        except synco.WatchdogError as e:  # (it waits for rank 0's kernel, which times out)
+            outcome = str(e)
+        report("the withholding peer launched", True, outcome)
         return
     start = time.perf_counter()
-    op(b)
     try:
-        group.wait(30)
+        op(a, b)
+        group.wait(3 * PEER_TIMEOUT)
         report(f"watchdog after a {fault} peer", False, "the launch finished")
     except synco.WatchdogError as e:
         seconds = time.perf_counter() - start
         text = str(e)
-        named = "rank 0" in text and "chunk" in text and "epoch 1" in text
-        report(f"watchdog after a {fault} peer", named and seconds < 30,
-               f"after {seconds:.1f} s: {text}")
+        limit = (10.0 if fault == "withheld" else PEER_TIMEOUT) + 2.0
+        report(f"watchdog after a {fault} peer", FAULTS[fault] in text and seconds < limit,
+               f"after {seconds:.1f} s (limit {limit:.0f} s): {text}")
     try:
-        op(b)
+        op(a, b)
         report("no launch after the watchdog's error", False, "launched")
     except synco.WatchdogError as e:
         report("no launch after the watchdog's error", True, str(e)[:120])
 
 
-def spawn(world, mode, cache, fault=None, timeout=300):
+def spawn(world, mode, cache, fault=None):
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = 29500 + os.getpid() % 1000
@@ -233,7 +275,7 @@ def spawn(world, mode, cache, fault=None, timeout=300):
              for r in range(world)]
     for p in procs:
         p.start()
-    deadline = time.time() + timeout
+    deadline = time.time() + WORKER_TIMEOUT[mode]
     for p in procs:
         p.join(max(1, deadline - time.time()))
     failed = 0
@@ -263,14 +305,14 @@ def main():
     parser.add_argument("--cache", required=True)
     parser.add_argument("--worlds", default="2,4")
     parser.add_argument("--world", type=int, default=2)
-    parser.add_argument("--fault", choices=["killed", "withheld"], default="killed")
+    parser.add_argument("--fault", choices=sorted(FAULTS), default="killed")
     args = parser.parse_args()
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if args.mode == "build":
         return build(args)
     if args.mode == "check":
         sys.exit(1 if spawn(args.world, "check", args.cache) else 0)
-    sys.exit(1 if spawn(2, "fault", args.cache, fault=args.fault, timeout=120) else 0)
+    sys.exit(1 if spawn(2, "fault", args.cache, fault=args.fault) else 0)
 
 
 if __name__ == "__main__":
