@@ -147,6 +147,18 @@ pub(crate) struct RankSync {
     pub signals_copies_done: Vec<usize>,
 }
 
+impl RankSync {
+    /// The peers whose start any of the rank's streams waits for (some
+    /// more than once).
+    pub fn waits_start(&self) -> impl Iterator<Item = usize> + '_ {
+        self.copies_wait_start
+            .iter()
+            .chain(&self.reduction_copies_wait_start)
+            .chain(&self.kernel_waits_start)
+            .copied()
+    }
+}
+
 /// Every rank's [`RankSync`] for one kernel.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SyncPlan {
@@ -169,12 +181,7 @@ impl SyncPlan {
             .collect();
         for waiter in 0..world {
             let w = ranks[waiter].clone();
-            let starts = w
-                .copies_wait_start
-                .iter()
-                .chain(&w.reduction_copies_wait_start)
-                .chain(&w.kernel_waits_start);
-            for &peer in starts {
+            for peer in w.waits_start() {
                 push_unique(&mut ranks[peer].signals_start, waiter);
             }
             for &peer in &w.waits_kernel_done {

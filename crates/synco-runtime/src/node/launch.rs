@@ -444,14 +444,7 @@ impl Node {
     /// the function loaded and with CUDA's eager module loading too; a
     /// later launch behind the same wait returned at once).
     fn await_first_starts(&self, rank: usize, kernel: &FusedKernel, epoch: u32) -> Result<()> {
-        let sync = kernel.sync.rank(rank);
-        let mut peers: Vec<usize> = sync
-            .copies_wait_start
-            .iter()
-            .chain(&sync.reduction_copies_wait_start)
-            .chain(&sync.kernel_waits_start)
-            .copied()
-            .collect();
+        let mut peers: Vec<usize> = kernel.sync.rank(rank).waits_start().collect();
         peers.sort_unstable();
         peers.dedup();
         let gpu = self.local(rank);
