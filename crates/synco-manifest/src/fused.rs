@@ -5,8 +5,8 @@
 //! derives from them.
 
 use crate::ManifestError;
-use std::path::Path;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// A buffer of the plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -499,7 +499,11 @@ mod tests {
             // Flags 4..8 are the chunk's counters (2 chunks x 2 ranks).
             let copy = r#"{"src_buffer": "P", "dst_buffer": "S", "owner": 1, "src_offset": 0,
                            "dst_offset": 0, "bytes": 64, "produced": [6, 1]}"#;
-            let copies = if copied_by_engine { format!("[[{copy}], []]") } else { "[[], []]".into() };
+            let copies = if copied_by_engine {
+                format!("[[{copy}], []]")
+            } else {
+                "[[], []]".into()
+            };
             serde_json::from_str(&format!(
                 r#"{{"plan": "p", "world_size": 2, "num_flags": 8, "copy_programs": {copy_programs},
                     "buffers": [], "chunks": [{chunk}], "copies": [[], []],

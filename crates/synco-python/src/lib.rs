@@ -136,7 +136,10 @@ pub(crate) fn user_params(m: &LaunchManifest) -> Vec<(String, String)> {
 
 /// `args` as the runtime's arguments, by the types of `params` (the user
 /// parameters; a count that differs is the runtime check's to report).
-pub(crate) fn to_args(params: &[(String, String)], args: &[Bound<'_, PyAny>]) -> PyResult<Vec<Arg>> {
+pub(crate) fn to_args(
+    params: &[(String, String)],
+    args: &[Bound<'_, PyAny>],
+) -> PyResult<Vec<Arg>> {
     args.iter()
         .enumerate()
         .map(|(i, value)| match params.get(i) {

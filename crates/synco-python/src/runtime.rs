@@ -66,8 +66,9 @@ impl Node {
             all.extract::<Vec<Vec<u8>>>()
                 .map_err(|e| format!("the exchange must return a list of bytes: {e}"))
         };
-        let node = synco_runtime::Node::open_process(rank, world_size, device, heap_bytes, &mut call)
-            .map_err(runtime_error)?;
+        let node =
+            synco_runtime::Node::open_process(rank, world_size, device, heap_bytes, &mut call)
+                .map_err(runtime_error)?;
         Ok(Node {
             node,
             rank: Some(rank),
@@ -142,12 +143,19 @@ impl Node {
                 self.node.world_size()
             )));
         }
-        Ok(self.node.ptr(rank, &Buffer { offset: 0, bytes: 0 }))
+        Ok(self.node.ptr(
+            rank,
+            &Buffer {
+                offset: 0,
+                bytes: 0,
+            },
+        ))
     }
 
     /// Loads the kernel whose launch manifest is at `manifest`.
     fn load(slf: Bound<'_, Self>, manifest: PathBuf) -> PyResult<Kernel> {
-        let kernel = FusedKernel::load(&mut slf.borrow_mut().node, &manifest).map_err(runtime_error)?;
+        let kernel =
+            FusedKernel::load(&mut slf.borrow_mut().node, &manifest).map_err(runtime_error)?;
         Ok(Kernel {
             node: slf.unbind(),
             params: user_params(&kernel.manifest),
@@ -161,7 +169,8 @@ impl Node {
     fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
         let deadline = Duration::from_secs_f64(timeout.max(0.0));
         let node = OwnerThreadOnly(&self.node);
-        py.detach(move || node.wait(deadline)).map_err(runtime_error)
+        py.detach(move || node.wait(deadline))
+            .map_err(runtime_error)
     }
 }
 
@@ -256,7 +265,11 @@ impl Kernel {
     /// Gives the kernel's storage back once its launches are done.
     fn unload(&mut self, py: Python<'_>) -> PyResult<()> {
         if let Some(kernel) = self.kernel.take() {
-            self.node.borrow_mut(py).node.unload(kernel).map_err(runtime_error)?;
+            self.node
+                .borrow_mut(py)
+                .node
+                .unload(kernel)
+                .map_err(runtime_error)?;
         }
         Ok(())
     }

@@ -257,8 +257,14 @@ mod tests {
 
     #[test]
     fn refuses_a_buffer_the_launch_needs_unbound() {
-        let e = check(&manifest(), 0..2, &[("P", P)], &args_pointing_at(P), &address)
-            .expect_err("@C, the kernel's synco_buffer_C, is unbound");
+        let e = check(
+            &manifest(),
+            0..2,
+            &[("P", P)],
+            &args_pointing_at(P),
+            &address,
+        )
+        .expect_err("@C, the kernel's synco_buffer_C, is unbound");
         assert_eq!(
             e.to_string(),
             "the plan's buffer @C has no symmetric buffer bound to it"

@@ -198,7 +198,13 @@ impl Node {
         // so its tiles have read what these copies overwrite in its
         // staging buffer.
         for &owner in &kernel.sync.rank(rank).reduction_copies_wait_start {
-            self.wait_word(rank, gpu.copy, kernel, kernel.words.started_by(owner), epoch)?;
+            self.wait_word(
+                rank,
+                gpu.copy,
+                kernel,
+                kernel.words.started_by(owner),
+                epoch,
+            )?;
         }
         // Counters only grow within a launch, and the stream runs in order:
         // once it has waited for a counter to reach a value, a later wait

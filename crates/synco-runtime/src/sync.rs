@@ -229,7 +229,10 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
             push_unique(&mut sync.copies_wait_start, dst);
         }
     }
-    sync.uses_copy_stream |= fused.reduction_copies.get(rank).is_some_and(|c| !c.is_empty());
+    sync.uses_copy_stream |= fused
+        .reduction_copies
+        .get(rank)
+        .is_some_and(|c| !c.is_empty());
     if fused.copies_ordered_by_streams() {
         for copy in fused.reduction_copies.get(rank).into_iter().flatten() {
             if let Some(owner) = peer(copy.owner) {
@@ -295,10 +298,7 @@ mod tests {
     fn every_wait_is_signalled() {
         let copies: Vec<String> = (0..3)
             .map(|src| {
-                let row: Vec<String> = (0..3)
-                    .filter(|&d| d != src)
-                    .map(|d| copy(src, d))
-                    .collect();
+                let row: Vec<String> = (0..3).filter(|&d| d != src).map(|d| copy(src, d)).collect();
                 format!("[{}]", row.join(","))
             })
             .collect();
@@ -331,7 +331,10 @@ mod tests {
         }
         // No reduction copies: nobody waits for copies done.
         assert!(apart.ranks.iter().all(|r| r.signals_copies_done.is_empty()));
-        assert_eq!(SyncPlan::new(&fused, &|a, b| a == b).rank(7), &RankSync::default());
+        assert_eq!(
+            SyncPlan::new(&fused, &|a, b| a == b).rank(7),
+            &RankSync::default()
+        );
     }
 
     /// A copy-engine reduce-scatter on 2 ranks: each rank's partial goes to
@@ -402,9 +405,6 @@ mod tests {
         assert_eq!(words.awaited(8), Awaited::Start(1));
         assert_eq!(words.awaited(14), Awaited::Copies(3));
         assert_eq!(words.awaited(16), Awaited::Kernel(1));
-        assert_eq!(
-            words.awaited(16).to_string(),
-            "rank 1's kernel to finish"
-        );
+        assert_eq!(words.awaited(16).to_string(), "rank 1's kernel to finish");
     }
 }

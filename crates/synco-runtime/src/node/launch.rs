@@ -68,10 +68,23 @@ impl Node {
         // GPU before any kernel: issued after one, they timed out with
         // ranks sharing a GPU (likely copies the driver runs on SMs, queued
         // behind tiles that wait for them).
-        if let Some(fused) = kernel.manifest.fused.as_ref().filter(|_| self.issues_work()) {
+        if let Some(fused) = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .filter(|_| self.issues_work())
+        {
             for rank in self.local_ranks() {
                 self.local(rank).bind()?;
-                self.enqueue_copies(rank, kernel, fused, bindings, epoch, &mut spans, CopyPhase::SideStream)?;
+                self.enqueue_copies(
+                    rank,
+                    kernel,
+                    fused,
+                    bindings,
+                    epoch,
+                    &mut spans,
+                    CopyPhase::SideStream,
+                )?;
             }
         }
         for rank in self.local_ranks() {
@@ -97,7 +110,9 @@ impl Node {
                 let gpu = self.local(rank);
                 gpu.bind()?;
                 if self.issues_work() {
-                    self.enqueue_reduction_copies(rank, kernel, fused, bindings, epoch, &mut spans)?;
+                    self.enqueue_reduction_copies(
+                        rank, kernel, fused, bindings, epoch, &mut spans,
+                    )?;
                 }
                 self.signal_copies_done(rank, kernel, epoch)?;
                 if !kernel.sync.rank(rank).uses_copy_stream {
@@ -254,10 +269,22 @@ impl Node {
         // Peers' copies into this rank that set no flag, and peers' kernels
         // that reach into its heap: their signals.
         for &source in &sync.waits_copies_done {
-            self.wait_word(rank, gpu.compute, kernel, kernel.words.copies_done_by(source), epoch)?;
+            self.wait_word(
+                rank,
+                gpu.compute,
+                kernel,
+                kernel.words.copies_done_by(source),
+                epoch,
+            )?;
         }
         for &peer in &sync.waits_kernel_done {
-            self.wait_word(rank, gpu.compute, kernel, kernel.words.kernel_done_by(peer), epoch)?;
+            self.wait_word(
+                rank,
+                gpu.compute,
+                kernel,
+                kernel.words.kernel_done_by(peer),
+                epoch,
+            )?;
         }
         // Rows that peers' copy programs write here (a staged two-shot
         // all-reduce's sums): the launch is done when their counters
@@ -330,14 +357,33 @@ impl Node {
         // they read or write have started (their previous work is done).
         let sync = kernel.sync.rank(rank);
         for &peer in &sync.kernel_waits_start {
-            self.wait_word(rank, gpu.compute, kernel, kernel.words.started_by(peer), epoch)?;
+            self.wait_word(
+                rank,
+                gpu.compute,
+                kernel,
+                kernel.words.started_by(peer),
+                epoch,
+            )?;
         }
         // Copies into this rank within its GPU (its own, or from a rank
         // sharing the GPU) go in front of its kernel, on its stream:
         // the driver may run them on SMs, which the kernel's tiles,
         // waiting for them, would hold.
-        if let Some(fused) = kernel.manifest.fused.as_ref().filter(|_| self.issues_work()) {
-            self.enqueue_copies(rank, kernel, fused, bindings, epoch, spans, CopyPhase::BeforeKernel)?;
+        if let Some(fused) = kernel
+            .manifest
+            .fused
+            .as_ref()
+            .filter(|_| self.issues_work())
+        {
+            self.enqueue_copies(
+                rank,
+                kernel,
+                fused,
+                bindings,
+                epoch,
+                spans,
+                CopyPhase::BeforeKernel,
+            )?;
         }
         // The previous launch's reduction copies have read the rows this
         // kernel's tiles overwrite (partials, sums): the copy engine's
@@ -392,9 +438,15 @@ impl Node {
         // on this stream, where it signalled anyone.)
         let written = !kernel.sync.rank(rank).signals_start.is_empty();
         let epoch = (!written).then_some(epoch);
-        self.send_epoch(rank, gpu.signal, kernel, kernel.words.signal_epoch(), epoch, peers, &|w| {
-            w.kernel_done_by(rank)
-        })
+        self.send_epoch(
+            rank,
+            gpu.signal,
+            kernel,
+            kernel.words.signal_epoch(),
+            epoch,
+            peers,
+            &|w| w.kernel_done_by(rank),
+        )
     }
 
     /// `rank`'s start of a launch: an event on its compute stream (its
@@ -431,9 +483,15 @@ impl Node {
                 sys::cuStreamWaitEvent(gpu.signal, gpu.start, 0),
             )?;
         }
-        self.send_epoch(rank, gpu.signal, kernel, kernel.words.signal_epoch(), Some(epoch), peers, &|w| {
-            w.started_by(rank)
-        })
+        self.send_epoch(
+            rank,
+            gpu.signal,
+            kernel,
+            kernel.words.signal_epoch(),
+            Some(epoch),
+            peers,
+            &|w| w.started_by(rank),
+        )
     }
 
     /// The first launch of a kernel on a node waits on the host, before
@@ -478,9 +536,15 @@ impl Node {
             return Ok(());
         }
         let gpu = self.local(rank);
-        self.send_epoch(rank, gpu.copy, kernel, kernel.words.copy_epoch(), Some(epoch), peers, &|w| {
-            w.copies_done_by(rank)
-        })
+        self.send_epoch(
+            rank,
+            gpu.copy,
+            kernel,
+            kernel.words.copy_epoch(),
+            Some(epoch),
+            peers,
+            &|w| w.copies_done_by(rank),
+        )
     }
 
     /// On `stream` of `rank`: `epoch` into its word `source` (unless

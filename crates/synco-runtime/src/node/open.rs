@@ -48,7 +48,12 @@ impl Node {
             .collect::<Result<Vec<_>>>()?;
         let places = gpus
             .iter()
-            .map(|g| Ok(RankPlace { heap: g.heap, gpu: g.uuid()? }))
+            .map(|g| {
+                Ok(RankPlace {
+                    heap: g.heap,
+                    gpu: g.uuid()?,
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         for a in 0..world_size {
             for b in 0..world_size {
@@ -95,7 +100,10 @@ impl Node {
         if all.len() != world_size {
             return Err(RuntimeError::Rendezvous {
                 rank,
-                message: format!("the exchange gave {} ranks' handles, not {world_size}", all.len()),
+                message: format!(
+                    "the exchange gave {} ranks' handles, not {world_size}",
+                    all.len()
+                ),
             });
         }
         let mut places = Vec::with_capacity(world_size);
@@ -105,10 +113,9 @@ impl Node {
                 rank,
                 message: format!("rank {peer}'s handle: {message}"),
             })?;
-            theirs.check_matches(&own, peer).map_err(|message| RuntimeError::Rendezvous {
-                rank,
-                message,
-            })?;
+            theirs
+                .check_matches(&own, peer)
+                .map_err(|message| RuntimeError::Rendezvous { rank, message })?;
             let heap = if peer == rank {
                 gpu.heap
             } else {
@@ -116,7 +123,10 @@ impl Node {
                 imported.push((peer, heap));
                 heap
             };
-            places.push(RankPlace { heap, gpu: theirs.gpu });
+            places.push(RankPlace {
+                heap,
+                gpu: theirs.gpu,
+            });
         }
         Node::assemble(vec![gpu], rank, places, imported, heap_bytes)
     }
@@ -275,9 +285,7 @@ fn enable_peer_access(a: &Gpu, b: &Gpu) -> Result<()> {
 
 /// The CUDA IPC handle of `gpu`'s heap.
 fn ipc_handle(gpu: &Gpu) -> Result<[u8; 64]> {
-    let mut handle = sys::CUipcMemHandle {
-        reserved: [0; 64],
-    };
+    let mut handle = sys::CUipcMemHandle { reserved: [0; 64] };
     // SAFETY: the heap is a cuMemAlloc allocation of the bound context.
     check(gpu.rank, "cuIpcGetMemHandle", unsafe {
         sys::cuIpcGetMemHandle(&mut handle, gpu.heap)
@@ -416,8 +424,17 @@ mod tests {
         };
         assert!(bigger.check_matches(&own, 1).unwrap_err().contains("same"));
         let same_process = rank(1, 10);
-        assert!(same_process.check_matches(&own, 1).unwrap_err().contains("this process"));
-        assert!(Rendezvous::decode(b"junk").unwrap_err().contains("not a Synco heap handle"));
+        assert!(
+            same_process
+                .check_matches(&own, 1)
+                .unwrap_err()
+                .contains("this process")
+        );
+        assert!(
+            Rendezvous::decode(b"junk")
+                .unwrap_err()
+                .contains("not a Synco heap handle")
+        );
     }
 
     /// Without a GPU (CI), opening a rank of a process group is an error

@@ -42,7 +42,11 @@ impl Node {
                 "cuMemcpyDtoHAsync",
                 sys::cuMemcpyDtoHAsync_v2((&raw mut value).cast(), word, 4, gpu.watch),
             )?;
-            check(gpu.rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.watch))?;
+            check(
+                gpu.rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.watch),
+            )?;
         }
         Ok(value)
     }
@@ -71,7 +75,8 @@ impl Node {
             let mut drained = true;
             let mut launch_seen = None;
             for stream in [gpu.compute, gpu.copy, gpu.signal] {
-                drained = drained && self.drain(gpu, stream, started, deadline, &mut launch_seen)?;
+                drained =
+                    drained && self.drain(gpu, stream, started, deadline, &mut launch_seen)?;
             }
             if let Some(e) = self.recorded_timeout(gpu)? {
                 return Err(e);
@@ -142,7 +147,11 @@ impl Node {
                 "cuMemcpyDtoHAsync",
                 sys::cuMemcpyDtoHAsync_v2(record.as_mut_ptr().cast(), gpu.errors, 16, gpu.watch),
             )?;
-            check(gpu.rank, "cuStreamSynchronize", sys::cuStreamSynchronize(gpu.watch))?;
+            check(
+                gpu.rank,
+                "cuStreamSynchronize",
+                sys::cuStreamSynchronize(gpu.watch),
+            )?;
         }
         Ok((record[0] != 0).then_some(RuntimeError::WaitTimedOut {
             rank: record[1],
@@ -222,7 +231,11 @@ impl Node {
     /// has completed) with the timeline on.
     pub(crate) fn ms_since_start(&self, rank: usize, event: CUevent) -> Result<f32> {
         let index = rank - self.local_ranks().start;
-        let began = *self.marks.began.get(index).ok_or(RuntimeError::NoTimeline)?;
+        let began = *self
+            .marks
+            .began
+            .get(index)
+            .ok_or(RuntimeError::NoTimeline)?;
         self.local(rank).bind()?;
         let mut ms = 0.0f32;
         // SAFETY: both events belong to this rank's context and were
@@ -245,7 +258,13 @@ impl Node {
         self.failed.borrow_mut().take();
         for gpu in &self.gpus {
             gpu.bind()?;
-            unsafe { check(gpu.rank, "cuMemsetD8", sys::cuMemsetD8_v2(gpu.errors, 0, 16))? };
+            unsafe {
+                check(
+                    gpu.rank,
+                    "cuMemsetD8",
+                    sys::cuMemsetD8_v2(gpu.errors, 0, 16),
+                )?
+            };
         }
         Ok(())
     }
