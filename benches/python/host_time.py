@@ -25,9 +25,12 @@ Prints a table and writes the numbers to `--out`.
 """
 
 import argparse
+import cProfile
 import datetime
+import io
 import json
 import os
+import pstats
 import statistics
 import sys
 import tempfile
@@ -83,7 +86,21 @@ def median_us(calls, drain):
     return {name: statistics.median(t) * 1e6 for name, t in times.items()}
 
 
-def worker(rank, world, cache, port, folder):
+def profile(name, call, drain):
+    """Where `call`'s host time goes (cProfile over CALLS calls, drains
+    excluded): the top entries by own time."""
+    profiler = cProfile.Profile()
+    for _ in range(CALLS):
+        profiler.enable()
+        call()
+        profiler.disable()
+        drain()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
+    print(f"profile of {name}, {CALLS} calls:\n{out.getvalue()}", flush=True)
+
+
+def worker(rank, world, cache, port, folder, profiled):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.cuda.set_device(rank % torch.cuda.device_count())
     dist.init_process_group("gloo", rank=rank, world_size=world,
@@ -114,6 +131,8 @@ def worker(rank, world, cache, port, folder):
         stream = torch.cuda.current_stream(dev).cuda_stream
         grid = tuple(op.grid) + (1,) * (3 - len(op.grid))
         drain = lambda: group.wait(60)  # noqa: E731
+        if profiled and rank == 0:
+            profile(name, full, drain)
         times[name] = median_us({
             "operator": full,
             "kernel_call": lambda: op.kernel(op.grid, *args, buffers=buffers),
@@ -195,11 +214,14 @@ def main():
     parser.add_argument("--cache", required=True)
     parser.add_argument("--world", type=int, default=2)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--profile", action="store_true",
+                        help="also print rank 0's cProfile of each operator's calls")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="synco-host-time-")
     ctx = mp.get_context("spawn")
     port = 29500 + os.getpid() % 1000
-    procs = [ctx.Process(target=worker, args=(r, args.world, args.cache, port, folder))
+    procs = [ctx.Process(target=worker,
+                         args=(r, args.world, args.cache, port, folder, args.profile))
              for r in range(args.world)]
     for p in procs:
         p.start()

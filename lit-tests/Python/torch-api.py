@@ -106,6 +106,10 @@ p = symmetric(1 << 20, (512, 256))
 out = symmetric(2 << 20, (256, 256))
 _, bindings = check_rs([a, b, p, *scalars], buffers={"C": out})
 expect("a reduction's output binds by name", ("C", 2 << 20, out.nbytes) in bindings, str(bindings))
+expect("the quick pass and the checks one by one agree",
+       check_rs([a, b, p, *scalars], buffers={"C": out})
+       == check_rs._checked([a, b, p, *scalars], buffers={"C": out})
+       == ([a.data_ptr(), b.data_ptr(), p.data_ptr(), *scalars], bindings), str(bindings))
 for what, buffers, text in [
     ("an unknown buffer", {"D": out}, "the plan has no buffer @D"),
     ("a bound buffer given by name", {"P": p}, "the plan has no buffer @P that an argument does not carry"),

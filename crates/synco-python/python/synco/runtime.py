@@ -162,10 +162,62 @@ class LaunchArguments:
                              for name, shape, element, arg in manifest.buffers}
         self.bound_args = {arg: name for name, (_, _, arg) in self.plan_buffers.items()
                            if arg is not None}
+        # What a valid argument is, per parameter (None: a scalar), and per
+        # plan buffer no argument carries: (dtype, plan buffer, its shape).
+        self._specs = [None if not ty.startswith("*") else self._spec(ty[1:], self.bound_args.get(i))
+                       for i, (_, ty) in enumerate(self.params)]
+        self._unbound = {name: self._spec(element, name)
+                         for name, (_, element, arg) in self.plan_buffers.items() if arg is None}
+
+    def _spec(self, element, plan_buffer):
+        shape = self.plan_buffers[plan_buffer][0] if plan_buffer is not None else None
+        return DTYPES.get(element), plan_buffer, shape
 
     def __call__(self, args, buffers=None):
         """`(values, bindings)`: the kernel's argument values (addresses
-        for tensors) and `(plan buffer, heap offset, bytes)` per binding."""
+        for tensors) and `(plan buffer, heap offset, bytes)` per binding.
+        One quick pass when every argument is right; otherwise the checks
+        below say what is wrong."""
+        valid = self._valid(args, buffers)
+        return valid if valid is not None else self._checked(args, buffers)
+
+    def _valid(self, args, buffers):
+        if len(args) != len(self._specs):
+            return None
+        values, bindings = [], []
+        for spec, value in zip(self._specs, args):
+            if spec is None:
+                if isinstance(value, torch.Tensor):
+                    return None
+                values.append(value)
+            elif not self._fits(value, spec, bindings):
+                return None
+            else:
+                values.append(value.data_ptr())
+        for name, tensor in (buffers or {}).items():
+            spec = self._unbound.get(name)
+            if spec is None or not self._fits(tensor, spec, bindings):
+                return None
+        return values, bindings
+
+    def _fits(self, tensor, spec, bindings):
+        """Whether `tensor` is what `spec` asks for; its binding (if it is
+        a plan buffer's) appended to `bindings`."""
+        dtype, plan_buffer, shape = spec
+        if not (isinstance(tensor, torch.Tensor) and tensor.device == self.device
+                and (dtype is None or tensor.dtype == dtype) and tensor.is_contiguous()):
+            return False
+        if plan_buffer is None:
+            return True
+        offset = tensor.data_ptr() - self.heap.base
+        if tensor.shape != shape or offset < 0 or offset + tensor.nbytes > self.heap.nbytes:
+            return False
+        bindings.append((plan_buffer, offset, tensor.nbytes))
+        return True
+
+    def _checked(self, args, buffers):
+        """`__call__`'s result, each argument checked in turn: the first
+        that is wrong raises `LaunchError` naming it."""
         if len(args) != len(self.params):
             raise LaunchError(f"kernel '{self.manifest.kernel}' takes {len(self.params)} "
                               f"arguments of its own ({', '.join(n for n, _ in self.params)}), "
