@@ -86,18 +86,20 @@ def median_us(calls, drain):
     return {name: statistics.median(t) * 1e6 for name, t in times.items()}
 
 
-def profile(name, call, drain):
+def profile(name, call, drain, show):
     """Where `call`'s host time goes (cProfile over CALLS calls, drains
-    excluded): the top entries by own time."""
+    excluded): the top entries by own time, printed if `show` (every rank
+    makes the calls: they are collective)."""
     profiler = cProfile.Profile()
     for _ in range(CALLS):
         profiler.enable()
         call()
         profiler.disable()
         drain()
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
-    print(f"profile of {name}, {CALLS} calls:\n{out.getvalue()}", flush=True)
+    if show:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
+        print(f"profile of {name}, {CALLS} calls:\n{out.getvalue()}", flush=True)
 
 
 def worker(rank, world, cache, port, folder, profiled):
@@ -131,8 +133,8 @@ def worker(rank, world, cache, port, folder, profiled):
         stream = torch.cuda.current_stream(dev).cuda_stream
         grid = tuple(op.grid) + (1,) * (3 - len(op.grid))
         drain = lambda: group.wait(60)  # noqa: E731
-        if profiled and rank == 0:
-            profile(name, full, drain)
+        if profiled:
+            profile(name, full, drain, show=rank == 0)
         times[name] = median_us({
             "operator": full,
             "kernel_call": lambda: op.kernel(op.grid, *args, buffers=buffers),
