@@ -35,13 +35,44 @@ SOURCES_PLAN='chunk.plan @p world_size(2) {
   chunk.consume @Ag dim(0) tile(128) index("pid_m") source("src")
   chunk.consume @Bg dim(1) tile(128) index("pid_n") source("src")
 }'
-sources_state() { # output passes
-  printf '%s\n' "$SOURCES_PLAN" | cat lit-tests/Inputs/matmul_sources.generic.mlir - \
-    | target/debug/synco-opt --mlir-print-debuginfo --mlir-print-op-generic --pass-pipeline="builtin.module($2)" 2>/dev/null \
+# A kernel in the state `passes` leave it for `plan`, printed without the
+# plan (each single-pass test writes its plan, in the same state, itself).
+kernel_state() { # input output plan passes
+  printf '%s\n' "$3" | cat "lit-tests/Inputs/$1" - \
+    | target/debug/synco-opt --mlir-print-debuginfo --mlir-print-op-generic --pass-pipeline="builtin.module($4)" 2>/dev/null \
     | awk '/^#map/ || /^"builtin.module"\(\) \(\{$/ || /^\}\) : \(\) -> \(\)/ {next}
            /^  "chunk.plan"/ {plan = 1} plan {if (/^  \}\)/) plan = 0; next} {sub(/^  /, ""); print}' \
-      >"lit-tests/Inputs/$1"
+      >"lit-tests/Inputs/$2"
+}
+sources_state() { # output passes
+  kernel_state matmul_sources.generic.mlir "$1" "$SOURCES_PLAN" "$2"
 }
 sources_state matmul_sources.bound.generic.mlir chunk-expand-collectives,chunk-bind-kernel
 sources_state matmul_sources.reordered.generic.mlir chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles
 sources_state matmul_sources.waited.generic.mlir chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits
+# The flash-attention forward kernel (examples/attention/flash_attn.py),
+# its KV loop over `start_n` in blocks of 64, non-causal and causal, its
+# pointers, strides and lengths multiples of 16 (vectorised loads).
+ATTN_SIG='*bf16,*bf16,*bf16,*bf16,fp32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32'
+for causal in 0 1; do
+  out=attn_fwd.generic.mlir
+  [ "$causal" = 1 ] && out=attn_fwd_causal.generic.mlir
+  target/debug/synco import examples/attention/flash_attn.py --kernel attn_fwd --signature "$ATTN_SIG" \
+    --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL=$causal \
+    --divisible Q,K,V,Out,stride_qz,stride_qh,stride_qm,stride_kz,stride_kh,stride_kn,stride_vz,stride_vh,stride_vn,stride_oz,stride_oh,stride_om,N_CTX_Q,N_CTX_KV \
+    | sed "s|$ROOT/||g" >"lit-tests/Inputs/$out"
+done
+# attn_fwd in the states the passes before a tile pass leave, for the
+# single-pass tests lit-tests/Passes/*-loop.test: bound for the plan below
+# (K and V gathered in 2 chunks per rank, their blocks walked by the loop
+# over `start_n`), then with that loop split by chunk.
+ATTN_PLAN='chunk.plan @cp world_size(2) kernel(@attn_fwd) {
+  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1)
+  chunk.buffer @V : !chunk.buffer<1024x256xbf16> bind(2)
+  chunk.all_gather @K dim(0) chunks(2) backend(copy_engine)
+  chunk.all_gather @V dim(0) chunks(2) backend(copy_engine)
+  chunk.consume @K dim(0) tile(64) loop("start_n")
+  chunk.consume @V dim(0) tile(64)
+}'
+kernel_state attn_fwd.generic.mlir attn_fwd.bound.generic.mlir "$ATTN_PLAN" chunk-expand-collectives,chunk-bind-kernel
+kernel_state attn_fwd.generic.mlir attn_fwd.reordered.generic.mlir "$ATTN_PLAN" chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles

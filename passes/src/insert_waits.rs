@@ -9,7 +9,10 @@ use crate::{
     plan::{
         Consume, FlagKind, Transfer, bound_kernel, fail, flag_layout, internal, loc, plans, records,
     },
-    tiles::{FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, loads_of},
+    tiles::{
+        CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR,
+        TileLoop, find_tile_loop, loads_of,
+    },
 };
 use melior::ir::operation::OperationRef;
 use std::collections::HashMap;
@@ -61,6 +64,11 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
                 continue;
             }
             let tile = consume.tile().unwrap_or(1);
+            let arg = buffer.arg.unwrap_or(usize::MAX);
+            if let Some(tile_loop) = find_tile_loop(kernel, arg, tile, consume.into())? {
+                wait_per_chunk(&plan, &abi, kernel, range, consume, tile_loop)?;
+                continue;
+            }
             if range.rows_per_chunk % tile != 0 {
                 return Err(fail(
                     consume,
@@ -83,7 +91,6 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             let Some(block) = ir::block_of(marked) else {
                 return Err(internal(marked, "the tile index is not in a block"));
             };
-            let arg = buffer.arg.unwrap_or(usize::MAX);
             let Some(first) = first_load_in(kernel, arg, block, marked, || {
                 format!(
                     "this load of @{} is not inside the tile whose index was found; cannot place its wait",
@@ -117,6 +124,57 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             unflatten_enclosing_loops(first, consume);
         }
     }
+    Ok(())
+}
+
+/// The waits of a consumer whose blocks a kernel loop walks, once
+/// `chunk-reorder-tiles` has split the loop by chunk: before the loop
+/// clipped to chunk `c`, if it reads any of it and the chunk is a peer's,
+/// a wait for the chunk's flag, `base + c`. A chunk the loop does not read
+/// (past a causal bound) is not waited for.
+fn wait_per_chunk(
+    plan: &crate::plan::Plan,
+    abi: &crate::abi::AbiArgs,
+    kernel: ir::Op,
+    range: &crate::plan::FlagRange,
+    consume: Consume,
+    tile_loop: TileLoop,
+) -> Result<(), PassFailed> {
+    let var = tile_loop.name().unwrap_or_default();
+    let marked = |attr: &str| {
+        ir::walk(kernel)
+            .into_iter()
+            .find(|op| ir::str_attr(*op, attr).as_deref() == Some(var.as_str()))
+    };
+    let (Some(chunk), Some(clipped)) = (marked(CHUNK_INDEX_ATTR), marked(CHUNK_LOOP_ATTR)) else {
+        return Err(fail(
+            consume,
+            format!(
+                "chunk-insert-waits: the loop over '{var}' is not split by chunk; run chunk-reorder-tiles first"
+            ),
+        ));
+    };
+    let b = Builder::before(clipped).with_loc(ir::location_of(consume.0));
+    let bounds = ir::operands(clipped);
+    let reads = b.cmpi(Cmp::Slt, bounds[0], bounds[1]);
+    let c = ir::result(chunk, 0);
+    let owner = b.divsi(c, b.const_i32(range.chunks_per_rank));
+    let remote = b.cmpi(Cmp::Ne, owner, abi.rank);
+    let flag = b.addi(c, b.const_i32(range.base));
+    b.if_then(b.andi(reads, remote), |inner| {
+        inner.op("chunk.wait", &[abi.flags, flag, abi.epoch], &[], &[]);
+    });
+    Diagnostic::remark(
+        loc(consume),
+        format!(
+            "the loop over '{var}' waits, before each of @{}'s chunks it reads, for that chunk ({} rows, flags {}..{})",
+            range.buffer,
+            range.rows_per_chunk,
+            range.base,
+            range.base + range.count(plan.world_size)
+        ),
+    )
+    .emit();
     Ok(())
 }
 

@@ -10,7 +10,10 @@ use crate::{
         FlagKind, Produce, ReductionKind, TileMap, bound_kernel, fail, flag_layout, internal, loc,
         plans, reduction_kind,
     },
-    tiles::{Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index, scaled_by_tile},
+    tiles::{
+        Access, CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, TileLoop,
+        find_tile_index, find_tile_loop, scaled_by_tile,
+    },
 };
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkReorderTilesOptions, PassOptions, RustPass};
@@ -69,6 +72,12 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
             };
             let dim = consume.dim();
             let tile = consume.tile().unwrap_or(1);
+            if access == Access::Load
+                && let Some(tile_loop) = find_tile_loop(kernel, arg, tile, consume)?
+            {
+                split_tile_loop(abi.rank, &plan, consume, &name, tile_loop)?;
+                continue;
+            }
             if let Some(source) = consume.source() {
                 order_sources(kernel, abi.rank, &plan, consume, &name, arg, tile, &source)?;
                 continue;
@@ -195,6 +204,113 @@ fn order_sources(
     )
     .emit();
     Ok(())
+}
+
+/// Rows per chunk and chunks in all of the split a tile loop carries
+/// (`chunk.chunk_rows`, `chunk.chunk_count`), so that the buffers it walks
+/// can be checked to share it.
+const CHUNK_ROWS_ATTR: &str = "chunk.chunk_rows";
+const CHUNKS_ATTR: &str = "chunk.chunk_count";
+
+/// A consumer whose blocks a kernel loop walks (`loop(...)`): the loop
+/// from 0 to `hi` is split into a loop over the buffer's `C` chunks of `R`
+/// rows, iteration `j` taking chunk `c = (j + rank * n) mod C` (`n` chunks
+/// per rank: the rank's own first, then rank r+1's, ..., the order they
+/// arrive in), around the kernel's loop clipped to `[c * R, min(hi, (c + 1)
+/// * R))`, its iteration values carried through. The chunk index is marked
+/// for `chunk-insert-waits`, which waits before the clipped loop: outside
+/// the loop Triton pipelines. Buffers walked by one loop (keys and values)
+/// share the split, and must be chunked alike.
+fn split_tile_loop(
+    rank: Value,
+    plan: &crate::plan::Plan,
+    consume: TileMap,
+    name: &str,
+    tile_loop: TileLoop,
+) -> Result<(), PassFailed> {
+    let ctx = ir::context_of(consume.0);
+    let var = tile_loop.name().unwrap_or_default();
+    let layout = flag_layout(plan)?;
+    let Some(range) = layout
+        .iter()
+        .find(|r| r.kind == FlagKind::Arrival && r.buffer == name)
+    else {
+        return Err(fail(
+            consume,
+            format!("@{name} has no chunks arriving from other ranks for the loop over '{var}' to wait for"),
+        ));
+    };
+    // (The plan verifier refuses chunks that split a tile.)
+    let (rows, chunks) = (range.rows_per_chunk, range.chunks_per_rank * plan.world_size);
+    if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
+        let split = (
+            ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
+            ir::int_attr(tile_loop.op, CHUNKS_ATTR),
+        );
+        if split != (Some(rows), Some(chunks)) {
+            return Err(fail(
+                consume,
+                format!(
+                    "@{name} comes in {chunks} chunks of {rows} rows, but the loop over '{var}' is already split for a buffer in {} chunks of {} rows: buffers read in one loop must be chunked alike",
+                    split.1.unwrap_or(0),
+                    split.0.unwrap_or(0)
+                ),
+            ));
+        }
+    } else {
+        split_loop(tile_loop, rank, rows, range.chunks_per_rank, chunks, &var);
+        let i64t = ir::i64_type(ctx);
+        ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
+        ir::set_attr(tile_loop.op, CHUNKS_ATTR, ir::int_attr_of(i64t, chunks));
+    }
+    Diagnostic::remark(
+        loc(consume),
+        format!(
+            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} rows): this rank's first, then rank r+1's, ..."
+        ),
+    )
+    .emit();
+    Ok(())
+}
+
+/// Rewrites `tile_loop` (from 0 to `hi`) into the loop over `chunks`
+/// chunks of `rows` rows around it (see [`split_tile_loop`]); marks the
+/// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
+/// ([`CHUNK_LOOP_ATTR`]) with the loop variable's name `var`.
+fn split_loop(tile_loop: TileLoop, rank: Value, rows: i64, per_rank: i64, chunks: i64, var: &str) {
+    let l = tile_loop.op;
+    let ctx = ir::context_of(l);
+    let operands = ir::operands(l);
+    let (upper, inits) = (operands[1], operands[3..].to_vec());
+    let ty = ir::type_of(operands[0]);
+    let b = Builder::before(l).with_loc(ir::location_of(l));
+    let c = |v: i64| b.constant(ty, v);
+    let mut clipped = (upper, upper);
+    let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
+        let chunk = rotate(&body, j, rank, 0, per_rank, chunks);
+        ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
+        let lower = body.muli(ir::result(chunk, 0), body.constant(ty, rows));
+        let end = body.addi(lower, body.constant(ty, rows));
+        clipped = (lower, body.minsi(upper, end));
+        args
+    });
+    // The kernel's loop moves inside, clipped to the chunk, its results
+    // now the outer loop's.
+    for (inner, outer) in ir::results(l).into_iter().zip(ir::results(outer)) {
+        ir::replace_all_uses(inner, outer);
+    }
+    let body = ir::blocks(ir::regions(outer)[0])[0];
+    let outer_yield = *ir::ops_in(body).last().expect("a loop body ends in scf.yield");
+    ir::move_before(l, outer_yield);
+    ir::set_operand(l, 0, clipped.0);
+    ir::set_operand(l, 1, clipped.1);
+    for (i, arg) in ir::block_args(body).into_iter().skip(1).enumerate() {
+        ir::set_operand(l, 3 + i, arg);
+    }
+    for (i, result) in ir::results(l).into_iter().enumerate() {
+        ir::set_operand(outer_yield, i, result);
+    }
+    ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, var));
 }
 
 /// The induction variable of the kernel's `scf.for` named `source`, which

@@ -14,6 +14,16 @@ pub const TILE_INDEX_ATTR: &str = "chunk.tile_index";
 /// loop variable's name.
 pub const SOURCE_INDEX_ATTR: &str = "chunk.source_index";
 
+/// Discardable attribute marking the op that computes the (rotated) chunk
+/// an iteration of a split tile loop reads (`loop(...)` consumes, see
+/// `chunk-reorder-tiles`); its value is the loop variable's name.
+pub const CHUNK_INDEX_ATTR: &str = "chunk.chunk_index";
+
+/// Discardable attribute marking the kernel's tile loop once
+/// `chunk-reorder-tiles` has clipped it to one chunk; its value is the loop
+/// variable's name.
+pub const CHUNK_LOOP_ATTR: &str = "chunk.chunk_loop";
+
 /// Triton's marker on a loop nest (a persistent kernel's tile loop) that it
 /// flattens into one loop before software pipelining.
 pub const FLATTEN_ATTR: &str = "tt.flatten";
@@ -239,6 +249,136 @@ pub fn find_tile_index(
     }
 }
 
+/// A kernel loop that walks a consumed buffer's blocks (`loop(...)`): an
+/// `scf.for` from 0 in steps of the tile whose iteration at `v` reads
+/// `[v, v + tile)` (`splat(v) + make_range(tile)` in the address).
+#[derive(Clone, Copy)]
+pub struct TileLoop {
+    pub op: Op,
+    pub iv: Value,
+}
+
+impl TileLoop {
+    /// The loop variable's name, as Triton keeps it in the locations.
+    pub fn name(self) -> Option<String> {
+        synco_ir::loc::value_variable_name(self.iv)
+    }
+
+    /// Its upper bound (operand 1 of the `scf.for`).
+    pub fn upper_bound(self) -> Value {
+        ir::operands(self.op)[1]
+    }
+}
+
+/// The kernel loop that walks `consume`'s blocks of argument `arg`, if its
+/// tiles are walked by one: the loop `loop("name")` names, or, for a
+/// consume with no `index`, `source` or `loop`, the one `scf.for` whose
+/// variable the loads' addresses add to a `tt.make_range` of `tile` when no
+/// program-id-derived value is multiplied by `tile` there. The loop must
+/// run from 0 in steps of `tile`. Errors are reported at `consume`.
+pub fn find_tile_loop(
+    kernel: Op,
+    arg: usize,
+    tile: i64,
+    consume: crate::plan::TileMap,
+) -> Result<Option<TileLoop>, PassFailed> {
+    let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
+    let found = match consume.loop_var() {
+        Some(name) => {
+            let named = ir::find_all(kernel, "scf.for").into_iter().find_map(|op| {
+                let iv = loop_variable(op)?;
+                (synco_ir::loc::value_variable_name(iv).as_deref() == Some(name.as_str()))
+                    .then_some(TileLoop { op, iv })
+            });
+            named.ok_or_else(|| {
+                fail(
+                    consume,
+                    format!("kernel @{kernel_name} has no loop over a variable named '{name}'"),
+                )
+            })?
+        }
+        None if consume.index().is_some() || consume.source().is_some() => return Ok(None),
+        None => {
+            let loads = loads_of(kernel, arg);
+            let tiled_by_program = scaled_by_tile(&loads, tile)
+                .into_iter()
+                .any(depends_on_program_id);
+            let loops = offset_loops(&loads, tile);
+            match loops[..] {
+                _ if tiled_by_program => return Ok(None),
+                [] => return Ok(None),
+                [only] => only,
+                _ => {
+                    return Err(fail(
+                        consume,
+                        format!(
+                            "the tile loop of kernel @{kernel_name} is ambiguous: {} loops add their variable to a range of {tile} in the addresses of argument {arg}; name it with loop(\"...\")",
+                            loops.len()
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    // (A loop `chunk-reorder-tiles` clipped to a chunk was checked before.)
+    if ir::attr(found.op, CHUNK_LOOP_ATTR).is_some() {
+        return Ok(Some(found));
+    }
+    let bounds: Vec<Option<i64>> = ir::operands(found.op)
+        .into_iter()
+        .take(3)
+        .map(ir::constant_int)
+        .collect();
+    if bounds[0] != Some(0) || bounds[2] != Some(tile) {
+        let show = |b: Option<i64>| b.map_or("a runtime value".to_string(), |v| v.to_string());
+        return Err(fail(
+            consume,
+            format!(
+                "the loop over '{}' must start at 0 and step by the tile ({tile}) to walk the blocks of tile({tile}) (found a start of {} and a step of {})",
+                found.name().unwrap_or_default(),
+                show(bounds[0]),
+                show(bounds[2])
+            ),
+        ));
+    }
+    if found.name().is_none() {
+        return Err(fail(
+            consume,
+            format!("the tile loop of kernel @{kernel_name} has no variable name in its locations; name it with loop(\"...\")"),
+        ));
+    }
+    Ok(Some(found))
+}
+
+/// The induction variable of `scf.for` `op`.
+fn loop_variable(op: Op) -> Option<Value> {
+    let body = *ir::blocks(*ir::regions(op).first()?).first()?;
+    ir::block_args(body).first().copied()
+}
+
+/// The `scf.for` loops whose induction variable the addresses of
+/// `accesses` add to a `tt.make_range` of `tile` (`splat(v) + [0, tile)`),
+/// each once.
+fn offset_loops(accesses: &[Op], tile: i64) -> Vec<TileLoop> {
+    let mut found: Vec<TileLoop> = Vec::new();
+    for access in accesses {
+        let slice = ir::backward_slice(ir::operands(*access)[0]);
+        for v in &slice {
+            let Some(op) = ir::block_arg_owner(*v).and_then(ir::block_parent_op) else {
+                continue;
+            };
+            let is_iv = ir::op_name(op) == "scf.for" && ir::block_arg_number(*v) == Some(0);
+            if !is_iv || found.iter().any(|l| ir::same_op(l.op, op)) {
+                continue;
+            }
+            if ranges_added_to(*v, &slice).iter().any(|(n, _)| *n == tile) {
+                found.push(TileLoop { op, iv: *v });
+            }
+        }
+    }
+    found
+}
+
 /// The kernel's one store of argument `arg` (the plan's `@name`), which
 /// must come after `index` (the op computing the tile index) in its block or
 /// inside an op that does: a producer's store, for `pass` to rewrite.
@@ -273,4 +413,68 @@ pub fn tile_store(
         ));
     }
     Ok(store)
+}
+
+/// For `scaled` (`t * scale`): each `tt.make_range` of length `n` added to
+/// its splat inside `slice`, with the tensor axis the sum is expanded to
+/// (`tt.expand_dims`), if it is.
+pub fn ranges_added_to(scaled: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
+    let mut out = Vec::new();
+    for (splat, _) in ir::uses(scaled) {
+        if ir::op_name(splat) != "tt.splat" {
+            continue;
+        }
+        for (add, _) in ir::uses(ir::result(splat, 0)) {
+            if ir::op_name(add) != "arith.addi" || !in_slice(slice, ir::result(add, 0)) {
+                continue;
+            }
+            let Some(extent) = ir::operands(add).into_iter().find_map(range_length) else {
+                continue;
+            };
+            out.push((extent, expanded_axis(ir::result(add, 0), slice)));
+        }
+    }
+    out
+}
+
+/// Whether `v` is one of `slice`'s values (an access's address slice).
+pub fn in_slice(slice: &[Value], v: Value) -> bool {
+    slice.iter().any(|s| ir::same_value(*s, v))
+}
+
+/// The length of the `tt.make_range` defining `v`.
+fn range_length(v: Value) -> Option<i64> {
+    let op = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.make_range")?;
+    Some(ir::int_attr(op, "end")? - ir::int_attr(op, "start")?)
+}
+
+/// The tensor axis that 1-D offsets `v` become, following elementwise ops
+/// to a `tt.expand_dims` inside `slice`: the axis of the expanded shape
+/// that is not the inserted 1. `Some(0)` for offsets used as they are.
+fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
+    let mut frontier = vec![v];
+    let mut steps = 0;
+    while let Some(v) = frontier.pop() {
+        steps += 1;
+        if steps > 64 {
+            return None;
+        }
+        for (user, _) in ir::uses(v) {
+            let Some(out) = ir::results(user)
+                .first()
+                .copied()
+                .filter(|r| in_slice(slice, *r))
+            else {
+                continue;
+            };
+            if ir::op_name(user) == "tt.expand_dims" {
+                let inserted = ir::int_attr(user, "axis")? as usize;
+                return Some(usize::from(inserted == 0));
+            }
+            if ir::tensor_shape(ir::type_of(out)).is_some_and(|s| s.len() == 1) {
+                frontier.push(out);
+            }
+        }
+    }
+    Some(0)
 }

@@ -196,6 +196,9 @@ impl Builder {
     pub fn ori(&self, a: Value, b: Value) -> Value {
         self.binary("arith.ori", a, b)
     }
+    pub fn minsi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.minsi", a, b)
+    }
 
     pub fn cmpi(&self, pred: Cmp, a: Value, b: Value) -> Value {
         let p = int_attr_of(i64_type(self.ctx), pred as i64);
@@ -472,6 +475,39 @@ impl Builder {
             let inner = Builder::at_end(self.ctx, block, self.loc);
             body(inner, block_args(block)[0]);
             inner.op("scf.yield", &[], &[], &[]);
+            op
+        }
+    }
+
+    /// `scf.for %i = lower to upper step step iter_args(inits)`: the body
+    /// `body(builder, i, iteration values)` builds returns what it yields.
+    /// Returns the op (its results: the last iteration's values).
+    pub fn for_loop_with(
+        &self,
+        lower: Value,
+        upper: Value,
+        step: Value,
+        inits: &[Value],
+        body: impl FnOnce(Builder, Value, Vec<Value>) -> Vec<Value>,
+    ) -> Op {
+        unsafe {
+            let region = mlirRegionCreate();
+            let types: Vec<Type> = std::iter::once(type_of(lower))
+                .chain(inits.iter().map(|v| type_of(*v)))
+                .collect();
+            let locs = vec![self.loc; types.len()];
+            let block = mlirBlockCreate(types.len() as isize, types.as_ptr(), locs.as_ptr());
+            mlirRegionAppendOwnedBlock(region, block);
+            let operands: Vec<Value> = [lower, upper, step]
+                .into_iter()
+                .chain(inits.iter().copied())
+                .collect();
+            let op =
+                self.op_with_regions("scf.for", &operands, &types[1..], &[], vec![region]);
+            let inner = Builder::at_end(self.ctx, block, self.loc);
+            let args = block_args(block);
+            let yielded = body(inner, args[0], args[1..].to_vec());
+            inner.op("scf.yield", &yielded, &[], &[]);
             op
         }
     }

@@ -454,12 +454,14 @@ enum class AttrValue { Unit, String, Integer, Names, List, Dictionary };
 std::optional<AttrValue> discardableAttrValue(StringRef name) {
   return llvm::StringSwitch<std::optional<AttrValue>>(name)
       .Cases({"staging", "trace", "fused"}, AttrValue::Unit)
-      .Cases({"flag_implied_by", "tile_index", "source_index"},
+      .Cases({"flag_implied_by", "tile_index", "source_index", "chunk_index",
+              "chunk_loop"},
              AttrValue::String)
       .Cases({"flag_layout", "reduction_copies", "completion", "scalar_args"},
              AttrValue::List)
       .Case("host_schedule", AttrValue::Dictionary)
-      .Case("abi_first_arg", AttrValue::Integer)
+      .Cases({"abi_first_arg", "chunk_rows", "chunk_count"},
+             AttrValue::Integer)
       .Cases({"staged", "abi_buffers"}, AttrValue::Names)
       .Default(std::nullopt);
 }

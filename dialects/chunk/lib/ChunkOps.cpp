@@ -273,6 +273,15 @@ static LogicalResult verifyTileOp(TileOp op, SymbolTableCollection &symbols) {
   return success();
 }
 
+LogicalResult ConsumeOp::verify() {
+  if (getLoop() && (getIndex() || getSource()))
+    return emitOpError()
+           << "loop(\"" << *getLoop()
+           << "\") says a kernel loop walks the blocks; it excludes "
+           << (getIndex() ? "index(...)" : "source(...)");
+  return success();
+}
+
 LogicalResult ConsumeOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyTileOp(*this, symbols);
 }

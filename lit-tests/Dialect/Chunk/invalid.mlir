@@ -232,6 +232,24 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+chunk.plan @p world_size(2) {
+  chunk.buffer @K : !chunk.buffer<1024x64xbf16>
+  chunk.all_gather @K dim(0) chunks(1)
+  // expected-error @below {{'chunk.consume' op loop("start_n") says a kernel loop walks the blocks; it excludes index(...)}}
+  chunk.consume @K dim(0) tile(64) index("pid_m") loop("start_n")
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @K : !chunk.buffer<1024x64xbf16>
+  chunk.all_gather @K dim(0) chunks(1)
+  // expected-error @below {{'chunk.consume' op loop("start_n") says a kernel loop walks the blocks; it excludes source(...)}}
+  chunk.consume @K dim(0) tile(64) source("src") loop("start_n")
+}
+
+// -----
+
 chunk.plan @p world_size(3) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{'chunk.all_gather' op cannot split dimension 0 of @A (1024) into 3 equal blocks}}

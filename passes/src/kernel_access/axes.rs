@@ -11,7 +11,7 @@
 //! every launch that runs. Anything else (an axis with two strides, a
 //! stride computed in the kernel) leaves the dimensions unknown.
 
-use super::in_slice;
+use crate::tiles::in_slice;
 use synco_ir::{self as ir, Value};
 
 /// A value the kernel's arithmetic uses (a stride, an extent).

@@ -19,7 +19,8 @@
 
 use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
 use super::walked_count::walked_count;
-use super::{TileIndex, ranges_added_to};
+use super::TileIndex;
+use crate::tiles::ranges_added_to;
 use crate::plan::{BufferDecl, Plan, fail};
 use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
 use synco_chunk::PassFailed;
@@ -98,7 +99,12 @@ fn fix_tile_map_extents(
     kernel: Op,
     indices: &[TileIndex],
 ) -> Result<(), PassFailed> {
-    for &TileIndex { tiles, index: t } in indices {
+    for &TileIndex {
+        tiles,
+        index: t,
+        walk,
+    } in indices
+    {
         let (Some(name), Some(tile)) = (tiles.buffer(), tiles.tile()) else {
             continue;
         };
@@ -110,6 +116,13 @@ fn fix_tile_map_extents(
         };
         let dim = tiles.dim();
         let rows = buffer.shape[dim];
+        // A loop that walks the blocks (`loop(...)`) reads rows up to its
+        // upper bound.
+        if let Some(tile_loop) = walk {
+            let upper = KernelValue::Scalar(tile_loop.upper_bound());
+            fixed.require(buffer, tile_loop.op, upper, ScalarRole::MaxExtent, dim, rows)?;
+            continue;
+        }
         // (Per-source tiles may walk one source's rows.)
         let per_source = tiles.source().map(|_| rows / plan.world_size);
         let candidates: Vec<i64> = [Some(rows), per_source].into_iter().flatten().collect();

@@ -28,7 +28,10 @@ mod walked_count;
 pub use layout::fixed_args;
 
 use crate::plan::{Plan, TileMap, fail};
-use crate::tiles::{Access, constant_products, find_tile_index, loads_of, stores_of};
+use crate::tiles::{
+    Access, TileLoop, constant_products, find_tile_index, find_tile_loop, in_slice, loads_of,
+    ranges_added_to, stores_of,
+};
 use axes::buffer_dim;
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
@@ -46,10 +49,13 @@ struct TileAccess {
     dim: Option<usize>,
 }
 
-/// A tile map's tile index in the kernel, as the check found it.
+/// A tile map's tile index in the kernel, as the check found it: a value
+/// the addresses multiply by the tile, or the variable of the kernel loop
+/// that walks the blocks (`walk`).
 pub struct TileIndex {
     pub tiles: TileMap,
     pub index: Value,
+    pub walk: Option<TileLoop>,
 }
 
 /// Refuses a plan that does not describe how `kernel` accesses its bound
@@ -98,8 +104,8 @@ pub fn check_plan_fits_kernel(
     }
     let mut indices = Vec::new();
     for (tiles, access) in tile_maps(plan) {
-        if let Some(index) = check_tile_map(plan, kernel, tiles, access, pass)? {
-            indices.push(TileIndex { tiles, index });
+        if let Some((index, walk)) = check_tile_map(plan, kernel, tiles, access, pass)? {
+            indices.push(TileIndex { tiles, index, walk });
         }
     }
     Ok(indices)
@@ -120,14 +126,15 @@ fn tile_maps(plan: &Plan) -> Vec<(TileMap, Access)> {
 }
 
 /// Checks one tile map against every access of its buffer's argument; its
-/// tile index, where it has a tile and a bound buffer.
+/// tile index (and the loop that walks its blocks, if one does), where it
+/// has a tile and a bound buffer.
 fn check_tile_map(
     plan: &Plan,
     kernel: Op,
     tiles: TileMap,
     access: Access,
     pass: &str,
-) -> Result<Option<Value>, PassFailed> {
+) -> Result<Option<(Value, Option<TileLoop>)>, PassFailed> {
     let name = tiles.buffer().unwrap_or_default();
     let Some(buffer) = plan.buffer(&name) else {
         return Ok(None); // The plan verifier names a missing buffer.
@@ -156,6 +163,12 @@ fn check_tile_map(
     let Some(tile) = tiles.tile() else {
         return Ok(None);
     };
+    if access == Access::Load
+        && let Some(tile_loop) = find_tile_loop(kernel, arg, tile, tiles)?
+    {
+        check_tile_loop(tiles, &name, arg, buffer.shape.len(), tile_loop, &accesses, pass)?;
+        return Ok(Some((tile_loop.iv, Some(tile_loop))));
+    }
     let index_name = tiles.index();
     let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), tiles)?;
     let dim = tiles.dim();
@@ -195,7 +208,58 @@ fn check_tile_map(
             return Err(PassFailed);
         }
     }
-    Ok(Some(t))
+    Ok(Some((t, None)))
+}
+
+/// Checks that every access of a buffer whose tiles a kernel loop walks
+/// (`loop(...)`) is inside that loop and reads `[v, v + tile)` of the tile
+/// map's `dim` at the loop's value `v`.
+fn check_tile_loop(
+    tiles: TileMap,
+    name: &str,
+    arg: usize,
+    rank: usize,
+    tile_loop: TileLoop,
+    accesses: &[Op],
+    pass: &str,
+) -> Result<(), PassFailed> {
+    let dim = tiles.dim();
+    let var = tile_loop.name().unwrap_or_default();
+    let tile = tiles.tile().unwrap_or(1);
+    for &op in accesses {
+        let slice = ir::backward_slice(ir::operands(op)[0]);
+        let ranges = ranges_added_to(tile_loop.iv, &slice);
+        let problem = if !ir::is_ancestor(tile_loop.op, op) {
+            Some(format!("is outside the loop over '{var}'"))
+        } else if ranges.is_empty() {
+            Some(format!("does not add '{var}' to a range of rows"))
+        } else if !ranges.iter().any(|(n, _)| *n == tile) {
+            let lengths: Vec<i64> = ranges.iter().map(|(n, _)| *n).collect();
+            Some(format!(
+                "covers {} rows from '{var}', not tile({tile})",
+                join(&lengths)
+            ))
+        } else {
+            ranges
+                .iter()
+                .filter_map(|(_, axis)| axis.and_then(|a| buffer_dim(a, &slice, rank)))
+                .find(|d| *d != dim)
+                .map(|d| format!("walks dimension {d} of @{name} with '{var}', not dim({dim})"))
+        };
+        if let Some(problem) = problem {
+            synco_chunk::Diagnostic::error(
+                crate::plan::loc(tiles),
+                format!(
+                    "{pass}: the plan says a loop over '{var}' walks @{name} in blocks of {tile} along dim({dim}), but this {} of argument {arg} {problem}",
+                    ir::op_name(op)
+                ),
+            )
+            .note(crate::plan::loc(op), "the kernel's access")
+            .emit();
+            return Err(PassFailed);
+        }
+    }
+    Ok(())
 }
 
 fn join(values: &[i64]) -> String {
@@ -263,68 +327,4 @@ fn descriptor_access(op: Op, operands: &[Value], t: Value) -> TileAccess {
             _ => None,
         },
     }
-}
-
-/// For `scaled` (`t * scale`): each `tt.make_range` of length `n` added to
-/// its splat inside `slice`, with the tensor axis the sum is expanded to
-/// (`tt.expand_dims`), if it is.
-fn ranges_added_to(scaled: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
-    let mut out = Vec::new();
-    for (splat, _) in ir::uses(scaled) {
-        if ir::op_name(splat) != "tt.splat" {
-            continue;
-        }
-        for (add, _) in ir::uses(ir::result(splat, 0)) {
-            if ir::op_name(add) != "arith.addi" || !in_slice(slice, ir::result(add, 0)) {
-                continue;
-            }
-            let Some(extent) = ir::operands(add).into_iter().find_map(range_length) else {
-                continue;
-            };
-            out.push((extent, expanded_axis(ir::result(add, 0), slice)));
-        }
-    }
-    out
-}
-
-/// Whether `v` is one of `slice`'s values (an access's address slice).
-fn in_slice(slice: &[Value], v: Value) -> bool {
-    slice.iter().any(|s| ir::same_value(*s, v))
-}
-
-/// The length of the `tt.make_range` defining `v`.
-fn range_length(v: Value) -> Option<i64> {
-    let op = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.make_range")?;
-    Some(ir::int_attr(op, "end")? - ir::int_attr(op, "start")?)
-}
-
-/// The tensor axis that 1-D offsets `v` become, following elementwise ops
-/// to a `tt.expand_dims` inside `slice`: the axis of the expanded shape
-/// that is not the inserted 1. `Some(0)` for offsets used as they are.
-fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
-    let mut frontier = vec![v];
-    let mut steps = 0;
-    while let Some(v) = frontier.pop() {
-        steps += 1;
-        if steps > 64 {
-            return None;
-        }
-        for (user, _) in ir::uses(v) {
-            let Some(out) = ir::results(user)
-                .first()
-                .copied()
-                .filter(|r| in_slice(slice, *r))
-            else {
-                continue;
-            };
-            if ir::op_name(user) == "tt.expand_dims" {
-                let inserted = ir::int_attr(user, "axis")? as usize;
-                return Some(usize::from(inserted == 0));
-            }
-            if ir::tensor_shape(ir::type_of(out)).is_some_and(|s| s.len() == 1) {
-                frontier.push(out);
-            }
-        }
-    }
-    Some(0)
 }

@@ -205,6 +205,12 @@ impl TileMap {
     pub fn source(self) -> Option<String> {
         ir::str_attr(self.0, "source")
     }
+
+    /// The kernel loop whose variable walks a consumer's blocks
+    /// (`loop("...")`); a producer has none.
+    pub fn loop_var(self) -> Option<String> {
+        ir::str_attr(self.0, "loop")
+    }
 }
 
 impl Consume {
@@ -216,6 +222,11 @@ impl Consume {
 
     pub fn reads_per_source(self) -> bool {
         ir::attr(self.0, "source").is_some()
+    }
+
+    /// The kernel loop whose variable walks the blocks (`loop("...")`).
+    pub fn loop_var(self) -> Option<String> {
+        ir::str_attr(self.0, "loop")
     }
 }
 

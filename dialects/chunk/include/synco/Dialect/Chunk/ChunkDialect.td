@@ -65,6 +65,9 @@ def Chunk_Dialect : Dialect {
     | `chunk.flag_implied_by` | `chunk.transfer` | string: the buffer whose flag implies its arrival | `chunk-insert-waits` |
     | `chunk.tile_index` | a kernel op | string: the buffer whose tile index the op's result is | `chunk-reorder-tiles` |
     | `chunk.source_index` | a kernel op | string: the buffer whose source-rank index it is | `chunk-reorder-tiles` |
+    | `chunk.chunk_index` | a kernel op | string: the tile loop (its variable's name) whose chunk index the op's result is | `chunk-reorder-tiles` |
+    | `chunk.chunk_loop` | `scf.for` | string: the tile loop's variable, once the loop is clipped to one chunk | `chunk-reorder-tiles` |
+    | `chunk.chunk_rows`, `chunk.chunk_count` | `scf.for` | integer: rows per chunk and chunks of the split tile loop | `chunk-reorder-tiles` |
     | `chunk.abi_first_arg` | `tt.func` | integer: index of the first ABI argument | `chunk-bind-kernel` |
     | `chunk.abi_buffers` | `tt.func` | array of buffer names: the buffer arguments after the ABI's | `chunk-bind-kernel` and the passes that declare buffers |
     | `chunk.flag_layout` | `chunk.plan` | array of dictionaries: where each buffer's chunk flags and counters are | the first pass that needs it; `chunk-fuse-reductions{mode=stage}` again |

@@ -205,16 +205,39 @@ def Chunk_ConsumeOp : Chunk_Op<"consume", [HasParent<"PlanOp">,
     chunk.consume @A dim(0) tile(128) index("pid_m") source("src")
     chunk.consume @B dim(1) tile(256) index("pid_n") source("src")
     ```
+
+    `loop("start_n")` says that every program reads the blocks of `dim`
+    that a kernel loop visits, not one block per program: the `scf.for`
+    whose induction variable is named `start_n` runs from 0 in steps of
+    `tile`, and its iteration at `v` reads `[v, v + tile)` of `dim` (a
+    flash-attention kernel's loop over the keys and values). Without
+    `index`, `source` and `loop`, the passes take such a loop for the tile
+    walk where no program-id-derived tile index exists.
+    `chunk-reorder-tiles` splits the loop into a loop over the buffer's
+    chunks, starting at the rank's own and taking its peers' in the order
+    they arrive, around the kernel's loop clipped to each chunk;
+    `chunk-insert-waits` makes each chunk wait for its flag before the
+    clipped loop if that loop reads any of it (a loop that stops early, as
+    a causal bound makes it, waits for no chunk it does not read). Buffers
+    read in one loop (keys and values) share it.
+
+    ```mlir
+    chunk.consume @K dim(0) tile(64) loop("start_n")
+    chunk.consume @V dim(0) tile(64) loop("start_n")
+    ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$buffer,
                        ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$tile,
                        OptionalAttr<StrAttr>:$index,
-                       OptionalAttr<StrAttr>:$source);
+                       OptionalAttr<StrAttr>:$source,
+                       OptionalAttr<StrAttr>:$loop);
   let assemblyFormat = [{
     $buffer `dim` `(` $dim `)` `tile` `(` $tile `)`
-    (`index` `(` $index^ `)`)? (`source` `(` $source^ `)`)? attr-dict
+    (`index` `(` $index^ `)`)? (`source` `(` $source^ `)`)?
+    (`loop` `(` $loop^ `)`)? attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 def Chunk_ProduceOp : Chunk_Op<"produce", [Symbol, HasParent<"PlanOp">,

@@ -385,6 +385,23 @@ instead (`src' = (src + rank) mod W`, at the start of its body, marked
 `chunk.source_index = "src"`), so that each tile reads its rank's own
 block first and its peers' in the order they arrive.
 
+A consumer whose blocks a kernel loop walks (`loop("start_n")`, or the
+one loop found where the kernel has no program-id tile index: a
+flash-attention kernel's loop over the keys and values, from 0 to `hi`
+in steps of `T`) keeps the programs' order. Its loop is split by chunk:
+a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
+`c = (j + rank * n) mod C` in iteration `j` (marked
+`chunk.chunk_index = "start_n"`: the rank's own chunks first, then rank
+`r+1`'s, ..., the order they arrive in) and runs the kernel's loop,
+clipped to `[c * R, min(hi, (c + 1) * R))`, inside it, carrying its
+iteration values (the online softmax's state) through; the clipped loop
+is marked `chunk.chunk_loop = "start_n"` with its split
+(`chunk.chunk_rows = R`, `chunk.chunk_count = C`). The kernel's loop
+stays innermost, so Triton still software-pipelines it. Buffers walked
+by one loop (keys and values) share the split and must be chunked alike,
+and the loop must start at 0 and step by `T`, or the consume is refused
+(the plan verifier makes chunks hold whole blocks).
+
 Producers run the other way round: for `chunk.produce @tiles @P` whose
 buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
 rank's own chunks come after the peers' chunks they wait for. With one
@@ -413,7 +430,7 @@ Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
 `A.shape[d]` and the block are multiples of `T`; a kernel either
 consumes gathered buffers or produces reduced ones, not both.
 Postconditions: every consumed buffer and every produced reduced buffer
-has a marked tile index.
+has a marked tile index, or a tile loop split by chunk.
 
 Example: a 2D grid whose `program_id(0)` is the row tile, 4 row tiles per
 rank on 2 ranks. The pass makes it the slow axis of a linear program id
@@ -460,6 +477,13 @@ column chunks), the other's wait implies the first's: the first's
 transfers are marked `chunk.flag_implied_by` instead, and their copies
 set no flag (`chunk-lower-transfers`), one spin and one stream
 operation fewer per chunk.
+
+A consumer whose blocks a kernel loop walks (split by chunk by
+`chunk-reorder-tiles`) waits once per chunk, before the loop clipped to
+chunk `c` and only if that loop reads any of it (`lower < upper`: a
+causal bound that stops the loop early waits for no chunk it does not
+read), for the chunk's flag `base + c`, unless the chunk is the rank's
+own.
 
 A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
 tile loop) loses the attribute, with a remark: once flattened, Triton's
