@@ -1,6 +1,7 @@
 # The package's PyTorch side, on a machine without a GPU: everything a
-# launch checks before it issues work. The operators' fused kernels compile
-# from their templates into the cache (an output the plan only declares
+# launch checks before it issues work. The operators' fused kernels (the
+# GEMMs and context-parallel attention) compile from their templates into
+# the cache (an output the plan only declares
 # gets no ABI argument, so it need not be symmetric); a launch's tensors
 # are checked (count, device, dtype, layout, the plan buffer's shape, and
 # symmetric where the plan binds them: inside the heap, here a CPU tensor
@@ -119,6 +120,23 @@ for what, buffers, text in [
     ok, got = raises(synco.LaunchError, text, lambda: check_rs([a, b, p, *scalars], buffers=buffers))
     expect(f"refuses {what}", ok, got)
 
+# Context-parallel attention: K and V gathered along the sequence, bound
+# as the kernel's arguments 1 and 2, symmetric; the kernel's own loop over
+# the keys and values is split by chunk (its remarks come with the compile).
+attn = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,
+                                      chunks=2, cache_dir=scratch / "cache")
+expect("AllGatherAttention compiles for 2 ranks", attn.manifest.world_size == 2)
+expect("its plan binds K and V", [(n, s, a) for n, s, _, a in attn.manifest.buffers]
+       == [("K", [1024, 128], 1), ("V", [1024, 128], 2)], str(attn.manifest.buffers))
+ok, got = raises(ValueError, "chunks must be a count for attention",
+                 lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2,
+                                                          head_dim=64, chunks="auto"))
+expect("attention refuses chunks(auto)", ok, got)
+ok, got = raises(ValueError, "m (1000) must split into whole tiles",
+                 lambda: synco.plans.all_gather_attention(world_size=2, seq=1000, kv_heads=2,
+                                                          head_dim=64))
+expect("attention refuses a sequence that does not divide", ok, got)
+
 # A Group needs torch.distributed; operators refuse shapes no plan fits.
 ok, got = raises(RuntimeError, "dist.init_process_group", lambda: synco.Group())
 expect("a Group without a process group is refused", ok, got)
@@ -154,9 +172,12 @@ with FakeTensorMode():
     scattered = torch.ops.synco.matmul_reduce_scatter(torch.empty((512, 256), dtype=torch.bfloat16),
                                                       weight, "fake")
     reduced = torch.ops.synco.matmul_all_reduce(shard, weight, "fake")
+    attended = torch.ops.synco.all_gather_attention(
+        torch.empty((128, 512), dtype=torch.bfloat16), shard, shard, "fake", 64, True)
 expect("all_gather_matmul's fake result is [W rows, n]", tuple(gathered.shape) == (512, 512))
 expect("matmul_reduce_scatter's is [m / W, n]", tuple(scattered.shape) == (128, 512))
 expect("matmul_all_reduce's is [m, n]", tuple(reduced.shape) == (128, 512))
+expect("all_gather_attention's is q's", tuple(attended.shape) == (128, 512))
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

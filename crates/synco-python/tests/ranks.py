@@ -12,7 +12,9 @@ turns on it), each through `synco.Group` and `synco.ops`: all-gather +
 GEMM on the copy engine and on `ldst`, GEMM + reduce-scatter, and the
 one-shot and two-shot all-reduces, each twice on fresh random data with
 poisoned outputs, against the same product computed by PyTorch in fp32
-from every rank's inputs; then launches the runtime must refuse before
+from every rank's inputs; context-parallel attention (K and V gathered,
+causal or not, on each transport) against PyTorch's attention over the
+whole sequence; then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
 reduce-scatter where rank 1 dies after a first launch (`killed`), stays
 alive but never launches (`absent`), or launches in step but never sends
@@ -53,6 +55,18 @@ TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 WORKER_TIMEOUT = {"check": 300, "fault": 60}
 
 
+# Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
+# key/value heads, head dim 64; blocks of 64 queries and 64 keys.
+ATTENTION = [(causal, backend) for causal in (False, True) for backend in ("copy_engine", "ldst")]
+HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
+
+
+def attention_options(world, causal, backend, cache):
+    return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
+                config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=2, backend=backend, num_warps=4,
+                num_stages=2, cache_dir=cache)
+
+
 def options(world, extra, cache):
     return dict(m=M_PER_RANK * world, k=K, n=N, config=CONFIG, num_warps=4, num_stages=3,
                 cache_dir=cache, **extra)
@@ -65,6 +79,10 @@ def build(args):
             compiled = cls.compile(world, **options(world, extra, args.cache))
             print(f"built W={world} {name}: {compiled.folder.name} "
                   f"({'cached' if compiled.cached else f'{time.perf_counter() - start:.1f} s'})")
+        for causal, backend in ATTENTION:
+            compiled = ops.AllGatherAttention.compile(
+                world, **attention_options(world, causal, backend, args.cache))
+            print(f"built W={world} attention causal={causal} {backend}: {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -104,6 +122,40 @@ def check_ops(group, cache, seed, report):
                 op.partials.fill_(float("nan"))
                 got = op(data[r][0].to(dev), data[r][1].to(dev))
             group.wait(60)
+            err = rel_error(got.cpu(), want)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
+def check_attention(group, cache, seed, report):
+    """AllGatherAttention, causal or not, on each transport, twice on
+    fresh random data with the output and the gathered K and V poisoned,
+    against PyTorch's attention over the whole sequence in fp32."""
+    w, r, dev = group.world_size, group.rank, group.device
+    seq = TOKENS * w
+    for causal, backend in ATTENTION:
+        name = f"attention {'causal' if causal else 'full'} {backend}"
+        try:
+            op = ops.AllGatherAttention(group, heads=HEADS,
+                                        **attention_options(w, causal, backend, cache))
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"setup: {type(e).__name__}: {e}")
+            continue
+        for launch in range(2):
+            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
+            g = torch.Generator(device="cpu").manual_seed(s)
+            q, k, v = (torch.randn((seq, h * HEAD_DIM), generator=g).to(torch.bfloat16)
+                       for h in (HEADS, KV_HEADS, KV_HEADS))
+            own = slice(r * TOKENS, (r + 1) * TOKENS)
+            for buffer in (op.k, op.v):
+                buffer.fill_(float("nan"))
+            out = torch.full((TOKENS, HEADS * HEAD_DIM), float("nan"), dtype=torch.bfloat16,
+                             device=dev)
+            got = op(q[own].to(dev), k_shard=k[own].to(dev), v_shard=v[own].to(dev), out=out)
+            group.wait(60)
+            heads = lambda x, n: x.float().view(seq, n, HEAD_DIM).transpose(0, 1)[None]  # noqa: E731
+            want = torch.nn.functional.scaled_dot_product_attention(
+                heads(q, HEADS), heads(k, KV_HEADS), heads(v, KV_HEADS), is_causal=causal,
+                enable_gqa=True)[0].transpose(0, 1).reshape(seq, HEADS * HEAD_DIM)[own]
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
@@ -192,6 +244,7 @@ def worker(rank, world, mode, cache, port, fault, results):
         seed = group._all_gather(int(time.time_ns() % 1_000_000_007) if rank == 0 else 0)[0]
         if mode == "check":
             check_ops(group, cache, seed, report)
+            check_attention(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)
         else:

@@ -6,6 +6,10 @@ the blocks). Any kernel with the same arguments can replace them.
   swizzle of Triton's matmul tutorial.
 * `gate_up_silu`: the gate and up projections of a LLaMA-style MLP in one
   GEMM, with SiLU(A @ Wg) * (A @ Wu) in its epilogue.
+* `attention`: a flash-attention forward kernel (the one of
+  `examples/attention/flash_attn.py`): Q, O [Z, H, N_CTX_Q, HEAD_DIM], K, V
+  [Z, H_KV, N_CTX_KV, HEAD_DIM] by their strides, grouped-query heads, the
+  queries the last N_CTX_Q positions when CAUSAL.
 """
 
 import triton
@@ -66,3 +70,55 @@ def gate_up_silu(a_ptr, wg_ptr, wu_ptr, h_ptr, M, N, K, stride_am, stride_wk, st
     h = gate * tl.sigmoid(gate) * up
     h_ptrs = h_ptr + offs_m[:, None] * stride_hm + offs_n[None, :]
     tl.store(h_ptrs, h.to(h_ptr.dtype.element_ty))
+
+
+@triton.jit
+def attention(Q, K, V, Out, sm_scale,
+              stride_qz, stride_qh, stride_qm,
+              stride_kz, stride_kh, stride_kn,
+              stride_vz, stride_vh, stride_vn,
+              stride_oz, stride_oh, stride_om,
+              H, H_KV, N_CTX_Q, N_CTX_KV,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    off_h_kv = off_h // (H // H_KV)
+    q_base = Q + off_z * stride_qz + off_h * stride_qh
+    k_base = K + off_z * stride_kz + off_h_kv * stride_kh
+    v_base = V + off_z * stride_vz + off_h_kv * stride_vh
+    o_base = Out + off_z * stride_oz + off_h * stride_oh
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_base + offs_m[:, None] * stride_qm + offs_d[None, :])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    past = N_CTX_KV - N_CTX_Q
+    if CAUSAL:
+        hi = past + (start_m + 1) * BLOCK_M
+    else:
+        hi = N_CTX_KV
+    for start_n in range(0, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = tl.load(k_base + (start_n + offs_n)[:, None] * stride_kn + offs_d[None, :])
+        qk = tl.dot(q, tl.trans(k))
+        if CAUSAL:
+            visible = (offs_m[:, None] + past) >= (start_n + offs_n[None, :])
+            qk = tl.where(visible, qk * qk_scale, -1.0e6)
+        else:
+            qk = qk * qk_scale
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(v_base + (start_n + offs_n)[:, None] * stride_vn + offs_d[None, :])
+        acc = tl.dot(p.to(tl.bfloat16), v, acc)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_om + offs_d[None, :], acc.to(Out.dtype.element_ty))

@@ -4,6 +4,7 @@
     c = synco.ops.all_gather_matmul(a_shard, b, group)     # all_gather(A) @ B
     c = synco.ops.matmul_reduce_scatter(a, b, group)       # reduce_scatter(A @ B)
     c = synco.ops.matmul_all_reduce(a, b, group)           # all_reduce(A @ B)
+    o = synco.ops.all_gather_attention(q, k, v, group, head_dim=128)  # context parallel
 
 Each call compiles its fused kernel once per shape, dtype and options (the
 plan written by `synco.plans`, the result cached on disk by
@@ -65,13 +66,7 @@ class _GemmOperator:
         self.grid = (-(-m // block_m) * -(-n // block_n),)
 
     def _check(self, name, tensor, shape):
-        if not isinstance(tensor, torch.Tensor):
-            raise LaunchError(f"{name} must be a tensor, not {type(tensor).__name__}")
-        if tuple(tensor.shape) != tuple(shape):
-            raise LaunchError(f"{name} has shape {tuple(tensor.shape)}, this operator takes "
-                              f"{tuple(shape)}")
-        if tensor.dtype != self.dtype:
-            raise LaunchError(f"{name} is {tensor.dtype}, this operator takes {self.dtype}")
+        _check_operand(name, tensor, shape, self.dtype)
 
     def _launch(self, a, b, c, buffers=None):
         m, n, k = self.m, self.n, self.k
@@ -158,6 +153,100 @@ class MatmulAllReduce(_ReducedMatmul):
         return m
 
 
+class AllGatherAttention:
+    """Context-parallel attention with K and V all-gathered along the
+    sequence: each rank holds `seq / W` tokens of Q, K and V ([tokens,
+    heads, head_dim] with batch 1, rank r the r-th slice), and its output
+    rows attend to the whole sequence (or, `causal`, to the tokens up to
+    theirs). The all-gather is fused into the attention kernel (default
+    `synco.kernels.attention`): its loop over the keys and values reads the
+    rank's own chunks first and waits for each peer chunk before its
+    blocks; a causal rank never waits for chunks past its tokens. Options:
+    `config` (BLOCK_M, BLOCK_N), `chunks` per rank, `backend`
+    (`copy_engine` or `ldst`), `num_warps`, `num_stages`, `cache_dir`."""
+
+    CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
+    SIGNATURE = ["*bf16"] * 4 + ["fp32"] + ["i32"] * 16
+    #: Arguments that are multiples of 16 (vectorised, pipelined loads).
+    DIVISIBLE = ["Q", "K", "V", "Out"] + [f"stride_{t}{d}" for t in "qkvo"
+                                            for d in ("z", "h", "m" if t in "qo" else "n")] \
+        + ["N_CTX_Q", "N_CTX_KV"]
+
+    @classmethod
+    def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False,
+                kernel=kernels.attention, config=None, chunks=4, backend="copy_engine",
+                num_warps=8, num_stages=3, cache_dir=None):
+        """The fused kernel for `world_size` ranks, compiled or cached."""
+        config = {**cls.CONFIG, **(config or {})}
+        plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
+                                          head_dim=head_dim, block_n=config["BLOCK_N"],
+                                          chunks=chunks, backend=backend)
+        constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
+        return compile(kernel, signature=cls.SIGNATURE, plan=plan, pipeline="synco-fuse",
+                       constexprs=constexprs, divisible=cls.DIVISIBLE, num_warps=num_warps,
+                       num_stages=num_stages, cache_dir=cache_dir)
+
+    def __init__(self, group, *, seq, heads, kv_heads, head_dim, causal=False, **options):
+        if heads % kv_heads != 0:
+            raise LaunchError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+        w = group.world_size
+        self.group, self.seq, self.causal = group, seq, causal
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.tokens = seq // w
+        compiled = self.compile(w, seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
+                                **options)
+        self.config = {**self.CONFIG, **(options.get("config") or {})}
+        if self.tokens % self.config["BLOCK_M"] != 0:
+            raise LaunchError(f"each rank's {self.tokens} tokens must be whole blocks of "
+                              f"BLOCK_M ({self.config['BLOCK_M']})")
+        self.kernel = group.load(compiled)
+        #: K and V of the whole sequence, symmetric; `k_shard` and `v_shard`
+        #: are this rank's tokens of them.
+        self.k = group.empty((seq, kv_heads * head_dim), torch.bfloat16)
+        self.v = group.empty((seq, kv_heads * head_dim), torch.bfloat16)
+        own = slice(group.rank * self.tokens, (group.rank + 1) * self.tokens)
+        self.k_shard, self.v_shard = self.k[own], self.v[own]
+
+    def __call__(self, q, k_shard=None, v_shard=None, sm_scale=None, out=None):
+        """Attention of this rank's queries `q` [tokens, heads * head_dim]
+        over the gathered keys and values (`k_shard`, `v_shard`: this
+        rank's, copied into `k_shard`/`v_shard` unless they are them)."""
+        rows, kv_cols = self.tokens, self.kv_heads * self.head_dim
+        for name, given, shard in (("k_shard", k_shard, self.k_shard),
+                                   ("v_shard", v_shard, self.v_shard)):
+            if given is None:
+                continue
+            _check_operand(name, given, (rows, kv_cols), torch.bfloat16)
+            if given.data_ptr() != shard.data_ptr():
+                shard.copy_(given)
+        q_cols = self.heads * self.head_dim
+        _check_operand("q", q, (rows, q_cols), torch.bfloat16)
+        if out is None:
+            out = torch.empty_like(q)
+        _check_operand("out", out, (rows, q_cols), torch.bfloat16)
+        d = self.head_dim
+        # Causal: this rank's queries are the last of the first (r + 1) / W
+        # of the sequence, as the kernel takes them.
+        n_kv = (self.group.rank + 1) * rows if self.causal else self.seq
+        scale = sm_scale if sm_scale is not None else d ** -0.5
+        grid = (rows // self.config["BLOCK_M"], self.heads)
+        self.kernel(grid, q, self.k, self.v, out, scale,
+                    rows * q_cols, d, q_cols, self.seq * kv_cols, d, kv_cols,
+                    self.seq * kv_cols, d, kv_cols, rows * q_cols, d, q_cols,
+                    self.heads, self.kv_heads, rows, n_kv)
+        return out
+
+
+def _check_operand(name, tensor, shape, dtype):
+    if not isinstance(tensor, torch.Tensor):
+        raise LaunchError(f"{name} must be a tensor, not {type(tensor).__name__}")
+    if tuple(tensor.shape) != tuple(shape):
+        raise LaunchError(f"{name} has shape {tuple(tensor.shape)}, this operator takes "
+                          f"{tuple(shape)}")
+    if tensor.dtype != dtype:
+        raise LaunchError(f"{name} is {tensor.dtype}, this operator takes {dtype}")
+
+
 # The functional forms: one operator per group, shape and dtype, made on
 # first use.
 _OPERATORS = {}
@@ -213,6 +302,29 @@ def _matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, group_name: str) -> tor
 @_matmul_all_reduce.register_fake
 def _(a, b, group_name):
     return a.new_empty((a.shape[0], b.shape[1]))
+
+
+@torch.library.custom_op("synco::all_gather_attention", mutates_args=())
+def _all_gather_attention(q: torch.Tensor, k_shard: torch.Tensor, v_shard: torch.Tensor,
+                          group_name: str, head_dim: int, causal: bool) -> torch.Tensor:
+    world = GROUPS[group_name].world_size if group_name in GROUPS else 1
+    op = _operator(AllGatherAttention, group_name, seq=q.shape[0] * world,
+                   heads=q.shape[1] // head_dim, kv_heads=k_shard.shape[1] // head_dim,
+                   head_dim=head_dim, causal=causal)
+    return op(q, k_shard=k_shard, v_shard=v_shard)
+
+
+@_all_gather_attention.register_fake
+def _(q, k_shard, v_shard, group_name, head_dim, causal):
+    return q.new_empty(q.shape)
+
+
+def all_gather_attention(q, k_shard, v_shard, group, *, head_dim, causal=False):
+    """Attention of this rank's queries q [tokens, heads * head_dim] over
+    the keys and values all-gathered along the sequence from every rank's
+    k_shard, v_shard [tokens, kv_heads * head_dim] (see AllGatherAttention)."""
+    return torch.ops.synco.all_gather_attention(q, k_shard, v_shard, _group_name(group),
+                                                head_dim, causal)
 
 
 def all_gather_matmul(a_shard, b, group):

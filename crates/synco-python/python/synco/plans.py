@@ -61,6 +61,30 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
             "}\n")
 
 
+def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
+                         chunks=4, backend="copy_engine", k_arg=1, v_arg=2):
+    """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1)
+    all-gathered along the sequence into an attention kernel whose loop
+    over the keys and values reads blocks of `block_n` rows (the loop found
+    in the kernel: the one that adds its variable to a range of `block_n`
+    in K's and V's addresses), each chunk waited for before the blocks
+    that read it. K and V are arguments `k_arg` and `v_arg`."""
+    _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_n, chunks=chunks,
+           backend=backend, kv_heads=kv_heads, head_dim=head_dim)
+    if chunks == "auto":
+        raise ValueError("chunks must be a count for attention: the cost model for "
+                         "chunks(auto) models GEMMs only")
+    columns = kv_heads * head_dim
+    buffers = "".join(
+        f"  chunk.buffer @{name} : !chunk.buffer<{seq}x{columns}x{dtype}>{_bind(arg)}\n"
+        for name, arg in (("K", k_arg), ("V", v_arg)))
+    gathers = "".join(
+        f"  chunk.all_gather @{name} dim(0) chunks({chunks}) backend({backend})\n"
+        f"  chunk.consume @{name} dim(0) tile({block_n})\n"
+        for name in ("K", "V"))
+    return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"
+
+
 def _bind(arg):
     if arg is None:
         return ""
