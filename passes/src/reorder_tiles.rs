@@ -216,8 +216,9 @@ const CHUNKS_ATTR: &str = "chunk.chunk_count";
 /// from 0 to `hi` is split into a loop over the buffer's `C` chunks of `R`
 /// rows, iteration `j` taking chunk `c = (j + rank * n) mod C` (`n` chunks
 /// per rank: the rank's own first, then rank r+1's, ..., the order they
-/// arrive in), around the kernel's loop clipped to `[c * R, min(hi, (c + 1)
-/// * R))`, its iteration values carried through. The chunk index is marked
+/// arrive in), around the kernel's loop clipped to
+/// `[c * R, min(hi, (c + 1) * R))`, its iteration values carried through.
+/// The chunk index is marked
 /// for `chunk-insert-waits`, which waits before the clipped loop: outside
 /// the loop Triton pipelines. Buffers walked by one loop (keys and values)
 /// share the split, and must be chunked alike.

@@ -68,12 +68,7 @@ impl Node {
         // GPU before any kernel: issued after one, they timed out with
         // ranks sharing a GPU (likely copies the driver runs on SMs, queued
         // behind tiles that wait for them).
-        if let Some(fused) = kernel
-            .manifest
-            .fused
-            .as_ref()
-            .filter(|_| self.issues_work())
-        {
+        if let Some(fused) = self.work_of(kernel) {
             for rank in self.local_ranks() {
                 self.local(rank).bind()?;
                 self.enqueue_copies(
@@ -369,12 +364,7 @@ impl Node {
         // sharing the GPU) go in front of its kernel, on its stream:
         // the driver may run them on SMs, which the kernel's tiles,
         // waiting for them, would hold.
-        if let Some(fused) = kernel
-            .manifest
-            .fused
-            .as_ref()
-            .filter(|_| self.issues_work())
-        {
+        if let Some(fused) = self.work_of(kernel) {
             self.enqueue_copies(
                 rank,
                 kernel,
@@ -411,6 +401,16 @@ impl Node {
     /// with [`super::Fault::WithholdWork`] injected).
     fn issues_work(&self) -> bool {
         self.fault != super::Fault::WithholdWork
+    }
+
+    /// `kernel`'s fused plan, where its launches issue their copies (see
+    /// [`Node::issues_work`]).
+    fn work_of<'k>(&self, kernel: &'k FusedKernel) -> Option<&'k synco_manifest::FusedPlan> {
+        kernel
+            .manifest
+            .fused
+            .as_ref()
+            .filter(|_| self.issues_work())
     }
 
     /// After `rank`'s kernel, from its signal stream: the epoch in the

@@ -35,20 +35,9 @@ impl Node {
     /// The word at `word` (in `gpu`'s rank's heap), read on the watch
     /// stream, behind nothing else.
     pub(crate) fn read_word(&self, gpu: &super::Gpu, word: sys::CUdeviceptr) -> Result<u32> {
-        let mut value = 0u32;
-        unsafe {
-            check(
-                gpu.rank,
-                "cuMemcpyDtoHAsync",
-                sys::cuMemcpyDtoHAsync_v2((&raw mut value).cast(), word, 4, gpu.watch),
-            )?;
-            check(
-                gpu.rank,
-                "cuStreamSynchronize",
-                sys::cuStreamSynchronize(gpu.watch),
-            )?;
-        }
-        Ok(value)
+        let mut bytes = [0u8; 4];
+        read_watched(gpu, word, &mut bytes)?;
+        Ok(u32::from_ne_bytes(bytes))
     }
 
     /// An error if an earlier [`Node::wait`] found a launch that timed out.
@@ -135,24 +124,15 @@ impl Node {
         Ok(false)
     }
 
-    /// The wait `gpu`'s kernels recorded as timed out, if any: read on its
-    /// own stream, as the others may still wait (the caller's compute
-    /// stream may be the legacy one, which a plain copy would queue
-    /// behind).
+    /// The wait `gpu`'s kernels recorded as timed out, if any (read on the
+    /// watch stream).
     fn recorded_timeout(&self, gpu: &super::Gpu) -> Result<Option<RuntimeError>> {
-        let mut record = [0i32; 4];
-        unsafe {
-            check(
-                gpu.rank,
-                "cuMemcpyDtoHAsync",
-                sys::cuMemcpyDtoHAsync_v2(record.as_mut_ptr().cast(), gpu.errors, 16, gpu.watch),
-            )?;
-            check(
-                gpu.rank,
-                "cuStreamSynchronize",
-                sys::cuStreamSynchronize(gpu.watch),
-            )?;
-        }
+        let mut bytes = [0u8; 16];
+        read_watched(gpu, gpu.errors, &mut bytes)?;
+        let record: Vec<i32> = bytes
+            .chunks_exact(4)
+            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
         Ok((record[0] != 0).then_some(RuntimeError::WaitTimedOut {
             rank: record[1],
             chunk: record[2],
@@ -267,5 +247,24 @@ impl Node {
             };
         }
         Ok(())
+    }
+}
+
+/// `out.len()` bytes from `src` (in `gpu`'s context), read on its watch
+/// stream: behind nothing else, so it answers while the rank's other
+/// streams wait (the caller's compute stream may be the legacy one, which a
+/// plain copy would queue behind).
+fn read_watched(gpu: &super::Gpu, src: sys::CUdeviceptr, out: &mut [u8]) -> Result<()> {
+    unsafe {
+        check(
+            gpu.rank,
+            "cuMemcpyDtoHAsync",
+            sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), src, out.len(), gpu.watch),
+        )?;
+        check(
+            gpu.rank,
+            "cuStreamSynchronize",
+            sys::cuStreamSynchronize(gpu.watch),
+        )
     }
 }
