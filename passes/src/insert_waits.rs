@@ -141,12 +141,12 @@ fn wait_per_chunk(
     tile_loop: TileLoop,
 ) -> Result<(), PassFailed> {
     let var = tile_loop.name().unwrap_or_default();
-    let marked = |attr: &str| {
-        ir::walk(kernel)
-            .into_iter()
-            .find(|op| ir::str_attr(*op, attr).as_deref() == Some(var.as_str()))
-    };
-    let (Some(chunk), Some(clipped)) = (marked(CHUNK_INDEX_ATTR), marked(CHUNK_LOOP_ATTR)) else {
+    // The loop found is the clipped one, once split (it carries the mark).
+    let clipped = tile_loop.op;
+    let chunk = ir::walk(kernel)
+        .into_iter()
+        .find(|op| ir::str_attr(*op, CHUNK_INDEX_ATTR).as_deref() == Some(var.as_str()));
+    let (Some(chunk), true) = (chunk, ir::attr(clipped, CHUNK_LOOP_ATTR).is_some()) else {
         return Err(fail(
             consume,
             format!(

@@ -238,11 +238,16 @@ fn split_tile_loop(
     else {
         return Err(fail(
             consume,
-            format!("@{name} has no chunks arriving from other ranks for the loop over '{var}' to wait for"),
+            format!(
+                "@{name} has no chunks arriving from other ranks for the loop over '{var}' to wait for"
+            ),
         ));
     };
     // (The plan verifier refuses chunks that split a tile.)
-    let (rows, chunks) = (range.rows_per_chunk, range.chunks_per_rank * plan.world_size);
+    let (rows, chunks) = (
+        range.rows_per_chunk,
+        range.chunks_per_rank * plan.world_size,
+    );
     if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
         let split = (
             ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
@@ -301,7 +306,9 @@ fn split_loop(tile_loop: TileLoop, rank: Value, rows: i64, per_rank: i64, chunks
         ir::replace_all_uses(inner, outer);
     }
     let body = ir::blocks(ir::regions(outer)[0])[0];
-    let outer_yield = *ir::ops_in(body).last().expect("a loop body ends in scf.yield");
+    let outer_yield = *ir::ops_in(body)
+        .last()
+        .expect("a loop body ends in scf.yield");
     ir::move_before(l, outer_yield);
     ir::set_operand(l, 0, clipped.0);
     ir::set_operand(l, 1, clipped.1);

@@ -344,7 +344,9 @@ pub fn find_tile_loop(
     if found.name().is_none() {
         return Err(fail(
             consume,
-            format!("the tile loop of kernel @{kernel_name} has no variable name in its locations; name it with loop(\"...\")"),
+            format!(
+                "the tile loop of kernel @{kernel_name} has no variable name in its locations; name it with loop(\"...\")"
+            ),
         ));
     }
     Ok(Some(found))

@@ -17,11 +17,11 @@
 //! kernel computes, and indices whose arithmetic is not integer `arith` on
 //! the program id (or a persistent kernel's tile loop).
 
+use super::TileIndex;
 use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
 use super::walked_count::walked_count;
-use super::TileIndex;
-use crate::tiles::ranges_added_to;
 use crate::plan::{BufferDecl, Plan, fail};
+use crate::tiles::ranges_added_to;
 use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
@@ -120,7 +120,14 @@ fn fix_tile_map_extents(
         // upper bound.
         if let Some(tile_loop) = walk {
             let upper = KernelValue::Scalar(tile_loop.upper_bound());
-            fixed.require(buffer, tile_loop.op, upper, ScalarRole::MaxExtent, dim, rows)?;
+            fixed.require(
+                buffer,
+                tile_loop.op,
+                upper,
+                ScalarRole::MaxExtent,
+                dim,
+                rows,
+            )?;
             continue;
         }
         // (Per-source tiles may walk one source's rows.)

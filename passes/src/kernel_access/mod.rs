@@ -166,7 +166,15 @@ fn check_tile_map(
     if access == Access::Load
         && let Some(tile_loop) = find_tile_loop(kernel, arg, tile, tiles)?
     {
-        check_tile_loop(tiles, &name, arg, buffer.shape.len(), tile_loop, &accesses, pass)?;
+        check_tile_loop(
+            tiles,
+            &name,
+            arg,
+            buffer.shape.len(),
+            tile_loop,
+            &accesses,
+            pass,
+        )?;
         return Ok(Some((tile_loop.iv, Some(tile_loop))));
     }
     let index_name = tiles.index();
@@ -196,16 +204,14 @@ fn check_tile_map(
                 .map(|d| format!("walks dimension {d} of @{name} with {what}, not dim({dim})"))
         };
         if let Some(problem) = problem {
-            synco_chunk::Diagnostic::error(
-                crate::plan::loc(tiles),
+            return Err(refuse_access(
+                tiles,
+                op,
                 format!(
                     "{pass}: the plan says tiles of @{name} are {tile} wide along dim({dim}) at {what}, but this {} of argument {arg} {problem}",
                     ir::op_name(op)
                 ),
-            )
-            .note(crate::plan::loc(op), "the kernel's access")
-            .emit();
-            return Err(PassFailed);
+            ));
         }
     }
     Ok(Some((t, None)))
@@ -247,19 +253,26 @@ fn check_tile_loop(
                 .map(|d| format!("walks dimension {d} of @{name} with '{var}', not dim({dim})"))
         };
         if let Some(problem) = problem {
-            synco_chunk::Diagnostic::error(
-                crate::plan::loc(tiles),
+            return Err(refuse_access(
+                tiles,
+                op,
                 format!(
                     "{pass}: the plan says a loop over '{var}' walks @{name} in blocks of {tile} along dim({dim}), but this {} of argument {arg} {problem}",
                     ir::op_name(op)
                 ),
-            )
-            .note(crate::plan::loc(op), "the kernel's access")
-            .emit();
-            return Err(PassFailed);
+            ));
         }
     }
     Ok(())
+}
+
+/// The error `message` at the plan's tile map `tiles`, with a note at the
+/// kernel's access `op` it is about.
+fn refuse_access(tiles: TileMap, op: Op, message: String) -> PassFailed {
+    synco_chunk::Diagnostic::error(crate::plan::loc(tiles), message)
+        .note(crate::plan::loc(op), "the kernel's access")
+        .emit();
+    PassFailed
 }
 
 fn join(values: &[i64]) -> String {

@@ -193,12 +193,12 @@ class AllGatherAttention:
         self.group, self.seq, self.causal = group, seq, causal
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         self.tokens = seq // w
-        compiled = self.compile(w, seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
-                                **options)
         self.config = {**self.CONFIG, **(options.get("config") or {})}
         if self.tokens % self.config["BLOCK_M"] != 0:
             raise LaunchError(f"each rank's {self.tokens} tokens must be whole blocks of "
                               f"BLOCK_M ({self.config['BLOCK_M']})")
+        compiled = self.compile(w, seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
+                                **options)
         self.kernel = group.load(compiled)
         #: K and V of the whole sequence, symmetric; `k_shard` and `v_shard`
         #: are this rank's tokens of them.
