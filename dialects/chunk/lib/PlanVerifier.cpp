@@ -10,6 +10,9 @@
 //    from every rank;
 //  * dependencies: `after` names transfers or producers of this plan, and
 //    the dependency graph has no cycle (a cycle deadlocks the kernel);
+//  * forwarding: a transfer that copies rows another transfer writes on the
+//    rank it reads from waits for that transfer (a ring forwards a chunk
+//    only once it arrived);
 //  * producers: each buffer has at most one chunk.produce, a transfer that
 //    waits for a producer copies from the buffer it produces, a transfer
 //    that copies from a produced buffer waits for its producer (unless the
@@ -44,8 +47,10 @@
 
 #include "mlir/IR/AffineMap.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
@@ -184,6 +189,7 @@ public:
                    succeeded(verifyCoverage()) &&
                    succeeded(verifyProducers()) &&
                    succeeded(verifyDependencies()) &&
+                   succeeded(verifyForwarding()) &&
                    succeeded(verifyConsumers()));
   }
 
@@ -203,6 +209,7 @@ private:
   LogicalResult tooManyPairs(StringRef group, int64_t dstRank);
   LogicalResult verifyProducers();
   LogicalResult verifyDependencies();
+  LogicalResult verifyForwarding();
   LogicalResult verifyConsumers();
 
   /// The buffer named `name`, or null. (One symbol table for the plan: a
@@ -547,6 +554,116 @@ LogicalResult PlanVerifier::verifyDependencies() {
   return success();
 }
 
+namespace {
+/// The boxes transfers write into one buffer on one rank, sorted along the
+/// dimension where their starts differ most, to find the boxes a read box
+/// meets without comparing it with all of them.
+class WrittenBoxes {
+public:
+  void add(Placement p) { boxes.push_back(std::move(p)); }
+
+  void index() {
+    size_t rank = boxes.empty() ? 0 : boxes.front().offsets.size();
+    size_t most = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      llvm::DenseSet<int64_t> starts;
+      for (const Placement &p : boxes)
+        starts.insert(p.offsets[d]);
+      if (starts.size() > most) {
+        most = starts.size();
+        dim = d;
+      }
+    }
+    llvm::sort(boxes, [&](const Placement &a, const Placement &b) {
+      return a.offsets[dim] < b.offsets[dim];
+    });
+    for (const Placement &p : boxes)
+      widest = std::max(widest, p.sizes[dim]);
+  }
+
+  /// Calls `fn(box)` for every written box that shares elements with
+  /// `read`, until `fn` returns true (then returns that box).
+  template <typename Fn>
+  const Placement *findMeeting(const Placement &read, Fn fn) const {
+    if (boxes.empty())
+      return nullptr;
+    int64_t lo = read.offsets[dim] - widest + 1;
+    int64_t hi = read.offsets[dim] + read.sizes[dim];
+    auto it = llvm::partition_point(
+        boxes, [&](const Placement &p) { return p.offsets[dim] < lo; });
+    for (; it != boxes.end() && it->offsets[dim] < hi; ++it)
+      if (sharedVolume(read, *it) > 0 && fn(*it))
+        return &*it;
+    return nullptr;
+  }
+
+private:
+  SmallVector<Placement> boxes;
+  size_t dim = 0;
+  int64_t widest = 0;
+};
+
+/// Whether `t` leaves its rows where they are (an all-gather's own block).
+bool staysInPlace(TransferOp t) {
+  return t.getSrc() == t.getDst() && t.getSrcRank() == t.getDstRank();
+}
+} // namespace
+
+LogicalResult PlanVerifier::verifyForwarding() {
+  // Rows that a transfer writes into a rank's buffer exist there only once
+  // it landed: whatever copies them on (a ring forwards each chunk it
+  // received) must wait for it. Boxes are indexed by (buffer, rank) and
+  // each read box meets only the written boxes it overlaps.
+  int64_t worldSize = plan.getWorldSize();
+  llvm::DenseMap<std::pair<Attribute, int64_t>, WrittenBoxes> written;
+  SmallVector<TransferOp> moving;
+  for (auto t : plan.getBody().getOps<TransferOp>()) {
+    if (staysInPlace(t))
+      continue;
+    moving.push_back(t);
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      int64_t dst = (*evaluateOnRank(t.getDstRank(), rank))[0];
+      written[{t.getDst().getBuffer(), dst}].add(
+          {t, (*evaluateOnRank(t.getSrcRank(), rank))[0], dst,
+           *t.getDst().getOffsetsOn(rank), t.getDst().getSizes()});
+    }
+  }
+  for (auto &[key, boxes] : written)
+    boxes.index();
+  for (TransferOp t : moving) {
+    llvm::SmallPtrSet<Operation *, 4> awaited;
+    if (t.getAfter())
+      for (auto name : t.getAfter()->getAsRange<FlatSymbolRefAttr>())
+        awaited.insert(symbols.lookup(name.getAttr()));
+    Attribute from = t.getSrc().getBuffer();
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      int64_t src = (*evaluateOnRank(t.getSrcRank(), rank))[0];
+      auto boxes = written.find({from, src});
+      if (boxes == written.end())
+        continue;
+      Placement read{t, src, rank, *t.getSrc().getOffsetsOn(rank),
+                     t.getSrc().getSizes()};
+      const Placement *unawaited =
+          boxes->second.findMeeting(read, [&](const Placement &w) {
+            return w.op != t && !awaited.contains(w.op.getOperation());
+          });
+      if (!unawaited)
+        continue;
+      InFlightDiagnostic diag =
+          t.emitOpError()
+          << "copies " << describeBox(read.offsets, read.sizes) << " of "
+          << t.getSrc().getBuffer() << " from rank " << src << " (on rank "
+          << rank << "), rows that " << symbolRef(unawaited->op)
+          << " writes there, without waiting for it (after ["
+          << symbolRef(unawaited->op)
+          << "]): it could copy rows that have not arrived";
+      diag.attachNote(unawaited->op.getLoc()) << "the writing transfer is here";
+      return diag;
+    }
+  }
+  return success();
+}
+
 LogicalResult PlanVerifier::verifyProducers() {
   llvm::SmallDenseMap<Attribute, ProduceOp> producers;
   for (auto produce : plan.getBody().getOps<ProduceOp>()) {
@@ -586,8 +703,7 @@ LogicalResult PlanVerifier::verifyProducers() {
     ProduceOp producer = producedBy(transfer.getSrc().getBuffer());
     // A block that stays where it is (an all-gather's own block) reads
     // nothing early.
-    bool inPlace = transfer.getSrc() == transfer.getDst() &&
-                   transfer.getSrcRank() == transfer.getDstRank();
+    bool inPlace = staysInPlace(transfer);
     if (!producer || inPlace)
       continue;
     bool waits =

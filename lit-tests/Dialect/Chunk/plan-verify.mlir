@@ -194,6 +194,49 @@ chunk.plan @cycle world_size(2) {
 
 // -----
 
+// A ring of 3 ranks whose second hop forwards a chunk without waiting for
+// the first hop to bring it to the neighbour: it could send rows that have
+// not arrived. (@hop2 on rank 0 reads block 1 on rank 2, which @hop1
+// writes there.)
+chunk.plan @early_forward world_size(3) {
+  chunk.buffer @A : !chunk.buffer<384x64xf16>
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@A[(r) -> (r * 128, 0)] [128, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (r * 128, 0)] [128, 64]> on (r) -> (r)
+      order(0) {group = "ring"}
+  // expected-note @below {{the writing transfer is here}}
+  chunk.transfer @hop1 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 2) mod 3) * 128, 0)] [128, 64]> on (r) -> ((r + 2) mod 3)
+      to #chunk.region<@A[(r) -> (((r + 2) mod 3) * 128, 0)] [128, 64]> on (r) -> (r)
+      order(1) {group = "ring"}
+  // expected-error @below {{'chunk.transfer' op copies [128:256, 0:64] of @A from rank 2 (on rank 0), rows that @hop1 writes there, without waiting for it (after [@hop1]): it could copy rows that have not arrived}}
+  chunk.transfer @hop2 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 1) mod 3) * 128, 0)] [128, 64]> on (r) -> ((r + 2) mod 3)
+      to #chunk.region<@A[(r) -> (((r + 1) mod 3) * 128, 0)] [128, 64]> on (r) -> (r)
+      order(2) {group = "ring"}
+}
+
+// -----
+
+// The same ring with the wait: it verifies.
+chunk.plan @forward world_size(3) {
+  chunk.buffer @A : !chunk.buffer<384x64xf16>
+  chunk.transfer @own local copy_engine
+      from #chunk.region<@A[(r) -> (r * 128, 0)] [128, 64]> on (r) -> (r)
+      to #chunk.region<@A[(r) -> (r * 128, 0)] [128, 64]> on (r) -> (r)
+      order(0) {group = "ring"}
+  chunk.transfer @hop1 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 2) mod 3) * 128, 0)] [128, 64]> on (r) -> ((r + 2) mod 3)
+      to #chunk.region<@A[(r) -> (((r + 2) mod 3) * 128, 0)] [128, 64]> on (r) -> (r)
+      order(1) {group = "ring"}
+  chunk.transfer @hop2 pull copy_engine
+      from #chunk.region<@A[(r) -> (((r + 1) mod 3) * 128, 0)] [128, 64]> on (r) -> ((r + 2) mod 3)
+      to #chunk.region<@A[(r) -> (((r + 1) mod 3) * 128, 0)] [128, 64]> on (r) -> (r)
+      order(2) after [@hop1] {group = "ring"}
+}
+
+// -----
+
 chunk.plan @unwritten world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{'chunk.consume' op reads @A but no transfer or collective of the plan writes it, so its tiles would wait forever}}

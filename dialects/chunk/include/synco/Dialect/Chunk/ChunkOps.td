@@ -46,6 +46,9 @@ def Chunk_PlanOp : Chunk_Op<"plan", [Symbol, SymbolTable, NoTerminator,
       reductions, receive exactly one contribution from every rank;
     * every `after` dependency names a transfer or producer of this plan,
       and the dependencies have no cycle;
+    * a transfer that copies rows another transfer writes on the rank it
+      reads from waits for that transfer (`after`): a ring forwards a chunk
+      only once it arrived;
     * each buffer has at most one producer (`chunk.produce`), a transfer
       waiting for a producer copies from the buffer it produces, a transfer
       copying from a produced buffer waits for its producer (unless the
@@ -283,7 +286,9 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
   let description = [{
     Rank `r` owns block `r` of `buffer` along `dim` (the dimension split in
     `world_size` equal blocks); afterwards every rank holds all blocks.
-    Algorithms: `direct` (default), `ring`.
+    Algorithms: `direct` (default: every rank sends its block to every
+    peer), `ring` (each rank sends to `r + 1` what it holds or received,
+    one hop per step; see `chunk-expand-collectives`).
 
     ```mlir
     chunk.all_gather @A dim(0) chunks(4) backend(copy_engine)
