@@ -122,10 +122,55 @@ chunk.plan @backend_auto world_size(2) {
 
 // -----
 
-chunk.plan @ring world_size(2) {
-  chunk.buffer @A : !chunk.buffer<1024x64xbf16>
-  // expected-error @below {{chunk-expand-collectives: algorithm 'ring' is not supported yet; use 'direct'}}
-  chunk.all_gather @A dim(0) chunks(1) algorithm(ring)
+// A ring all-gather of 3 ranks in 2 chunks: in step k, rank r receives
+// block r - k from its neighbour r - 1 (pushed by it on the copy engine),
+// and from step 2 on each chunk waits for the step that brought it to the
+// neighbour. Blocks arrive in the order r, r - 1, r - 2.
+// CHECK-LABEL: chunk.plan @ring world_size(3)
+// CHECK-NEXT:  chunk.buffer @A
+// CHECK-NEXT:  chunk.transfer @A_s0_c0 local copy_engine from <@A[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> (d0) {{.*}} order(0) collective(all_gather) {group = "all_gather_A"}
+// CHECK-NEXT:  chunk.transfer @A_s0_c1 local copy_engine from <@A[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> {{.*}} order(1)
+// CHECK-NEXT:  chunk.transfer @A_s1_c0 push copy_engine from <@A[(d0) -> (((d0 + 2) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 2) mod 3) to <@A[(d0) -> (((d0 + 2) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(2) collective(all_gather)
+// CHECK-NEXT:  chunk.transfer @A_s1_c1 push copy_engine from <@A[(d0) -> (((d0 + 2) mod 3) * 128 + 64, 0)] [64, 64]> on (d0) -> ((d0 + 2) mod 3) {{.*}} order(3) collective(all_gather)
+// CHECK-NEXT:  chunk.transfer @A_s2_c0 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 2) mod 3) to <@A[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(4) after [@A_s1_c0] collective(all_gather)
+// CHECK-NEXT:  chunk.transfer @A_s2_c1 push copy_engine {{.*}} order(5) after [@A_s1_c1] collective(all_gather)
+// CHECK-NEXT:  chunk.consume @A dim(0) tile(64)
+chunk.plan @ring world_size(3) {
+  chunk.buffer @A : !chunk.buffer<384x64xbf16> bind(0)
+  chunk.all_gather @A dim(0) chunks(2) algorithm(ring)
+  chunk.consume @A dim(0) tile(64)
+}
+
+// -----
+
+// On ldst the receiving rank's copy programs pull from the neighbour.
+// CHECK-LABEL: chunk.plan @ring_ldst world_size(2)
+// CHECK:       chunk.transfer @A_s1_c0 pull ldst {{.*}} on (d0) -> ((d0 + 1) mod 2) {{.*}} order(1) collective(all_gather)
+// CHECK-NOT:   after
+chunk.plan @ring_ldst world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+  chunk.all_gather @A dim(0) chunks(1) backend(ldst) algorithm(ring)
+  chunk.consume @A dim(0) tile(128)
+}
+
+// -----
+
+chunk.plan @ring_rs world_size(2) {
+  chunk.buffer @P : !chunk.buffer<1024x64xf32>
+  chunk.buffer @C : !chunk.buffer<512x64xf32>
+  // expected-error @below {{chunk-expand-collectives: algorithm 'ring' is supported for all_gather only, not yet for reduce_scatter; use 'direct'}}
+  chunk.reduce_scatter @P into @C dim(0) chunks(1) algorithm(ring)
+}
+
+// -----
+
+// A ring of what kernel tiles produce would forward rows before the tiles
+// of the neighbour wrote them, unless each hop also waited for the tiles.
+chunk.plan @ring_produced world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+  chunk.produce @tiles @C dim(0) tile(64)
+  // expected-error @below {{chunk-expand-collectives: a ring all_gather of @C, which kernel tiles produce, is not supported yet; use 'direct'}}
+  chunk.all_gather @C dim(0) chunks(1) algorithm(ring)
 }
 
 // -----

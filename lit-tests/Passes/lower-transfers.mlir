@@ -71,7 +71,7 @@ module {
     chunk.buffer @C : !chunk.buffer<512x64xf32>
     chunk.buffer @P_staging : !chunk.buffer<512x64xf32> {chunk.staging}
     // chunk.reduce_scatter @P into @C dim(0) chunks(1), expanded:
-    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
+    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for kernel tiles are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
     chunk.transfer @C_p0_c0 local copy_engine from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(0) reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
     chunk.transfer @C_p1_c0 pull copy_engine from <@P[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (0, 0)] [512, 64]> on (d0) -> (d0) order(1) reduce(sum) collective(reduce_scatter) {group = "reduce_scatter_C"}
   }
@@ -89,7 +89,7 @@ module {
     chunk.produce @tiles @C dim(1) tile(64)
     chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
     chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
-    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
+    // expected-error @below {{chunk-lower-transfers: reducing transfers and transfers that wait for kernel tiles are lowered only by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first}}
     chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
     chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
   }

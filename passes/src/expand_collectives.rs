@@ -105,10 +105,13 @@ impl<'p> Expansion<'p> {
     ) -> Result<Self, PassFailed> {
         let (op, kind) = (collective.0, collective.kind());
         let algorithm = collective.algorithm().unwrap_or(attrs::Algorithm::Direct);
-        if algorithm == attrs::Algorithm::Ring {
+        if algorithm == attrs::Algorithm::Ring && kind != CollectiveKind::AllGather {
             return Err(fail(
                 op,
-                "chunk-expand-collectives: algorithm 'ring' is not supported yet; use 'direct'",
+                format!(
+                    "chunk-expand-collectives: algorithm 'ring' is supported for all_gather only, not yet for {}; use 'direct'",
+                    kind.keyword()
+                ),
             ));
         }
         if collective.backend() == Some(attrs::Backend::Auto) {
@@ -150,11 +153,19 @@ impl<'p> Expansion<'p> {
             CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
         )
         .then(|| collective.reduction().unwrap_or(attrs::Reduction::Sum));
-        let producers = produces
+        let producers: Vec<String> = produces
             .iter()
             .filter(|p| p.buffer().as_deref() == Some(src.as_str()))
             .filter_map(|p| p.name())
             .collect();
+        if algorithm == attrs::Algorithm::Ring && !producers.is_empty() {
+            return Err(fail(
+                op,
+                format!(
+                    "chunk-expand-collectives: a ring all_gather of @{src}, which kernel tiles produce, is not supported yet; use 'direct'"
+                ),
+            ));
+        }
         Ok(Expansion {
             plan,
             op,
@@ -211,6 +222,9 @@ impl<'p> Expansion<'p> {
     }
 
     fn emit_all(&self) -> Result<(), PassFailed> {
+        if self.algorithm == attrs::Algorithm::Ring {
+            return self.emit_ring();
+        }
         let w = self.plan.world_size;
         let (n, block, rows) = (self.chunks, self.block, self.rows);
         for k in 0..w {
@@ -345,6 +359,62 @@ impl<'p> Expansion<'p> {
                         &reduced,
                     )?;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A ring all-gather: in step `k` (1 to `W - 1`) rank `r` receives chunk
+    /// `c` of block `r - k` from its neighbour `r - 1`, which received it
+    /// in step `k - 1` (its own block in step 0): `@<dst>_s<k>_c<c>`, after
+    /// `@<dst>_s<k-1>_c<c>` for `k >= 2` (on the rank it reads from, the
+    /// neighbour). Blocks arrive in the order `r, r - 1, r - 2, ...`.
+    fn emit_ring(&self) -> Result<(), PassFailed> {
+        let w = self.plan.world_size;
+        let (n, block, rows) = (self.chunks, self.block, self.rows);
+        let neighbour = if w == 1 {
+            "r".to_string()
+        } else {
+            format!("(r + {}) mod {w}", w - 1)
+        };
+        for k in 0..w {
+            let owner = if k == 0 {
+                "r".to_string()
+            } else {
+                format!("(r + {}) mod {w}", w - k)
+            };
+            for c in 0..n {
+                let at = match self.split {
+                    Some((s, width)) => {
+                        let mut at = self.offsets(&rows_of(&owner, block, 0));
+                        at[s] = (c * width).to_string();
+                        at
+                    }
+                    None => self.offsets(&rows_of(&owner, block, c * rows)),
+                };
+                let after = if k >= 2 {
+                    vec![format!("{}_s{}_c{c}", self.dst, k - 1)]
+                } else {
+                    Vec::new()
+                };
+                let (src_rank, step) = if k == 0 {
+                    ("r", 0)
+                } else {
+                    (neighbour.as_str(), 1)
+                };
+                self.transfer(
+                    &format!("{}_s{k}_c{c}", self.dst),
+                    step,
+                    &self.src,
+                    at.clone(),
+                    src_rank,
+                    &self.dst,
+                    at,
+                    k * n + c,
+                    None,
+                    None,
+                    &after,
+                )?;
             }
         }
         Ok(())

@@ -15,10 +15,16 @@ pub fn peer_ptr(b: &Builder, ptr: Value, peer: Value) -> Value {
 
 /// `chunk.wait %flags[%flag], %epoch count(n)` on this rank's flags.
 pub fn wait(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value, n: i64) {
+    wait_on(b, abi.flags, flag, epoch, n);
+}
+
+/// `chunk.wait %flags[%flag], %epoch count(n)` on the flags `flags` points
+/// to (this rank's, or a peer's through [`peer_ptr`]).
+pub fn wait_on(b: &Builder, flags: Value, flag: Value, epoch: Value, n: i64) {
     let count = ir::int_attr_of(ir::i64_type(b.ctx), n);
     b.op(
         "chunk.wait",
-        &[abi.flags, flag, epoch],
+        &[flags, flag, epoch],
         &[],
         &[("count", count)],
     );

@@ -7,8 +7,8 @@
 
 use crate::{
     plan::{
-        FlagKind, Produce, ReductionKind, TileMap, bound_kernel, fail, flag_layout, internal, loc,
-        plans, reduction_kind,
+        BlockOrder, FlagKind, Produce, ReductionKind, TileMap, block_order, bound_kernel, fail,
+        flag_layout, internal, loc, plans, reduction_kind,
     },
     tiles::{
         Access, CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, TileLoop,
@@ -100,8 +100,12 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
             let index_name = consume.index();
             let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), consume)?;
             let order = match access {
-                // Consumers start at their own block.
-                Access::Load => Order::Rotate { first_block: 0 },
+                // Consumers start at their own block, then take the
+                // peers' in the order they arrive.
+                Access::Load => match block_order(&plan, &name, dim, block) {
+                    BlockOrder::Forward => Order::Rotate { first_block: 0 },
+                    BlockOrder::Backward => Order::RotateBack,
+                },
                 // A one-shot all-reduce: every rank waits for the same
                 // tiles of every peer, so all ranks keep the kernel's order.
                 Access::Store if reduction_kind(&plan, &name) == Some(ReductionKind::AllReduce) => {
@@ -248,6 +252,7 @@ fn split_tile_loop(
         range.rows_per_chunk,
         range.chunks_per_rank * plan.world_size,
     );
+    let order = block_order(plan, name, range.dim, rows * range.chunks_per_rank);
     if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
         let split = (
             ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
@@ -264,7 +269,13 @@ fn split_tile_loop(
             ));
         }
     } else {
-        split_loop(tile_loop, rank, rows, range.chunks_per_rank, chunks, &var);
+        split_loop(
+            tile_loop,
+            rank,
+            (rows, range.chunks_per_rank, chunks),
+            order,
+            &var,
+        );
         let i64t = ir::i64_type(ctx);
         ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
         ir::set_attr(tile_loop.op, CHUNKS_ATTR, ir::int_attr_of(i64t, chunks));
@@ -272,7 +283,11 @@ fn split_tile_loop(
     Diagnostic::remark(
         loc(consume),
         format!(
-            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} rows): this rank's first, then rank r+1's, ..."
+            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} rows): this rank's first, then rank {}'s, ...",
+            match order {
+                BlockOrder::Forward => "r+1",
+                BlockOrder::Backward => "r-1",
+            }
         ),
     )
     .emit();
@@ -283,7 +298,13 @@ fn split_tile_loop(
 /// chunks of `rows` rows around it (see [`split_tile_loop`]); marks the
 /// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
 /// ([`CHUNK_LOOP_ATTR`]) with the loop variable's name `var`.
-fn split_loop(tile_loop: TileLoop, rank: Value, rows: i64, per_rank: i64, chunks: i64, var: &str) {
+fn split_loop(
+    tile_loop: TileLoop,
+    rank: Value,
+    (rows, per_rank, chunks): (i64, i64, i64),
+    order: BlockOrder,
+    var: &str,
+) {
     let l = tile_loop.op;
     let ctx = ir::context_of(l);
     let operands = ir::operands(l);
@@ -293,7 +314,10 @@ fn split_loop(tile_loop: TileLoop, rank: Value, rows: i64, per_rank: i64, chunks
     let c = |v: i64| b.constant(ty, v);
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
-        let chunk = rotate(&body, j, rank, 0, per_rank, chunks);
+        let chunk = match order {
+            BlockOrder::Forward => rotate(&body, j, rank, 0, per_rank, chunks),
+            BlockOrder::Backward => rotate_back(&body, j, rank, per_rank, chunks),
+        };
         ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
         let lower = body.muli(ir::result(chunk, 0), body.constant(ty, rows));
         let end = body.addi(lower, body.constant(ty, rows));
@@ -408,6 +432,9 @@ fn program_id(value: Value) -> Option<(Op, i64)> {
 enum Order {
     /// Blocks in rank order from block `rank + first_block`.
     Rotate { first_block: i64 },
+    /// This rank's block first, then rank `r - 1`'s, `r - 2`'s, ... (the
+    /// order a ring's blocks arrive in).
+    RotateBack,
     /// The kernel's own order (only marked).
     Identity,
     /// Peers' chunks and own chunks interleaved (see the module doc).
@@ -432,6 +459,9 @@ impl Order {
             Order::Rotate { .. } => {
                 format!("{start} at the next rank's block (this rank's block last)")
             }
+            Order::RotateBack => format!(
+                "{start} at this rank's block, then walks back (rank r-1's, r-2's, ...: a ring's arrival order)"
+            ),
             Order::Identity => "keeps the kernel's order (the same on every rank)".into(),
             Order::Interleave {
                 chunks_per_rank, ..
@@ -445,6 +475,7 @@ impl Order {
     fn build(self, b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
         match self {
             Order::Rotate { first_block } => rotate(b, t, rank, first_block, per_rank, all),
+            Order::RotateBack => rotate_back(b, t, rank, per_rank, all),
             Order::Identity => {
                 // A no-op the later passes can find by its mark
                 // (canonicalize folds it away).
@@ -571,6 +602,19 @@ fn rotate(b: &Builder, t: Value, rank: Value, first_block: i64, per_rank: i64, a
     let shift = b.muli(block, b.const_i32(per_rank));
     let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
     ir::defining_op(rotated).expect("an op result")
+}
+
+/// Index `t` of `all` (blocks of `per_rank`) walked from this rank's block
+/// backwards: block `(rank - t / per_rank) mod W`, the same index within
+/// it. Returns the op of the new index.
+fn rotate_back(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
+    let c = |v: i64| b.const_i32(v);
+    let blocks = all / per_rank.max(1);
+    let step = b.divsi(t, c(per_rank));
+    let within = b.remsi(t, c(per_rank));
+    let owner = b.remsi(b.subi(b.addi(rank, c(blocks)), step), c(blocks));
+    let index = b.addi(b.muli(owner, c(per_rank)), within);
+    ir::defining_op(index).expect("an op result")
 }
 
 /// The interleaved order of [`Order::Interleave`]: dispatch slot

@@ -502,8 +502,7 @@ impl Builder {
                 .into_iter()
                 .chain(inits.iter().copied())
                 .collect();
-            let op =
-                self.op_with_regions("scf.for", &operands, &types[1..], &[], vec![region]);
+            let op = self.op_with_regions("scf.for", &operands, &types[1..], &[], vec![region]);
             let inner = Builder::at_end(self.ctx, block, self.loc);
             let args = block_args(block);
             let yielded = body(inner, args[0], args[1..].to_vec());

@@ -101,6 +101,11 @@ pub struct Copy {
     pub flag: Option<i64>,
     #[serde(default)]
     pub before_kernel: bool,
+    /// The flag of `src_rank` that must reach the epoch before the copy
+    /// starts: the arrival flag of the rows it reads there, which an
+    /// earlier copy brought (a ring forwards each chunk once it arrived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_flag: Option<i64>,
 }
 
 /// One copy the side stream makes once kernel tiles have finished a chunk
@@ -173,6 +178,11 @@ pub struct FusedPlan {
     /// reduction). The runtime refuses a launch the GPU cannot hold.
     #[serde(default)]
     pub co_resident: bool,
+    /// The copy programs forward chunks that other ranks' copy programs
+    /// bring (a ring on `ldst`): they wait for those programs, so ranks
+    /// sharing a GPU must have their programs resident at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copy_programs_forward: bool,
     pub buffers: Vec<PlanBuffer>,
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.
@@ -417,10 +427,11 @@ impl FusedPlan {
         Ok(())
     }
 
-    /// Whether the kernel's tiles wait for other ranks' tiles (a fused
-    /// reduction: counters per chunk), not only for copies.
+    /// Whether the kernel's programs wait for other ranks' programs (a
+    /// fused reduction: counters per chunk; copy programs that forward
+    /// chunks), not only for copies.
     pub fn waits_for_tiles(&self) -> bool {
-        self.chunks.iter().any(|c| c.kind == ChunkKind::Reduction)
+        self.copy_programs_forward || self.chunks.iter().any(|c| c.kind == ChunkKind::Reduction)
     }
 
     /// Whether the kernel itself reads or writes peers' heaps: copy

@@ -115,6 +115,12 @@ impl Node {
                     self.side_stream_event(rank)
                 }
             };
+            if let Some(flag) = copy.after_flag {
+                // Rows the source received from its own neighbour (a ring):
+                // forwarded once they arrived there.
+                let owner = copy.src_rank as usize;
+                self.wait_peer_flag(rank, stream, kernel, owner, flag as usize, epoch)?;
+            }
             let start = side_event()?;
             copy_2d(
                 rank,

@@ -61,7 +61,7 @@ pub enum RuntimeError {
         launched: u32,
     },
     #[error(
-        "kernel '{kernel}' needs all its programs resident at once (its programs wait for each other's tiles), \
+        "kernel '{kernel}' needs all its programs resident at once (its programs wait for other programs: a fused reduction's tiles, or copy programs that forward chunks), \
          but GPU {device} would run {programs} of them and holds {resident}: launch fewer (NUM_SMS, copy-programs) \
          or fewer ranks per GPU"
     )]

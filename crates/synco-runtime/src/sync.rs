@@ -101,6 +101,8 @@ pub enum Awaited {
     Copies(usize),
     /// A chunk's flag or counter (the manifest's flag index).
     Flag(usize),
+    /// A peer's arrival flag of a chunk this rank forwards (a ring).
+    PeerFlag { owner: usize, flag: usize },
 }
 
 impl std::fmt::Display for Awaited {
@@ -110,6 +112,10 @@ impl std::fmt::Display for Awaited {
             Awaited::Kernel(peer) => write!(f, "rank {peer}'s kernel to finish"),
             Awaited::Copies(peer) => write!(f, "rank {peer}'s side-stream copies"),
             Awaited::Flag(flag) => write!(f, "flag {flag} (a chunk's arrival or counter)"),
+            Awaited::PeerFlag { owner, flag } => write!(
+                f,
+                "flag {flag} of rank {owner} (the arrival there of a chunk this rank forwards)"
+            ),
         }
     }
 }

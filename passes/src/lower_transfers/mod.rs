@@ -120,6 +120,9 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
                 schedule.num_flags,
             )?;
             add_copy_programs(&mut schedule, copy_programs, placement, with_counters);
+            schedule.copy_programs_forward = sm_transfers
+                .iter()
+                .any(|t| !plan.forwarded_by(*t).is_empty());
         }
         records::record_host_schedule(module, &schedule)?;
         // The schedule now carries everything the transfers, tile maps and

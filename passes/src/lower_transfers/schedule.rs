@@ -150,6 +150,7 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
         copy_plane: false,
         persistent_programs: None,
         co_resident: false,
+        copy_programs_forward: false,
         buffers,
         chunks,
         copies: per_rank,
@@ -187,13 +188,15 @@ fn host_copies(
     if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) || t.is_fused() {
         return Ok(());
     }
-    if t.reduces() || t.waits() {
+    let forwarded = plan.forwarded_by(t);
+    if t.reduces() || t.after().len() > forwarded.len() {
         return Err(fail(
             t,
-            "chunk-lower-transfers: reducing transfers and transfers that wait for others are lowered only \
+            "chunk-lower-transfers: reducing transfers and transfers that wait for kernel tiles are lowered only \
              by chunk-fuse-reductions (reductions) or chunk-fuse-gathers (an all-gather of what the kernel's tiles produce), which must run first",
         ));
     }
+    let forwards = forwarded_rows(layout, t, &forwarded)?;
     if backend != Some(attrs::Backend::CopyEngine) {
         return Err(fail(
             t,
@@ -257,6 +260,14 @@ fn host_copies(
         } else {
             dst_rank
         };
+        let after_flag = match forwards {
+            Some(range) => Some(
+                range
+                    .flag_at(&src_off)
+                    .ok_or_else(|| internal(t, "the forwarded rows have no arrival flag"))?,
+            ),
+            None => None,
+        };
         per_rank[driver as usize].push(Copy {
             name: t.name(),
             order,
@@ -272,9 +283,49 @@ fn host_copies(
             dst_pitch,
             flag,
             before_kernel,
+            after_flag,
         });
     }
     Ok(())
+}
+
+/// The arrival flags of the rows transfer `t` forwards (it waits for the
+/// transfers `forwarded`, which bring them to the rank it reads from), or
+/// `None` for a transfer that forwards nothing. The copy waits there for
+/// the flag of the chunk it reads, so the rows must be a consumed buffer's
+/// chunks whose flags every awaited copy sets.
+pub(super) fn forwarded_rows<'l>(
+    layout: &'l [FlagRange],
+    t: Transfer,
+    forwarded: &[Transfer],
+) -> Result<Option<&'l FlagRange>, PassFailed> {
+    if forwarded.is_empty() {
+        return Ok(None);
+    }
+    let Some(src) = t.src_buffer() else {
+        return Err(internal(t, "a transfer without a source region"));
+    };
+    let Some(range) = layout
+        .iter()
+        .find(|r| r.kind == FlagKind::Arrival && r.buffer == src)
+    else {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: this transfer forwards rows of @{src} once they arrived, but no kernel tiles consume @{src}, so its chunks have no arrival flags to wait for"
+            ),
+        ));
+    };
+    if let Some(u) = forwarded.iter().find(|u| u.implied_by().is_some()) {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: this transfer forwards rows that @{} brings, whose arrival flag chunk-insert-waits left unset",
+                u.name().unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(Some(range))
 }
 
 /// A box as (element offset, rows, elements per row, row pitch): every

@@ -209,3 +209,35 @@ pub fn reduced_buffers(plan: &Plan) -> Vec<String> {
     }
     out
 }
+
+/// The order in which the peers' blocks of a gathered buffer arrive at a
+/// rank (what consumers walk them in, after the rank's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockOrder {
+    /// Rank `r + 1`'s block first, then `r + 2`'s, ... (direct).
+    Forward,
+    /// Rank `r - 1`'s block first, then `r - 2`'s, ... (a ring `r -> r + 1`
+    /// forwards each block one hop per step).
+    Backward,
+}
+
+/// The order of the peers' blocks (of `block_rows` rows along `dim`) of
+/// buffer `name` in the transfers into it: the first peer block rank 0
+/// receives (lowest `order`) is rank `W - 1`'s for a ring, rank 1's for
+/// direct transfers. (With 2 ranks both orders are the same.)
+pub fn block_order(plan: &Plan, name: &str, dim: usize, block_rows: i64) -> BlockOrder {
+    let w = plan.world_size;
+    if w <= 2 || block_rows <= 0 {
+        return BlockOrder::Forward;
+    }
+    let first = plan
+        .transfers_into(name)
+        .into_iter()
+        .filter(|t| !t.is_local() && t.dst_rank_on(0) == Some(0))
+        .filter_map(|t| Some((t.order(), t.dst_offsets_on(0)?.get(dim)? / block_rows)))
+        .min();
+    match first {
+        Some((_, owner)) if owner == w - 1 => BlockOrder::Backward,
+        _ => BlockOrder::Forward,
+    }
+}

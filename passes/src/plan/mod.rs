@@ -180,7 +180,11 @@ impl Plan {
             .into_iter()
             .map(|c| c.buffer())
             .chain(self.produces().into_iter().map(|p| p.buffer()));
-        let mut names: Vec<String> = transfers.chain(collectives).chain(tiles).flatten().collect();
+        let mut names: Vec<String> = transfers
+            .chain(collectives)
+            .chain(tiles)
+            .flatten()
+            .collect();
         names.sort();
         names.dedup();
         names
@@ -196,6 +200,25 @@ impl Plan {
 
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
         self.buffers.iter().find(|b| b.name == name)
+    }
+
+    /// The transfers `t` forwards rows of: those of its `after` list that
+    /// are transfers (a ring's earlier step, which brought the rows to the
+    /// rank `t` reads from); the rest of the list are producers.
+    pub fn forwarded_by(&self, t: Transfer) -> Vec<Transfer> {
+        let producers: Vec<String> = self.produces().iter().filter_map(|p| p.name()).collect();
+        let after: Vec<String> = t
+            .after()
+            .into_iter()
+            .filter(|a| !producers.contains(a))
+            .collect();
+        if after.is_empty() {
+            return Vec::new();
+        }
+        self.transfers()
+            .into_iter()
+            .filter(|u| u.name().is_some_and(|n| after.contains(&n)))
+            .collect()
     }
 
     /// The `chunk.produce` whose kernel tiles write buffer `name` (the

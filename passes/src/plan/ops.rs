@@ -150,6 +150,16 @@ impl Transfer {
         ir::attr(self.0, "after").is_some()
     }
 
+    /// The symbols it waits for (`after [@a, @b]`), in order.
+    pub fn after(self) -> Vec<String> {
+        ir::attr(self.0, "after")
+            .and_then(ir::array_value)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(ir::symbol_value)
+            .collect()
+    }
+
     /// The collective it implements and, for a two-shot all-reduce, its
     /// phase.
     pub fn collective(self) -> Option<(CollectiveKind, Option<CollectivePhase>)> {

@@ -593,11 +593,40 @@ impl Node {
         value: u32,
     ) -> Result<()> {
         let word = self.ptr(rank, &kernel.flags) + 4 * index as u64;
+        self.stream_wait(rank, stream, word, value, kernel.words.awaited(index))
+    }
+
+    /// Makes `rank`'s `stream` wait for flag `flag` of rank `owner` to
+    /// reach `value` (a chunk `rank` forwards once it arrived at `owner`).
+    pub(crate) fn wait_peer_flag(
+        &self,
+        rank: usize,
+        stream: sys::CUstream,
+        kernel: &FusedKernel,
+        owner: usize,
+        flag: usize,
+        value: u32,
+    ) -> Result<()> {
+        let word = self.ptr(owner, &kernel.flags) + 4 * flag as u64;
+        let awaited = crate::sync::Awaited::PeerFlag { owner, flag };
+        self.stream_wait(rank, stream, word, value, awaited)
+    }
+
+    /// Makes `rank`'s `stream` wait for `word` to reach `value`, recorded
+    /// for the watchdog as a wait for `awaited`.
+    fn stream_wait(
+        &self,
+        rank: usize,
+        stream: sys::CUstream,
+        word: sys::CUdeviceptr,
+        value: u32,
+        awaited: crate::sync::Awaited,
+    ) -> Result<()> {
         self.stream_waits.borrow_mut().push(super::StreamWait {
             rank,
             word,
             value,
-            awaited: kernel.words.awaited(index),
+            awaited,
         });
         unsafe {
             check(

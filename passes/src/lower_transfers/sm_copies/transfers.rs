@@ -10,6 +10,8 @@ use super::{
 };
 use crate::{
     abi::AbiArgs,
+    flag_ops::{peer_ptr, wait_on},
+    lower_transfers::schedule::forwarded_rows,
     plan::{FlagRange, Plan, Transfer, fail, internal, region_parts},
 };
 use melior::ir::AffineMap;
@@ -29,6 +31,9 @@ struct SmCopy<'c> {
     /// Elements per copy step (see [`copy_block`]).
     block: i64,
     flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
+    /// The flags of the source rows, where they are forwarded (a ring):
+    /// the copy waits on the source rank for the chunk's flag.
+    forwards: Option<(i64, usize, i64)>,
     strides: Vec<i64>,
     arg: usize,
 }
@@ -48,12 +53,14 @@ pub fn lower(
 ) -> Result<(), PassFailed> {
     let mut copies = Vec::new();
     for &t in transfers {
-        if t.reduces() || t.waits() {
+        let forwarded = plan.forwarded_by(t);
+        if t.reduces() || t.after().len() > forwarded.len() {
             return Err(fail(
                 t,
-                "the ldst backend does not lower reducing transfers or transfers that wait for others yet",
+                "the ldst backend does not lower reducing transfers or transfers that wait for kernel tiles yet",
             ));
         }
+        let forwards = forwarded_rows(layout, t, &forwarded)?;
         let (Some((src_buf, src_map, sizes)), Some((dst_buf, dst_map, _))) = (
             t.src().and_then(region_parts),
             t.dst().and_then(region_parts),
@@ -142,6 +149,7 @@ pub fn lower(
                 .iter()
                 .find(|r| r.buffer == dst_buf)
                 .map(|r| (r.base, r.dim, r.rows_per_chunk)),
+            forwards: forwards.map(|r| (r.base, r.dim, r.rows_per_chunk)),
             strides,
             arg,
         });
@@ -205,6 +213,13 @@ fn emit_copy(
     let flag_index = copy
         .flag
         .map(|(base, dim, rows)| (base, dst_offsets[dim], rows));
+    if let Some((base, dim, rows)) = copy.forwards {
+        // Rows the source rank received from its own neighbour: every
+        // program waits there for their arrival flag.
+        let chunk = b.divsi(src_offsets[dim], b.const_i32(rows));
+        let flag = b.addi(chunk, b.const_i32(base));
+        wait_on(&b, peer_ptr(&b, abi.flags, src_rank), flag, abi.epoch, 1);
+    }
     let src_off = linear(src_offsets);
     let dst_off = linear(dst_offsets);
     // The peer's copy of the buffer: heap bases differ by a multiple of the

@@ -210,6 +210,13 @@ all-reduce add `_rs` / `_ag`).
   same place; `k = 0` is a `local` marker (rows already in place). With
   `split(s)` the chunks of a block are ranges along dimension `s` (all of
   the block along `d`), named the same way.
+* `all_gather @A algorithm(ring)`: in step `k` (1 to `W - 1`) rank `r`
+  receives block `r-k` from its neighbour `r-1`, which received it in
+  step `k-1`: `@<A>_s<k>_c<c>` (`k = 0`: the rank's own, `local`), each
+  from step 2 on `after [@<A>_s<k-1>_c<c>]` (on the neighbour, see
+  `chunk.transfer`). Blocks arrive in the order `r, r-1, r-2, ...`;
+  consumers walk them so (`chunk-reorder-tiles`). Refused for a buffer
+  kernel tiles produce.
 * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
   block `r+k` of `Y`.
 * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
@@ -251,7 +258,8 @@ Preconditions: every collective has an explicit chunk count and
 backend (run `chunk-select-chunk-size` for `chunks(auto)`,
 `chunk-select-backend` for `backend(auto)`).
 Postconditions: no collective ops remain in plans; the plans verify.
-Not yet supported (refused with an error): the `ring` algorithm.
+Not yet supported (refused with an error): the `ring` algorithm of
+`reduce_scatter` (only `all_gather` has one).
 Refused: a plan whose transfers times its world size would exceed
 [`MAX_RANK_COPIES`], 2^20 (every transfer is checked on every rank; at the
 limit the whole synco-ag-gemm pipeline takes 33 s and 3.4 GB on a 2-core
@@ -364,7 +372,10 @@ For each `chunk.consume @A dim(d) tile(T)` of a plan, finds the kernel's
 tile index `t` along `d` (the value its loads of `@A` multiply by `T`, or
 the value named by `index("...")`) and remaps it so that, in dispatch
 order, tiles consume chunks in arrival order: the rank's own block first,
-then the block of rank `r+1`, `r+2`, ... (see `chunk-expand-collectives`).
+then the block of rank `r+1`, `r+2`, ... (see `chunk-expand-collectives`),
+or, where the peers' blocks come in the order `r-1, r-2, ...` (a ring: the
+first peer block rank 0 receives is rank `W-1`'s), backwards:
+`t' = ((rank - t / T_r) mod W) * T_r + t mod T_r`.
 
 * 2D grid, `t = tt.get_program_id 0` and the other tile index is
   `tt.get_program_id 1`: CUDA dispatches `x` fastest, so the grid would
@@ -392,7 +403,9 @@ in steps of `T`) keeps the programs' order. Its loop is split by chunk:
 a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
 `c = (j + rank * n) mod C` in iteration `j` (marked
 `chunk.chunk_index = "start_n"`: the rank's own chunks first, then rank
-`r+1`'s, ..., the order they arrive in) and runs the kernel's loop,
+`r+1`'s, ..., the order they arrive in; for a ring's blocks
+`c = ((rank - j / n) mod W) * n + j mod n`, rank `r-1`'s after the
+rank's own) and runs the kernel's loop,
 clipped to `[c * R, min(hi, (c + 1) * R))`, inside it, carrying its
 iteration values (the online softmax's state) through; the clipped loop
 is marked `chunk.chunk_loop = "start_n"` with its split
@@ -813,6 +826,17 @@ with exactly that many programs (besides copy programs) or refuses. If
 it also fuses a reduction (its programs wait for other programs' tiles)
 the schedule says `co_resident`: the runtime refuses a launch whose
 programs the GPU cannot hold all at once.
+
+A transfer that forwards rows another transfer brought (its `after`
+names transfers: a ring's later steps) waits for the arrival flag of
+the chunk it reads, on the rank it reads from: on the copy engine the
+copy records it as `after_flag` (the driving stream waits for that
+rank's flag to reach the epoch before the copy); on `ldst` every copy
+program spins on the neighbour's flag (through the heap bases) before
+copying, and the schedule says `copy_programs_forward` (copy programs
+wait for other ranks' copy programs: ranks sharing a GPU must have all
+their programs resident, which the runtime checks). The rows must be a
+consumed buffer's chunks (they have arrival flags); otherwise refused.
 
 Backend `tma` is not implemented yet and is refused with an error.
 
