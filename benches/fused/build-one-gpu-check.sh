@@ -21,6 +21,8 @@ for W in 2 4; do
   "$B" "${c[@]}" --shapes "$AG" --chunks 2
   "$B" "${c[@]}" --shapes "$AG" --chunks 2 --backend ldst
   "$B" "${c[@]}" --shapes "$AG" --chunks 2 --backend ldst --written-out pull
+  "$B" "${c[@]}" --shapes "$AG" --chunks 2 --algorithm ring
+  "$B" "${c[@]}" --shapes "$AG" --chunks 2 --backend ldst --algorithm ring
   "$B" "${c[@]}" --op rs --shapes "$RS" --chunks 2
   "$B" "${c[@]}" --op rs --rs-mode copy_engine --shapes "$RS" --chunks 2
   "$B" "${c[@]}" --op rs --rs-mode stage --copy-programs "$COPIERS" --shapes "$RS" --chunks 2

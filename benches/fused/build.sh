@@ -11,6 +11,7 @@
 # Usage: build.sh [--op ag|rs|rsg|ar|ar2|arg] [--out-chunks "2 4 auto"] [--rs-mode push|pull|stage|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
 #                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N] [--written-out pull|push]
+#                 [--algorithm direct|ring]
 #                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
 #
 # With --backend ldst, variant directories are named <style>_ldst_c<n>.
@@ -22,6 +23,9 @@
 # arithmetic); push (copy engine), each chunk is written from its source's
 # side, `on (r) -> (r)` to `on (r) -> ((r + k) mod W)`. Directories
 # <style>[_ldst]_<pull|push>-written_c<n>; backend label <backend>_written.
+# --algorithm ring (all-gather) has each rank forward the chunks it
+# received to rank r + 1 instead of every rank sending its own to every
+# peer; directories <style>[_ldst]_ring_c<n>, backend label <backend>_ring.
 # --op rsg builds the reduce-scatter computed from gathered operands
 # (examples/gemm_rs/plan-gather.mlir, kernel matmul_kernel_sources, style
 # grouped, tiles column-block-major: GROUP_M = every row tile of the rank's
@@ -83,6 +87,7 @@ SHAPES_SET=0
 NUM_SMS_SET=0
 TRACE=""
 WRITTEN=""
+ALGORITHM=direct
 while [ $# -gt 0 ]; do
   case "$1" in
     --op) OP="$2"; shift 2 ;;
@@ -102,6 +107,7 @@ while [ $# -gt 0 ]; do
     --stages) STAGES="$2"; STAGES_SET=1; shift 2 ;;
     --trace) TRACE="chunk-trace-tiles,"; shift ;;
     --written-out) WRITTEN="$2"; shift 2 ;;
+    --algorithm) ALGORITHM="$2"; shift 2 ;;
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -153,6 +159,16 @@ case "$WRITTEN" in
     ;;
   *) echo "build.sh: --written-out is pull or push, not $WRITTEN" >&2; exit 2 ;;
 esac
+case "$ALGORITHM" in
+  direct) ;;
+  ring)
+    if [ "$OP" != ag ] || [ -n "$WRITTEN" ]; then
+      echo "build.sh: --algorithm ring is for --op ag (not --written-out)" >&2
+      exit 2
+    fi
+    ;;
+  *) echo "build.sh: --algorithm is direct or ring, not $ALGORITHM" >&2; exit 2 ;;
+esac
 if [ "$RS_MODE" = stage ]; then
   if [ "$OP" != rs ] && [ "$OP" != ar2 ]; then
     echo "build.sh: --rs-mode stage is for --op rs or ar2" >&2
@@ -168,6 +184,8 @@ FUSE_MODE=$RS_MODE
 # The backend as the results name it.
 LABEL=$BACKEND
 [ -n "$WRITTEN" ] && LABEL="${BACKEND}_written"
+ALGORITHM_CLAUSE=""
+[ "$ALGORITHM" = ring ] && LABEL="${BACKEND}_ring" && ALGORITHM_CLAUSE=" algorithm(ring)"
 { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && { [ "$RS_MODE" = pull ] || [ "$RS_MODE" = stage ]; } && LABEL="${BACKEND}_$RS_MODE"
 mkdir -p "$OUT"
 # Specialised as Triton's JIT would for contiguous, 16-aligned operands:
@@ -270,6 +288,7 @@ for shape in $SHAPES; do
       kernel=$(kernel_for "$style" "$g")
       plan="$dir/plan_${BACKEND}_$c.mlir"
       [ "$OP" = arg ] && plan="$dir/plan_${BACKEND}_${c}_o$o.mlir"
+      [ "$ALGORITHM" = ring ] && plan="$dir/plan_${BACKEND}_ring_$c.mlir"
       if [ "$OP" = ar ] || [ "$OP" = ar2 ]; then
         algorithm=one_shot
         [ "$OP" = ar2 ] && algorithm=two_shot
@@ -338,7 +357,7 @@ PLAN
 chunk.plan @ag_gemm world_size($WORLD) {
   chunk.buffer @A : !chunk.buffer<${M}x${K}xbf16> bind(0)
   chunk.buffer @C : !chunk.buffer<${M}x${N}xbf16> bind(2)
-  chunk.all_gather @A dim(0) chunks($c) backend($BACKEND)
+  chunk.all_gather @A dim(0) chunks($c) backend($BACKEND)$ALGORITHM_CLAUSE
   chunk.consume @A dim(0) tile($BM) index("pid_m")
 }
 PLAN
@@ -346,6 +365,7 @@ PLAN
       tag=$style
       [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
       [ -n "$WRITTEN" ] && tag="${tag}_$WRITTEN-written"
+      [ "$ALGORITHM" = ring ] && tag="${tag}_ring"
       { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
       [ "$BACKEND" = auto ] && tag="${style}_auto-backend"
       vdir="$dir/${tag}_c$c"

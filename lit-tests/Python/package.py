@@ -42,6 +42,10 @@ for name, plan in [
                                                                  chunks=4, backend="ldst")),
     ("matmul_all_reduce", synco.plans.matmul_all_reduce(world_size=8, m=1024, n=4096,
                                                          algorithm="two_shot")),
+    ("all_gather_matmul ring", synco.plans.all_gather_matmul(
+        world_size=4, m=8192, k=4096, n=7168, chunks=2, backend="ldst", algorithm="ring")),
+    ("all_gather_attention ring", synco.plans.all_gather_attention(
+        world_size=4, seq=4096, kv_heads=8, head_dim=128, algorithm="ring")),
 ]:
     run = subprocess.run(["synco-opt", "-", "-o", "/dev/null"], input=plan, text=True,
                          capture_output=True)
@@ -56,6 +60,9 @@ for call, text in [
      "algorithm must be 'one_shot' or 'two_shot', not 'ring'"),
     (lambda: synco.plans.matmul_reduce_scatter(world_size=2, m=1024, n=64, dtype="fp8"),
      "dtype must be one of"),
+    (lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
+                                              algorithm="two_shot"),
+     "algorithm must be one of ('direct', 'ring'), not 'two_shot'"),
 ]:
     ok, got = raises(ValueError, text, call)
     expect(f"template refuses: {text}", ok, got)

@@ -128,6 +128,11 @@ attn = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, caus
 expect("AllGatherAttention compiles for 2 ranks", attn.manifest.world_size == 2)
 expect("its plan binds K and V", [(n, s, a) for n, s, _, a in attn.manifest.buffers]
        == [("K", [1024, 128], 1), ("V", [1024, 128], 2)], str(attn.manifest.buffers))
+ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, causal=True,
+                                      chunks=2, algorithm="ring", cache_dir=scratch / "cache")
+plan = (ring.folder / "plan.mlir").read_text()
+expect("a ring AllGatherAttention gathers K and V by a ring",
+       plan.count("algorithm(ring)") == 2 and ring.folder != attn.folder, plan)
 ok, got = raises(ValueError, "chunks must be a count for attention",
                  lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2,
                                                           head_dim=64, chunks="auto"))

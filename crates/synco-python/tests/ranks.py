@@ -9,12 +9,13 @@ that a GPU machine without the compiler runs them (synco.compile finds
 them by the identity of the compiler that built them). `check` spawns W
 processes (rank r on GPU r mod the GPU count; ranks sharing a GPU take
 turns on it), each through `synco.Group` and `synco.ops`: all-gather +
-GEMM on the copy engine and on `ldst`, GEMM + reduce-scatter, and the
-one-shot and two-shot all-reduces, each twice on fresh random data with
+GEMM on the copy engine and on `ldst`, direct and ring, GEMM +
+reduce-scatter, and the one-shot and two-shot all-reduces, each twice on
+fresh random data with
 poisoned outputs, against the same product computed by PyTorch in fp32
 from every rank's inputs; context-parallel attention (K and V gathered,
 causal or not, on each transport) against PyTorch's attention over the
-whole sequence; then launches the runtime must refuse before
+whole sequence, direct and ring; then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
 reduce-scatter where rank 1 dies after a first launch (`killed`), stays
 alive but never launches (`absent`), or launches in step but never sends
@@ -46,6 +47,10 @@ CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}
 OPS = [
     ("all_gather_matmul copy_engine", ops.AllGatherMatmul, {"backend": "copy_engine", "chunks": 2}),
     ("all_gather_matmul ldst", ops.AllGatherMatmul, {"backend": "ldst", "chunks": 2}),
+    ("all_gather_matmul ring copy_engine", ops.AllGatherMatmul,
+     {"backend": "copy_engine", "chunks": 2, "algorithm": "ring"}),
+    ("all_gather_matmul ring ldst", ops.AllGatherMatmul,
+     {"backend": "ldst", "chunks": 2, "algorithm": "ring"}),
     ("matmul_reduce_scatter", ops.MatmulReduceScatter, {"chunks": 2}),
     ("matmul_all_reduce one_shot", ops.MatmulAllReduce, {"algorithm": "one_shot", "chunks": 1}),
     ("matmul_all_reduce two_shot", ops.MatmulAllReduce, {"algorithm": "two_shot", "chunks": 2}),
@@ -57,14 +62,15 @@ WORKER_TIMEOUT = {"check": 300, "fault": 60}
 
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
 # key/value heads, head dim 64; blocks of 64 queries and 64 keys.
-ATTENTION = [(causal, backend) for causal in (False, True) for backend in ("copy_engine", "ldst")]
+ATTENTION = [(causal, backend, algorithm) for algorithm in ("direct", "ring")
+             for causal in (False, True) for backend in ("copy_engine", "ldst")]
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
-def attention_options(world, causal, backend, cache):
+def attention_options(world, causal, backend, algorithm, cache):
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
-                config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=2, backend=backend, num_warps=4,
-                num_stages=2, cache_dir=cache)
+                config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=2, backend=backend,
+                algorithm=algorithm, num_warps=4, num_stages=2, cache_dir=cache)
 
 
 def options(world, extra, cache):
@@ -79,10 +85,11 @@ def build(args):
             compiled = cls.compile(world, **options(world, extra, args.cache))
             print(f"built W={world} {name}: {compiled.folder.name} "
                   f"({'cached' if compiled.cached else f'{time.perf_counter() - start:.1f} s'})")
-        for causal, backend in ATTENTION:
+        for causal, backend, algorithm in ATTENTION:
             compiled = ops.AllGatherAttention.compile(
-                world, **attention_options(world, causal, backend, args.cache))
-            print(f"built W={world} attention causal={causal} {backend}: {compiled.folder.name}")
+                world, **attention_options(world, causal, backend, algorithm, args.cache))
+            print(f"built W={world} attention causal={causal} {backend} {algorithm}: "
+                  f"{compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -132,11 +139,11 @@ def check_attention(group, cache, seed, report):
     against PyTorch's attention over the whole sequence in fp32."""
     w, r, dev = group.world_size, group.rank, group.device
     seq = TOKENS * w
-    for causal, backend in ATTENTION:
-        name = f"attention {'causal' if causal else 'full'} {backend}"
+    for causal, backend, algorithm in ATTENTION:
+        name = f"attention {'causal' if causal else 'full'} {backend} {algorithm}"
         try:
             op = ops.AllGatherAttention(group, heads=HEADS,
-                                        **attention_options(w, causal, backend, cache))
+                                        **attention_options(w, causal, backend, algorithm, cache))
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue

@@ -78,7 +78,8 @@ class AllGatherMatmul(_GemmOperator):
     across the ranks: each rank's tiles wait only for the chunk of A they
     read. Options: `kernel` (a GEMM with `synco.kernels.matmul`'s
     arguments), `config` (its constexprs), `chunks`, `backend`,
-    `num_warps`, `num_stages`, `cache_dir`."""
+    `algorithm` (`direct` or `ring`), `num_warps`, `num_stages`,
+    `cache_dir`."""
 
     @staticmethod
     def _plan(**shape):
@@ -163,7 +164,10 @@ class AllGatherAttention:
     rank's own chunks first and waits for each peer chunk before its
     blocks; a causal rank never waits for chunks past its tokens. Options:
     `config` (BLOCK_M, BLOCK_N), `chunks` per rank, `backend`
-    (`copy_engine` or `ldst`), `num_warps`, `num_stages`, `cache_dir`."""
+    (`copy_engine` or `ldst`), `algorithm` (`direct`, or `ring`: each rank
+    forwards the blocks it received to the next, and reads them in the
+    order they come, r - 1 first), `num_warps`, `num_stages`,
+    `cache_dir`."""
 
     CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
     SIGNATURE = ["*bf16"] * 4 + ["fp32"] + ["i32"] * 16
@@ -175,12 +179,12 @@ class AllGatherAttention:
     @classmethod
     def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False,
                 kernel=kernels.attention, config=None, chunks=4, backend="copy_engine",
-                num_warps=8, num_stages=3, cache_dir=None):
+                algorithm="direct", num_warps=8, num_stages=3, cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
-                                          chunks=chunks, backend=backend)
+                                          chunks=chunks, backend=backend, algorithm=algorithm)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel, signature=cls.SIGNATURE, plan=plan, pipeline="synco-fuse",
                        constexprs=constexprs, divisible=cls.DIVISIBLE, num_warps=num_warps,

@@ -12,18 +12,24 @@ DTYPES = ("bf16", "f16", "f32")
 BACKENDS = ("auto", "copy_engine", "ldst")
 
 
+GATHER_ALGORITHMS = ("direct", "ring")
+
+
 def all_gather_matmul(*, world_size, m, k, n, dtype="bf16", block_m=128, chunks="auto",
-                      backend="auto", a_arg=0, c_arg=2):
+                      backend="auto", algorithm="direct", a_arg=0, c_arg=2):
     """A [m, k] all-gathered along its rows into a GEMM whose tiles of
     `block_m` rows wait for their chunk; C [m, n] is the GEMM's output
     (argument `c_arg`, or None for an output the plan need not bind: any
-    tensor, not a symmetric one)."""
+    tensor, not a symmetric one). `algorithm`: `direct` (every rank sends
+    its block to every peer) or `ring` (each rank forwards what it received
+    to the next)."""
     _check(world_size=world_size, m=m, k=k, n=n, dtype=dtype, block_m=block_m,
            chunks=chunks, backend=backend)
     return (f"chunk.plan @all_gather_matmul world_size({world_size}) {{\n"
             f"  chunk.buffer @A : !chunk.buffer<{m}x{k}x{dtype}> bind({a_arg})\n"
             f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}>{_bind(c_arg)}\n"
-            f"  chunk.all_gather @A dim(0) chunks({chunks}) backend({backend})\n"
+            f"  chunk.all_gather @A dim(0) chunks({chunks}) backend({backend})"
+            f"{_gather_algorithm(algorithm)}\n"
             f"  chunk.consume @A dim(0) tile({block_m}) index(\"pid_m\")\n"
             "}\n")
 
@@ -62,13 +68,16 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
 
 
 def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
-                         chunks=4, backend="copy_engine", k_arg=1, v_arg=2):
+                         chunks=4, backend="copy_engine", algorithm="direct", k_arg=1, v_arg=2):
     """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1)
     all-gathered along the sequence into an attention kernel whose loop
     over the keys and values reads blocks of `block_n` rows (the loop found
     in the kernel: the one that adds its variable to a range of `block_n`
     in K's and V's addresses), each chunk waited for before the blocks
-    that read it. K and V are arguments `k_arg` and `v_arg`."""
+    that read it, the rank's own chunks first, then the peers' in the
+    order they arrive (`algorithm`: `direct`, or `ring`, whose blocks come
+    from rank r - 1, r - 2, ...). K and V are arguments `k_arg` and
+    `v_arg`."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_n, chunks=chunks,
            backend=backend, kv_heads=kv_heads, head_dim=head_dim)
     if chunks == "auto":
@@ -79,10 +88,19 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
         f"  chunk.buffer @{name} : !chunk.buffer<{seq}x{columns}x{dtype}>{_bind(arg)}\n"
         for name, arg in (("K", k_arg), ("V", v_arg)))
     gathers = "".join(
-        f"  chunk.all_gather @{name} dim(0) chunks({chunks}) backend({backend})\n"
+        f"  chunk.all_gather @{name} dim(0) chunks({chunks}) backend({backend})"
+        f"{_gather_algorithm(algorithm)}\n"
         f"  chunk.consume @{name} dim(0) tile({block_n})\n"
         for name in ("K", "V"))
     return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"
+
+
+def _gather_algorithm(algorithm):
+    """The all-gather's `algorithm(...)` clause (none for `direct`, the
+    dialect's default, so that direct plans read as before)."""
+    if algorithm not in GATHER_ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {GATHER_ALGORITHMS}, not {algorithm!r}")
+    return "" if algorithm == "direct" else f" algorithm({algorithm})"
 
 
 def _bind(arg):
