@@ -256,6 +256,41 @@ impl Kernel {
             .map_err(runtime_error)
     }
 
+    /// Marks every chunk `rank`'s launches wait for as present (for
+    /// benchmarks: the kernel then runs only through `launch_alone`).
+    fn mark_chunks_present(&self, py: Python<'_>, rank: usize) -> PyResult<()> {
+        let kernel = self.loaded()?;
+        let node = self.node.borrow(py);
+        node.node
+            .mark_chunks_present(rank, kernel)
+            .map_err(runtime_error)
+    }
+
+    /// Launches `rank`'s kernel alone on `stream` (no copies, no peers),
+    /// its chunks marked present: the fused kernel's own time, to compare
+    /// with the local kernel's (a kernel without a plan runs the same way).
+    #[allow(clippy::too_many_arguments)]
+    fn launch_alone(
+        &self,
+        py: Python<'_>,
+        rank: usize,
+        grid: (u32, u32, u32),
+        args: Vec<Bound<'_, PyAny>>,
+        bindings: Vec<(String, usize, usize)>,
+        stream: usize,
+    ) -> PyResult<()> {
+        let kernel = self.loaded()?;
+        let values = to_args(&self.params, &args)?;
+        let buffers = heap_buffers(&bindings);
+        let mut node = self.node.borrow_mut(py);
+        node.node
+            .set_compute_stream(rank, stream as synco_runtime::CudaStream)
+            .map_err(runtime_error)?;
+        node.node
+            .launch_alone(kernel, rank, grid, &values, &buffers)
+            .map_err(runtime_error)
+    }
+
     /// This kernel's launches so far (the last one's epoch).
     #[getter]
     fn epoch(&self) -> PyResult<u32> {

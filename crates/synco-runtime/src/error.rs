@@ -71,6 +71,11 @@ pub enum RuntimeError {
         programs: u32,
         resident: u32,
     },
+    #[error("kernel '{kernel}': {reason}")]
+    NotAlone {
+        kernel: String,
+        reason: &'static str,
+    },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("rank {rank} does not exist: the node has {world_size} ranks")]

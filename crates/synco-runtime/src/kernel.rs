@@ -238,6 +238,10 @@ pub struct FusedKernel {
     pub(crate) storage: Buffer,
     /// Launches so far: the last launch's epoch.
     pub(crate) epochs: std::cell::Cell<u32>,
+    /// Its flags were marked reached for every epoch
+    /// ([`crate::Node::mark_chunks_present`]): a launch with peers would
+    /// not wait for anything, so only [`crate::Node::launch_alone`] runs it.
+    pub(crate) chunks_marked_present: std::cell::Cell<bool>,
     /// Per rank, how many programs of this kernel its GPU holds at once
     /// (blocks per SM x SMs), for kernels whose programs must all be
     /// resident (`FusedPlan::co_resident`, or tiles that wait for other
@@ -357,6 +361,7 @@ impl FusedKernel {
             staging,
             storage,
             epochs: std::cell::Cell::new(0),
+            chunks_marked_present: std::cell::Cell::new(false),
             resident,
             functions,
             modules,

@@ -163,7 +163,9 @@ class AllGatherAttention:
     `synco.kernels.attention`): its loop over the keys and values reads the
     rank's own chunks first and waits for each peer chunk before its
     blocks; a causal rank never waits for chunks past its tokens. Options:
-    `config` (BLOCK_M, BLOCK_N), `chunks` per rank, `backend`
+    `config` (BLOCK_M, BLOCK_N), `chunks` per rank (default 1: each
+    chunk is its own pipelined loop, see `benches/attention/README.md`),
+    `backend`
     (`copy_engine` or `ldst`), `algorithm` (`direct`, or `ring`: each rank
     forwards the blocks it received to the next, and reads them in the
     order they come, r - 1 first), `num_warps`, `num_stages`,
@@ -178,7 +180,7 @@ class AllGatherAttention:
 
     @classmethod
     def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False,
-                kernel=kernels.attention, config=None, chunks=4, backend="copy_engine",
+                kernel=kernels.attention, config=None, chunks=1, backend="copy_engine",
                 algorithm="direct", num_warps=8, num_stages=3, cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}

@@ -68,7 +68,7 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
 
 
 def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
-                         chunks=4, backend="copy_engine", algorithm="direct", k_arg=1, v_arg=2):
+                         chunks=1, backend="copy_engine", algorithm="direct", k_arg=1, v_arg=2):
     """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1)
     all-gathered along the sequence into an attention kernel whose loop
     over the keys and values reads blocks of `block_n` rows (the loop found

@@ -28,6 +28,12 @@ impl Node {
         bindings: &[(&str, Buffer)],
     ) -> Result<()> {
         self.check_not_failed()?;
+        if kernel.chunks_marked_present.get() {
+            return Err(RuntimeError::NotAlone {
+                kernel: kernel.manifest.kernel.clone(),
+                reason: "its chunks were marked present (mark_chunks_present): it would wait for no peer; only launch_alone runs it",
+            });
+        }
         let grid = self.checked_grid(kernel, grid, args, bindings)?;
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
@@ -212,7 +218,7 @@ impl Node {
     /// co-located rank's kernel was issued would wait for that kernel,
     /// which waits for this rank's (seen as a timeout with ranks sharing
     /// GPUs).
-    fn grow_scratch(&mut self, scratch_bytes: usize) -> Result<()> {
+    pub(super) fn grow_scratch(&mut self, scratch_bytes: usize) -> Result<()> {
         for (index, gpu) in self.gpus.iter().enumerate() {
             let (old, bytes) = self.scratch[index];
             if scratch_bytes > bytes {
@@ -333,21 +339,7 @@ impl Node {
     ) -> Result<()> {
         let gpu = self.local(rank);
         gpu.bind()?;
-        let flags = self.ptr(rank, &kernel.flags);
-        let abi = |name: &str| -> Option<Arg> {
-            Some(match name {
-                "synco_rank" => Arg::I32(rank as i32),
-                "synco_world_size" => Arg::I32(self.world_size() as i32),
-                "synco_heap_bases" => Arg::Ptr(gpu.heap_bases),
-                "synco_flags" => Arg::Ptr(flags),
-                "synco_epoch" => Arg::I32(epoch as i32),
-                "synco_errors" => Arg::Ptr(gpu.errors),
-                other => {
-                    let buffer = other.strip_prefix("synco_buffer_")?;
-                    Arg::Ptr(self.ptr(rank, &bound(bindings, buffer).ok()?))
-                }
-            })
-        };
+        let abi = |name: &str| self.abi_arg(rank, kernel, epoch, bindings, name);
         // The kernel, and the copies in front of it, start once the peers
         // they read or write have started (their previous work is done).
         let sync = kernel.sync.rank(rank);
@@ -395,6 +387,32 @@ impl Node {
             kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)?;
         }
         self.signal_kernel_done(rank, kernel, epoch)
+    }
+
+    /// The value of the fused kernel's ABI parameter `name` on `rank` for
+    /// `epoch` (`synco_rank`, `synco_flags`, a bound `synco_buffer_<name>`,
+    /// ...), or `None` for a name that is not one.
+    pub(super) fn abi_arg(
+        &self,
+        rank: usize,
+        kernel: &FusedKernel,
+        epoch: u32,
+        bindings: &[(&str, Buffer)],
+        name: &str,
+    ) -> Option<Arg> {
+        let gpu = self.local(rank);
+        Some(match name {
+            "synco_rank" => Arg::I32(rank as i32),
+            "synco_world_size" => Arg::I32(self.world_size() as i32),
+            "synco_heap_bases" => Arg::Ptr(gpu.heap_bases),
+            "synco_flags" => Arg::Ptr(self.ptr(rank, &kernel.flags)),
+            "synco_epoch" => Arg::I32(epoch as i32),
+            "synco_errors" => Arg::Ptr(gpu.errors),
+            other => {
+                let buffer = other.strip_prefix("synco_buffer_")?;
+                Arg::Ptr(self.ptr(rank, &bound(bindings, buffer).ok()?))
+            }
+        })
     }
 
     /// Whether launches issue their copies and kernels (all but a node

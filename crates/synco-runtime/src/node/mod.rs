@@ -1,9 +1,11 @@
 //! GPUs, symmetric heaps, launches and the watchdog: the node itself and
 //! its memory here; `open.rs`, opening it (every rank in one process, or
 //! one rank of many processes); `launch.rs`, one fused operation on every
-//! rank it drives; `watchdog.rs`, waiting for it, its timing and the error
-//! buffers.
+//! rank it drives; `alone.rs`, one rank's kernel by itself with its chunks
+//! marked present (for benchmarks); `watchdog.rs`, waiting for it, its
+//! timing and the error buffers.
 
+mod alone;
 mod launch;
 mod open;
 mod watchdog;

@@ -1,0 +1,208 @@
+"""What fusing the K/V all-gather costs the attention kernel itself, on one
+GPU: the fused kernel with every chunk already present, against the local
+kernel it was made from, on the same data.
+
+    python benches/attention/overhead.py --compile-only --cache DIR   # any machine
+    python benches/attention/overhead.py --cache DIR --out FILE.json  # the GPU machine
+
+The fused kernel is `synco.ops.AllGatherAttention`'s for W = 4 ranks (K
+and V gathered along the sequence by the copy engine; direct in 1 and 4
+chunks per rank, ring in 4): its loop over the keys and values is split
+into W x chunks loops, one per chunk, taken in arrival order, each behind a wait for its
+chunk. Here the runtime marks every chunk present (`mark_chunks_present`)
+and launches the last rank's kernel alone (`launch_alone`: no copies, no
+peers), so each wait passes at once: what remains is the cost of the
+waits, the rotation and the split loops. The local kernel is the same
+`synco.kernels.attention`, compiled without a plan, launched the same way
+over the same rank's queries and the same gathered K and V.
+
+The last rank's queries see the whole sequence, causal or not. Inputs are
+random (bf16); the fused kernel's output is checked against the local
+kernel's (their sums run in another order). Each variant is timed with
+CUDA events around back-to-back launches on one stream (about 20 ms per
+sample, after 300 ms of warm-up), the variants interleaved sample by
+sample; the table gives medians of 11 samples and the fused kernel's time
+over the local kernel's.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+import synco
+from synco import kernels, ops
+
+#: (name, query heads, key/value heads, head dim): the attention issue's
+#: shapes, batch 1.
+MODELS = [("llama3-8b", 32, 8, 128), ("64-head", 64, 8, 128)]
+SEQS = [16384, 32768, 131072]
+WORLD = 4
+#: (algorithm, chunks per rank) of the fused variants.
+FUSED = [("direct", 1), ("direct", 4), ("ring", 4)]
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
+NUM_WARPS, NUM_STAGES = 8, 3
+SAMPLES, SAMPLE_MS, WARMUP_MS = 11, 20.0, 300.0
+TOLERANCE = 1e-2
+
+
+def local_kernel(head_dim, causal, cache):
+    """The attention kernel without a plan (what the fused one came from)."""
+    return synco.compile(kernels.attention, signature=ops.AllGatherAttention.SIGNATURE,
+                         constexprs={"HEAD_DIM": head_dim, "CAUSAL": int(causal), **CONFIG},
+                         divisible=ops.AllGatherAttention.DIVISIBLE, num_warps=NUM_WARPS,
+                         num_stages=NUM_STAGES, cache_dir=cache)
+
+
+def fused_kernel(seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
+    return ops.AllGatherAttention.compile(
+        WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
+        chunks=chunks, backend="copy_engine", algorithm=algorithm, num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES, cache_dir=cache)
+
+
+def cases():
+    for model, heads, heads_kv, head_dim in MODELS:
+        for seq in SEQS:
+            for causal in (False, True):
+                yield model, heads, heads_kv, head_dim, seq, causal
+
+
+def compile_all(cache):
+    for model, _, heads_kv, head_dim, seq, causal in cases():
+        local_kernel(head_dim, causal, cache)
+        for algorithm, chunks in FUSED:
+            fused_kernel(seq, heads_kv, head_dim, causal, algorithm, chunks, cache)
+        print(f"compiled {model} seq {seq} {'causal' if causal else 'full'}", flush=True)
+
+
+class _HeapBytes:
+    """Bytes at `address` on `device` as a CUDA array."""
+
+    def __init__(self, address, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "version": 3,
+                                         "strides": None, "data": (address, False)}
+
+
+def time_interleaved(launches):
+    """Median ms per launch of each of `launches` (name -> callable), the
+    samples taken in turn."""
+    stream = torch.cuda.current_stream()
+    per_sample = {}
+    for name, launch in launches.items():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        launch()
+        start.record(stream)
+        launch()
+        end.record(stream)
+        end.synchronize()
+        per_sample[name] = max(1, round(SAMPLE_MS / max(start.elapsed_time(end), 1e-3)))
+        warm = max(1, round(WARMUP_MS / SAMPLE_MS))
+        for _ in range(warm * per_sample[name]):
+            launch()
+    torch.cuda.synchronize()
+    times = {name: [] for name in launches}
+    for _ in range(SAMPLES):
+        for name, launch in launches.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            for _ in range(per_sample[name]):
+                launch()
+            end.record(stream)
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) / per_sample[name])
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def run_case(node, heap_bytes, cache, model, heads, heads_kv, head_dim, seq, causal):
+    rank = WORLD - 1
+    tokens, kv_cols, q_cols = seq // WORLD, heads_kv * head_dim, heads * head_dim
+    node.reset_heap()
+    base = node.heap_base(rank)
+    device = torch.device("cuda", 0)
+
+    def in_heap(rows, cols):
+        nbytes = 2 * rows * cols
+        offset = node.alloc(nbytes)
+        tensor = torch.as_tensor(_HeapBytes(base + offset, nbytes), device=device)
+        return tensor.view(torch.bfloat16).view(rows, cols)
+
+    k, v = in_heap(seq, kv_cols), in_heap(seq, kv_cols)
+    g = torch.Generator(device=device).manual_seed(seq + heads + causal)
+    for t in (k, v):
+        t.copy_(torch.randn(t.shape, generator=g, device=device, dtype=torch.bfloat16))
+    q = torch.randn((tokens, q_cols), generator=g, device=device, dtype=torch.bfloat16)
+    n_kv = seq  # the last rank's queries see every key, causal or not
+    scalars = [head_dim ** -0.5, tokens * q_cols, head_dim, q_cols, seq * kv_cols, head_dim,
+               kv_cols, seq * kv_cols, head_dim, kv_cols, tokens * q_cols, head_dim, q_cols,
+               heads, heads_kv, tokens, n_kv]
+    grid = (tokens // CONFIG["BLOCK_M"], heads, 1)
+    stream = torch.cuda.current_stream().cuda_stream
+    heap = synco.runtime.Heap(base, heap_bytes)
+    outs, launches = {}, {}
+    variants = {"local": local_kernel(head_dim, causal, cache)}
+    for algorithm, chunks in FUSED:
+        variants[f"{algorithm} c{chunks}"] = fused_kernel(seq, heads_kv, head_dim, causal,
+                                                          algorithm, chunks, cache)
+    loaded = []
+    for name, compiled in variants.items():
+        kernel = node.load(str(compiled.manifest.path))
+        loaded.append(kernel)
+        kernel.mark_chunks_present(rank)
+        out = torch.full((tokens, q_cols), float("nan"), device=device, dtype=torch.bfloat16)
+        values, bindings = synco.runtime.LaunchArguments(compiled.manifest, device, heap)(
+            [q, k, v, out, *scalars])
+        launch = (lambda kernel=kernel, values=values, bindings=bindings:
+                  kernel.launch_alone(rank, grid, values, bindings, stream))
+        launch()
+        outs[name], launches[name] = out, launch
+    torch.cuda.synchronize()
+    want = outs["local"].float()
+    errors = {name: ((out.float() - want).norm() / want.norm()).item()
+              for name, out in outs.items() if name != "local"}
+    ms = time_interleaved(launches)
+    for kernel in loaded:
+        kernel.unload()
+    return {"model": model, "heads": heads, "kv_heads": heads_kv, "head_dim": head_dim,
+            "seq": seq, "causal": causal, "world": WORLD,
+            "tokens_per_rank": tokens, "ms": ms, "rel_err_vs_local": errors,
+            "ok": all(e < TOLERANCE for e in errors.values())}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--compile-only", action="store_true")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if args.compile_only:
+        compile_all(args.cache)
+        return 0
+    largest = max(SEQS)
+    heap = 2 * 2 * largest * max(h_kv * d for _, _, h_kv, d in MODELS) + (64 << 20)
+    node = synco._native.Node.open_shared(WORLD, 1, heap)
+    rows, failed = [], 0
+    for case in cases():
+        row = run_case(node, heap, args.cache, *case)
+        rows.append(row)
+        failed += not row["ok"]
+        local = row["ms"]["local"]
+        cells = " ".join(f"{name} {t:.3f} ms ({t / local - 1:+.1%})"
+                         for name, t in row["ms"].items() if name != "local")
+        print(f"{row['model']:10} seq {row['seq']:6} {'causal' if row['causal'] else 'full  '} "
+              f"local {local:.3f} ms  {cells}  err {max(row['rel_err_vs_local'].values()):.1e}"
+              f"{'' if row['ok'] else '  FAIL'}", flush=True)
+    result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "rows": rows}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+    print(f"overhead.py: {len(rows) - failed} correct, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

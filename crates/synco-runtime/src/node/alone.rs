@@ -1,0 +1,91 @@
+//! [`Node::launch_alone`]: one rank's fused kernel by itself, every chunk
+//! it waits for marked present beforehand ([`Node::mark_chunks_present`]):
+//! what the fusion costs the kernel (waits that pass at once, the chunk
+//! order, the split loops), measured without peers or copies. For
+//! benchmarks: the peers' rows hold whatever the buffers held.
+
+use super::{Node, check};
+use crate::{
+    error::{Result, RuntimeError},
+    heap::Buffer,
+    kernel::{Arg, FusedKernel},
+};
+use cudarc::driver::sys;
+
+impl Node {
+    /// Sets every chunk flag of `kernel` on `rank` to `i32::MAX`, so that
+    /// each of its waits passes at once in every later epoch. The kernel
+    /// then runs only through [`Node::launch_alone`] (a launch with peers
+    /// refuses it): load it again for that. Refuses kernels with copy
+    /// programs (`ldst`), whose programs would copy and count regardless.
+    pub fn mark_chunks_present(&self, rank: usize, kernel: &FusedKernel) -> Result<()> {
+        let Some(fused) = alone_plan(kernel)? else {
+            return Ok(());
+        };
+        let gpu = self.gpu(rank)?;
+        gpu.bind()?;
+        let flags = self.ptr(rank, &kernel.flags);
+        unsafe {
+            check(
+                rank,
+                "cuMemsetD32",
+                sys::cuMemsetD32_v2(flags, i32::MAX as u32, fused.num_flags.max(0) as usize),
+            )?;
+        }
+        kernel.chunks_marked_present.set(true);
+        Ok(())
+    }
+
+    /// Launches `kernel` on `rank`'s compute stream alone, over `grid`,
+    /// with `args` and `bindings` as [`Node::launch`] takes them: no
+    /// copies, no waits for peers, no signals. Its chunks must have been
+    /// marked present ([`Node::mark_chunks_present`]). A kernel without a
+    /// plan (the local kernel to compare with) runs the same way.
+    pub fn launch_alone(
+        &mut self,
+        kernel: &FusedKernel,
+        rank: usize,
+        grid: (u32, u32, u32),
+        args: &[Arg],
+        bindings: &[(&str, Buffer)],
+    ) -> Result<()> {
+        self.check_not_failed()?;
+        if alone_plan(kernel)?.is_some() && !kernel.chunks_marked_present.get() {
+            return Err(RuntimeError::NotAlone {
+                kernel: kernel.manifest.kernel.clone(),
+                reason: "launched alone before mark_chunks_present: its waits would never pass",
+            });
+        }
+        crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
+        let bindings: Vec<(&str, Buffer)> = bindings
+            .iter()
+            .copied()
+            .chain(kernel.staging.iter().map(|(name, b)| (name.as_str(), *b)))
+            .collect();
+        let epoch = kernel.epochs.get() + 1;
+        kernel.epochs.set(epoch);
+        let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
+        self.grow_scratch(kernel.manifest.global_scratch.size as usize * programs)?;
+        let gpu = self.gpu(rank)?;
+        gpu.bind()?;
+        let abi = |name: &str| self.abi_arg(rank, kernel, epoch, &bindings, name);
+        let scratch = self.scratch[rank - self.local_ranks().start].0;
+        kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)
+    }
+}
+
+/// The fused plan of a kernel that can run alone (`None`: a kernel
+/// without a plan): one whose chunks the copy engine moves (no copy
+/// programs).
+fn alone_plan(kernel: &FusedKernel) -> Result<Option<&synco_manifest::FusedPlan>> {
+    let Some(fused) = kernel.manifest.fused.as_ref() else {
+        return Ok(None);
+    };
+    if fused.copy_programs > 0 {
+        return Err(RuntimeError::NotAlone {
+            kernel: kernel.manifest.kernel.clone(),
+            reason: "its copy programs (ldst) copy and count regardless of the flags: only kernels whose chunks the copy engine moves run alone",
+        });
+    }
+    Ok(Some(fused))
+}
