@@ -1,0 +1,308 @@
+"""Context-parallel attention with W ranks, one process per rank: Synco's
+fused all-gather + attention against PyTorch, in one run.
+
+    python benches/attention/bench.py --compile-only --world W --cache DIR   # any machine
+    python benches/attention/bench.py --world W --cache DIR --out FILE.json  # the GPU machine
+
+Each rank holds seq / W tokens of Q, K and V ([tokens, heads x head_dim],
+batch 1, rank r the r-th slice) and computes attention of its queries over
+the whole sequence (causal: up to its tokens). Per shape and mask, timed
+the same way in the same run (CUDA events around 10 calls back to back
+after a barrier, after about 300 ms of warm-up; the median of 15 samples;
+the slowest rank's):
+
+* `synco <algorithm> <backend> c<n>`: `synco.ops.AllGatherAttention`, K
+  and V all-gathered inside the attention kernel (direct or ring; copy
+  engine or ldst; n chunks per rank), each rank's shard already in place;
+* `attention alone`: the same attention kernel without a plan
+  (`synco.kernels.attention`, Triton's JIT) over the gathered K and V,
+  and `sdpa alone`: PyTorch's scaled_dot_product_attention (flash
+  backend) over them;
+* `all-gather alone`: NCCL all_gather_into_tensor of K and of V;
+* `link`: the bytes a rank receives (K and V of its W - 1 peers) copied
+  from the peers' symmetric heaps by the copy engine, one peer after
+  another;
+* `torch b2b`: the NCCL all-gathers, then SDPA (flash), back to back.
+
+The floor is max(best attention alone, link); the overlap efficiency of a
+variant is floor / its time. Every Synco variant's output is checked
+against SDPA's (relative error under 2e-2) before it is timed.
+
+With fewer GPUs than ranks (ranks share GPUs: rank r on GPU r mod the
+count), NCCL cannot run two ranks on one GPU: the process group is gloo,
+the NCCL baselines are skipped and the times are not those of a W-GPU
+machine (the run checks the script and the kernels). PyTorch's ring
+`context_parallel` is not among the baselines yet.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
+
+import synco
+from synco import kernels, ops
+
+MODELS = {"llama3-8b": (32, 8, 128), "64-head": (64, 8, 128)}
+SEQS = [16384, 32768, 131072]
+#: (algorithm, backend, chunks per rank) of the Synco variants.
+VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("ring", "copy_engine", 1),
+            ("ring", "ldst", 1), ("direct", "copy_engine", 4)]
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
+NUM_WARPS, NUM_STAGES = 8, 3
+PER_SAMPLE, SAMPLES, WARMUP_MS = 10, 15, 300.0
+TOLERANCE = 2e-2
+
+
+def shapes(args):
+    models = args.models.split(",")
+    seqs = [int(s) for s in args.seqs.split(",")]
+    for model in models:
+        heads, kv_heads, head_dim = MODELS[model]
+        for seq in seqs:
+            for causal in (False, True):
+                yield model, heads, kv_heads, head_dim, seq, causal
+
+
+def options(world, kv_heads, head_dim, seq, causal, variant, cache):
+    algorithm, backend, chunks = variant
+    return dict(seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal, config=CONFIG,
+                chunks=chunks, backend=backend, algorithm=algorithm, num_warps=NUM_WARPS,
+                num_stages=NUM_STAGES, cache_dir=cache)
+
+
+def compile_all(args):
+    for model, _, kv_heads, head_dim, seq, causal in shapes(args):
+        for variant in VARIANTS:
+            ops.AllGatherAttention.compile(
+                args.world, **options(args.world, kv_heads, head_dim, seq, causal, variant,
+                                      args.cache))
+        print(f"compiled W={args.world} {model} seq {seq} {'causal' if causal else 'full'}",
+              flush=True)
+
+
+def timed(fn):
+    """The median ms per call (see the module doc); every rank runs the
+    same number of warm-up batches."""
+    began = time.perf_counter()
+    for _ in range(PER_SAMPLE):
+        fn()
+    torch.cuda.synchronize()
+    per_batch = max((time.perf_counter() - began) * 1e3, 1e-3)
+    batches = torch.tensor([int(WARMUP_MS / per_batch) + 1], device="cuda")
+    dist.all_reduce(batches, op=dist.ReduceOp.MAX)
+    for _ in range(int(batches.item())):
+        for _ in range(PER_SAMPLE):
+            fn()
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(SAMPLES):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(PER_SAMPLE):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / PER_SAMPLE)
+    return statistics.median(times)
+
+
+def sdpa(q, k, v, heads, kv_heads, head_dim, causal, rank, tokens):
+    """PyTorch's attention (flash backend) of this rank's queries over
+    `k`, `v` (the whole sequence): causal, its queries are the last of the
+    first (rank + 1) * tokens keys."""
+    seq = k.shape[0] if not causal else (rank + 1) * tokens
+    view = lambda x, n: x[:seq].view(-1, n, head_dim).transpose(0, 1)[None]  # noqa: E731
+    qh = q.view(tokens, heads, head_dim).transpose(0, 1)[None]
+    kh, vh = view(k, kv_heads), view(v, kv_heads)
+    mask = causal_lower_right(tokens, seq) if causal else None
+    backends = [SDPBackend.FLASH_ATTENTION] if FLASH_WORKS else list(SDPBackend)
+    with sdpa_kernel(backends):
+        out = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask, enable_gqa=True)
+    return out[0].transpose(0, 1).reshape(tokens, heads * head_dim)
+
+
+#: Whether SDPA's flash backend takes these calls (grouped heads, a
+#: lower-right causal mask); set by `check_flash` on the first call.
+FLASH_WORKS = True
+
+
+def check_flash(*args):
+    """SDPA's result, on its flash backend where it runs, else on whichever
+    backend PyTorch picks (recorded in the results)."""
+    global FLASH_WORKS
+    try:
+        return sdpa(*args)
+    except RuntimeError:
+        FLASH_WORKS = False
+        return sdpa(*args)
+
+
+def agreed(ok):
+    """Whether every rank says `ok` (a collective)."""
+    flag = torch.tensor([0 if ok else 1], device="cuda")
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return flag.item() == 0
+
+
+def peer_view(group, tensor, peer):
+    """`tensor` (in this rank's symmetric heap) as it lies in `peer`'s."""
+    offset = group.offset_of(tensor)
+    nbytes = tensor.numel() * tensor.element_size()
+    array = type("PeerBytes", (), {"__cuda_array_interface__": {
+        "shape": (nbytes,), "typestr": "|u1", "version": 3, "strides": None,
+        "data": (group._bases[peer] + offset, False)}})()
+    return torch.as_tensor(array, device=group.device).view(tensor.dtype).view(tensor.shape)
+
+
+def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal):
+    w, r, dev = group.world_size, group.rank, group.device
+    tokens, kv_cols, q_cols = seq // w, kv_heads * head_dim, heads * head_dim
+    own = slice(r * tokens, (r + 1) * tokens)
+    g = torch.Generator(device=dev).manual_seed(1000 * r + seq + causal)
+    rand = lambda *s: torch.randn(s, generator=g, device=dev, dtype=torch.bfloat16)  # noqa: E731
+    q, k_shard, v_shard = rand(tokens, q_cols), rand(tokens, kv_cols), rand(tokens, kv_cols)
+    row = {"model": model, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim,
+           "seq": seq, "causal": causal, "world": w, "ms": {}, "rel_err": {}}
+    # Every rank's K and V, gathered (the references' input).
+    k_all = torch.empty((seq, kv_cols), device=dev, dtype=torch.bfloat16)
+    v_all = torch.empty_like(k_all)
+    gather = (dist.all_gather_into_tensor if nccl else _gather_via_objects)
+    gather(k_all, k_shard)
+    gather(v_all, v_shard)
+    want = check_flash(q, k_all, v_all, heads, kv_heads, head_dim, causal, r, tokens).float()
+    row["sdpa_backend"] = "flash" if FLASH_WORKS else "any"
+    scale = head_dim ** -0.5
+    n_kv = (r + 1) * tokens if causal else seq
+    row["refused"] = {}
+    for variant in VARIANTS:
+        name = "synco {} {} c{}".format(*variant)
+        group.reset_heap()
+        op = ops.AllGatherAttention(group, heads=heads, **options(w, kv_heads, head_dim, seq,
+                                                                  causal, variant, cache))
+        op.k_shard.copy_(k_shard)
+        op.v_shard.copy_(v_shard)
+        out = torch.full_like(q, float("nan"))
+        try:
+            op(q, out=out)
+            group.wait(120)
+            row["rel_err"][name] = ((out.float() - want).norm() / want.norm()).item()
+        except synco.LaunchError as e:  # e.g. ranks sharing a GPU that cannot hold them
+            row["refused"][name] = str(e)
+        if agreed(row["rel_err"].get(name, 1.0) < TOLERANCE):
+            row["ms"][name] = timed(lambda op=op, out=out: op(q, out=out))
+            group.wait(120)
+        op.kernel._kernel.unload()
+    grid = (tokens // CONFIG["BLOCK_M"], heads)
+    local = torch.empty_like(q)
+    row["ms"]["attention alone"] = timed(lambda: kernels.attention[grid](
+        q, k_all, v_all, local, scale, tokens * q_cols, head_dim, q_cols, seq * kv_cols,
+        head_dim, kv_cols, seq * kv_cols, head_dim, kv_cols, tokens * q_cols, head_dim, q_cols,
+        heads, kv_heads, tokens, n_kv, HEAD_DIM=head_dim, CAUSAL=int(causal), num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES, **CONFIG))
+    row["ms"]["sdpa alone"] = timed(
+        lambda: sdpa(q, k_all, v_all, heads, kv_heads, head_dim, causal, r, tokens))
+    # The link: this rank's peers' K and V blocks, copied from their heaps.
+    group.reset_heap()
+    k_sym, v_sym = group.empty((seq, kv_cols), torch.bfloat16), group.empty((seq, kv_cols),
+                                                                             torch.bfloat16)
+    peers = [(p, slice(p * tokens, (p + 1) * tokens)) for p in range(w) if p != r]
+
+    def link():
+        for p, rows in peers:
+            for sym in (k_sym, v_sym):
+                sym[rows].copy_(peer_view(group, sym, p)[rows], non_blocking=True)
+
+    row["ms"]["link"] = timed(link)
+    if nccl:
+        k_out, v_out = torch.empty_like(k_all), torch.empty_like(v_all)
+
+        def all_gather():
+            dist.all_gather_into_tensor(k_out, k_shard)
+            dist.all_gather_into_tensor(v_out, v_shard)
+
+        row["ms"]["all-gather alone"] = timed(all_gather)
+
+        def b2b():
+            all_gather()
+            return sdpa(q, k_out, v_out, heads, kv_heads, head_dim, causal, r, tokens)
+
+        row["ms"]["torch b2b"] = timed(b2b)
+    return row
+
+
+def _gather_via_objects(out, shard):
+    """all_gather_into_tensor for gloo (ranks sharing GPUs: no NCCL)."""
+    parts = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, shard.cpu())
+    out.copy_(torch.cat(parts).to(out.device))
+
+
+def worker(rank, args, port, gpus):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank % gpus)
+    nccl = gpus >= args.world
+    dist.init_process_group("nccl" if nccl else "gloo", rank=rank, world_size=args.world,
+                            timeout=datetime.timedelta(seconds=600),
+                            **({"device_id": torch.device("cuda", rank)} if nccl else {}))
+    biggest = max(int(s) for s in args.seqs.split(","))
+    kv = max(MODELS[m][1] * MODELS[m][2] for m in args.models.split(","))
+    group = synco.Group(heap_bytes=2 * 2 * biggest * kv + (64 << 20), peer_timeout=60.0)
+    rows = []
+    for shape in shapes(args):
+        row = run_shape(group, nccl, args.cache, *shape)
+        gathered = [None] * args.world
+        dist.all_gather_object(gathered, row)
+        merged = dict(row, ms={k: max(g["ms"].get(k, float("nan")) for g in gathered)
+                               for k in row["ms"]},
+                      rel_err={k: max(g["rel_err"].get(k, float("nan")) for g in gathered)
+                               for k in row["rel_err"]})
+        best = min(merged["ms"]["attention alone"], merged["ms"]["sdpa alone"])
+        merged["floor_ms"] = max(best, merged["ms"]["link"])
+        merged["efficiency"] = {k: merged["floor_ms"] / t for k, t in merged["ms"].items()
+                                if k.startswith("synco")}
+        rows.append(merged)
+        if rank == 0:
+            print(json.dumps(merged), flush=True)
+    if rank == 0 and args.out:
+        with open(args.out, "w") as f:
+            json.dump({"gpus": gpus, "world": args.world, "shared_gpus": not nccl,
+                       "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "rows": rows}, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--world", type=int, required=True)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
+    parser.add_argument("--compile-only", action="store_true")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if args.compile_only:
+        compile_all(args)
+        return 0
+    gpus = torch.cuda.device_count()
+    port = 29500 + os.getpid() % 1000
+    mp.start_processes(worker, args=(args, port, gpus), nprocs=args.world, start_method="spawn")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
