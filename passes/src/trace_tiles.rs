@@ -55,13 +55,15 @@ fn run(module: OperationRef, options: &ChunkTraceTilesOptions) -> Result<(), Pas
             .into_iter()
             .find(|op| ir::attr(*op, TILE_INDEX_ATTR).is_some())
         else {
-            return Err(fail(
-                plan.op,
-                format!(
-                    "{}: the kernel has no marked tile index; run chunk-reorder-tiles first",
-                    NAME
-                ),
-            ));
+            let why = if ir::walk(kernel)
+                .into_iter()
+                .any(|op| ir::attr(op, crate::tiles::CHUNK_LOOP_ATTR).is_some())
+            {
+                "its tiles are walked by a kernel loop split by chunk (a consume with loop(...)), which tracing does not instrument yet"
+            } else {
+                "the kernel has no marked tile index; run chunk-reorder-tiles first"
+            };
+            return Err(fail(plan.op, format!("{NAME}: {why}")));
         };
         let trace = declare_buffer(&plan, kernel, records)?;
         instrument(kernel, marked, trace, records, per_program)?;
