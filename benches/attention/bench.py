@@ -60,7 +60,7 @@ VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("ring", "copy_
             ("ring", "ldst", 1), ("direct", "copy_engine", 4)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
-PER_SAMPLE, SAMPLES, WARMUP_MS = 10, 15, 300.0
+PER_SAMPLE, SAMPLES, WARMUP_MS = 10, 15, 300.0  # (--per-sample, --samples)
 TOLERANCE = 2e-2
 
 
@@ -251,6 +251,8 @@ def _gather_via_objects(out, shard):
 
 
 def worker(rank, args, port, gpus):
+    global SAMPLES, PER_SAMPLE
+    SAMPLES, PER_SAMPLE = args.samples, args.per_sample
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.cuda.set_device(rank % gpus)
     nccl = gpus >= args.world
@@ -293,6 +295,10 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
     parser.add_argument("--compile-only", action="store_true")
+    parser.add_argument("--samples", type=int, default=SAMPLES,
+                        help="timed samples per variant (median taken)")
+    parser.add_argument("--per-sample", type=int, default=PER_SAMPLE,
+                        help="calls back to back per sample")
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.compile_only:

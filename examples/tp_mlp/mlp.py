@@ -82,9 +82,13 @@ class FusedBlock:
 
     def __call__(self, wg, wu, wd):
         """y for the tokens in `x` (write them there, or copy)."""
+        self.gate_up_silu(wg, wu)
+        return self.down(self.h, wd)
+
+    def gate_up_silu(self, wg, wu):
+        """The first fused kernel alone: h = silu(all_gather(x) @ wg) * (... @ wu)."""
         t, h, f = self.tokens, self.hidden, self.shard
         self.gate_up(self.grid, self.x_gathered, wg, wu, self.h, t, f, h, h, f, f)
-        return self.down(self.h, wd)
 
 
 class TorchBlock:
@@ -200,6 +204,18 @@ def main():
     fused_ms = time_ms(lambda: fused(wg, wu, wd))
     group.wait(120)
     torch_ms = time_ms(lambda: reference(x, wg, wu, wd))
+    # Where the time goes: each fused kernel alone, and the matmuls alone
+    # on the gathered input (no communication).
+    gathered = reference.gathered
+    parts = {
+        "synco gate/up + all-gather": time_ms(lambda: fused.gate_up_silu(wg, wu)),
+        "synco down + reduce-scatter": time_ms(lambda: fused.down(fused.h, wd)),
+        "torch gate/up matmuls": time_ms(lambda: F.silu(gathered @ wg) * (gathered @ wu)),
+        "torch down matmul": time_ms(lambda: fused.h @ wd),
+    }
+    group.wait(120)
+    all_parts = [None] * world
+    dist.all_gather_object(all_parts, parts)
     times = [None] * world
     dist.all_gather_object(times, (fused_ms, torch_ms))
     if rank == 0:
@@ -213,6 +229,8 @@ def main():
         print(f"  plain PyTorch: {slowest[1]:.3f} ms ({how})")
         if not shared:
             print(f"  speed-up:      {slowest[1] / slowest[0]:.2f}x")
+        for name in parts:
+            print(f"  {name}: {max(p[name] for p in all_parts):.3f} ms")
     dist.destroy_process_group()
     if not ok:
         raise SystemExit(1)
