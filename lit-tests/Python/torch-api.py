@@ -148,6 +148,9 @@ expect("a Group without a process group is refused", ok, got)
 ok, got = raises(ValueError, "must split into whole tiles",
                  lambda: ops.AllGatherMatmul.compile(2, **{**shape, "m": 300}))
 expect("a shape no plan fits is refused", ok, got)
+ok, got = raises(synco.LaunchError, "n (192) must be a multiple of BLOCK_N",
+                 lambda: ops.AllGatherMatmul.compile(2, **{**shape, "n": 192}))
+expect("a partial tile of the mask-less GEMM is refused", ok, got)
 
 # A machine without the compiler (a GPU machine) finds what the cache holds.
 saved = dict(os.environ)

@@ -27,6 +27,7 @@ pub mod expand_collectives;
 pub mod flag_ops;
 pub mod fuse_gathers;
 pub mod fuse_reductions;
+pub mod import_stablehlo;
 pub mod insert_waits;
 pub mod kernel_access;
 pub mod kernel_summary;

@@ -3,9 +3,9 @@
 use synco_chunk::passes::{self, RustPass};
 
 use crate::{
-    bind_kernel, chunk_to_triton, expand_collectives, fuse_gathers, fuse_reductions, insert_waits,
-    kernel_summary, lower_transfers, reorder_tiles, select_backend, select_chunk_size, trace_tiles,
-    verify_plan,
+    bind_kernel, chunk_to_triton, expand_collectives, fuse_gathers, fuse_reductions,
+    import_stablehlo, insert_waits, kernel_summary, lower_transfers, reorder_tiles, select_backend,
+    select_chunk_size, trace_tiles, verify_plan,
 };
 
 /// The argument of every pass with a body here, in pipeline order.
@@ -23,6 +23,7 @@ fn for_each_body(visit: &mut dyn FnMut(&'static str, fn())) {
             passes::set_body::<P>,
         );
     }
+    entry::<import_stablehlo::Pass>(visit);
     entry::<select_backend::Pass>(visit);
     entry::<select_chunk_size::Pass>(visit);
     entry::<expand_collectives::Pass>(visit);

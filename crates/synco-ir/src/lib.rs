@@ -376,6 +376,19 @@ pub fn parse_attr(ctx: Ctx, text: &str) -> Option<Attr> {
     (!a.ptr.is_null()).then_some(a)
 }
 
+/// The one op `text` holds, parsed (nested ops verified as the parser
+/// does), detached; `None` if it does not parse (the context's handlers
+/// get the diagnostic). `source` names the text in its locations.
+pub fn parse_op(ctx: Ctx, text: &str, source: &str) -> Option<Op> {
+    let op = unsafe { mlirOperationCreateParse(ctx, sref(text), sref(source)) };
+    (!op.ptr.is_null()).then_some(op)
+}
+
+/// Gives `op` location `loc` (not its nested ops).
+pub fn set_location(op: Op, loc: Loc) {
+    unsafe { mlirOperationSetLocation(op, loc) }
+}
+
 pub fn print_type(ty: Type) -> String {
     print_with(|cb, data| unsafe { mlirTypePrint(ty, cb, data) })
 }

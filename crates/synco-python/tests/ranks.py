@@ -33,6 +33,7 @@ import sys
 import time
 import traceback
 import zlib
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -60,6 +61,18 @@ TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 WORKER_TIMEOUT = {"check": 300, "fault": 60}
 
 
+# Plans imported from StableHLO that JAX exported for 4 devices
+# (lit-tests/Inputs/stablehlo/export.py: M = 1024, K = 512, N = 1024 in all),
+# with the operator's shape per rank.
+STABLEHLO = Path(__file__).resolve().parents[3] / "lit-tests" / "Inputs" / "stablehlo"
+IMPORTED_WORLD = 4
+IMPORTED = [
+    ("ag_matmul", ops.AllGatherMatmul, {"m": 1024, "k": 512, "n": 256}),
+    ("matmul_rs", ops.MatmulReduceScatter, {"m": 1024, "k": 128, "n": 1024}),
+    ("matmul_ar", ops.MatmulAllReduce, {"m": 1024, "k": 128, "n": 1024}),
+]
+
+
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
 # key/value heads, head dim 64; blocks of 64 queries and 64 keys.
 ATTENTION = [(causal, backend, algorithm) for algorithm in ("direct", "ring")
@@ -79,7 +92,19 @@ def options(world, extra, cache):
 
 
 def build(args):
-    for world in [int(w) for w in args.worlds.split(",")]:
+    worlds = [int(w) for w in args.worlds.split(",")]
+    if IMPORTED_WORLD in worlds:
+        imported = Path(args.cache) / "imported"
+        imported.mkdir(parents=True, exist_ok=True)
+        for name, cls, shape in IMPORTED:
+            plans = synco.import_plans(STABLEHLO / f"{name}.mlir")
+            [(plan_name, plan)] = plans.items()
+            (imported / f"{name}.mlir").write_text(plan)
+            compiled = cls.compile(IMPORTED_WORLD, config=CONFIG, num_warps=4, num_stages=3,
+                                   cache_dir=args.cache, plan=plan, **shape)
+            print(f"built W={IMPORTED_WORLD} {plan_name} imported from {name}.mlir: "
+                  f"{compiled.folder.name}")
+    for world in worlds:
         for name, cls, extra in OPS:
             start = time.perf_counter()
             compiled = cls.compile(world, **options(world, extra, args.cache))
@@ -103,34 +128,55 @@ def inputs(seed, world, shapes):
 
 
 def check_ops(group, cache, seed, report):
-    w, r, dev = group.world_size, group.rank, group.device
-    m = M_PER_RANK * w
+    w = group.world_size
     for name, cls, extra in OPS:
-        try:
-            op = cls(group, **options(w, extra, cache))
-        except Exception as e:  # noqa: BLE001 - reported as a failed check
-            report(name, False, f"setup: {type(e).__name__}: {e}")
-            continue
-        for launch in range(2):
-            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
-            if cls is ops.AllGatherMatmul:
-                data = inputs(s, w, [(M_PER_RANK, K)]) + inputs(s + 1, 1, [(K, N)])
-                shards, b = [d[0] for d in data[:w]], data[w][0].to(dev)
-                want = torch.cat(shards).float() @ b.float().cpu()
-                out = torch.full((m, N), float("nan"), dtype=torch.bfloat16, device=dev)
-                op.shard.fill_(float("nan"))
-                got = op(b, a_shard=shards[r].to(dev), out=out)
-            else:
-                data = inputs(s, w, [(m, K), (K, N)])
-                want = sum(a.float() @ b.float() for a, b in data)
-                if cls is ops.MatmulReduceScatter:
-                    want = want[r * M_PER_RANK:(r + 1) * M_PER_RANK]
-                op.result.fill_(float("nan"))
-                op.partials.fill_(float("nan"))
-                got = op(data[r][0].to(dev), data[r][1].to(dev))
-            group.wait(60)
-            err = rel_error(got.cpu(), want)
-            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+        check_gemm(group, name, cls, options(w, extra, cache), seed, report)
+
+
+def check_imported(group, cache, seed, report):
+    """The plans `build` imported from JAX's StableHLO (W = 4 only: the
+    modules were exported for 4 devices), each fused into the operator's
+    GEMM, against the unfused layer's result."""
+    if group.world_size != IMPORTED_WORLD:
+        return
+    for name, cls, shape in IMPORTED:
+        plan = (Path(cache) / "imported" / f"{name}.mlir").read_text()
+        opts = dict(config=CONFIG, num_warps=4, num_stages=3, cache_dir=cache, plan=plan,
+                    **shape, **({"algorithm": "two_shot"} if cls is ops.MatmulAllReduce else {}))
+        check_gemm(group, f"imported {name}", cls, opts, seed, report)
+
+
+def check_gemm(group, name, cls, opts, seed, report):
+    """One GEMM operator (C = A @ B over opts' m x k x n), twice on fresh
+    random data with poisoned outputs, against PyTorch in fp32."""
+    w, r, dev = group.world_size, group.rank, group.device
+    m, k, n = opts["m"], opts["k"], opts["n"]
+    rows = m // w
+    try:
+        op = cls(group, **opts)
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        report(name, False, f"setup: {type(e).__name__}: {e}")
+        return
+    for launch in range(2):
+        s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
+        if cls is ops.AllGatherMatmul:
+            data = inputs(s, w, [(rows, k)]) + inputs(s + 1, 1, [(k, n)])
+            shards, b = [d[0] for d in data[:w]], data[w][0].to(dev)
+            want = torch.cat(shards).float() @ b.float().cpu()
+            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=dev)
+            op.shard.fill_(float("nan"))
+            got = op(b, a_shard=shards[r].to(dev), out=out)
+        else:
+            data = inputs(s, w, [(m, k), (k, n)])
+            want = sum(a.float() @ b.float() for a, b in data)
+            if cls is ops.MatmulReduceScatter:
+                want = want[r * rows:(r + 1) * rows]
+            op.result.fill_(float("nan"))
+            op.partials.fill_(float("nan"))
+            got = op(data[r][0].to(dev), data[r][1].to(dev))
+        group.wait(60)
+        err = rel_error(got.cpu(), want)
+        report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
 def check_attention(group, cache, seed, report):
@@ -251,6 +297,7 @@ def worker(rank, world, mode, cache, port, fault, results):
         seed = group._all_gather(int(time.time_ns() % 1_000_000_007) if rank == 0 else 0)[0]
         if mode == "check":
             check_ops(group, cache, seed, report)
+            check_imported(group, cache, seed, report)
             check_attention(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)

@@ -6,6 +6,7 @@
 //!     --constexpr BLOCK_M=128 --constexpr BLOCK_N=128 --constexpr BLOCK_K=64 -o gemm.mlir
 //! synco compile gemm.mlir --emit=ptx -o gemm.ptx
 //! synco compile gemm.mlir --emit=cubin --out-dir build/gemm   # every stage + manifest
+//! synco import-plan layer.stablehlo.mlir -o plan.mlir            # plans from StableHLO
 //! ```
 
 // `main` comes from the C runtime (see `synco_chunk::c_main!`).
@@ -42,6 +43,28 @@ enum Command {
     Import(ImportArgs),
     /// Compile generic TTIR (optionally through Synco's passes) to a stage.
     Compile(CompileArgs),
+    /// Write chunk plans for the collectives of a partitioned StableHLO
+    /// module (generic form) that sit beside a matrix product
+    /// (chunk-import-stablehlo): one plan per match, a warning for every
+    /// collective not imported.
+    ImportPlan(ImportPlanArgs),
+}
+
+#[derive(Args)]
+struct ImportPlanArgs {
+    /// The StableHLO module (e.g. from `jax.jit(f).lower(...)` of
+    /// shard_map code), in MLIR's generic form.
+    input: PathBuf,
+    /// Rows of the GEMM kernel's row tiles (its BLOCK_M).
+    #[arg(long, default_value_t = 128)]
+    tile_rows: u32,
+    /// Output file for every plan (default: stdout).
+    #[arg(short, long, conflicts_with = "out_dir")]
+    output: Option<PathBuf>,
+    /// Write each plan to <DIR>/<plan>.mlir instead (one per file, as
+    /// `synco compile --plan` takes them).
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -134,6 +157,7 @@ fn run() -> i32 {
             match cli.command {
                 Command::Import(args) => import(args),
                 Command::Compile(args) => compile(args),
+                Command::ImportPlan(args) => import_plan(args),
             }
         },
         Err(anyhow::anyhow!(
@@ -155,6 +179,7 @@ fn check_streams(command: &Command) -> Result<(), String> {
     let (input, output) = match command {
         Command::Import(args) => (&args.input, args.output.as_deref()),
         Command::Compile(args) => (&args.input, args.output.as_deref()),
+        Command::ImportPlan(args) => (&args.input, args.output.as_deref()),
     };
     if input == Path::new("-") {
         streams::check_stdin()?;
@@ -165,6 +190,7 @@ fn check_streams(command: &Command) -> Result<(), String> {
     let to_stdout = match command {
         Command::Compile(args) => args.emit != Emit::Cubin || args.output.is_some(),
         Command::Import(_) => true,
+        Command::ImportPlan(args) => args.out_dir.is_none(),
     };
     if to_stdout && output.is_none_or(|o| o == Path::new("-")) {
         streams::check_stdout()?;
@@ -353,6 +379,51 @@ fn compile(args: CompileArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `synco import-plan`: runs chunk-import-stablehlo on the input and
+/// writes the plans it appended (nothing else of the module).
+fn import_plan(args: ImportPlanArgs) -> Result<()> {
+    synco_passes::register_all();
+    let context = synco_chunk::create_context();
+    synco_chunk::print_diagnostics_like_mlir_opt(&context);
+    if !args.input.exists() {
+        bail!("{}: no such file", args.input.display());
+    }
+    let mut module = synco_chunk::parse_file(&context, &args.input)
+        .with_context(|| format!("cannot parse {} (diagnostics above)", args.input.display()))?;
+    let pipeline = format!(
+        "builtin.module(chunk-import-stablehlo{{tile-rows={}}})",
+        args.tile_rows
+    );
+    let pass_manager = PassManager::new(&context);
+    parse_pass_pipeline(pass_manager.as_operation_pass_manager(), &pipeline)
+        .with_context(|| format!("bad pass pipeline '{pipeline}'"))?;
+    pass_manager.run(&mut module).with_context(|| {
+        format!(
+            "{} was not imported (diagnostics above)",
+            args.input.display()
+        )
+    })?;
+    let plans = synco_ir::find_all(module.as_operation().to_raw(), "chunk.plan");
+    if let Some(dir) = &args.out_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for plan in &plans {
+            let name = synco_ir::str_attr(*plan, "sym_name").unwrap_or_default();
+            let path = dir.join(format!("{name}.mlir"));
+            write_output(
+                Some(&path),
+                format!("{}\n", synco_ir::print_op(*plan)).as_bytes(),
+            )?;
+            eprintln!("synco: wrote {}", path.display());
+        }
+        return Ok(());
+    }
+    let text: String = plans
+        .iter()
+        .map(|plan| format!("{}\n", synco_ir::print_op(*plan)))
+        .collect();
+    write_output(args.output.as_deref(), text.as_bytes())
 }
 
 /// The command line, with `--help` saying which Python runs Triton (and

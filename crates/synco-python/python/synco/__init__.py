@@ -26,12 +26,13 @@ checking its arguments need only this package.
 
 from . import plans
 from ._native import LaunchError, Manifest, ManifestError, WatchdogError
-from .compiler import CompileError, Compiled, compile
+from .compiler import CompileError, Compiled, compile, import_plans
 
 __all__ = [
     "CompileError",
     "Compiled",
     "Group",
+    "import_plans",
     "LaunchError",
     "Manifest",
     "ManifestError",

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,22 @@ def _kernel_source(kernel):
     if not callable(fn):
         raise TypeError(f"kernel must be a @triton.jit function or (path, name), not {kernel!r}")
     return inspect.getsourcefile(fn), fn.__name__
+
+
+def import_plans(stablehlo, *, tile_rows=128):
+    """Chunk plans for the collectives of a partitioned StableHLO module
+    (generic form, e.g. `jax.jit(f).lower(...)` of shard_map code) that sit
+    beside a matrix product: `{plan name: plan text}`, from `synco
+    import-plan` (its remarks and warnings, one per collective, go to
+    stderr). Each plan is one `compile(..., plan=...)` takes."""
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run([synco_binary(), "import-plan", str(stablehlo), "--tile-rows",
+                               str(tile_rows), "--out-dir", out], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise CompileError(done.stderr.strip() or f"synco import-plan exited with "
+                               f"{done.returncode}")
+        sys.stderr.write(done.stderr)
+        return {p.stem: p.read_text() for p in sorted(Path(out).glob("*.mlir"))}
 
 
 def synco_binary():

@@ -43,15 +43,20 @@ class _GemmOperator:
     @classmethod
     def compile(cls, world_size, *, m, k, n, dtype=torch.bfloat16, kernel=kernels.matmul,
                 config=None, chunks="auto", backend="auto", num_warps=NUM_WARPS,
-                num_stages=NUM_STAGES, cache_dir=None, **plan_options):
-        """The fused kernel for `world_size` ranks, compiled or cached."""
+                num_stages=NUM_STAGES, cache_dir=None, plan=None, **plan_options):
+        """The fused kernel for `world_size` ranks, compiled or cached;
+        `plan`: a plan's text to fuse instead of the template's (e.g. one
+        of `synco.import_plans`)."""
         if dtype not in ELEMENTS:
             raise LaunchError(f"dtype must be one of {list(ELEMENTS)}, not {dtype}")
         triton_type, element = ELEMENTS[dtype]
         config = dict(config or CONFIG)
-        plan = cls._plan(world_size=world_size, m=m, k=k, n=n, dtype=element,
-                         block_m=config["BLOCK_M"], chunks=chunks, backend=backend,
-                         **plan_options)
+        if plan is None:
+            plan = cls._plan(world_size=world_size, m=m, k=k, n=n, dtype=element,
+                             block_m=config["BLOCK_M"], chunks=chunks, backend=backend,
+                             **plan_options)
+        if kernel is kernels.matmul:
+            _check_whole_tiles(m=m, k=k, n=n, config=config)
         return compile(kernel, signature=[f"*{triton_type}"] * 3 + ["i32"] * 6, plan=plan,
                        pipeline="synco-fuse", constexprs=config, num_warps=num_warps,
                        num_stages=num_stages, cache_dir=cache_dir)
@@ -241,6 +246,15 @@ class AllGatherAttention:
                     self.seq * kv_cols, d, kv_cols, rows * q_cols, d, q_cols,
                     self.heads, self.kv_heads, rows, n_kv)
         return out
+
+
+def _check_whole_tiles(*, m, k, n, config):
+    """`synco.kernels.matmul` loads and stores whole tiles (no masks): a
+    shape with a partial tile would read and write out of bounds."""
+    for name, extent, block in (("m", m, "BLOCK_M"), ("n", n, "BLOCK_N"), ("k", k, "BLOCK_K")):
+        if extent % config[block] != 0:
+            raise LaunchError(f"{name} ({extent}) must be a multiple of {block} "
+                              f"({config[block]}): synco.kernels.matmul has no masks")
 
 
 def _check_operand(name, tensor, shape, dtype):

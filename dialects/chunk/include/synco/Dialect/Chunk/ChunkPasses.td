@@ -279,6 +279,50 @@ chunk.transfer @A_p1_c1 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 2) * 51
   }];
 }
 
+def ChunkImportStablehlo : ChunkPass<"chunk-import-stablehlo"> {
+  let summary = "Write chunk plans for the collectives of a StableHLO module that sit beside a matrix product";
+  let description = [{
+Reads a partitioned StableHLO module (generic form, as JAX exports
+`jax.jit(f).lower(...)` of `shard_map` code; `mhlo.num_partitions` gives
+the world size W) and, for each collective next to a `dot_general` that
+Synco fuses, appends a `chunk.plan` to the module, located at the
+collective, with a remark naming what was matched:
+
+* `stablehlo.all_gather` of dimension 0 whose result is the left operand
+  of a plain matrix product (`[M, K] x [K, N]`, no batch dimensions):
+  all-gather + GEMM, `@all_gather_matmul_<i>` (A `[M, K]` bound to
+  argument 0, `chunk.all_gather @A dim(0)`; the product is any tensor);
+* `stablehlo.reduce_scatter` of dimension 0, summing, of a matrix
+  product's result: GEMM + reduce-scatter, `@matmul_reduce_scatter_<i>`
+  (P `[M, N]` produced by the tiles, argument 2; C `[M / W, N]`);
+* `stablehlo.all_reduce`, summing, of a matrix product's result: GEMM +
+  all-reduce, `@matmul_all_reduce_<i>` (two-shot).
+
+Each plan is what `synco.plans` writes for the repository's GEMM kernels
+(`examples/ag_gemm/matmul.py`: A, B and C are arguments 0, 1 and 2, the
+row tile index `pid_m`), with `chunks(auto)` and `backend(auto)` for the
+cost model to choose; `<i>` counts the plans made. The StableHLO is left
+as it was.
+
+Every other collective, and one that does not fit (replica groups other
+than one group of all W devices, a reduction that is not a sum, another
+dimension, a product with batch dimensions, rows that do not divide by
+W, an `all_to_all`), gets a warning at it saying why it was not
+imported: nothing is dropped silently.
+
+Options:
+* `tile-rows=T` (default 128): the row tile of the GEMM kernel the plans
+  fuse into (its BLOCK_M): the consume's or produce's `tile(T)`.
+
+Refused: a module without `mhlo.num_partitions`.
+Postconditions: the appended plans verify.
+  }];
+  let options = [
+    BoundedOption<"tileRows", "tile-rows", /*default=*/"128", 1, 1073741824,
+                  "Rows of the GEMM kernel's row tiles (its BLOCK_M)">,
+  ];
+}
+
 def ChunkVerifyPlan : ChunkPass<"chunk-verify-plan"> {
   let summary = "Check each chunk.plan against its kernel (bound arguments, element types)";
   let description = [{

@@ -1,0 +1,323 @@
+//! `chunk-import-stablehlo`: chunk plans from the collectives of a
+//! StableHLO module that sit beside its matrix products.
+//!
+//! The pass's contract (what it does, its options, pre- and
+//! postconditions, what it refuses) is its declaration,
+//! `ChunkImportStablehlo` in
+//! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
+//! (reference: `dialects/chunk/docs/ChunkPasses.md`).
+
+use crate::plan::{fail, internal, loc};
+use melior::ir::operation::OperationRef;
+use synco_chunk::passes::{ChunkImportStablehloOptions, PassOptions, RustPass};
+use synco_chunk::{Diagnostic, PassFailed};
+use synco_ir::{self as ir, Op, Value};
+
+/// The body of `chunk-import-stablehlo`.
+pub struct Pass;
+
+impl RustPass for Pass {
+    type Options = ChunkImportStablehloOptions;
+
+    fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<(), PassFailed> {
+        run(module, options)
+    }
+}
+
+const NAME: &str = ChunkImportStablehloOptions::ARGUMENT;
+
+/// The StableHLO collectives the pass looks at (each is matched or
+/// reported).
+const COLLECTIVES: [&str; 4] = [
+    "stablehlo.all_gather",
+    "stablehlo.reduce_scatter",
+    "stablehlo.all_reduce",
+    "stablehlo.all_to_all",
+];
+
+fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<(), PassFailed> {
+    let module = module.to_raw();
+    let Some(world) = ir::attr(module, "mhlo.num_partitions").and_then(ir::int_value) else {
+        return Err(fail(
+            module,
+            format!(
+                "{NAME}: the module has no mhlo.num_partitions: not a partitioned (SPMD) module; export it with jax.jit(...).lower(...) of sharded code"
+            ),
+        ));
+    };
+    let Some(body) = ir::regions(module)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+    else {
+        return Err(internal(module, "a module without a body"));
+    };
+    let collectives: Vec<Op> = ir::walk(module)
+        .into_iter()
+        .filter(|op| COLLECTIVES.contains(&ir::op_name(*op).as_str()))
+        .collect();
+    let mut made = 0;
+    for op in collectives {
+        let what = ir::op_name(op).trim_start_matches("stablehlo.").to_string();
+        match matched(op, world) {
+            Ok(found) => {
+                let name = format!("{}_{made}", found.kind.name());
+                let text = found.plan_text(&name, world, options.tile_rows);
+                let Some(plan) = ir::parse_op(ir::context_of(op), &text, NAME) else {
+                    return Err(internal(op, "the plan written for it does not parse"));
+                };
+                ir::set_location(plan, ir::location_of(op));
+                ir::append(body, plan);
+                Diagnostic::remark(
+                    loc(op),
+                    format!("{NAME}: {what} {} -> plan @{name}", found.describe()),
+                )
+                .emit();
+                made += 1;
+            }
+            Err(why) => {
+                Diagnostic::warning(loc(op), format!("{NAME}: {what} not imported: {why}")).emit()
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Which fused operator a collective and its matrix product make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    AllGatherMatmul,
+    MatmulReduceScatter,
+    MatmulAllReduce,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::AllGatherMatmul => "all_gather_matmul",
+            Kind::MatmulReduceScatter => "matmul_reduce_scatter",
+            Kind::MatmulAllReduce => "matmul_all_reduce",
+        }
+    }
+}
+
+/// A matched collective: the operator, the GEMM's global M and its
+/// (local) K and N, and the element type.
+struct Found {
+    kind: Kind,
+    m: i64,
+    k: i64,
+    n: i64,
+    element: String,
+}
+
+impl Found {
+    fn describe(&self) -> String {
+        let (m, k, n) = (self.m, self.k, self.n);
+        match self.kind {
+            Kind::AllGatherMatmul => format!(
+                "of A feeds a dot_general: all-gather + GEMM, A [{m}, {k}] gathered by rows, C [{m}, {n}] per rank"
+            ),
+            Kind::MatmulReduceScatter => format!(
+                "of a dot_general's partial sums: GEMM + reduce-scatter, P [{m}, {n}] (K = {k} per rank) scattered by rows"
+            ),
+            Kind::MatmulAllReduce => format!(
+                "of a dot_general's partial sums: GEMM + all-reduce (two-shot), P [{m}, {n}] (K = {k} per rank)"
+            ),
+        }
+    }
+
+    /// The plan, as `synco.plans` writes it for the repository's GEMMs
+    /// (A, B, C are arguments 0, 1, 2; row tiles of `tile` rows).
+    fn plan_text(&self, name: &str, world: i64, tile: i64) -> String {
+        let (m, n, e) = (self.m, self.n, &self.element);
+        let k = self.k;
+        let head = format!("chunk.plan @{name} world_size({world}) {{\n");
+        let body = match self.kind {
+            // (C, the product, is any tensor: no buffer of the plan.)
+            Kind::AllGatherMatmul => format!(
+                "  chunk.buffer @A : !chunk.buffer<{m}x{k}x{e}> bind(0)\n\
+                 \x20 chunk.all_gather @A dim(0) chunks(auto) backend(auto)\n\
+                 \x20 chunk.consume @A dim(0) tile({tile}) index(\"pid_m\")\n"
+            ),
+            Kind::MatmulReduceScatter | Kind::MatmulAllReduce => {
+                let (rows, collective) = if self.kind == Kind::MatmulReduceScatter {
+                    (
+                        m / world,
+                        "reduce_scatter @P into @C dim(0) chunks(auto) backend(auto)",
+                    )
+                } else {
+                    (
+                        m,
+                        "all_reduce @P into @C dim(0) chunks(auto) backend(auto) algorithm(two_shot)",
+                    )
+                };
+                format!(
+                    "  chunk.buffer @P : !chunk.buffer<{m}x{n}x{e}> bind(2)\n\
+                     \x20 chunk.buffer @C : !chunk.buffer<{rows}x{n}x{e}>\n\
+                     \x20 chunk.produce @tiles @P dim(0) tile({tile}) index(\"pid_m\")\n\
+                     \x20 chunk.{collective}\n"
+                )
+            }
+        };
+        format!("{head}{body}}}\n")
+    }
+}
+
+/// What collective `op` and the matrix product beside it make, or why
+/// they make nothing Synco fuses.
+fn matched(op: Op, world: i64) -> Result<Found, String> {
+    check_whole_world(op, world)?;
+    match ir::op_name(op).as_str() {
+        "stablehlo.all_gather" => gathered_operand(op, world),
+        "stablehlo.reduce_scatter" | "stablehlo.all_reduce" => reduced_product(op, world),
+        _ => Err("all_to_all is not imported yet".into()),
+    }
+}
+
+/// Refuses replica groups other than one group of every device.
+fn check_whole_world(op: Op, world: i64) -> Result<(), String> {
+    let Some(groups) = ir::attr(op, "replica_groups") else {
+        return Err("it has no replica_groups".into());
+    };
+    let text = ir::print_attr(groups);
+    let inner = text
+        .split_once("dense<")
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map(|(values, _)| values)
+        .unwrap_or_default();
+    let ids: Vec<i64> = inner
+        .split(|c: char| !c.is_ascii_digit() && c != '-')
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let one_group = inner.matches('[').count() <= 2;
+    if one_group && ids.len() as i64 == world && (0..world).all(|i| ids.contains(&i)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "its replica groups {inner} are not one group of all {world} devices: a plan spans the whole world"
+        ))
+    }
+}
+
+/// An all-gather along the rows of a dot_general's left operand.
+fn gathered_operand(op: Op, world: i64) -> Result<Found, String> {
+    let gathered = ir::results(op)[0];
+    let dim = ir::attr(op, "all_gather_dim")
+        .and_then(ir::int_value)
+        .ok_or("it has no all_gather_dim")?;
+    let Some((dot, _)) = ir::uses(gathered)
+        .into_iter()
+        .find(|(user, index)| ir::op_name(*user) == "stablehlo.dot_general" && *index == 0)
+    else {
+        return Err("its result is the left operand of no dot_general".into());
+    };
+    let (a, e) = tensor_of(gathered).ok_or("its result is not a ranked tensor")?;
+    let (c, _) = tensor_of(ir::results(dot)[0]).ok_or("the product is not a ranked tensor")?;
+    check_plain_matmul(dot)?;
+    if a.len() != 2 || dim != 0 {
+        return Err(format!(
+            "it gathers dimension {dim} of a rank-{} operand; only the rows of a matrix (dimension 0) are fused",
+            a.len()
+        ));
+    }
+    if a[0] % world != 0 {
+        return Err(format!(
+            "its {} rows do not divide among {world} ranks",
+            a[0]
+        ));
+    }
+    Ok(Found {
+        kind: Kind::AllGatherMatmul,
+        m: a[0],
+        k: a[1],
+        n: c[1],
+        element: e,
+    })
+}
+
+/// A reduce-scatter (by rows) or all-reduce of a dot_general's result,
+/// summing.
+fn reduced_product(op: Op, world: i64) -> Result<Found, String> {
+    let partial = ir::operands(op)[0];
+    let dot = ir::defining_op(partial)
+        .filter(|d| ir::op_name(*d) == "stablehlo.dot_general")
+        .ok_or("its operand is no dot_general's result")?;
+    check_plain_matmul(dot)?;
+    let sums = ir::walk(op)
+        .into_iter()
+        .filter(|o| !ir::same_op(*o, op))
+        .map(ir::op_name)
+        .filter(|n| n != "stablehlo.return")
+        .collect::<Vec<_>>();
+    if sums != ["stablehlo.add"] {
+        return Err(format!(
+            "its reduction is {sums:?}, not a sum (stablehlo.add)"
+        ));
+    }
+    let (p, e) = tensor_of(partial).ok_or("the product is not a ranked tensor")?;
+    let (lhs, _) =
+        tensor_of(ir::operands(dot)[0]).ok_or("the left operand is not a ranked tensor")?;
+    let reduce_scatter = ir::op_name(op) == "stablehlo.reduce_scatter";
+    if reduce_scatter {
+        let dim = ir::attr(op, "scatter_dimension").and_then(ir::int_value);
+        if dim != Some(0) {
+            return Err(format!(
+                "it scatters dimension {}; only the rows (dimension 0) are fused",
+                dim.map_or("?".into(), |d| d.to_string())
+            ));
+        }
+    }
+    if p[0] % world != 0 {
+        return Err(format!(
+            "the product's {} rows do not divide among {world} ranks",
+            p[0]
+        ));
+    }
+    Ok(Found {
+        kind: if reduce_scatter {
+            Kind::MatmulReduceScatter
+        } else {
+            Kind::MatmulAllReduce
+        },
+        m: p[0],
+        k: lhs[1],
+        n: p[1],
+        element: e,
+    })
+}
+
+/// Refuses a dot_general that is not a plain matrix product (rank-2
+/// operands, the left's columns against the right's rows, no batch).
+fn check_plain_matmul(dot: Op) -> Result<(), String> {
+    let numbers = ir::attr(dot, "dot_dimension_numbers")
+        .map(ir::print_attr)
+        .unwrap_or_default();
+    let plain = numbers.contains("lhs_contracting_dimensions = [1]")
+        && numbers.contains("rhs_contracting_dimensions = [0]")
+        && !numbers.contains("batching_dimensions");
+    let ranks: Vec<usize> = ir::operands(dot)
+        .into_iter()
+        .filter_map(tensor_of)
+        .map(|(shape, _)| shape.len())
+        .collect();
+    if plain && ranks == [2, 2] {
+        Ok(())
+    } else {
+        Err(format!(
+            "its dot_general is not a plain matrix product ({numbers}; operand ranks {ranks:?})"
+        ))
+    }
+}
+
+/// `tensor<1024x512xbf16>` as (`[1024, 512]`, `bf16`).
+fn tensor_of(value: Value) -> Option<(Vec<i64>, String)> {
+    let text = ir::print_type(ir::type_of(value));
+    let inner = text.strip_prefix("tensor<")?.strip_suffix('>')?;
+    let mut parts: Vec<&str> = inner.split('x').collect();
+    let element = parts.pop()?.to_string();
+    let shape = parts
+        .into_iter()
+        .map(|d| d.parse().ok())
+        .collect::<Option<Vec<i64>>>()?;
+    Some((shape, element))
+}
