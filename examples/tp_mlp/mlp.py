@@ -55,6 +55,8 @@ def compile_block(world, tokens, hidden, ffn, small, cache):
         plan=plans.all_gather_matmul(world_size=world, m=tokens, k=hidden, n=shard,
                                      block_m=gate_up_config["BLOCK_M"], c_arg=None),
         pipeline="synco-fuse", constexprs=gate_up_config, num_warps=8, num_stages=4,
+        divisible=["a_ptr", "wg_ptr", "wu_ptr", "h_ptr", "M", "N", "K", "stride_am",
+                   "stride_wk", "stride_hm"],
         cache_dir=cache)
     down = dict(m=tokens, k=shard, n=hidden, config=SMALL if small else DOWN,
                 chunks=2 if small else "auto", num_warps=8, num_stages=4,

@@ -260,16 +260,19 @@ mod tests {
                     name: "a".into(),
                     ty: "*bf16".into(),
                     role: ParamRole::User,
+                    divisible_by: None,
                 },
                 Param {
                     name: "n".into(),
                     ty: "i32".into(),
                     role: ParamRole::User,
+                    divisible_by: None,
                 },
                 Param {
                     name: "global_scratch".into(),
                     ty: "*i8".into(),
                     role: ParamRole::GlobalScratch,
+                    divisible_by: None,
                 },
             ],
             global_scratch: Scratch { size: 0, align: 1 },
@@ -491,6 +494,7 @@ mod tests {
             name: "p".into(),
             ty: ty.into(),
             role: ParamRole::User,
+            divisible_by: None,
         };
         assert_eq!(p("*fp32").size_bytes().unwrap(), 8);
         assert_eq!(p("i32").size_bytes().unwrap(), 4);

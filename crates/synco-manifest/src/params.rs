@@ -25,6 +25,11 @@ pub struct Param {
     #[serde(rename = "type")]
     pub ty: String,
     pub role: ParamRole,
+    /// Triton compiled the kernel assuming the value (an address, or an
+    /// integer) is a multiple of this (`tt.divisibility`, as its JIT
+    /// specialises): the runtime refuses a launch with another value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divisible_by: Option<u32>,
 }
 
 impl Param {

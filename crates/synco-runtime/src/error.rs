@@ -76,6 +76,15 @@ pub enum RuntimeError {
         kernel: String,
         reason: &'static str,
     },
+    #[error(
+        "kernel '{kernel}': argument '{name}' is {value}, which is not a multiple of {by}: the kernel was compiled assuming it is (specialised as Triton's JIT does); compile it without that assumption, or pass an aligned value"
+    )]
+    NotDivisible {
+        kernel: String,
+        name: String,
+        value: i64,
+        by: u32,
+    },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("rank {rank} does not exist: the node has {world_size} ranks")]

@@ -62,7 +62,7 @@ impl Arg {
     /// the error that names the parameter.
     pub(crate) fn check_fits(&self, m: &LaunchManifest, index: usize, param: &Param) -> Result<()> {
         if self.fits(param) {
-            return Ok(());
+            return self.check_divisible(m, param);
         }
         Err(RuntimeError::ArgType {
             kernel: m.kernel.clone(),
@@ -70,6 +70,29 @@ impl Arg {
             name: param.name.clone(),
             ty: param.ty.clone(),
             given: self.kind(),
+        })
+    }
+
+    /// The value is a multiple of what the kernel was compiled to assume
+    /// of it (`Param::divisible_by`), or the launch is refused.
+    fn check_divisible(&self, m: &LaunchManifest, param: &Param) -> Result<()> {
+        let Some(by) = param.divisible_by.filter(|by| *by > 1) else {
+            return Ok(());
+        };
+        let value = match *self {
+            Arg::Ptr(p) => i128::from(p),
+            Arg::I32(v) => i128::from(v),
+            Arg::I64(v) => i128::from(v),
+            _ => return Ok(()),
+        };
+        if value % i128::from(by) == 0 {
+            return Ok(());
+        }
+        Err(RuntimeError::NotDivisible {
+            kernel: m.kernel.clone(),
+            name: param.name.clone(),
+            value: value as i64,
+            by,
         })
     }
 
@@ -447,6 +470,7 @@ mod tests {
                     name: (*name).into(),
                     ty: (*ty).into(),
                     role: *role,
+                    divisible_by: None,
                 })
                 .collect(),
             global_scratch: Scratch::default(),
@@ -480,6 +504,40 @@ mod tests {
                 other => panic!("{grid:?}: {other:?}"),
             }
         }
+    }
+
+    /// Arguments the kernel was compiled to assume divisible by 16 (an
+    /// address, an extent) are refused otherwise, naming them.
+    #[test]
+    fn values_assumed_divisible_are_checked() {
+        let mut m = manifest(&[
+            ("a_ptr", "*bf16", ParamRole::User),
+            ("M", "i32", ParamRole::User),
+        ]);
+        for p in &mut m.params {
+            p.divisible_by = Some(16);
+        }
+        let (ptr, extent) = (&m.params[0], &m.params[1]);
+        assert!(Arg::Ptr(0x7f00_0000_1000).check_fits(&m, 0, ptr).is_ok());
+        assert!(Arg::I32(4096).check_fits(&m, 1, extent).is_ok());
+        for (arg, param, value) in [
+            (Arg::Ptr(0x7f00_0000_1002), ptr, 0x7f00_0000_1002i64),
+            (Arg::I32(100), extent, 100),
+        ] {
+            match arg.check_fits(&m, 0, param) {
+                Err(e @ RuntimeError::NotDivisible { by: 16, .. }) => {
+                    let text = e.to_string();
+                    assert!(
+                        text.contains(&param.name) && text.contains(&value.to_string()),
+                        "{text}"
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Without the assumption, any value goes.
+        m.params[1].divisible_by = None;
+        assert!(Arg::I32(100).check_fits(&m, 1, &m.params[1]).is_ok());
     }
 
     /// Programs that wait for each other must fit on the GPU together,

@@ -443,6 +443,7 @@ def compile_kernel(request):
         "files": files,
         "signature": signature,
         "param_names": param_names(src.src, name, len(signature)),
+        "param_divisibility": param_divisibility(src.src, name, len(signature)),
         "metadata": keep,
         "triton_version": triton.__version__,
     }
@@ -460,6 +461,29 @@ def param_names(text, kernel, count):
     if len(names) != count:
         names = [f"arg{i}" for i in range(count)]
     return names
+
+
+def param_divisibility(text, kernel, count):
+    """Per parameter, the `tt.divisibility` its `arg_attrs` give the kernel
+    (what Triton compiles assuming of the value), or None; all None where
+    the attribute list cannot be read."""
+    import re
+
+    at = text.find(f'sym_name = "{kernel}"')
+    start = text.rfind('"tt.func"', 0, at) if at >= 0 else -1
+    opened = text.find("arg_attrs = [", start) if start >= 0 else -1
+    if opened < 0 or opened > at:
+        return [None] * count
+    depth, i = 0, opened + len("arg_attrs = ")
+    for j in range(i, len(text)):
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            break
+    dicts = re.findall(r"\{[^{}]*\}", text[i + 1:j])
+    if len(dicts) != count:
+        return [None] * count
+    found = [re.search(r"tt\.divisibility = (\d+)", d) for d in dicts]
+    return [int(f.group(1)) if f else None for f in found]
 
 
 def check_has_kernel(path):

@@ -439,8 +439,18 @@ impl Bridge {
         let names: Vec<String> =
             serde_json::from_value(answer.get("param_names").cloned().unwrap_or_default())
                 .map_err(|e| BridgeError::Internal(format!("bad 'param_names' in answer: {e}")))?;
+        let divisibility: Vec<Option<u32>> = serde_json::from_value(
+            answer
+                .get("param_divisibility")
+                .cloned()
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default();
         let mut manifest =
             build_manifest(&kernel, &files.cubin, target, &metadata, &signature, &names)?;
+        for (param, by) in manifest.params.iter_mut().zip(divisibility) {
+            param.divisible_by = by;
+        }
         manifest.fused = fused;
         let manifest_path = out_dir.join(format!("{kernel}.json"));
         // What the runtime will check on load but the parameters' types,
@@ -552,17 +562,20 @@ fn build_manifest(
             } else {
                 ParamRole::User
             },
+            divisible_by: None,
         })
         .collect();
     params.push(Param {
         name: "global_scratch".into(),
         ty: "*i8".into(),
         role: ParamRole::GlobalScratch,
+        divisible_by: None,
     });
     params.push(Param {
         name: "profile_scratch".into(),
         ty: "*i8".into(),
         role: ParamRole::ProfileScratch,
+        divisible_by: None,
     });
     Ok(LaunchManifest {
         format: synco_manifest::FORMAT.into(),

@@ -40,6 +40,11 @@ class _GemmOperator:
     the checks of the operands no plan buffer carries. `compile` alone
     needs no GPU (to fill a cache on a build machine)."""
 
+    #: Arguments compiled as multiples of 16, as Triton's JIT specialises
+    #: them (vectorised, pipelined loads); the runtime refuses a launch
+    #: that breaks it.
+    DIVISIBLE = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
+
     @classmethod
     def compile(cls, world_size, *, m, k, n, dtype=torch.bfloat16, kernel=kernels.matmul,
                 config=None, chunks="auto", backend="auto", num_warps=NUM_WARPS,
@@ -58,8 +63,8 @@ class _GemmOperator:
         if kernel is kernels.matmul:
             _check_whole_tiles(m=m, k=k, n=n, config=config)
         return compile(kernel, signature=[f"*{triton_type}"] * 3 + ["i32"] * 6, plan=plan,
-                       pipeline="synco-fuse", constexprs=config, num_warps=num_warps,
-                       num_stages=num_stages, cache_dir=cache_dir)
+                       pipeline="synco-fuse", constexprs=config, divisible=cls.DIVISIBLE,
+                       num_warps=num_warps, num_stages=num_stages, cache_dir=cache_dir)
 
     def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, config=None, **options):
         self.group, self.m, self.k, self.n, self.dtype = group, m, k, n, dtype

@@ -57,6 +57,7 @@ impl Node {
             });
         }
         crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
+        crate::bindings::check_user_args(&kernel.manifest, rank, args)?;
         let bindings: Vec<(&str, Buffer)> = bindings
             .iter()
             .copied()

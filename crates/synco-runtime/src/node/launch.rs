@@ -163,6 +163,11 @@ impl Node {
             });
         }
         crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
+        // Every rank's arguments (count, types, values the kernel assumes
+        // divisible), before any rank's work is issued.
+        for rank in self.local_ranks() {
+            crate::bindings::check_user_args(&kernel.manifest, rank, &args(rank))?;
+        }
         // Bindings and bound arguments, before any rank's work is issued.
         crate::bindings::check(
             &kernel.manifest,
