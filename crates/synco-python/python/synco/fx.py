@@ -1,0 +1,131 @@
+"""Synco's fused operators in a `torch.fx` graph: the functional
+collectives next to the matrix products that consume or produce them, as
+`torch.compile` hands a backend (or `torch.fx.symbolic_trace` makes), are
+rewritten into `torch.ops.synco.*`, the rest of the graph untouched:
+
+    all_gather_into_tensor(x, W, g) -> wait_tensor -> mm(., b)
+        => synco.all_gather_matmul(x, b, g)
+    mm(a, b) -> reduce_scatter_tensor(., "sum", W, g) -> wait_tensor
+        => synco.matmul_reduce_scatter(a, b, g)
+    mm(a, b) -> all_reduce(., "sum", g) -> wait_tensor
+        => synco.matmul_all_reduce(a, b, g)
+
+(`mm` is `torch.mm`, `torch.matmul`, `@` or `aten.mm` / `aten.matmul`.)
+A collective that does not fit (another reduction, an intermediate that
+something else reads too, no product beside it) is left as it was and
+reported: `fuse_collectives` returns one line per collective, and warns
+for those left alone. The fused operators run on the `synco.Group` opened
+for the collective's process group (see `synco.ops`).
+
+    gm = torch.fx.symbolic_trace(layer)
+    report = synco.fx.fuse_collectives(gm)
+    torch.compile(layer, backend=synco.fx.backend)
+"""
+
+import operator
+import warnings
+
+import torch
+
+from . import ops  # noqa: F401  (registers torch.ops.synco.*)
+
+_FUNCTIONAL = torch.ops._c10d_functional
+_MATMULS = {torch.mm, torch.matmul, operator.matmul, torch.ops.aten.mm, torch.ops.aten.matmul}
+
+
+def _packet(target):
+    """An op overload's packet (`aten.mm.default` -> `aten.mm`); anything
+    else as it is."""
+    return getattr(target, "overloadpacket", target)
+
+
+def _is(node, *targets):
+    return node.op == "call_function" and _packet(node.target) in targets
+
+
+def _arg(node, index, name):
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name)
+
+
+def _only_user(node):
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _is_matmul(node):
+    return _is(node, *_MATMULS) and len(node.args) == 2 and not node.kwargs
+
+
+def fuse_collectives(gm):
+    """Rewrites `gm` (a `torch.fx.GraphModule`) in place; returns what it
+    did, one line per collective."""
+    report = []
+    for node in list(gm.graph.nodes):
+        if node.graph is None:  # erased by an earlier rewrite
+            continue
+        if _is(node, _FUNCTIONAL.all_gather_into_tensor):
+            report.append(_fuse_gather(gm, node))
+        elif _is(node, _FUNCTIONAL.reduce_scatter_tensor, _FUNCTIONAL.all_reduce):
+            report.append(_fuse_reduction(gm, node))
+    for line in report:
+        if not line.startswith("fused"):
+            warnings.warn(f"synco.fx: {line}", stacklevel=2)
+    gm.graph.lint()
+    gm.recompile()
+    return report
+
+
+def _fuse_gather(gm, gather):
+    name = gather.name
+    wait = _only_user(gather)
+    if wait is None or not _is(wait, _FUNCTIONAL.wait_tensor):
+        return f"left {name}: its result is not awaited by one wait_tensor"
+    product = _only_user(wait)
+    if product is None or not _is_matmul(product) or product.args[0] is not wait:
+        return f"left {name}: the gathered tensor is not the left operand of one matmul alone"
+    x, group = _arg(gather, 0, "input"), _arg(gather, 2, "group_name")
+    with gm.graph.inserting_before(product):
+        fused = gm.graph.call_function(torch.ops.synco.all_gather_matmul,
+                                       (x, product.args[1], group))
+    product.replace_all_uses_with(fused)
+    matmul = product.name
+    for dead in (product, wait, gather):
+        gm.graph.erase_node(dead)
+    return f"fused {name} and {matmul} into synco.all_gather_matmul ({fused.name})"
+
+
+def _fuse_reduction(gm, collective):
+    name = collective.name
+    scatter = _is(collective, _FUNCTIONAL.reduce_scatter_tensor)
+    reduce_op = _arg(collective, 1, "reduce_op")
+    group = _arg(collective, 3 if scatter else 2, "group_name")
+    product = collective.args[0]
+    if reduce_op != "sum":
+        return f"left {name}: its reduction is {reduce_op!r}, not 'sum'"
+    if not isinstance(product, torch.fx.Node) or not _is_matmul(product):
+        return f"left {name}: its input is no matmul's result"
+    if _only_user(product) is not collective:
+        return f"left {name}: something else also reads {product.name}'s partial sums"
+    wait = _only_user(collective)
+    if wait is None or not _is(wait, _FUNCTIONAL.wait_tensor):
+        return f"left {name}: its result is not awaited by one wait_tensor"
+    fused_op = "matmul_reduce_scatter" if scatter else "matmul_all_reduce"
+    with gm.graph.inserting_before(wait):
+        fused = gm.graph.call_function(getattr(torch.ops.synco, fused_op),
+                                       (product.args[0], product.args[1], group))
+    wait.replace_all_uses_with(fused)
+    matmul = product.name
+    for dead in (wait, collective, product):
+        gm.graph.erase_node(dead)
+    return f"fused {matmul} and {name} into synco.{fused_op} ({fused.name})"
+
+
+def backend(gm, example_inputs):
+    """A `torch.compile` backend: the graph with Synco's fused operators,
+    run as it is (eager)."""
+    del example_inputs
+    fuse_collectives(gm)
+    return gm.forward
+
+
+__all__ = ["backend", "fuse_collectives"]

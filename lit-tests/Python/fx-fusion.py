@@ -1,0 +1,80 @@
+# synco.fx on CPU (no process group, no GPU): graphs with functional
+# collectives next to matmuls, as torch.compile hands a backend (aten ops,
+# traced by make_fx in fake mode) and as symbolic_trace makes them, get
+# Synco's fused operators; the rest of each graph stays; what does not fit
+# is left in place and reported with a warning.
+#
+# REQUIRES: synco-python
+# RUN: %python %s | FileCheck %s
+
+import warnings
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import synco.fx
+
+F = torch.ops._c10d_functional
+bf16 = lambda *shape: torch.randn(shape, dtype=torch.bfloat16)  # noqa: E731
+
+
+def show(gm, report):
+    for line in report:
+        print("report:", line)
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            print("node:", node.target, [str(a) for a in node.args])
+
+
+# A tensor-parallel MLP layer at aten level: all-gather + matmul, an
+# elementwise op, matmul + reduce-scatter.
+def mlp(x, w_up, w_down):
+    gathered = F.wait_tensor(F.all_gather_into_tensor(x, 2, "tp"))
+    hidden = torch.relu(gathered @ w_up)
+    return F.wait_tensor(F.reduce_scatter_tensor(hidden @ w_down, "sum", 2, "tp"))
+
+
+gm = make_fx(mlp, tracing_mode="fake")(bf16(4, 8), bf16(8, 16), bf16(16, 8))
+show(gm, synco.fx.fuse_collectives(gm))
+# CHECK: report: fused all_gather_into_tensor and mm into synco.all_gather_matmul (all_gather_matmul)
+# CHECK-NEXT: report: fused mm_1 and reduce_scatter_tensor into synco.matmul_reduce_scatter (matmul_reduce_scatter)
+# CHECK-NEXT: node: synco.all_gather_matmul ['x_1', 'w_up_1', 'tp']
+# CHECK-NEXT: node: aten.relu.default ['all_gather_matmul']
+# CHECK-NEXT: node: synco.matmul_reduce_scatter ['relu', 'w_down_1', 'tp']
+# CHECK-NOT: node:
+
+# The same from symbolic_trace (torch-level ops), and an all-reduce.
+def row_parallel(a, b):
+    return F.wait_tensor(F.all_reduce(torch.matmul(a, b), "sum", "tp")) + 1
+
+
+gm = torch.fx.symbolic_trace(row_parallel)
+show(gm, synco.fx.fuse_collectives(gm))
+# CHECK: report: fused matmul and all_reduce into synco.matmul_all_reduce (matmul_all_reduce)
+# CHECK-NEXT: node: synco.matmul_all_reduce ['a', 'b', 'tp']
+# CHECK-NEXT: node: <built-in function add> ['matmul_all_reduce', '1']
+
+# Left alone, each with its reason and a warning: a max-reduction, partial
+# sums something else reads, and a gathered tensor read twice.
+def not_fused(a, b, x):
+    p = a @ b
+    top = F.wait_tensor(F.all_reduce(p, "max", "tp"))
+    shared = a @ b
+    total = F.wait_tensor(F.reduce_scatter_tensor(shared, "sum", 2, "tp")) + shared.sum()
+    g = F.wait_tensor(F.all_gather_into_tensor(x, 2, "tp"))
+    return top, total, g @ b, g.sum()
+
+
+gm = make_fx(not_fused, tracing_mode="fake")(bf16(8, 8), bf16(8, 8), bf16(4, 8))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    report = synco.fx.fuse_collectives(gm)
+for line in report:
+    print("report:", line)
+print("warnings:", len(caught), "collectives left:",
+      sum("_c10d_functional" in str(n.target) and "wait" not in str(n.target)
+          for n in gm.graph.nodes))
+# CHECK: report: left all_reduce: its reduction is 'max', not 'sum'
+# CHECK-NEXT: report: left reduce_scatter_tensor: something else also reads mm_1's partial sums
+# CHECK-NEXT: report: left all_gather_into_tensor: the gathered tensor is not the left operand of one matmul alone
+# CHECK-NEXT: warnings: 3 collectives left: 3
