@@ -15,7 +15,9 @@ fresh random data with
 poisoned outputs, against the same product computed by PyTorch in fp32
 from every rank's inputs; context-parallel attention (K and V gathered,
 causal or not, on each transport) against PyTorch's attention over the
-whole sequence, direct and ring; then launches the runtime must refuse before
+whole sequence, direct and ring; plans imported from JAX's StableHLO
+(W = 4) and a torch.fx layer fused by synco.fx, against the unfused
+layers; then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
 reduce-scatter where rank 1 dies after a first launch (`killed`), stays
 alive but never launches (`absent`), or launches in step but never sends
@@ -38,8 +40,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.fx.experimental.proxy_tensor import make_fx
 
 import synco
+import synco.fx
 from synco import ops
 
 # Small shapes: every rank's programs fit on one GPU with the others'.
@@ -71,6 +75,26 @@ IMPORTED = [
     ("matmul_rs", ops.MatmulReduceScatter, {"m": 1024, "k": 128, "n": 1024}),
     ("matmul_ar", ops.MatmulAllReduce, {"m": 1024, "k": 128, "n": 1024}),
 ]
+
+
+# A tensor-parallel layer as torch.compile hands it to a backend (aten ops,
+# functional collectives), fused by synco.fx into the functional operators
+# (their default tiles, GROUP_M 8: whole swizzle groups per rank): 1024
+# tokens per rank, hidden 256 (one column of tiles: 4 ranks on one GPU keep
+# all their programs resident), ffn shard 512.
+FX_TOKENS, FX_HIDDEN, FX_FFN = 1024, 256, 512
+
+
+def fx_layer(group_name, world):
+    functional = torch.ops._c10d_functional
+
+    def layer(x, w_up, w_down):
+        gathered = functional.wait_tensor(functional.all_gather_into_tensor(x, world, group_name))
+        hidden = torch.relu(gathered @ w_up)
+        return functional.wait_tensor(
+            functional.reduce_scatter_tensor(hidden @ w_down, "sum", world, group_name))
+
+    return layer
 
 
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
@@ -105,6 +129,11 @@ def build(args):
             print(f"built W={IMPORTED_WORLD} {plan_name} imported from {name}.mlir: "
                   f"{compiled.folder.name}")
     for world in worlds:
+        for cls, shape in ((ops.AllGatherMatmul, (FX_HIDDEN, FX_FFN)),
+                           (ops.MatmulReduceScatter, (FX_FFN, FX_HIDDEN))):
+            compiled = cls.compile(world, m=FX_TOKENS * world, k=shape[0], n=shape[1],
+                                   cache_dir=args.cache)
+            print(f"built W={world} {cls.__name__} for the fx layer: {compiled.folder.name}")
         for name, cls, extra in OPS:
             start = time.perf_counter()
             compiled = cls.compile(world, **options(world, extra, args.cache))
@@ -144,6 +173,32 @@ def check_imported(group, cache, seed, report):
         opts = dict(config=CONFIG, num_warps=4, num_stages=3, cache_dir=cache, plan=plan,
                     **shape, **({"algorithm": "two_shot"} if cls is ops.MatmulAllReduce else {}))
         check_gemm(group, f"imported {name}", cls, opts, seed, report)
+
+
+def check_fx(group, seed, report):
+    """`fx_layer` traced at aten level (make_fx, fake tensors), its
+    collectives fused by synco.fx, run on this rank's tensors against the
+    layer computed by PyTorch in fp32 from every rank's inputs (the
+    hidden activations rounded to bf16, as the fused all-gather + matmul
+    stores them)."""
+    w, r, dev = group.world_size, group.rank, group.device
+    layer = fx_layer(group.process_group.group_name, w)
+    shapes = [(FX_TOKENS, FX_HIDDEN), (FX_HIDDEN, FX_FFN), (FX_FFN, FX_HIDDEN)]
+    gm = make_fx(layer, tracing_mode="fake")(
+        *(torch.empty(s, dtype=torch.bfloat16) for s in shapes))
+    fused = synco.fx.fuse_collectives(gm)
+    report("fx: both collectives fused", [line.split()[0] for line in fused] == ["fused"] * 2,
+           "; ".join(fused))
+    for launch in range(2):
+        data = inputs(seed + 7 + 1000 * launch, w, shapes)
+        got = gm(*(t.to(dev) for t in data[r]))
+        group.wait(60)
+        gathered = torch.cat([d[0] for d in data]).float()
+        total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
+                    for _, up, down in data)
+        want = total[r * FX_TOKENS:(r + 1) * FX_TOKENS]
+        err = rel_error(got.cpu(), want)
+        report(f"fx layer (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
 def check_gemm(group, name, cls, opts, seed, report):
@@ -279,6 +334,9 @@ def host_time(group, cache, report):
 
 
 def worker(rank, world, mode, cache, port, fault, results):
+    # The functional operators (torch.ops.synco.*) compile into, or find
+    # their kernels in, the default cache.
+    os.environ["SYNCO_CACHE_DIR"] = os.path.abspath(cache)
     # A rank that hangs prints where, before the parent gives up on it.
     faulthandler.dump_traceback_later(WORKER_TIMEOUT[mode] - 10, exit=True)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -298,6 +356,7 @@ def worker(rank, world, mode, cache, port, fault, results):
         if mode == "check":
             check_ops(group, cache, seed, report)
             check_imported(group, cache, seed, report)
+            check_fx(group, seed, report)
             check_attention(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)
