@@ -151,6 +151,14 @@ expect("a shape no plan fits is refused", ok, got)
 ok, got = raises(synco.LaunchError, "n (192) must be a multiple of BLOCK_N",
                  lambda: ops.AllGatherMatmul.compile(2, **{**shape, "n": 192}))
 expect("a partial tile of the mask-less GEMM is refused", ok, got)
+# With the default tiles, a rank's 2 row tiles get a swizzle group of 2
+# (GROUP_M 8 would span two ranks' blocks, which the passes refuse).
+try:
+    ops.MatmulReduceScatter.compile(2, m=512, k=256, n=256, chunks=1, cache_dir=cache)
+    ok, got = ops._default_config(512, 2)["GROUP_M"] == 2, str(ops._default_config(512, 2))
+except synco.CompileError as e:
+    ok, got = False, str(e)
+expect("default tiles fit a small M", ok, got)
 
 # A machine without the compiler (a GPU machine) finds what the cache holds.
 saved = dict(os.environ)

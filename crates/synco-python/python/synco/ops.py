@@ -21,6 +21,8 @@ identifies the group), so `torch.compile` traces them; their results are
 fresh tensors.
 """
 
+import math
+
 import torch
 
 from . import kernels, plans
@@ -55,7 +57,7 @@ class _GemmOperator:
         if dtype not in ELEMENTS:
             raise LaunchError(f"dtype must be one of {list(ELEMENTS)}, not {dtype}")
         triton_type, element = ELEMENTS[dtype]
-        config = dict(config or CONFIG)
+        config = dict(config) if config else _default_config(m, world_size)
         if plan is None:
             plan = cls._plan(world_size=world_size, m=m, k=k, n=n, dtype=element,
                              block_m=config["BLOCK_M"], chunks=chunks, backend=backend,
@@ -68,7 +70,7 @@ class _GemmOperator:
 
     def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, config=None, **options):
         self.group, self.m, self.k, self.n, self.dtype = group, m, k, n, dtype
-        self.config = dict(config or CONFIG)
+        self.config = dict(config) if config else _default_config(m, group.world_size)
         compiled = self.compile(group.world_size, m=m, k=k, n=n, dtype=dtype, config=config,
                                 **options)
         self.kernel = group.load(compiled)
@@ -251,6 +253,16 @@ class AllGatherAttention:
                     self.seq * kv_cols, d, kv_cols, rows * q_cols, d, q_cols,
                     self.heads, self.kv_heads, rows, n_kv)
         return out
+
+
+def _default_config(m, world_size):
+    """`CONFIG`, with a swizzle group (GROUP_M) that divides each rank's
+    row tiles: a group spanning two ranks' blocks would run a rank's own
+    tiles before the peers' tiles they wait for (the passes refuse it)."""
+    config = dict(CONFIG)
+    tiles_per_rank = max(m // max(world_size, 1) // config["BLOCK_M"], 1)
+    config["GROUP_M"] = math.gcd(config["GROUP_M"], tiles_per_rank)
+    return config
 
 
 def _check_whole_tiles(*, m, k, n, config):
