@@ -2,8 +2,8 @@
 # The multi-GPU runs of the Python path on a GPU machine (through the
 # device tool), from the repository root, given the package's wheel
 # (target/wheels) and a compile cache for W = the machine's GPU count
-# (build/x2cache.tar.xz, from bench.py --compile-only and
-# examples/tp_mlp/mlp.py --compile-only):
+# (build/x<W>cache.tar.xz, from `benches/attention/build-cache.sh W`;
+# CACHE=build/x<W>cache names it):
 #
 #   attention  benches/attention/bench.py on LLaMA-3-8B (16k, 32k tokens)
 #              and the 64-head model (16k)
@@ -17,7 +17,7 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT="${OUT:-/tmp/out}"
 W="$(nvidia-smi -L | wc -l)"
-CACHE="${CACHE:-build/x2cache}"
+CACHE="${CACHE:-build/x${W}cache}"
 LIB="$(mktemp -d)"
 python3 -m pip install -q --no-deps --target "$LIB" target/wheels/synco-*.whl
 export PYTHONPATH="$LIB"
