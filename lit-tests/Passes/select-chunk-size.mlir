@@ -143,3 +143,22 @@ chunk.plan @per_source world_size(2) {
   chunk.all_gather @Bg dim(0) chunks(auto) split(1)
   chunk.consume @Bg dim(1) tile(256) index("pid_n") source("src")
 }
+
+// -----
+
+// K and V walked by an attention kernel's loop (loop("start_n")): the GEMM
+// model does not apply; one chunk per rank, with the reason, for both
+// buffers the loop reads (they share its split).
+// CHECK-LABEL: chunk.plan @attention
+// CHECK:       chunk.all_gather @K dim(0) chunks(1)
+// CHECK:       chunk.all_gather @V dim(0) chunks(1)
+chunk.plan @attention world_size(4) {
+  chunk.buffer @K : !chunk.buffer<16384x1024xbf16> bind(1)
+  chunk.buffer @V : !chunk.buffer<16384x1024xbf16> bind(2)
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @K: the kernel's loop over 'start_n' walks it, and each chunk is a loop of its own (one chunk per rank cost the least on an H200, benches/attention/README.md)}}
+  chunk.all_gather @K dim(0) chunks(auto)
+  // expected-remark @below {{chunks(auto) -> chunks(1) for @V: the kernel's loop over 'start_n' walks it}}
+  chunk.all_gather @V dim(0) chunks(auto)
+  chunk.consume @K dim(0) tile(64) loop("start_n")
+  chunk.consume @V dim(0) tile(64)
+}

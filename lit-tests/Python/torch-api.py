@@ -133,10 +133,14 @@ ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, caus
 plan = (ring.folder / "plan.mlir").read_text()
 expect("a ring AllGatherAttention gathers K and V by a ring",
        plan.count("algorithm(ring)") == 2 and ring.folder != attn.folder, plan)
-ok, got = raises(ValueError, "chunks must be a count for attention",
+ok, got = raises(ValueError, "chunks='auto' for attention needs loop=",
                  lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2,
                                                           head_dim=64, chunks="auto"))
-expect("attention refuses chunks(auto)", ok, got)
+expect("attention refuses chunks(auto) without the kernel's loop", ok, got)
+auto = synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
+                                        chunks="auto", loop="start_n")
+expect("attention's chunks(auto) names the loop", 'chunks(auto)' in auto
+       and 'chunk.consume @K dim(0) tile(64) loop("start_n")' in auto, auto)
 ok, got = raises(ValueError, "m (1000) must split into whole tiles",
                  lambda: synco.plans.all_gather_attention(world_size=2, seq=1000, kv_heads=2,
                                                           head_dim=64))

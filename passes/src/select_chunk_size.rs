@@ -69,7 +69,9 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
                     select_gathered_output(&plan, module, op, forced, &machine)?
                 }
                 CollectiveKind::AllGather | CollectiveKind::AllToAll => {
-                    if read_per_source(&plan, op) {
+                    if let Some(walked) = walked_by_loop(&plan) {
+                        select_for_loop(&plan, op, forced, &walked)?
+                    } else if read_per_source(&plan, op) {
                         select_per_source(&plan, module, op, forced, &machine)?
                     } else {
                         select(&plan, op, forced, &machine)?
@@ -87,6 +89,46 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
             }
         }
     }
+    Ok(())
+}
+
+/// The kernel loop a consumer of `plan` names (`loop("start_n")`: an
+/// attention kernel's loop over the keys and values); buffers read in one
+/// loop share its split, so every gather of the plan goes by it.
+fn walked_by_loop(plan: &Plan) -> Option<String> {
+    plan.consumes().into_iter().find_map(|c| c.loop_var())
+}
+
+/// `chunks(auto)` for a gather a kernel loop walks: one chunk per rank
+/// (or the forced count). The cost model predicts GEMM tiles, not a loop
+/// split by chunk: there each chunk is its own software-pipelined loop,
+/// whose prologue and drain cost more the more chunks there are, and a
+/// peer's whole block arrives while the loop reads the rank's own
+/// (measured: `benches/attention/README.md`).
+fn select_for_loop(
+    plan: &Plan,
+    op: Collective,
+    forced: Option<i64>,
+    var: &str,
+) -> Result<(), PassFailed> {
+    let (buffer, block, tile) = collective_blocks(plan, op, op.dst(), TilesOf::Consumers)?;
+    let valid = |n: i64| block % n == 0 && (block / n) % tile == 0;
+    let whole_tiles = || format!("a block of {block} rows into chunks of whole {tile}-row tiles");
+    let chosen = match checked_forced(op, forced, valid, whole_tiles)? {
+        Some(n) => n,
+        None => {
+            Diagnostic::remark(
+                loc(op),
+                format!(
+                    "chunks(auto) -> chunks(1) for @{}: the kernel's loop over '{var}' walks it, and each chunk is a loop of its own (one chunk per rank cost the least on an H200, benches/attention/README.md)",
+                    buffer.name
+                ),
+            )
+            .emit();
+            1
+        }
+    };
+    op.set_chunks(chosen);
     Ok(())
 }
 

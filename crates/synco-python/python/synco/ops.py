@@ -196,9 +196,12 @@ class AllGatherAttention:
                 algorithm="direct", num_warps=8, num_stages=3, cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
+        # chunks="auto" needs the kernel loop's name: the bundled kernel's.
+        loop = "start_n" if chunks == "auto" and kernel is kernels.attention else None
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
-                                          chunks=chunks, backend=backend, algorithm=algorithm)
+                                          chunks=chunks, backend=backend, algorithm=algorithm,
+                                          loop=loop)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel, signature=cls.SIGNATURE, plan=plan, pipeline="synco-fuse",
                        constexprs=constexprs, divisible=cls.DIVISIBLE, num_warps=num_warps,

@@ -68,7 +68,8 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
 
 
 def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
-                         chunks=1, backend="copy_engine", algorithm="direct", k_arg=1, v_arg=2):
+                         chunks=1, backend="copy_engine", algorithm="direct", loop=None,
+                         k_arg=1, v_arg=2):
     """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1)
     all-gathered along the sequence into an attention kernel whose loop
     over the keys and values reads blocks of `block_n` rows (the loop found
@@ -77,12 +78,16 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     that read it, the rank's own chunks first, then the peers' in the
     order they arrive (`algorithm`: `direct`, or `ring`, whose blocks come
     from rank r - 1, r - 2, ...). K and V are arguments `k_arg` and
-    `v_arg`."""
+    `v_arg`. `loop`: the name of the kernel's loop variable, written into
+    the plan (`loop("start_n")` for `synco.kernels.attention`); needed for
+    `chunks="auto"`, which then picks one chunk per rank (see
+    `chunk-select-chunk-size`)."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_n, chunks=chunks,
            backend=backend, kv_heads=kv_heads, head_dim=head_dim)
-    if chunks == "auto":
-        raise ValueError("chunks must be a count for attention: the cost model for "
-                         "chunks(auto) models GEMMs only")
+    if chunks == "auto" and loop is None:
+        raise ValueError("chunks='auto' for attention needs loop= (the kernel's loop variable "
+                         "over the keys and values): the GEMM cost model does not apply")
+    walked = f' loop("{loop}")' if loop is not None else ""
     columns = kv_heads * head_dim
     buffers = "".join(
         f"  chunk.buffer @{name} : !chunk.buffer<{seq}x{columns}x{dtype}>{_bind(arg)}\n"
@@ -90,7 +95,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     gathers = "".join(
         f"  chunk.all_gather @{name} dim(0) chunks({chunks}) backend({backend})"
         f"{_gather_algorithm(algorithm)}\n"
-        f"  chunk.consume @{name} dim(0) tile({block_n})\n"
+        f"  chunk.consume @{name} dim(0) tile({block_n}){walked if name == 'K' else ''}\n"
         for name in ("K", "V"))
     return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"
 

@@ -133,6 +133,14 @@ one chunk per rank (measured on 2 x H200: finer counts were up to 1.29x
 slower, see passes/docs/reduce-chunk-tiles.md; those finer chunks also split the
 kernel's swizzle groups, which is now refused).
 
+A plan whose consumer names a kernel loop (`loop("start_n")`: an
+attention kernel's loop over the keys and values) is not a GEMM: each
+chunk becomes a software-pipelined loop of its own, whose prologue and
+drain cost more with every chunk, and a peer's block arrives while the
+loop reads the rank's own. Its gathers get one chunk per rank, with a
+remark saying why (on one H200, 1 chunk per rank cost +3.7% over the
+local kernel, 4 chunks +9.6%: `benches/attention/README.md`).
+
 Options:
 * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
   against the same rules), skipping the model;
