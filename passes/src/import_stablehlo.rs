@@ -129,8 +129,7 @@ impl Found {
     /// The plan, as `synco.plans` writes it for the repository's GEMMs
     /// (A, B, C are arguments 0, 1, 2; row tiles of `tile` rows).
     fn plan_text(&self, name: &str, world: i64, tile: i64) -> String {
-        let (m, n, e) = (self.m, self.n, &self.element);
-        let k = self.k;
+        let (m, k, n, e) = (self.m, self.k, self.n, &self.element);
         let head = format!("chunk.plan @{name} world_size({world}) {{\n");
         let body = match self.kind {
             // (C, the product, is any tensor: no buffer of the plan.)

@@ -405,6 +405,26 @@ impl FusedKernel {
         self.epochs.get()
     }
 
+    /// Counts a new launch; returns its epoch.
+    pub(crate) fn next_epoch(&self) -> u32 {
+        let epoch = self.epochs.get() + 1;
+        self.epochs.set(epoch);
+        epoch
+    }
+
+    /// `bindings` and the kernel's own staging buffers (which the caller
+    /// never binds), as a launch binds the plan's buffers.
+    pub(crate) fn with_staging<'a>(
+        &'a self,
+        bindings: &[(&'a str, Buffer)],
+    ) -> Vec<(&'a str, Buffer)> {
+        bindings
+            .iter()
+            .copied()
+            .chain(self.staging.iter().map(|(name, b)| (name.as_str(), *b)))
+            .collect()
+    }
+
     /// Number of the kernel's own (role `user`) parameters.
     pub fn num_user_params(&self) -> usize {
         self.manifest

@@ -109,7 +109,7 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
             let (kernel, abi) = crate::plan::bound_kernel(&plan, module, NAME)?;
             let with_counters = copy_program_flags(&plan, schedule.num_flags)?;
             let placement = sm_copies::placement(kernel, sm_transfers[0])?;
-            sm_copies::lower(
+            let forward = sm_copies::lower(
                 &plan,
                 kernel,
                 abi,
@@ -120,9 +120,7 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
                 schedule.num_flags,
             )?;
             add_copy_programs(&mut schedule, copy_programs, placement, with_counters);
-            schedule.copy_programs_forward = sm_transfers
-                .iter()
-                .any(|t| !plan.forwarded_by(*t).is_empty());
+            schedule.copy_programs_forward = forward;
         }
         records::record_host_schedule(module, &schedule)?;
         // The schedule now carries everything the transfers, tile maps and

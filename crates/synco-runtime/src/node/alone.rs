@@ -58,13 +58,8 @@ impl Node {
         }
         crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
         crate::bindings::check_user_args(&kernel.manifest, rank, args)?;
-        let bindings: Vec<(&str, Buffer)> = bindings
-            .iter()
-            .copied()
-            .chain(kernel.staging.iter().map(|(name, b)| (name.as_str(), *b)))
-            .collect();
-        let epoch = kernel.epochs.get() + 1;
-        kernel.epochs.set(epoch);
+        let bindings = kernel.with_staging(bindings);
+        let epoch = kernel.next_epoch();
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
         self.grow_scratch(kernel.manifest.global_scratch.size as usize * programs)?;
         let gpu = self.gpu(rank)?;

@@ -35,16 +35,11 @@ impl Node {
             });
         }
         let grid = self.checked_grid(kernel, grid, args, bindings)?;
+        let bindings = kernel.with_staging(bindings);
+        let bindings = bindings.as_slice();
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
-        let bindings: Vec<(&str, Buffer)> = bindings
-            .iter()
-            .copied()
-            .chain(kernel.staging.iter().map(|(name, b)| (name.as_str(), *b)))
-            .collect();
-        let bindings = bindings.as_slice();
-        let epoch = kernel.epochs.get() + 1;
-        kernel.epochs.set(epoch);
+        let epoch = kernel.next_epoch();
         self.epoch = epoch;
         self.stream_waits.borrow_mut().clear();
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;

@@ -39,7 +39,8 @@ struct SmCopy<'c> {
 }
 
 /// Rewrites `kernel` so that `programs` copy programs copy `transfers`,
-/// placed as `placement` says.
+/// placed as `placement` says; returns whether any copy forwards rows
+/// another rank's copy programs bring (they then wait for those programs).
 #[allow(clippy::too_many_arguments)]
 pub fn lower(
     plan: &Plan,
@@ -50,7 +51,7 @@ pub fn lower(
     placement: CopyPrograms,
     layout: &[FlagRange],
     counter_base: i64,
-) -> Result<(), PassFailed> {
+) -> Result<bool, PassFailed> {
     let mut copies = Vec::new();
     for &t in transfers {
         let forwarded = plan.forwarded_by(t);
@@ -169,7 +170,7 @@ pub fn lower(
             counter_base,
         )?;
     }
-    Ok(())
+    Ok(copies.iter().any(|c| c.forwards.is_some()))
 }
 
 #[allow(clippy::too_many_arguments)]
