@@ -175,6 +175,42 @@ chunk.plan @ring_produced world_size(2) {
 
 // -----
 
+// Zigzag blocks of 3 ranks in 4 chunks: rank o holds half-blocks o and
+// 5 - o (of 6, 128 rows each); chunks 0 and 1 cut the first, 2 and 3 the
+// second.
+// CHECK-LABEL: chunk.plan @zigzag world_size(3)
+// CHECK-NEXT:  chunk.buffer @K
+// CHECK-NEXT:  chunk.transfer @K_p0_c0 local copy_engine from <@K[(d0) -> (d0 * 128, 0)] [64, 64]>
+// CHECK-NEXT:  chunk.transfer @K_p0_c1 local copy_engine from <@K[(d0) -> (d0 * 128 + 64, 0)] [64, 64]>
+// CHECK-NEXT:  chunk.transfer @K_p0_c2 local copy_engine from <@K[(d0) -> ((-d0 + 5) * 128, 0)] [64, 64]>
+// CHECK-NEXT:  chunk.transfer @K_p0_c3 local copy_engine from <@K[(d0) -> ((-d0 + 5) * 128 + 64, 0)] [64, 64]>
+// CHECK-NEXT:  chunk.transfer @K_p1_c0 push copy_engine from <@K[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 3) to <@K[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(4)
+// CHECK-NEXT:  chunk.transfer @K_p1_c1
+// CHECK-NEXT:  chunk.transfer @K_p1_c2 push copy_engine from <@K[(d0) -> ((-((d0 + 1) mod 3) + 5) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 3) to <@K[(d0) -> ((-((d0 + 1) mod 3) + 5) * 128, 0)] [64, 64]> on (d0) -> (d0) order(6)
+// CHECK-NEXT:  chunk.transfer @K_p1_c3 push copy_engine from <@K[(d0) -> ((-((d0 + 1) mod 3) + 5) * 128 + 64, 0)] [64, 64]>
+// CHECK-NEXT:  chunk.transfer @K_p2_c0
+// CHECK-NEXT:  chunk.transfer @K_p2_c1
+// CHECK-NEXT:  chunk.transfer @K_p2_c2
+// CHECK-NEXT:  chunk.transfer @K_p2_c3 push copy_engine {{.*}} order(11)
+// CHECK-NEXT:  chunk.consume @K dim(0) tile(64) loop("start_n")
+chunk.plan @zigzag world_size(3) {
+  chunk.buffer @K : !chunk.buffer<768x64xbf16> bind(1)
+  chunk.all_gather @K dim(0) chunks(4) blocks(zigzag)
+  chunk.consume @K dim(0) tile(64) loop("start_n")
+}
+
+// -----
+
+// Zigzag blocks are for what ranks hold, not for what kernel tiles produce.
+chunk.plan @zigzag_produced world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+  chunk.produce @tiles @C dim(0) tile(64)
+  // expected-error @below {{chunk-expand-collectives: a blocks(zigzag) all_gather of @C, which kernel tiles produce, is not supported; zigzag blocks are for consumed buffers}}
+  chunk.all_gather @C dim(0) chunks(2) blocks(zigzag)
+}
+
+// -----
+
 // A one-shot all-reduce expands into world_size^2 x chunks transfers, each
 // checked on every rank: 256 ranks in 4 chunks is refused before any is
 // made (expanded, it took 200 s and 14 GB).

@@ -162,3 +162,25 @@ chunk.plan @attention world_size(4) {
   chunk.consume @K dim(0) tile(64) loop("start_n")
   chunk.consume @V dim(0) tile(64)
 }
+
+// -----
+
+// Zigzag blocks: one chunk per half-block, two per rank.
+// CHECK-LABEL: chunk.plan @attention_zigzag
+// CHECK:       chunk.all_gather @K dim(0) chunks(2) blocks(zigzag)
+chunk.plan @attention_zigzag world_size(4) {
+  chunk.buffer @K : !chunk.buffer<16384x1024xbf16> bind(1)
+  // expected-remark @below {{chunks(auto) -> chunks(2) for @K (one per zigzag half-block): the kernel's loop over 'start_n' walks it}}
+  chunk.all_gather @K dim(0) chunks(auto) blocks(zigzag)
+  chunk.consume @K dim(0) tile(64) loop("start_n")
+}
+
+// -----
+
+// Without a loop that walks it, a zigzag gather has no model to size it.
+chunk.plan @zigzag_tiles world_size(2) kernel(@matmul_kernel) {
+  chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
+  // expected-error @below {{chunk-select-chunk-size: chunks(auto) for a blocks(zigzag) all_gather needs a consumer whose kernel loop walks it (loop(...)); the GEMM cost model does not apply}}
+  chunk.all_gather @A dim(0) chunks(auto) blocks(zigzag)
+  chunk.consume @A dim(0) tile(128) index("pid_m")
+}

@@ -89,6 +89,8 @@ struct Expansion<'p> {
     algorithm: attrs::Algorithm,
     reduce: Option<attrs::Reduction>,
     producers: Vec<String>,
+    /// `blocks(zigzag)`: rank `o` owns half-blocks `o` and `2W - 1 - o`.
+    zigzag: bool,
 }
 
 /// Rows along the collective's dimension: `owner`'s block, chunk `c`.
@@ -158,6 +160,15 @@ impl<'p> Expansion<'p> {
             .filter(|p| p.buffer().as_deref() == Some(src.as_str()))
             .filter_map(|p| p.name())
             .collect();
+        let zigzag = collective.blocks() == attrs::BlockLayout::Zigzag;
+        if zigzag && !producers.is_empty() {
+            return Err(fail(
+                op,
+                format!(
+                    "chunk-expand-collectives: a blocks(zigzag) all_gather of @{src}, which kernel tiles produce, is not supported; zigzag blocks are for consumed buffers"
+                ),
+            ));
+        }
         if algorithm == attrs::Algorithm::Ring && !producers.is_empty() {
             return Err(fail(
                 op,
@@ -182,6 +193,7 @@ impl<'p> Expansion<'p> {
             algorithm,
             reduce,
             producers,
+            zigzag,
             src,
             dst,
         })
@@ -206,6 +218,20 @@ impl<'p> Expansion<'p> {
             "r".into()
         } else {
             format!("(r + {k}) mod {}", self.plan.world_size)
+        }
+    }
+
+    /// The first row of `owner`'s chunk `c` in a zigzag all-gather: chunks
+    /// `0 .. n/2` cut its half-block `owner`, the others its half-block
+    /// `2W - 1 - owner`.
+    fn zigzag_rows(&self, owner: &str, c: i64) -> String {
+        let (half, per_half) = (self.block / 2, self.chunks / 2);
+        let within = (c % per_half) * self.rows;
+        if c < per_half {
+            rows_of(owner, half, within)
+        } else {
+            let last = 2 * self.plan.world_size - 1;
+            format!("({last} - ({owner})) * {half} + {within}")
         }
     }
 
@@ -240,6 +266,7 @@ impl<'p> Expansion<'p> {
                                 at[s] = (c * width).to_string();
                                 at
                             }
+                            None if self.zigzag => self.offsets(&self.zigzag_rows(&peer, c)),
                             None => self.offsets(&rows_of(&peer, block, c * rows)),
                         };
                         // A produced block leaves once its tiles are done

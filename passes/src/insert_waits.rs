@@ -7,7 +7,8 @@
 
 use crate::{
     plan::{
-        Consume, FlagKind, Transfer, bound_kernel, fail, flag_layout, internal, loc, plans, records,
+        Consume, FlagKind, FlagRange, Owners, Transfer, bound_kernel, fail, flag_layout, internal,
+        loc, plans, records,
     },
     tiles::{
         CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR,
@@ -18,7 +19,7 @@ use melior::ir::operation::OperationRef;
 use std::collections::HashMap;
 use synco_chunk::passes::{ChunkInsertWaitsOptions, PassOptions, RustPass};
 use synco_chunk::{Diagnostic, PassFailed, attrs::TransferMode};
-use synco_ir::{self as ir, Builder, builder::Cmp};
+use synco_ir::{self as ir, Builder, Value, builder::Cmp};
 
 /// The body of `chunk-insert-waits`.
 pub struct Pass;
@@ -103,7 +104,7 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             let b = Builder::before(first).with_loc(ir::location_of(consume.0));
             let row = b.muli(t, b.const_i32(tile));
             let chunk = b.divsi(row, b.const_i32(range.rows_per_chunk));
-            let owner = b.divsi(chunk, b.const_i32(range.chunks_per_rank));
+            let owner = owner_of(&b, chunk, range, plan.world_size);
             let remote = b.cmpi(Cmp::Ne, owner, abi.rank);
             let flag = b.addi(chunk, b.const_i32(range.base));
             b.if_then(remote, |inner| {
@@ -141,6 +142,15 @@ fn wait_per_chunk(
     tile_loop: TileLoop,
 ) -> Result<(), PassFailed> {
     let var = tile_loop.name().unwrap_or_default();
+    if range.owners == Owners::Irregular {
+        return Err(fail(
+            consume,
+            format!(
+                "chunk-insert-waits: the transfers into @{} leave its chunks held neither in one block per rank nor in zigzag half-blocks: the loop over '{var}' cannot tell which chunks to wait for",
+                range.buffer
+            ),
+        ));
+    }
     // The loop found is the clipped one, once split (it carries the mark).
     let clipped = tile_loop.op;
     let chunk = ir::walk(kernel)
@@ -158,7 +168,7 @@ fn wait_per_chunk(
     let bounds = ir::operands(clipped);
     let reads = b.cmpi(Cmp::Slt, bounds[0], bounds[1]);
     let c = ir::result(chunk, 0);
-    let owner = b.divsi(c, b.const_i32(range.chunks_per_rank));
+    let owner = owner_of(&b, c, range, plan.world_size);
     let remote = b.cmpi(Cmp::Ne, owner, abi.rank);
     let flag = b.addi(c, b.const_i32(range.base));
     b.if_then(b.andi(reads, remote), |inner| {
@@ -176,6 +186,21 @@ fn wait_per_chunk(
     )
     .emit();
     Ok(())
+}
+
+/// The rank that holds chunk `c` (of `range`'s, in row order) before any
+/// transfer: `c / n` for contiguous blocks of `n` chunks; for zigzag
+/// half-blocks `h = c / (n / 2)`, `h` or `2W - 1 - h`.
+fn owner_of(b: &Builder, c: Value, range: &FlagRange, world_size: i64) -> Value {
+    let k = |v: i64| b.const_i32(v);
+    match range.owners {
+        Owners::Zigzag => {
+            let half = b.divsi(c, k((range.chunks_per_rank / 2).max(1)));
+            let mirrored = b.subi(k(2 * world_size - 1), half);
+            b.select(b.cmpi(Cmp::Slt, half, k(world_size)), half, mirrored)
+        }
+        Owners::Contiguous | Owners::Irregular => b.divsi(c, k(range.chunks_per_rank)),
+    }
 }
 
 /// Where a consumer that reads every rank's block in a loop over sources

@@ -7,8 +7,8 @@
 
 use crate::{
     plan::{
-        BlockOrder, FlagKind, Produce, ReductionKind, TileMap, block_order, bound_kernel, fail,
-        flag_layout, internal, loc, plans, reduction_kind,
+        BlockOrder, FlagKind, Owners, Produce, ReductionKind, TileMap, block_order, bound_kernel,
+        fail, flag_layout, internal, loc, plans, reduction_kind,
     },
     tiles::{
         Access, CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, TileLoop,
@@ -77,6 +77,14 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
             {
                 split_tile_loop(abi.rank, &plan, consume, &name, tile_loop)?;
                 continue;
+            }
+            if access == Access::Load && zigzag(&plan, &name)? {
+                return Err(fail(
+                    consume,
+                    format!(
+                        "chunk-reorder-tiles: @{name} is gathered in zigzag blocks, which only a consumer whose blocks a kernel loop walks (an attention's loop over the keys and values) supports; no loop over @{name} in blocks of {tile} was found"
+                    ),
+                ));
             }
             if let Some(source) = consume.source() {
                 order_sources(kernel, abi.rank, &plan, consume, &name, arg, tile, &source)?;
@@ -252,7 +260,23 @@ fn split_tile_loop(
         range.rows_per_chunk,
         range.chunks_per_rank * plan.world_size,
     );
-    let order = block_order(plan, name, range.dim, rows * range.chunks_per_rank);
+    let order = match range.owners {
+        Owners::Contiguous => LoopOrder::Blocks(block_order(
+            plan,
+            name,
+            range.dim,
+            rows * range.chunks_per_rank,
+        )),
+        Owners::Zigzag => LoopOrder::Zigzag,
+        Owners::Irregular => {
+            return Err(fail(
+                consume,
+                format!(
+                    "chunk-reorder-tiles: the transfers into @{name} leave its chunks held neither in one block per rank nor in zigzag half-blocks (some rank's chunk is never written, or a rank's own chunk is): the loop over '{var}' cannot tell which chunks to wait for"
+                ),
+            ));
+        }
+    };
     if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
         let split = (
             ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
@@ -283,10 +307,12 @@ fn split_tile_loop(
     Diagnostic::remark(
         loc(consume),
         format!(
-            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} rows): this rank's first, then rank {}'s, ...",
+            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} rows): {}",
             match order {
-                BlockOrder::Forward => "r+1",
-                BlockOrder::Backward => "r-1",
+                LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
+                LoopOrder::Blocks(BlockOrder::Backward) => "this rank's first, then rank r-1's, ...",
+                LoopOrder::Zigzag =>
+                    "this rank's two zigzag half-blocks first, then rank r+1's two, ...",
             }
         ),
     )
@@ -302,7 +328,7 @@ fn split_loop(
     tile_loop: TileLoop,
     rank: Value,
     (rows, per_rank, chunks): (i64, i64, i64),
-    order: BlockOrder,
+    order: LoopOrder,
     var: &str,
 ) {
     let l = tile_loop.op;
@@ -315,8 +341,11 @@ fn split_loop(
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
         let chunk = match order {
-            BlockOrder::Forward => rotate(&body, j, rank, 0, per_rank, chunks),
-            BlockOrder::Backward => rotate_back(&body, j, rank, per_rank, chunks),
+            LoopOrder::Blocks(BlockOrder::Forward) => rotate(&body, j, rank, 0, per_rank, chunks),
+            LoopOrder::Blocks(BlockOrder::Backward) => {
+                rotate_back(&body, j, rank, per_rank, chunks)
+            }
+            LoopOrder::Zigzag => zigzag_rotate(&body, j, rank, per_rank, chunks),
         };
         ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
         let lower = body.muli(ir::result(chunk, 0), body.constant(ty, rows));
@@ -343,6 +372,26 @@ fn split_loop(
         ir::set_operand(outer_yield, i, result);
     }
     ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, var));
+}
+
+/// The order in which a split loop reads a buffer's chunks.
+#[derive(Clone, Copy)]
+enum LoopOrder {
+    /// Block by block, in the order the peers' blocks arrive.
+    Blocks(BlockOrder),
+    /// Each rank's two zigzag half-blocks in turn, from this rank's on.
+    Zigzag,
+}
+
+/// Whether the chunks that transfers bring into `name` are held in zigzag
+/// half-blocks (not before the collectives are expanded).
+fn zigzag(plan: &crate::plan::Plan, name: &str) -> Result<bool, PassFailed> {
+    if plan.transfers_into(name).is_empty() {
+        return Ok(false);
+    }
+    Ok(flag_layout(plan)?
+        .iter()
+        .any(|r| r.kind == FlagKind::Arrival && r.buffer == name && r.owners == Owners::Zigzag))
 }
 
 /// The induction variable of the kernel's `scf.for` named `source`, which
@@ -589,6 +638,24 @@ fn insert_before(next: Op, loc: ir::Loc, build: impl FnOnce(&Builder) -> Op) -> 
         .filter(|op| !existing.iter().any(|e| ir::same_op(*e, *op)))
         .collect();
     (result, created)
+}
+
+/// Index `t` of `all` chunks held in zigzag half-blocks (`per_rank / 2`
+/// chunks each; rank `o` holds half-blocks `o` and `2W - 1 - o`), walked
+/// rank by rank from this one: step `s = t / per_rank` reads rank
+/// `o = (rank + s) mod W`'s chunks, its half-block `o` then `2W - 1 - o`.
+/// Returns the op of the new index.
+fn zigzag_rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
+    let c = |v: i64| b.const_i32(v);
+    let world = all / per_rank.max(1);
+    let per_half = (per_rank / 2).max(1);
+    let step = b.divsi(t, c(per_rank));
+    let within = b.remsi(t, c(per_rank));
+    let owner = b.remsi(b.addi(rank, step), c(world));
+    let second = b.cmpi(Cmp::Sge, within, c(per_half));
+    let half = b.select(second, b.subi(c(2 * world - 1), owner), owner);
+    let index = b.addi(b.muli(half, c(per_half)), b.remsi(within, c(per_half)));
+    ir::defining_op(index).expect("an op result")
 }
 
 /// `(t + (rank + first_block) * per_rank) mod all`; returns the value and

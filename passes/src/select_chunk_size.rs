@@ -9,7 +9,7 @@ use crate::checked;
 use crate::plan::{AsOp, BufferDecl, Collective, Consume, Plan, fail, loc, plans};
 use crate::tiles::{self, Access, find_tile_index};
 use melior::ir::operation::OperationRef;
-use synco_chunk::attrs::CollectiveKind;
+use synco_chunk::attrs::{BlockLayout, CollectiveKind};
 use synco_chunk::passes::{ChunkSelectChunkSizeOptions, PassOptions, RustPass};
 use synco_chunk::{Diagnostic, PassFailed};
 use synco_cost_model::{
@@ -71,6 +71,11 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
                 CollectiveKind::AllGather | CollectiveKind::AllToAll => {
                     if let Some(walked) = walked_by_loop(&plan) {
                         select_for_loop(&plan, op, forced, &walked)?
+                    } else if op.blocks() == BlockLayout::Zigzag {
+                        return Err(fail(
+                            op,
+                            "chunk-select-chunk-size: chunks(auto) for a blocks(zigzag) all_gather needs a consumer whose kernel loop walks it (loop(...)); the GEMM cost model does not apply",
+                        ));
                     } else if read_per_source(&plan, op) {
                         select_per_source(&plan, module, op, forced, &machine)?
                     } else {
@@ -112,20 +117,38 @@ fn select_for_loop(
     var: &str,
 ) -> Result<(), PassFailed> {
     let (buffer, block, tile) = collective_blocks(plan, op, op.dst(), TilesOf::Consumers)?;
-    let valid = |n: i64| block % n == 0 && (block / n) % tile == 0;
-    let whole_tiles = || format!("a block of {block} rows into chunks of whole {tile}-row tiles");
+    // Zigzag: each rank's two half-blocks are cut alike.
+    let halves = if op.blocks() == BlockLayout::Zigzag {
+        2
+    } else {
+        1
+    };
+    let valid = |n: i64| n % halves == 0 && block % n == 0 && (block / n) % tile == 0;
+    let whole_tiles = || {
+        let zigzag = if halves == 2 {
+            " (an even count: zigzag half-blocks)"
+        } else {
+            ""
+        };
+        format!("a block of {block} rows into chunks of whole {tile}-row tiles{zigzag}")
+    };
     let chosen = match checked_forced(op, forced, valid, whole_tiles)? {
         Some(n) => n,
         None => {
+            let per = if halves == 2 {
+                " (one per zigzag half-block)"
+            } else {
+                ""
+            };
             Diagnostic::remark(
                 loc(op),
                 format!(
-                    "chunks(auto) -> chunks(1) for @{}: the kernel's loop over '{var}' walks it, and each chunk is a loop of its own (one chunk per rank cost the least on an H200, benches/attention/README.md)",
+                    "chunks(auto) -> chunks({halves}) for @{}{per}: the kernel's loop over '{var}' walks it, and each chunk is a loop of its own (one chunk per rank cost the least on an H200, benches/attention/README.md)",
                     buffer.name
                 ),
             )
             .emit();
-            1
+            halves
         }
     };
     op.set_chunks(chosen);

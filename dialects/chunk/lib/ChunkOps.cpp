@@ -328,6 +328,35 @@ static LogicalResult verifyAlgorithm(Operation *op, Algorithm algorithm,
   return diag;
 }
 
+/// `blocks(zigzag)`: a direct all-gather, cut along `dim` only, into
+/// `2 * world_size` half-blocks that an even chunk count divides.
+static LogicalResult verifyZigzag(AllGatherOp op, ArrayRef<int64_t> shape) {
+  if (op.getAlgorithm() != Algorithm::direct)
+    return op.emitOpError() << "blocks(zigzag) is supported with algorithm "
+                               "'direct' only, not '"
+                            << stringifyAlgorithm(op.getAlgorithm()) << "'";
+  if (op.getSplit() && *op.getSplit() != op.getDim())
+    return op.emitOpError()
+           << "blocks(zigzag) cannot split dimension " << *op.getSplit()
+           << ": its chunks cut the zigzag dimension " << op.getDim();
+  int64_t halves = 2 * worldSizeOf(op);
+  if (failed(verifySplit(op, op.getBufferAttr(), shape, op.getDim(),
+                         std::nullopt, halves)))
+    return failure();
+  std::optional<uint64_t> chunks = op.getChunks();
+  if (!chunks)
+    return success();
+  int64_t n = static_cast<int64_t>(*chunks);
+  int64_t half = shape[op.getDim()] / halves;
+  if (n % 2 != 0 || half % (n / 2) != 0)
+    return op.emitOpError()
+           << "blocks(zigzag) needs an even chunk count whose halves cut "
+              "each half-block of "
+           << half << " along dimension " << op.getDim()
+           << " evenly, not chunks(" << n << ")";
+  return success();
+}
+
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
   BufferOp buffer =
       lookupBufferOrError(*this, getBufferAttr(), "buffer", symbols);
@@ -338,6 +367,8 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return failure();
   ArrayRef<int64_t> shape = buffer.getBufferType().getShape();
   std::optional<uint64_t> split = getSplit();
+  if (getBlocks() == BlockLayout::zigzag)
+    return verifyZigzag(*this, shape);
   if (!split || static_cast<int64_t>(*split) == static_cast<int64_t>(getDim()))
     return verifySplit(*this, getBufferAttr(), shape, getDim(), getChunks(),
                        worldSizeOf(*this));

@@ -229,13 +229,15 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
   // The collective that cuts each (buffer, dimension) into world_size
   // blocks, and the one whose explicit chunks(n) cut it into chunks (with
   // the chunks' extent along it).
-  llvm::DenseMap<std::pair<Attribute, int64_t>, Operation *> cuts;
+  // (A zigzag all-gather cuts its dimension in 2 * world_size blocks.)
+  llvm::DenseMap<std::pair<Attribute, int64_t>, std::pair<Operation *, int64_t>>
+      cuts;
   llvm::DenseMap<std::pair<Attribute, int64_t>, std::pair<Operation *, int64_t>>
       chunkCuts;
   auto cut = [&](FlatSymbolRefAttr buffer, int64_t dim,
                  std::optional<uint64_t> chunks, std::optional<uint64_t> split,
-                 Operation *op) {
-    cuts.try_emplace({buffer, dim}, op);
+                 Operation *op, int64_t blocks) {
+    cuts.try_emplace({buffer, dim}, op, blocks);
     BufferOp decl = lookupBuffer(buffer);
     if (!chunks || !decl)
       return;
@@ -249,14 +251,19 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
   };
   for (Operation &op : plan.getBody().front()) {
     if (auto ag = dyn_cast<AllGatherOp>(op))
-      cut(ag.getBufferAttr(), ag.getDim(), ag.getChunks(), ag.getSplit(), &op);
+      cut(ag.getBufferAttr(), ag.getDim(), ag.getChunks(), ag.getSplit(), &op,
+          ag.getBlocks() == BlockLayout::zigzag ? 2 * worldSize : worldSize);
     else if (auto rs = dyn_cast<ReduceScatterOp>(op))
-      cut(rs.getSrcAttr(), rs.getDim(), rs.getChunks(), std::nullopt, &op);
+      cut(rs.getSrcAttr(), rs.getDim(), rs.getChunks(), std::nullopt, &op,
+          worldSize);
     else if (auto ar = dyn_cast<AllReduceOp>(op))
-      cut(ar.getSrcAttr(), ar.getDim(), ar.getChunks(), std::nullopt, &op);
+      cut(ar.getSrcAttr(), ar.getDim(), ar.getChunks(), std::nullopt, &op,
+          worldSize);
     else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-      cut(a2a.getSrcAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op);
-      cut(a2a.getDstAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op);
+      cut(a2a.getSrcAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op,
+          worldSize);
+      cut(a2a.getDstAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op,
+          worldSize);
     }
   }
   auto check = [&](Operation *user, FlatSymbolRefAttr name, int64_t dim,
@@ -264,16 +271,17 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
     BufferOp buffer = lookupBuffer(name);
     if (!buffer)
       return success();
-    if (Operation *blocks = cuts.lookup({name, dim})) {
+    if (auto [blocks, count] = cuts.lookup({name, dim}); blocks) {
       int64_t extent = buffer.getBufferType().getShape()[dim];
-      int64_t block = extent / worldSize;
+      int64_t block = extent / count;
       if (block % tile != 0) {
         InFlightDiagnostic diag =
             user->emitOpError()
             << "tiles of " << tile << " along dimension " << dim << " of "
             << name << " do not fit its per-rank blocks of " << block << " ("
-            << extent << " / world_size " << worldSize
-            << "): a tile would span two ranks' blocks, and a tile waits for "
+            << extent
+            << (count == worldSize ? " / world_size " : " / zigzag half-blocks ")
+            << count << "): a tile would span two ranks' blocks, and a tile waits for "
                "(or signals) one chunk";
         diag.attachNote(blocks->getLoc()) << "the blocks are cut here";
         return diag;

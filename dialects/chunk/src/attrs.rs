@@ -118,6 +118,14 @@ chunk_enum! {
 }
 
 chunk_enum! {
+    /// Which blocks of a gathered dimension each rank owns.
+    BlockLayout {
+        Contiguous = 0 => "contiguous",
+        Zigzag = 1 => "zigzag",
+    }
+}
+
+chunk_enum! {
     /// Memory ordering of a flag access (Triton's encoding).
     MemSemantic {
         Relaxed = 1 => "relaxed",

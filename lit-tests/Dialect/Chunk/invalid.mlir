@@ -298,6 +298,40 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+// Zigzag half-blocks: 2 x world_size of them along the dimension, each cut
+// by half of an even chunk count; direct, and not split.
+chunk.plan @p world_size(3) {
+  chunk.buffer @A : !chunk.buffer<1536x64xf16>
+  // expected-error @below {{'chunk.all_gather' op blocks(zigzag) needs an even chunk count whose halves cut each half-block of 256 along dimension 0 evenly, not chunks(3)}}
+  chunk.all_gather @A dim(0) chunks(3) blocks(zigzag)
+}
+
+// -----
+
+chunk.plan @p world_size(4) {
+  chunk.buffer @A : !chunk.buffer<1028x64xf16>
+  // expected-error @below {{'chunk.all_gather' op cannot split dimension 0 of @A (1028) into 8 equal blocks}}
+  chunk.all_gather @A dim(0) chunks(2) blocks(zigzag)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op blocks(zigzag) is supported with algorithm 'direct' only, not 'ring'}}
+  chunk.all_gather @A dim(0) chunks(2) algorithm(ring) blocks(zigzag)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @A : !chunk.buffer<1024x64xf16>
+  // expected-error @below {{'chunk.all_gather' op blocks(zigzag) cannot split dimension 1: its chunks cut the zigzag dimension 0}}
+  chunk.all_gather @A dim(0) chunks(2) split(1) blocks(zigzag)
+}
+
+// -----
+
 chunk.plan @p world_size(2) {
   chunk.buffer @A : !chunk.buffer<1024x64xf16>
   // expected-error @below {{expected a chunk count or 'auto'}}

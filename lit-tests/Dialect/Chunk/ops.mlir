@@ -15,14 +15,16 @@
 // CHECK-NEXT:    chunk.all_gather @A dim(0) chunks(4) split(1){{$}}
 // CHECK-NEXT:    chunk.consume @A dim(1) tile(256) index("pid_n") source("src"){{$}}
 // CHECK-NEXT:    chunk.consume @A dim(0) tile(64) loop("start_n"){{$}}
+// CHECK-NEXT:    chunk.all_gather @A dim(0) chunks(2) blocks(zigzag){{$}}
 // CHECK-NEXT:  }
 // GENERIC:     "chunk.plan"() <{kernel = @matmul_kernel, sym_name = "all_gather", world_size = 4 : i64}>
 // GENERIC:     "chunk.buffer"() <{arg = 0 : i64, sym_name = "A", type = !chunk.buffer<8192x4096xbf16>}>
-// GENERIC:     "chunk.all_gather"() <{algorithm = 0 : i32, backend = 0 : i32, buffer = @A, chunks = 4 : i64, dim = 0 : i64}>
-// GENERIC:     "chunk.all_gather"() <{algorithm = 1 : i32, backend = 1 : i32, buffer = @A, dim = 0 : i64}>
-// GENERIC:     "chunk.all_gather"() <{algorithm = 0 : i32, backend = 0 : i32, buffer = @A, chunks = 4 : i64, dim = 0 : i64, split = 1 : i64}>
+// GENERIC:     "chunk.all_gather"() <{algorithm = 0 : i32, backend = 0 : i32, blocks = 0 : i32, buffer = @A, chunks = 4 : i64, dim = 0 : i64}>
+// GENERIC:     "chunk.all_gather"() <{algorithm = 1 : i32, backend = 1 : i32, blocks = 0 : i32, buffer = @A, dim = 0 : i64}>
+// GENERIC:     "chunk.all_gather"() <{algorithm = 0 : i32, backend = 0 : i32, blocks = 0 : i32, buffer = @A, chunks = 4 : i64, dim = 0 : i64, split = 1 : i64}>
 // GENERIC:     "chunk.consume"() <{buffer = @A, dim = 1 : i64, index = "pid_n", source = "src", tile = 256 : i64}>
 // GENERIC:     "chunk.consume"() <{buffer = @A, dim = 0 : i64, loop = "start_n", tile = 64 : i64}>
+// GENERIC:     "chunk.all_gather"() <{algorithm = 0 : i32, backend = 0 : i32, blocks = 1 : i32, buffer = @A, chunks = 2 : i64, dim = 0 : i64}>
 chunk.plan @all_gather world_size(4) kernel(@matmul_kernel) {
   chunk.buffer @A : !chunk.buffer<8192x4096xbf16> bind(0)
   chunk.all_gather @A dim(0) chunks(4) backend(copy_engine) algorithm(direct)
@@ -32,6 +34,7 @@ chunk.plan @all_gather world_size(4) kernel(@matmul_kernel) {
   chunk.all_gather @A dim(0) chunks(4) split(1)
   chunk.consume @A dim(1) tile(256) index("pid_n") source("src")
   chunk.consume @A dim(0) tile(64) loop("start_n")
+  chunk.all_gather @A dim(0) chunks(2) blocks(zigzag)
 }
 
 // CHECK-LABEL: chunk.plan @reductions world_size(2) {

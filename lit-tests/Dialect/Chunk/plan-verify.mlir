@@ -313,6 +313,18 @@ chunk.plan @straddle world_size(2) {
 
 // -----
 
+// Zigzag: each rank's block is two half-blocks of 256 rows; a tile of 512
+// would span two ranks'.
+chunk.plan @zigzag_tiles world_size(2) {
+  chunk.buffer @K : !chunk.buffer<1024x64xbf16> bind(1)
+  // expected-note @below {{the blocks are cut here}}
+  chunk.all_gather @K dim(0) chunks(2) blocks(zigzag)
+  // expected-error @below {{'chunk.consume' op tiles of 512 along dimension 0 of @K do not fit its per-rank blocks of 256 (1024 / zigzag half-blocks 4): a tile would span two ranks' blocks, and a tile waits for (or signals) one chunk}}
+  chunk.consume @K dim(0) tile(512) loop("start_n")
+}
+
+// -----
+
 chunk.plan @straddle16 world_size(16) {
   chunk.buffer @P : !chunk.buffer<1024x64xbf16>
   chunk.buffer @C : !chunk.buffer<64x64xbf16>

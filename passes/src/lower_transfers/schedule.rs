@@ -78,7 +78,10 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
         let consume = plan.consumer_of(name).map_or(plan.op, |c| c.0);
         for r in 0..plan.world_size {
             for index in 0..range.chunks_per_rank * plan.world_size {
-                let owner = index / range.chunks_per_rank;
+                let owner = range
+                    .owners
+                    .owner(index, range.chunks_per_rank, plan.world_size)
+                    .unwrap_or(index / range.chunks_per_rank);
                 if owner != r && !setters.contains_key(&(r, range.base + index)) {
                     let consequence = match &implied_by {
                         None => "but tiles wait for it: the launch would never finish".to_string(),

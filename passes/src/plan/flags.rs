@@ -29,6 +29,46 @@ pub enum FlagKind {
     Output,
 }
 
+/// Which of a buffer's chunks (along its flags' dimension, in row order)
+/// each rank holds before any transfer: its block's, or, gathered with
+/// `blocks(zigzag)`, its two half-blocks'. Found from the transfers: the
+/// chunks a rank holds are those no transfer from another rank writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Owners {
+    /// Rank `o` holds chunks `o * n .. (o + 1) * n` (`n` chunks per rank).
+    #[default]
+    Contiguous,
+    /// Rank `o` holds half-blocks `o` and `2W - 1 - o` of `n / 2` chunks.
+    Zigzag,
+    /// Neither: the transfers leave some rank without a chunk, or write
+    /// one it holds.
+    Irregular,
+}
+
+impl Owners {
+    fn is_contiguous(&self) -> bool {
+        *self == Owners::Contiguous
+    }
+
+    /// The rank holding chunk `index` of `chunks_per_rank * world_size`
+    /// (none for [`Owners::Irregular`]).
+    pub fn owner(self, index: i64, chunks_per_rank: i64, world_size: i64) -> Option<i64> {
+        match self {
+            Owners::Contiguous => Some(index / chunks_per_rank.max(1)),
+            Owners::Zigzag => {
+                let half = index / (chunks_per_rank / 2).max(1);
+                Some(if half < world_size {
+                    half
+                } else {
+                    2 * world_size - 1 - half
+                })
+            }
+            Owners::Irregular => None,
+        }
+    }
+}
+
 /// Where a buffer's chunk flags live in the kernel's flag array.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlagRange {
@@ -52,6 +92,11 @@ pub struct FlagRange {
     pub rank_dim: usize,
     /// Each rank's block along `rank_dim`.
     pub rank_block: i64,
+    /// Which chunks each rank holds (an arrival range's; contiguous for
+    /// the others and for chunks that cut another dimension than the
+    /// ranks' blocks).
+    #[serde(default, skip_serializing_if = "Owners::is_contiguous")]
+    pub owners: Owners,
 }
 
 /// The most flags a fused kernel's flag array holds, the copy programs'
@@ -285,17 +330,66 @@ fn arrival_range(plan: &Plan, consume: Consume) -> Result<FlagRange, PassFailed>
             format!("chunks of @{name} do not split its per-rank blocks evenly"),
         ));
     }
+    let chunks_per_rank = block / rows_per_chunk;
+    let owners = if rank_dim == dim {
+        owners_of(plan, &transfers, dim, rows_per_chunk, chunks_per_rank)
+    } else {
+        Owners::Contiguous
+    };
     Ok(FlagRange {
         kind: FlagKind::Arrival,
         counters_per_chunk: 1,
         buffer: name,
         dim,
         rows_per_chunk,
-        chunks_per_rank: block / rows_per_chunk,
+        chunks_per_rank,
         base: 0,
         rank_dim,
         rank_block,
+        owners,
     })
+}
+
+/// Which chunks each rank holds, from what `transfers` (all into one
+/// buffer, chunked along `dim`) write on every rank.
+fn owners_of(
+    plan: &Plan,
+    transfers: &[super::Transfer],
+    dim: usize,
+    rows_per_chunk: i64,
+    chunks_per_rank: i64,
+) -> Owners {
+    let w = plan.world_size;
+    let all = chunks_per_rank.saturating_mul(w);
+    let Ok(count) = usize::try_from(all.saturating_mul(w)) else {
+        return Owners::Irregular;
+    };
+    // written[d * all + c]: a transfer from another rank writes chunk c on d.
+    let mut written = vec![false; count];
+    for t in transfers.iter().filter(|t| !t.is_local()) {
+        for on in 0..w {
+            let (Some(d), Some(at)) = (t.dst_rank_on(on), t.dst_offsets_on(on)) else {
+                return Owners::Irregular;
+            };
+            let c = at.get(dim).copied().unwrap_or(-1) / rows_per_chunk.max(1);
+            if !(0..w).contains(&d) || !(0..all).contains(&c) {
+                return Owners::Irregular;
+            }
+            written[(d * all + c) as usize] = true;
+        }
+    }
+    let matches = |owners: Owners| {
+        (0..w).all(|d| {
+            (0..all).all(|c| {
+                let held = owners.owner(c, chunks_per_rank, w) == Some(d);
+                written[(d * all + c) as usize] != held
+            })
+        })
+    };
+    [Owners::Contiguous, Owners::Zigzag]
+        .into_iter()
+        .find(|o| (*o != Owners::Zigzag || chunks_per_rank % 2 == 0) && matches(*o))
+        .unwrap_or(Owners::Irregular)
 }
 
 /// The counters of the reduced buffer `produce` writes (base 0).
@@ -351,6 +445,7 @@ fn reduction_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFaile
         base: 0,
         rank_dim: dim,
         rank_block: block,
+        owners: Owners::Contiguous,
     })
 }
 
@@ -399,5 +494,6 @@ fn output_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> 
         base: 0,
         rank_dim,
         rank_block,
+        owners: Owners::Contiguous,
     })
 }

@@ -9,7 +9,7 @@
 use super::regions::{rank_at, region_offsets, region_parts};
 use melior::ir::AffineMap;
 use synco_chunk::attrs::{
-    Algorithm, Backend, CollectiveKind, CollectivePhase, Reduction, TransferMode,
+    Algorithm, Backend, BlockLayout, CollectiveKind, CollectivePhase, Reduction, TransferMode,
 };
 use synco_ir::{self as ir, Attr, Op};
 
@@ -330,6 +330,13 @@ impl Collective {
 
     pub fn algorithm(self) -> Option<Algorithm> {
         ir::int_attr(self.0, "algorithm").and_then(Algorithm::from_value)
+    }
+
+    /// Which blocks each rank owns (`blocks(...)`; contiguous without it).
+    pub fn blocks(self) -> BlockLayout {
+        ir::int_attr(self.0, "blocks")
+            .and_then(BlockLayout::from_value)
+            .unwrap_or(BlockLayout::Contiguous)
     }
 
     /// What a reducing collective adds with (`reduce(...)`).

@@ -10,6 +10,10 @@ the blocks). Any kernel with the same arguments can replace them.
   `examples/attention/flash_attn.py`): Q, O [Z, H, N_CTX_Q, HEAD_DIM], K, V
   [Z, H_KV, N_CTX_KV, HEAD_DIM] by their strides, grouped-query heads, the
   queries the last N_CTX_Q positions when CAUSAL.
+* `attention_zigzag`: the same kernel for the load-balanced sharding of
+  causal attention: rank RANK of W = N_CTX_KV / N_CTX_Q holds parts RANK
+  and 2W - 1 - RANK of the sequence cut in 2W, its queries those two
+  parts in that order.
 """
 
 import triton
@@ -73,14 +77,16 @@ def gate_up_silu(a_ptr, wg_ptr, wu_ptr, h_ptr, M, N, K, stride_am, stride_wk, st
 
 
 @triton.jit
-def attention(Q, K, V, Out, sm_scale,
-              stride_qz, stride_qh, stride_qm,
-              stride_kz, stride_kh, stride_kn,
-              stride_vz, stride_vh, stride_vn,
-              stride_oz, stride_oh, stride_om,
-              H, H_KV, N_CTX_Q, N_CTX_KV,
-              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              CAUSAL: tl.constexpr):
+def _attention_rows(Q, K, V, Out, sm_scale,
+                    stride_qz, stride_qh, stride_qm,
+                    stride_kz, stride_kh, stride_kn,
+                    stride_vz, stride_vh, stride_vn,
+                    stride_oz, stride_oh, stride_om,
+                    H, H_KV, past, hi,
+                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    CAUSAL: tl.constexpr):
+    """The program's BLOCK_M query rows (query row i at sequence position
+    i + past) against keys and values 0 .. hi."""
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = off_hz // H
@@ -98,11 +104,6 @@ def attention(Q, K, V, Out, sm_scale,
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     qk_scale = sm_scale * 1.44269504
-    past = N_CTX_KV - N_CTX_Q
-    if CAUSAL:
-        hi = past + (start_m + 1) * BLOCK_M
-    else:
-        hi = N_CTX_KV
     for start_n in range(0, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = tl.load(k_base + (start_n + offs_n)[:, None] * stride_kn + offs_d[None, :])
@@ -122,3 +123,50 @@ def attention(Q, K, V, Out, sm_scale,
         m_i = m_ij
     acc = acc / l_i[:, None]
     tl.store(o_base + offs_m[:, None] * stride_om + offs_d[None, :], acc.to(Out.dtype.element_ty))
+
+
+@triton.jit
+def attention(Q, K, V, Out, sm_scale,
+              stride_qz, stride_qh, stride_qm,
+              stride_kz, stride_kh, stride_kn,
+              stride_vz, stride_vh, stride_vn,
+              stride_oz, stride_oh, stride_om,
+              H, H_KV, N_CTX_Q, N_CTX_KV,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              CAUSAL: tl.constexpr):
+    # The queries are the last N_CTX_Q positions of the N_CTX_KV.
+    past = N_CTX_KV - N_CTX_Q
+    if CAUSAL:
+        hi = past + (tl.program_id(0) + 1) * BLOCK_M
+    else:
+        hi = N_CTX_KV
+    _attention_rows(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
+                    stride_kz, stride_kh, stride_kn, stride_vz, stride_vh, stride_vn,
+                    stride_oz, stride_oh, stride_om, H, H_KV, past, hi,
+                    HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL)
+
+
+@triton.jit
+def attention_zigzag(Q, K, V, Out, sm_scale,
+                     stride_qz, stride_qh, stride_qm,
+                     stride_kz, stride_kh, stride_kn,
+                     stride_vz, stride_vh, stride_vn,
+                     stride_oz, stride_oh, stride_om,
+                     H, H_KV, N_CTX_Q, N_CTX_KV, RANK,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     CAUSAL: tl.constexpr):
+    # Rank RANK of W = N_CTX_KV / N_CTX_Q holds the sequence in 2W parts
+    # of N_CTX_Q / 2: its queries' first half is part RANK, the second
+    # part 2W - 1 - RANK.
+    half = N_CTX_Q // 2
+    world = N_CTX_KV // N_CTX_Q
+    second = tl.program_id(0) * BLOCK_M >= half
+    past = tl.where(second, (2 * world - 2 - RANK) * half, RANK * half)
+    if CAUSAL:
+        hi = past + (tl.program_id(0) + 1) * BLOCK_M
+    else:
+        hi = N_CTX_KV
+    _attention_rows(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
+                    stride_kz, stride_kh, stride_kn, stride_vz, stride_vh, stride_vn,
+                    stride_oz, stride_oh, stride_om, H, H_KV, past, hi,
+                    HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL)

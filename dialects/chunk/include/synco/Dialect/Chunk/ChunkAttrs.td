@@ -125,6 +125,20 @@ def Chunk_Algorithm : I32EnumAttr<"Algorithm",
   }];
 }
 
+def Chunk_BlockLayout : I32EnumAttr<"BlockLayout",
+    "which blocks of a gathered dimension each rank owns", [
+    I32EnumAttrCase<"contiguous", 0>,
+    I32EnumAttrCase<"zigzag", 1>]> {
+  let cppNamespace = "::synco::chunk";
+  let description = [{
+    * `contiguous`: the dimension is cut into `world_size` blocks, rank `r`
+      owns block `r`;
+    * `zigzag`: it is cut into `2 * world_size` half-blocks, rank `r` owns
+      half-blocks `r` and `2 * world_size - 1 - r` (the load-balanced
+      sharding of causal attention: every rank's queries see as many keys).
+  }];
+}
+
 def Chunk_MemSemantic : I32EnumAttr<"MemSemantic",
     "memory ordering of a flag access", [
     I32EnumAttrCase<"relaxed", 1>,

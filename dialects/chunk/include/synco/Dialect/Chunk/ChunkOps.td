@@ -303,6 +303,15 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
     chunk.all_gather @B dim(0) chunks(4) split(1)
     ```
 
+    `blocks(zigzag)` (direct, not split, not of a produced buffer) gives
+    rank `r` the half-blocks `r` and `2 * world_size - 1 - r` of `dim`
+    instead of block `r`, the load-balanced sharding of causal attention;
+    `chunks(n)` (even) then cuts each half-block into `n / 2` chunks.
+
+    ```mlir
+    chunk.all_gather @K dim(0) chunks(2) blocks(zigzag)
+    ```
+
     When kernel tiles produce `buffer` (`chunk.produce`), each rank's
     block is what its tiles write, and its chunks leave as soon as those
     tiles are done: `chunk-expand-collectives` makes every transfer wait
@@ -325,12 +334,15 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
                            "::synco::chunk::Backend::copy_engine">:$backend,
                        DefaultValuedAttr<Chunk_Algorithm,
                            "::synco::chunk::Algorithm::direct">:$algorithm,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$split);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$split,
+                       DefaultValuedAttr<Chunk_BlockLayout,
+                           "::synco::chunk::BlockLayout::contiguous">:$blocks);
   let assemblyFormat = [{
     $buffer `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
     (`split` `(` $split^ `)`)?
     (`backend` `(` $backend^ `)`)?
-    (`algorithm` `(` $algorithm^ `)`)? attr-dict
+    (`algorithm` `(` $algorithm^ `)`)?
+    (`blocks` `(` $blocks^ `)`)? attr-dict
   }];
 }
 
