@@ -99,15 +99,36 @@ def fx_layer(group_name, world):
 
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
 # key/value heads, head dim 64; blocks of 64 queries and 64 keys.
-ATTENTION = [(causal, backend, algorithm) for algorithm in ("direct", "ring")
-             for causal in (False, True) for backend in ("copy_engine", "ldst")]
+# Each: (causal, backend, algorithm, zigzag, chunks per rank). Zigzag: the
+# load-balanced sharding, rank r holding parts r and 2W - 1 - r.
+ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", "ring")
+             for causal in (False, True) for backend in ("copy_engine", "ldst")] \
+    + [(causal, backend, "direct", True, 2) for causal in (True, False)
+       for backend in ("copy_engine", "ldst")] \
+    + [(True, "copy_engine", "direct", True, 4)]
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
-def attention_options(world, causal, backend, algorithm, cache):
+def attention_options(world, variant, cache):
+    causal, backend, algorithm, zigzag, chunks = variant
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
-                config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=2, backend=backend,
-                algorithm=algorithm, num_warps=4, num_stages=2, cache_dir=cache)
+                config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=chunks, backend=backend,
+                algorithm=algorithm, zigzag=zigzag, num_warps=4, num_stages=2, cache_dir=cache)
+
+
+def attention_name(variant):
+    causal, backend, algorithm, zigzag, chunks = variant
+    return (f"attention {'causal' if causal else 'full'} {backend} {algorithm}"
+            f"{' zigzag' if zigzag else ''}{f' chunks={chunks}' if chunks != 2 else ''}")
+
+
+def own_rows(world, rank, zigzag):
+    """The sequence positions a rank holds, in its order."""
+    if not zigzag:
+        return torch.arange(rank * TOKENS, (rank + 1) * TOKENS)
+    part = TOKENS // 2
+    return torch.cat([torch.arange(rank * part, (rank + 1) * part),
+                      torch.arange((2 * world - 1 - rank) * part, (2 * world - rank) * part)])
 
 
 def options(world, extra, cache):
@@ -139,11 +160,10 @@ def build(args):
             compiled = cls.compile(world, **options(world, extra, args.cache))
             print(f"built W={world} {name}: {compiled.folder.name} "
                   f"({'cached' if compiled.cached else f'{time.perf_counter() - start:.1f} s'})")
-        for causal, backend, algorithm in ATTENTION:
+        for variant in ATTENTION:
             compiled = ops.AllGatherAttention.compile(
-                world, **attention_options(world, causal, backend, algorithm, args.cache))
-            print(f"built W={world} attention causal={causal} {backend} {algorithm}: "
-                  f"{compiled.folder.name}")
+                world, **attention_options(world, variant, args.cache))
+            print(f"built W={world} {attention_name(variant)}: {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -240,11 +260,11 @@ def check_attention(group, cache, seed, report):
     against PyTorch's attention over the whole sequence in fp32."""
     w, r, dev = group.world_size, group.rank, group.device
     seq = TOKENS * w
-    for causal, backend, algorithm in ATTENTION:
-        name = f"attention {'causal' if causal else 'full'} {backend} {algorithm}"
+    for variant in ATTENTION:
+        name, causal, zigzag = attention_name(variant), variant[0], variant[3]
         try:
             op = ops.AllGatherAttention(group, heads=HEADS,
-                                        **attention_options(w, causal, backend, algorithm, cache))
+                                        **attention_options(w, variant, cache))
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue
@@ -253,7 +273,7 @@ def check_attention(group, cache, seed, report):
             g = torch.Generator(device="cpu").manual_seed(s)
             q, k, v = (torch.randn((seq, h * HEAD_DIM), generator=g).to(torch.bfloat16)
                        for h in (HEADS, KV_HEADS, KV_HEADS))
-            own = slice(r * TOKENS, (r + 1) * TOKENS)
+            own = own_rows(w, r, zigzag)
             for buffer in (op.k, op.v):
                 buffer.fill_(float("nan"))
             out = torch.full((TOKENS, HEADS * HEAD_DIM), float("nan"), dtype=torch.bfloat16,

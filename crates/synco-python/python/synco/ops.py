@@ -181,7 +181,14 @@ class AllGatherAttention:
     (`copy_engine` or `ldst`), `algorithm` (`direct`, or `ring`: each rank
     forwards the blocks it received to the next, and reads them in the
     order they come, r - 1 first), `num_warps`, `num_stages`,
-    `cache_dir`."""
+    `cache_dir`.
+
+    `zigzag`: the load-balanced sharding of causal attention. The sequence
+    is cut in 2W parts and rank r holds parts r and 2W - 1 - r (its q,
+    k_shard, v_shard and output rows are those two parts, in that order),
+    so that every rank's queries see as many keys; the kernel (default
+    `synco.kernels.attention_zigzag`) takes the rank as its last
+    argument."""
 
     CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
     SIGNATURE = ["*bf16"] * 4 + ["fp32"] + ["i32"] * 16
@@ -191,55 +198,72 @@ class AllGatherAttention:
         + ["N_CTX_Q", "N_CTX_KV"]
 
     @classmethod
-    def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False,
-                kernel=kernels.attention, config=None, chunks=1, backend="copy_engine",
-                algorithm="direct", num_warps=8, num_stages=3, cache_dir=None):
+    def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False, kernel=None,
+                config=None, chunks=None, backend="copy_engine", algorithm="direct",
+                zigzag=False, num_warps=8, num_stages=3, cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
-        # chunks="auto" needs the kernel loop's name: the bundled kernel's.
-        loop = "start_n" if chunks == "auto" and kernel is kernels.attention else None
+        if kernel is None:
+            kernel = kernels.attention_zigzag if zigzag else kernels.attention
+        if chunks is None:
+            chunks = 2 if zigzag else 1
+        # chunks="auto" needs the kernel loop's name: the bundled kernels'.
+        bundled = kernel in (kernels.attention, kernels.attention_zigzag)
+        loop = "start_n" if chunks == "auto" and bundled else None
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
                                           chunks=chunks, backend=backend, algorithm=algorithm,
-                                          loop=loop)
+                                          loop=loop, zigzag=zigzag)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
-        return compile(kernel, signature=cls.SIGNATURE, plan=plan, pipeline="synco-fuse",
+        signature = cls.SIGNATURE + (["i32"] if zigzag else [])
+        return compile(kernel, signature=signature, plan=plan, pipeline="synco-fuse",
                        constexprs=constexprs, divisible=cls.DIVISIBLE, num_warps=num_warps,
                        num_stages=num_stages, cache_dir=cache_dir)
 
-    def __init__(self, group, *, seq, heads, kv_heads, head_dim, causal=False, **options):
+    def __init__(self, group, *, seq, heads, kv_heads, head_dim, causal=False, zigzag=False,
+                 **options):
         if heads % kv_heads != 0:
             raise LaunchError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
         w = group.world_size
-        self.group, self.seq, self.causal = group, seq, causal
+        self.group, self.seq, self.causal, self.zigzag = group, seq, causal, zigzag
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         self.tokens = seq // w
         self.config = {**self.CONFIG, **(options.get("config") or {})}
-        if self.tokens % self.config["BLOCK_M"] != 0:
-            raise LaunchError(f"each rank's {self.tokens} tokens must be whole blocks of "
+        part = self.tokens // 2 if zigzag else self.tokens
+        if seq % w != 0 or (zigzag and self.tokens % 2) or part % self.config["BLOCK_M"] != 0:
+            what = "half of each rank's" if zigzag else "each rank's"
+            raise LaunchError(f"{what} {seq} / {w} tokens must be whole blocks of "
                               f"BLOCK_M ({self.config['BLOCK_M']})")
         compiled = self.compile(w, seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
-                                **options)
+                                zigzag=zigzag, **options)
         self.kernel = group.load(compiled)
-        #: K and V of the whole sequence, symmetric; `k_shard` and `v_shard`
-        #: are this rank's tokens of them.
+        #: K and V of the whole sequence, symmetric; `own` are the rows of
+        #: this rank's tokens in them (one slice, or two with `zigzag`).
         self.k = group.empty((seq, kv_heads * head_dim), torch.bfloat16)
         self.v = group.empty((seq, kv_heads * head_dim), torch.bfloat16)
-        own = slice(group.rank * self.tokens, (group.rank + 1) * self.tokens)
-        self.k_shard, self.v_shard = self.k[own], self.v[own]
+        r = group.rank
+        self.own = ([slice(r * part, (r + 1) * part),
+                     slice((2 * w - 1 - r) * part, (2 * w - r) * part)] if zigzag
+                    else [slice(r * part, (r + 1) * part)])
+        if not zigzag:
+            self.k_shard, self.v_shard = self.k[self.own[0]], self.v[self.own[0]]
 
     def __call__(self, q, k_shard=None, v_shard=None, sm_scale=None, out=None):
         """Attention of this rank's queries `q` [tokens, heads * head_dim]
         over the gathered keys and values (`k_shard`, `v_shard`: this
         rank's, copied into `k_shard`/`v_shard` unless they are them)."""
         rows, kv_cols = self.tokens, self.kv_heads * self.head_dim
-        for name, given, shard in (("k_shard", k_shard, self.k_shard),
-                                   ("v_shard", v_shard, self.v_shard)):
+        for name, given, gathered in (("k_shard", k_shard, self.k), ("v_shard", v_shard, self.v)):
             if given is None:
                 continue
             _check_operand(name, given, (rows, kv_cols), torch.bfloat16)
-            if given.data_ptr() != shard.data_ptr():
-                shard.copy_(given)
+            start = 0
+            for own in self.own:
+                part = gathered[own]
+                piece = given[start:start + part.shape[0]]
+                if piece.data_ptr() != part.data_ptr():
+                    part.copy_(piece)
+                start += part.shape[0]
         q_cols = self.heads * self.head_dim
         _check_operand("q", q, (rows, q_cols), torch.bfloat16)
         if out is None:
@@ -247,14 +271,17 @@ class AllGatherAttention:
         _check_operand("out", out, (rows, q_cols), torch.bfloat16)
         d = self.head_dim
         # Causal: this rank's queries are the last of the first (r + 1) / W
-        # of the sequence, as the kernel takes them.
-        n_kv = (self.group.rank + 1) * rows if self.causal else self.seq
+        # of the sequence, as the kernel takes them (zigzag: the kernel
+        # places them from the rank).
+        contiguous_causal = self.causal and not self.zigzag
+        n_kv = (self.group.rank + 1) * rows if contiguous_causal else self.seq
+        rank = [self.group.rank] if self.zigzag else []
         scale = sm_scale if sm_scale is not None else d ** -0.5
         grid = (rows // self.config["BLOCK_M"], self.heads)
         self.kernel(grid, q, self.k, self.v, out, scale,
                     rows * q_cols, d, q_cols, self.seq * kv_cols, d, kv_cols,
                     self.seq * kv_cols, d, kv_cols, rows * q_cols, d, q_cols,
-                    self.heads, self.kv_heads, rows, n_kv)
+                    self.heads, self.kv_heads, rows, n_kv, *rank)
         return out
 
 
@@ -346,25 +373,27 @@ def _(a, b, group_name):
 
 @torch.library.custom_op("synco::all_gather_attention", mutates_args=())
 def _all_gather_attention(q: torch.Tensor, k_shard: torch.Tensor, v_shard: torch.Tensor,
-                          group_name: str, head_dim: int, causal: bool) -> torch.Tensor:
+                          group_name: str, head_dim: int, causal: bool,
+                          zigzag: bool = False) -> torch.Tensor:
     world = GROUPS[group_name].world_size if group_name in GROUPS else 1
     op = _operator(AllGatherAttention, group_name, seq=q.shape[0] * world,
                    heads=q.shape[1] // head_dim, kv_heads=k_shard.shape[1] // head_dim,
-                   head_dim=head_dim, causal=causal)
+                   head_dim=head_dim, causal=causal, zigzag=zigzag)
     return op(q, k_shard=k_shard, v_shard=v_shard)
 
 
 @_all_gather_attention.register_fake
-def _(q, k_shard, v_shard, group_name, head_dim, causal):
+def _(q, k_shard, v_shard, group_name, head_dim, causal, zigzag=False):
     return q.new_empty(q.shape)
 
 
-def all_gather_attention(q, k_shard, v_shard, group, *, head_dim, causal=False):
+def all_gather_attention(q, k_shard, v_shard, group, *, head_dim, causal=False, zigzag=False):
     """Attention of this rank's queries q [tokens, heads * head_dim] over
     the keys and values all-gathered along the sequence from every rank's
-    k_shard, v_shard [tokens, kv_heads * head_dim] (see AllGatherAttention)."""
+    k_shard, v_shard [tokens, kv_heads * head_dim] (see AllGatherAttention;
+    `zigzag`: each rank holds parts r and 2W - 1 - r of the sequence)."""
     return torch.ops.synco.all_gather_attention(q, k_shard, v_shard, _group_name(group),
-                                                head_dim, causal)
+                                                head_dim, causal, zigzag)
 
 
 def all_gather_matmul(a_shard, b, group):

@@ -69,7 +69,7 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
 
 def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
                          chunks=1, backend="copy_engine", algorithm="direct", loop=None,
-                         k_arg=1, v_arg=2):
+                         k_arg=1, v_arg=2, zigzag=False):
     """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1)
     all-gathered along the sequence into an attention kernel whose loop
     over the keys and values reads blocks of `block_n` rows (the loop found
@@ -81,9 +81,18 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     `v_arg`. `loop`: the name of the kernel's loop variable, written into
     the plan (`loop("start_n")` for `synco.kernels.attention`); needed for
     `chunks="auto"`, which then picks one chunk per rank (see
-    `chunk-select-chunk-size`)."""
+    `chunk-select-chunk-size`). `zigzag`: rank r holds parts r and
+    2W - 1 - r of the sequence cut in 2W (`blocks(zigzag)`, the
+    load-balanced sharding of causal attention; `chunks` even, 2 for
+    "auto")."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_n, chunks=chunks,
            backend=backend, kv_heads=kv_heads, head_dim=head_dim)
+    if zigzag and algorithm != "direct":
+        raise ValueError("zigzag blocks are gathered with algorithm='direct' only")
+    if zigzag and chunks != "auto" and (chunks % 2 != 0 or seq % (2 * world_size * block_n)):
+        raise ValueError(f"zigzag needs an even chunk count (not {chunks}) and a sequence "
+                         f"({seq}) of 2 x world_size parts of whole {block_n}-row blocks")
+    blocks = " blocks(zigzag)" if zigzag else ""
     if chunks == "auto" and loop is None:
         raise ValueError("chunks='auto' for attention needs loop= (the kernel's loop variable "
                          "over the keys and values): the GEMM cost model does not apply")
@@ -94,7 +103,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
         for name, arg in (("K", k_arg), ("V", v_arg)))
     gathers = "".join(
         f"  chunk.all_gather @{name} dim(0) chunks({chunks}) backend({backend})"
-        f"{_gather_algorithm(algorithm)}\n"
+        f"{_gather_algorithm(algorithm)}{blocks}\n"
         f"  chunk.consume @{name} dim(0) tile({block_n}){walked if name == 'K' else ''}\n"
         for name in ("K", "V"))
     return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"

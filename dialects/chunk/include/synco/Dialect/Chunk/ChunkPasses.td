@@ -137,9 +137,11 @@ A plan whose consumer names a kernel loop (`loop("start_n")`: an
 attention kernel's loop over the keys and values) is not a GEMM: each
 chunk becomes a software-pipelined loop of its own, whose prologue and
 drain cost more with every chunk, and a peer's block arrives while the
-loop reads the rank's own. Its gathers get one chunk per rank, with a
-remark saying why (on one H200, 1 chunk per rank cost +3.7% over the
-local kernel, 4 chunks +9.6%: `benches/attention/README.md`).
+loop reads the rank's own. Its gathers get one chunk per rank (two for
+`blocks(zigzag)`: one per half-block), with a remark saying why (on one
+H200, 1 chunk per rank cost +3.7% over the local kernel, 4 chunks +9.6%:
+`benches/attention/README.md`). A zigzag gather without such a loop is
+refused: the GEMM model does not size it.
 
 Options:
 * `chunks-per-rank=N`: use `N` for every `auto` collective (checked
@@ -225,6 +227,10 @@ all-reduce add `_rs` / `_ag`).
   `chunk.transfer`). Blocks arrive in the order `r, r-1, r-2, ...`;
   consumers walk them so (`chunk-reorder-tiles`). Refused for a buffer
   kernel tiles produce.
+* `all_gather @A blocks(zigzag)` (direct): as direct, but rank `o`'s
+  chunks `c < n/2` cut its half-block `o` and the others its half-block
+  `2W - 1 - o` (of `2W` along `d`). Refused for a buffer kernel tiles
+  produce.
 * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
   block `r+k` of `Y`.
 * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
@@ -457,7 +463,9 @@ a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
 `chunk.chunk_index = "start_n"`: the rank's own chunks first, then rank
 `r+1`'s, ..., the order they arrive in; for a ring's blocks
 `c = ((rank - j / n) mod W) * n + j mod n`, rank `r-1`'s after the
-rank's own) and runs the kernel's loop,
+rank's own; for zigzag half-blocks, with `o = (rank + j / n) mod W` and
+`i = j mod n`, half-block `o` for `i < n/2`, else `2W - 1 - o`: the
+rank's own two first, then rank `r+1`'s two, ...) and runs the kernel's loop,
 clipped to `[c * R, min(hi, (c + 1) * R))`, inside it, carrying its
 iteration values (the online softmax's state) through; the clipped loop
 is marked `chunk.chunk_loop = "start_n"` with its split
@@ -465,7 +473,10 @@ is marked `chunk.chunk_loop = "start_n"` with its split
 stays innermost, so Triton still software-pipelines it. Buffers walked
 by one loop (keys and values) share the split and must be chunked alike,
 and the loop must start at 0 and step by `T`, or the consume is refused
-(the plan verifier makes chunks hold whole blocks).
+(the plan verifier makes chunks hold whole blocks). Refused too: chunks the
+transfers leave held neither in one block per rank nor in zigzag
+half-blocks (the loop could not tell its own chunks from its peers'), and
+zigzag half-blocks read by any other consumer than such a loop.
 
 Producers run the other way round: for `chunk.produce @tiles @P` whose
 buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
@@ -518,7 +529,8 @@ that loads the buffer:
 
 ```mlir
 %chunk = (t' * T) / rows_per_chunk          // the chunk holding the rows
-%owner = %chunk / chunks_per_rank
+%owner = %chunk / chunks_per_rank           // (zigzag: h = %chunk / (n/2),
+                                            //  h < W ? h : 2W - 1 - h)
 scf.if (%owner != rank) {                   // own rows are in place
   chunk.wait %synco_flags[base + %chunk], %synco_epoch   // acquire, sys
 }
