@@ -24,8 +24,20 @@ the slowest rank's):
   another;
 * `torch b2b`: the NCCL all-gathers, then SDPA (flash), back to back.
 
-The floor is max(best attention alone, link); the overlap efficiency of a
-variant is floor / its time. Every Synco variant's output is checked
+Causal attention also runs in the load-balanced sharding, rank r holding
+parts r and 2W - 1 - r of the sequence cut in 2W (its tokens are those two
+parts; K and V gathered into sequence order):
+
+* `synco <algorithm> <backend> c<n> zigzag`: `AllGatherAttention(zigzag=True)`
+  (`synco.kernels.attention_zigzag`, `blocks(zigzag)`);
+* `attention alone zigzag`: that kernel without a plan over the gathered
+  K and V;
+* `torch b2b zigzag`: the NCCL all-gathers, K and V put in sequence order,
+  then SDPA (flash) on each of the rank's two parts.
+
+The floor is max(best attention alone, link), the best of all the local
+kernels above (for causal attention the balanced zigzag one, usually);
+the overlap efficiency of a variant is floor / its time. Every Synco variant's output is checked
 against SDPA's (relative error under 2e-2) before it is timed.
 
 With fewer GPUs than ranks (ranks share GPUs: rank r on GPU r mod the
@@ -58,6 +70,8 @@ SEQS = [16384, 32768, 131072]
 #: (algorithm, backend, chunks per rank) of the Synco variants.
 VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("ring", "copy_engine", 1),
             ("ring", "ldst", 1), ("direct", "copy_engine", 4)]
+#: The zigzag variants (causal only): one chunk per part.
+ZIGZAG_VARIANTS = [("direct", "copy_engine", 2), ("direct", "ldst", 2)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 PER_SAMPLE, SAMPLES, WARMUP_MS = 10, 15, 300.0  # (--per-sample, --samples)
@@ -74,19 +88,26 @@ def shapes(args):
                 yield model, heads, kv_heads, head_dim, seq, causal
 
 
-def options(world, kv_heads, head_dim, seq, causal, variant, cache):
+def options(world, kv_heads, head_dim, seq, causal, variant, cache, zigzag=False):
     algorithm, backend, chunks = variant
     return dict(seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal, config=CONFIG,
-                chunks=chunks, backend=backend, algorithm=algorithm, num_warps=NUM_WARPS,
-                num_stages=NUM_STAGES, cache_dir=cache)
+                chunks=chunks, backend=backend, algorithm=algorithm, zigzag=zigzag,
+                num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
+
+
+def variants(causal):
+    """(name, variant, zigzag) of every Synco variant of a shape."""
+    yield from (("synco {} {} c{}".format(*v), v, False) for v in VARIANTS)
+    if causal:
+        yield from (("synco {} {} c{} zigzag".format(*v), v, True) for v in ZIGZAG_VARIANTS)
 
 
 def compile_all(args):
     for model, _, kv_heads, head_dim, seq, causal in shapes(args):
-        for variant in VARIANTS:
+        for _, variant, zigzag in variants(causal):
             ops.AllGatherAttention.compile(
                 args.world, **options(args.world, kv_heads, head_dim, seq, causal, variant,
-                                      args.cache))
+                                      args.cache, zigzag))
         print(f"compiled W={args.world} {model} seq {seq} {'causal' if causal else 'full'}",
               flush=True)
 
@@ -187,18 +208,32 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
     scale = head_dim ** -0.5
     n_kv = (r + 1) * tokens if causal else seq
     row["refused"] = {}
-    for variant in VARIANTS:
-        name = "synco {} {} c{}".format(*variant)
+    # The zigzag sharding: the same shards are this rank's parts r and
+    # 2W - 1 - r; K and V in sequence order, and the reference.
+    part = tokens // 2
+    zig = zigzag_positions(w, tokens)
+    k_seq, v_seq = torch.empty_like(k_all), torch.empty_like(v_all)
+    k_seq[zig], v_seq[zig] = k_all, v_all
+    want_zigzag = torch.cat([
+        sdpa(q[:part], k_seq, v_seq, heads, kv_heads, head_dim, True, r, part),
+        sdpa(q[part:], k_seq, v_seq, heads, kv_heads, head_dim, True, 2 * w - 1 - r, part),
+    ]).float() if causal else None
+    for name, variant, zigzag in variants(causal):
         group.reset_heap()
         op = ops.AllGatherAttention(group, heads=heads, **options(w, kv_heads, head_dim, seq,
-                                                                  causal, variant, cache))
-        op.k_shard.copy_(k_shard)
-        op.v_shard.copy_(v_shard)
+                                                                  causal, variant, cache, zigzag))
+        start = 0
+        for own_rows in op.own:  # this rank's shard, in place before the timing
+            n = own_rows.stop - own_rows.start
+            op.k[own_rows].copy_(k_shard[start:start + n])
+            op.v[own_rows].copy_(v_shard[start:start + n])
+            start += n
         out = torch.full_like(q, float("nan"))
+        expected = want_zigzag if zigzag else want
         try:
             op(q, out=out)
             group.wait(120)
-            row["rel_err"][name] = ((out.float() - want).norm() / want.norm()).item()
+            row["rel_err"][name] = ((out.float() - expected).norm() / expected.norm()).item()
         except synco.LaunchError as e:  # e.g. ranks sharing a GPU that cannot hold them
             row["refused"][name] = str(e)
         if agreed(row["rel_err"].get(name, 1.0) < TOLERANCE):
@@ -214,6 +249,12 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
         num_stages=NUM_STAGES, **CONFIG))
     row["ms"]["sdpa alone"] = timed(
         lambda: sdpa(q, k_all, v_all, heads, kv_heads, head_dim, causal, r, tokens))
+    if causal:
+        row["ms"]["attention alone zigzag"] = timed(lambda: kernels.attention_zigzag[grid](
+            q, k_seq, v_seq, local, scale, tokens * q_cols, head_dim, q_cols, seq * kv_cols,
+            head_dim, kv_cols, seq * kv_cols, head_dim, kv_cols, tokens * q_cols, head_dim,
+            q_cols, heads, kv_heads, tokens, seq, r, HEAD_DIM=head_dim, CAUSAL=1,
+            num_warps=NUM_WARPS, num_stages=NUM_STAGES, **CONFIG))
     # The link: this rank's peers' K and V blocks, copied from their heaps.
     group.reset_heap()
     k_sym, v_sym = group.empty((seq, kv_cols), torch.bfloat16), group.empty((seq, kv_cols),
@@ -240,7 +281,29 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
             return sdpa(q, k_out, v_out, heads, kv_heads, head_dim, causal, r, tokens)
 
         row["ms"]["torch b2b"] = timed(b2b)
+        if causal:
+            k_in_order, v_in_order = torch.empty_like(k_all), torch.empty_like(v_all)
+
+            def b2b_zigzag():
+                all_gather()
+                k_in_order[zig], v_in_order[zig] = k_out, v_out
+                return torch.cat([
+                    sdpa(q[:part], k_in_order, v_in_order, heads, kv_heads, head_dim, True, r,
+                         part),
+                    sdpa(q[part:], k_in_order, v_in_order, heads, kv_heads, head_dim, True,
+                         2 * w - 1 - r, part)])
+
+            row["ms"]["torch b2b zigzag"] = timed(b2b_zigzag)
     return row
+
+
+def zigzag_positions(world, tokens):
+    """Where each row of the gathered zigzag shards (rank by rank, each its
+    parts o and 2W - 1 - o) lies in the sequence."""
+    part = tokens // 2
+    return torch.cat([torch.cat([torch.arange(o * part, (o + 1) * part),
+                                 torch.arange((2 * world - 1 - o) * part, (2 * world - o) * part)])
+                      for o in range(world)]).cuda()
 
 
 def _gather_via_objects(out, shard):
@@ -271,7 +334,8 @@ def worker(rank, args, port, gpus):
                                for k in row["ms"]},
                       rel_err={k: max(g["rel_err"].get(k, float("nan")) for g in gathered)
                                for k in row["rel_err"]})
-        best = min(merged["ms"]["attention alone"], merged["ms"]["sdpa alone"])
+        best = min(t for k, t in merged["ms"].items() if k.startswith(("attention alone",
+                                                                         "sdpa alone")))
         merged["floor_ms"] = max(best, merged["ms"]["link"])
         merged["efficiency"] = {k: merged["floor_ms"] / t for k, t in merged["ms"].items()
                                 if k.startswith("synco")}
