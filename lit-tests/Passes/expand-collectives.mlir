@@ -175,6 +175,25 @@ chunk.plan @ring_produced world_size(2) {
 
 // -----
 
+// A re-sharding all-to-all (Ulysses): rank r's tokens of every head,
+// [256, 512], into every token of its heads, [512, 256]. Rank r takes
+// columns r * 256 of rank r+k's rows c * 128 (2 chunks) into its rows
+// (r+k) * 256 + c * 128; k = 0 is a local copy.
+// CHECK-LABEL: chunk.plan @reshard world_size(2)
+// CHECK:       chunk.transfer @Qh_p0_c0 local copy_engine from <@Qs[(d0) -> (0, d0 * 256)] [128, 256]> on (d0) -> (d0) to <@Qh[(d0) -> (d0 * 256, 0)] [128, 256]> on (d0) -> (d0) order(0) collective(all_to_all)
+// CHECK-NEXT:  chunk.transfer @Qh_p0_c1 local copy_engine from <@Qs[(d0) -> (128, d0 * 256)] [128, 256]> on (d0) -> (d0) to <@Qh[(d0) -> (d0 * 256 + 128, 0)] [128, 256]>
+// CHECK-NEXT:  chunk.transfer @Qh_p1_c0 push copy_engine from <@Qs[(d0) -> (0, d0 * 256)] [128, 256]> on (d0) -> ((d0 + 1) mod 2) to <@Qh[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [128, 256]> on (d0) -> (d0) order(2)
+// CHECK-NEXT:  chunk.transfer @Qh_p1_c1 push copy_engine from <@Qs[(d0) -> (128, d0 * 256)] [128, 256]> on (d0) -> ((d0 + 1) mod 2) to <@Qh[(d0) -> (((d0 + 1) mod 2) * 256 + 128, 0)] [128, 256]> on (d0) -> (d0) order(3)
+// CHECK-NEXT:  chunk.consume @Qh dim(0) tile(64)
+chunk.plan @reshard world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x256xbf16> bind(0)
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
+  chunk.consume @Qh dim(0) tile(64)
+}
+
+// -----
+
 // Zigzag blocks of 3 ranks in 4 chunks: rank o holds half-blocks o and
 // 5 - o (of 6, 128 rows each); chunks 0 and 1 cut the first, 2 and 3 the
 // second.

@@ -136,23 +136,6 @@ module {
 
 // -----
 
-// Gathering columns: chunks are not contiguous.
-module {
-  chunk.plan @p world_size(2) {
-    chunk.buffer @A : !chunk.buffer<512x8192xbf16> bind(0)
-    // chunk.all_gather @A dim(1) chunks(1) backend(ldst), expanded:
-    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) to <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
-    // expected-error @below {{the ldst backend copies contiguous chunks only (whole rows)}}
-    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
-  }
-  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
-  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
-    "tt.return"() : () -> ()
-  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
-}
-
-// -----
-
 // 100 x 64 elements per chunk: not a multiple of 4096.
 module {
   chunk.plan @p world_size(2) {
@@ -291,4 +274,31 @@ module {
     %slot = arith.divsi %pid_m, %c2 : i32
     "tt.return"() : () -> ()
   }) {chunk.abi_buffers = ["C", "P_staging"], chunk.abi_first_arg = 2 : i32} : () -> ()
+}
+
+// -----
+
+// Gathering columns: each chunk is 512 rows of 4096 elements, 8192 apart,
+// copied in blocks of 16384 elements, element e of a block at row
+// e / 4096, column e % 4096 in both buffers.
+// CHECK:       name = "A", shape = array<i64: 512, 8192>
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK:           %[[E:.*]] = arith.addi %{{.*}}, %{{.*}} : tensor<16384xi32>
+// CHECK:           %[[ROW:.*]] = arith.divsi %[[E]], %{{.*}} : tensor<16384xi32>
+// CHECK:           %[[COL:.*]] = arith.remsi %[[E]], %{{.*}} : tensor<16384xi32>
+// CHECK:           %[[AT:.*]] = arith.muli %[[ROW]], %{{.*}} : tensor<16384xi32>
+// CHECK-NEXT:      arith.addi %[[AT]], %[[COL]] : tensor<16384xi32>
+// CHECK:           "tt.load"
+// CHECK:           "tt.store"
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x8192xbf16> bind(0)
+    // chunk.all_gather @A dim(1) chunks(1) backend(ldst), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) to <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 pull ldst from <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
 }

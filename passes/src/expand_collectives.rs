@@ -142,8 +142,10 @@ impl<'p> Expansion<'p> {
         let rows = block / chunks;
         let mut sizes = src_buffer.shape.clone();
         sizes[dim] = rows;
+        // (A re-sharding all-to-all cuts its chunks along `to` too.)
         let split = collective
             .split()
+            .or(collective.reshard_to())
             .filter(|s| *s != dim && *s < sizes.len())
             .map(|s| (s, src_buffer.shape[s] / chunks));
         if let Some((s, width)) = split {
@@ -287,8 +289,22 @@ impl<'p> Expansion<'p> {
                         )?;
                     }
                     CollectiveKind::AllToAll => {
-                        let from = self.offsets(&rows_of("r", block, c * rows));
-                        let to = self.offsets(&rows_of(&peer, block, c * rows));
+                        let (from, to) = match self.split {
+                            // Block r (along dim) of the peer's rows c,
+                            // into the peer's block (along `to`).
+                            Some((t, width)) => {
+                                let mut from = self.offsets(&rows_of("r", block, 0));
+                                from[t] = (c * width).to_string();
+                                let mut to = self.offsets("0");
+                                let stacked = width * self.chunks;
+                                to[t] = rows_of(&peer, stacked, c * width);
+                                (from, to)
+                            }
+                            None => (
+                                self.offsets(&rows_of("r", block, c * rows)),
+                                self.offsets(&rows_of(&peer, block, c * rows)),
+                            ),
+                        };
                         self.transfer(
                             &name,
                             k,

@@ -37,6 +37,7 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
     let module = module.to_raw();
     for plan in plans(module) {
         let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
+        unify_program_ids(kernel);
         let reduced = crate::plan::reduced_buffers(&plan);
         let consumes = plan.consumes();
         let produces: Vec<Produce> = plan
@@ -555,11 +556,16 @@ fn remap(
             .into_iter()
             .find(|op| ir::int_attr(*op, "axis") == Some(1));
         if let Some(pid1) = pid1 {
-            let anchor = if ir::is_before_in_block(pid0, pid1) {
-                pid1
+            // The later of the two moves right after the earlier: the
+            // remapped ids are then defined before any use of either.
+            let (earlier, anchor) = if ir::is_before_in_block(pid0, pid1) {
+                (pid0, pid1)
             } else {
-                pid0
+                (pid1, pid0)
             };
+            if let Some(next) = ir::next_op(earlier).filter(|next| next.ptr != anchor.ptr) {
+                ir::move_before(anchor, next);
+            }
             let p0 = ir::result(pid0, 0);
             let p1 = ir::result(pid1, 0);
             let mut fast = p1;
@@ -616,6 +622,38 @@ fn remap(
             order.describe(true)
         ),
     ))
+}
+
+/// One `tt.get_program_id` per axis, at the start of the kernel: a kernel
+/// may read its program id in several places (a helper inlined after the
+/// caller read it too), and a remapped tile index must replace every one
+/// of them, from a point that dominates them all.
+fn unify_program_ids(kernel: Op) {
+    let Some(first) = ir::regions(kernel)
+        .first()
+        .and_then(|r| ir::blocks(*r).first().copied())
+        .and_then(|b| ir::ops_in(b).first().copied())
+    else {
+        return;
+    };
+    for axis in 0..3 {
+        let ids: Vec<Op> = ir::find_all(kernel, "tt.get_program_id")
+            .into_iter()
+            .filter(|op| ir::int_attr(*op, "axis") == Some(axis))
+            .collect();
+        // (A single one already dominates its uses: left in place.)
+        let Some((&kept, others)) = ids.split_first().filter(|(_, others)| !others.is_empty())
+        else {
+            continue;
+        };
+        if kept.ptr != first.ptr {
+            ir::move_before(kept, first);
+        }
+        for other in others {
+            ir::replace_all_uses(ir::result(*other, 0), ir::result(kept, 0));
+            ir::erase(*other);
+        }
+    }
 }
 
 /// Builds ops right after `anchor` (every op has a successor: its block's

@@ -15,7 +15,10 @@ fresh random data with
 poisoned outputs, against the same product computed by PyTorch in fp32
 from every rank's inputs; context-parallel attention (K and V gathered,
 causal or not, on each transport) against PyTorch's attention over the
-whole sequence, direct and ring; plans imported from JAX's StableHLO
+whole sequence, direct and ring, and in the zigzag sharding; Ulysses
+attention (Q, K and V re-sharded from tokens to heads by all-to-alls
+fused into the kernel) against the same, each rank's heads; plans
+imported from JAX's StableHLO
 (W = 4) and a torch.fx layer fused by synco.fx, against the unfused
 layers; then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
@@ -122,6 +125,26 @@ def attention_name(variant):
             f"{' zigzag' if zigzag else ''}{f' chunks={chunks}' if chunks != 2 else ''}")
 
 
+# Ulysses attention: Q, K and V re-sharded from tokens to heads by
+# all-to-alls fused into the kernel; 8 query heads sharing 4 key/value heads
+# (each rank takes 8 / W and 4 / W). Each: (causal, backend, chunks).
+ULYSSES = [(causal, backend, chunks) for causal in (False, True)
+           for backend in ("copy_engine", "ldst") for chunks in (1, 2)]
+ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
+
+
+def ulysses_options(world, variant, cache):
+    causal, backend, chunks = variant
+    return dict(seq=TOKENS * world, heads=ULYSSES_HEADS, kv_heads=ULYSSES_KV_HEADS,
+                head_dim=HEAD_DIM, causal=causal, config={"BLOCK_M": 64, "BLOCK_N": 64},
+                chunks=chunks, backend=backend, num_warps=4, num_stages=2, cache_dir=cache)
+
+
+def ulysses_name(variant):
+    causal, backend, chunks = variant
+    return f"ulysses {'causal' if causal else 'full'} {backend} chunks={chunks}"
+
+
 def own_rows(world, rank, zigzag):
     """The sequence positions a rank holds, in its order."""
     if not zigzag:
@@ -164,6 +187,10 @@ def build(args):
             compiled = ops.AllGatherAttention.compile(
                 world, **attention_options(world, variant, args.cache))
             print(f"built W={world} {attention_name(variant)}: {compiled.folder.name}")
+        for variant in ULYSSES:
+            compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
+                                                                             args.cache))
+            print(f"built W={world} {ulysses_name(variant)}: {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -288,6 +315,41 @@ def check_attention(group, cache, seed, report):
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
+def check_ulysses(group, cache, seed, report):
+    """UlyssesAttention on each transport and chunk count, causal or not,
+    twice on fresh random data with the head-sharded buffers and the
+    output poisoned, against PyTorch's attention over the whole sequence
+    (fp32), this rank's heads."""
+    w, r, dev = group.world_size, group.rank, group.device
+    seq, d = TOKENS * w, HEAD_DIM
+    heads, kv_heads = ULYSSES_HEADS // w, ULYSSES_KV_HEADS // w
+    for variant in ULYSSES:
+        name = ulysses_name(variant)
+        try:
+            op = ops.UlyssesAttention(group, **ulysses_options(w, variant, cache))
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"setup: {type(e).__name__}: {e}")
+            continue
+        for launch in range(2):
+            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
+            g = torch.Generator(device="cpu").manual_seed(s)
+            q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
+                       for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+            own = slice(r * TOKENS, (r + 1) * TOKENS)
+            for buffer in op.by_heads.values():
+                buffer.fill_(float("nan"))
+            out = torch.full((seq, heads * d), float("nan"), dtype=torch.bfloat16, device=dev)
+            got = op(q[own].to(dev), k[own].to(dev), v[own].to(dev), out=out)
+            group.wait(60)
+            split = lambda x, n: x.float().view(seq, n, d).transpose(0, 1)[None]  # noqa: E731
+            want = torch.nn.functional.scaled_dot_product_attention(
+                split(q, ULYSSES_HEADS), split(k, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
+                is_causal=variant[0], enable_gqa=True)[0]
+            mine = want[r * heads:(r + 1) * heads].transpose(0, 1).reshape(seq, heads * d)
+            err = rel_error(got.cpu(), mine)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
 def check_refusals(group, cache, report):
     """Launches refused before any work, each naming what is wrong."""
     w, dev = group.world_size, group.device
@@ -378,6 +440,7 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_imported(group, cache, seed, report)
             check_fx(group, seed, report)
             check_attention(group, cache, seed, report)
+            check_ulysses(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)
         else:

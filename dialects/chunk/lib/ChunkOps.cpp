@@ -436,13 +436,61 @@ LogicalResult AllReduceOp::verifySymbolUses(
   return verifySrcDst(*this, /*dstDivided=*/false, symbols);
 }
 
+/// An all-to-all between two splittings (`to(t)`): `dst` is `src` with
+/// `dim` divided and `t` multiplied by the world size, and the chunks cut
+/// `src`'s `t` evenly.
+static LogicalResult verifyReshard(AllToAllOp op, int64_t to,
+                                   SymbolTableCollection &symbols) {
+  BufferOp src = lookupBufferOrError(op, op.getSrcAttr(), "source", symbols);
+  BufferOp dst =
+      lookupBufferOrError(op, op.getDstAttr(), "destination", symbols);
+  if (!src || !dst)
+    return failure();
+  int64_t worldSize = worldSizeOf(op);
+  BufferType srcType = src.getBufferType(), dstType = dst.getBufferType();
+  if (srcType.getElementType() != dstType.getElementType())
+    return op.emitOpError()
+           << "source holds " << srcType.getElementType()
+           << " but destination holds " << dstType.getElementType();
+  ArrayRef<int64_t> shape = srcType.getShape();
+  if (to >= static_cast<int64_t>(shape.size()))
+    return op.emitOpError() << "to(" << to << ") is out of range for "
+                            << op.getSrcAttr() << " of rank " << shape.size();
+  if (failed(verifySplit(op, op.getSrcAttr(), shape, op.getDim(), std::nullopt,
+                         worldSize)))
+    return failure();
+  if (std::optional<uint64_t> chunks = op.getChunks();
+      chunks && shape[to] % static_cast<int64_t>(*chunks) != 0)
+    return op.emitOpError() << "cannot cut dimension " << to << " of "
+                            << op.getSrcAttr() << " (" << shape[to] << ") into "
+                            << *chunks << " equal chunks";
+  SmallVector<int64_t> expected(shape);
+  expected[op.getDim()] /= worldSize;
+  if (llvm::MulOverflow(expected[to], worldSize, expected[to]))
+    return op.emitOpError() << "dimension " << to << " of "
+                            << op.getDstAttr() << " overflows 64 bits";
+  if (ArrayRef<int64_t>(expected) != dstType.getShape()) {
+    InFlightDiagnostic diag = op.emitOpError()
+                              << "destination " << op.getDstAttr()
+                              << " must have shape ";
+    llvm::interleave(expected, diag, "x");
+    return diag << " (" << op.getSrcAttr() << " with dimension "
+                << op.getDim() << " divided and " << to
+                << " multiplied by the world size)";
+  }
+  return success();
+}
+
 LogicalResult AllToAllOp::verifySymbolUses(
     SymbolTableCollection &symbols) {
   if (failed(verifyAlgorithm(*this, getAlgorithm(), {Algorithm::direct})))
     return failure();
   if (getSrc() == getDst())
     return emitOpError() << "needs distinct source and destination buffers";
-  return verifySrcDst(*this, /*dstDivided=*/false, symbols);
+  std::optional<uint64_t> to = getTo();
+  if (!to || *to == getDim())
+    return verifySrcDst(*this, /*dstDivided=*/false, symbols);
+  return verifyReshard(*this, static_cast<int64_t>(*to), symbols);
 }
 
 //===----------------------------------------------------------------------===//

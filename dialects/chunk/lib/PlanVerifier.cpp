@@ -260,10 +260,14 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
       cut(ar.getSrcAttr(), ar.getDim(), ar.getChunks(), std::nullopt, &op,
           worldSize);
     else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-      cut(a2a.getSrcAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op,
-          worldSize);
-      cut(a2a.getDstAttr(), a2a.getDim(), a2a.getChunks(), std::nullopt, &op,
-          worldSize);
+      // (A re-shard, `to(t)`: the source's blocks along dim, the
+      // destination's along t, the chunks cutting t on both.)
+      std::optional<uint64_t> to = a2a.getTo();
+      bool reshards = to && *to != a2a.getDim();
+      cut(a2a.getSrcAttr(), a2a.getDim(), a2a.getChunks(),
+          reshards ? to : std::nullopt, &op, worldSize);
+      cut(a2a.getDstAttr(), reshards ? *to : a2a.getDim(), a2a.getChunks(),
+          std::nullopt, &op, worldSize);
     }
   }
   auto check = [&](Operation *user, FlatSymbolRefAttr name, int64_t dim,

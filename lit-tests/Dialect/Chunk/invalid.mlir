@@ -491,3 +491,42 @@ chunk.plan @phase_of_a_gather world_size(2) {
   chunk.transfer @t pull copy_engine from <@A[(r) -> (0, 0)] [4, 4]> on (r) -> ((r + 1) mod 2)
       to <@B[(r) -> (0, 0)] [4, 4]> on (r) -> (r) order(0) collective(all_gather) phase(reduce_scatter)
 }
+
+// -----
+
+// A re-sharding all-to-all: the destination is the source with dim divided
+// and to(t) multiplied by the world size.
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
+  chunk.buffer @Qh : !chunk.buffer<256x256xbf16>
+  // expected-error @below {{'chunk.all_to_all' op destination @Qh must have shape 512x256 (@Qs with dimension 1 divided and 0 multiplied by the world size)}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(1) to(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x256xbf16>
+  // expected-error @below {{'chunk.all_to_all' op cannot cut dimension 0 of @Qs (256) into 3 equal chunks}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(3) to(0)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x256xbf16>
+  // expected-error @below {{'chunk.all_to_all' op to(2) is out of range for @Qs of rank 2}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(1) to(2)
+}
+
+// -----
+
+// Columns that do not divide among the ranks: 195 into 2.
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x195xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x97xbf16>
+  // expected-error @below {{'chunk.all_to_all' op cannot split dimension 1 of @Qs (195) into 2 equal blocks}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(1) to(0)
+}

@@ -60,10 +60,14 @@ chunk.plan @reductions world_size(2) {
 
 // CHECK-LABEL: chunk.plan @all_to_all world_size(8) {
 // CHECK:         chunk.all_to_all @X into @Y dim(1) chunks(2) backend(nvshmem)
+// A re-shard: X's columns split among the ranks, Y's rows stacked.
+// CHECK:         chunk.all_to_all @X into @Z dim(1) chunks(2) to(0){{$}}
 chunk.plan @all_to_all world_size(8) {
   chunk.buffer @X : !chunk.buffer<64x1024xf32>
   chunk.buffer @Y : !chunk.buffer<64x1024xf32>
+  chunk.buffer @Z : !chunk.buffer<512x128xf32>
   chunk.all_to_all @X into @Y dim(1) chunks(2) backend(nvshmem)
+  chunk.all_to_all @X into @Z dim(1) chunks(2) to(0)
 }
 
 // Explicit chunks: rank r keeps its own half (local) and pulls the other

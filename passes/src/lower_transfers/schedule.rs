@@ -233,27 +233,31 @@ fn host_copies(
                 "chunk-lower-transfers: cannot evaluate the region offsets",
             ));
         };
-        let (src_offset, src_rows, row_elems, src_pitch) = as_2d(&src_buf.shape, &src_off, &sizes)
-            .ok_or_else(|| {
+        let (src_offset, src_rows, src_row_elems, src_pitch) =
+            as_2d(&src_buf.shape, &src_off, &sizes).ok_or_else(|| {
                 fail(
                     t,
                     "chunk-lower-transfers: the source region is not a 2D strided box",
                 )
             })?;
         let dst_sizes = t.sizes().unwrap_or_default();
-        let (dst_offset, _, dst_row_elems, dst_pitch) = as_2d(&dst_buf.shape, &dst_off, &dst_sizes)
-            .ok_or_else(|| {
+        let (dst_offset, dst_rows, dst_row_elems, dst_pitch) =
+            as_2d(&dst_buf.shape, &dst_off, &dst_sizes).ok_or_else(|| {
                 fail(
                     t,
                     "chunk-lower-transfers: the destination region is not a 2D strided box",
                 )
             })?;
-        if dst_row_elems != row_elems {
-            return Err(fail(
+        let ((rows, row_elems, src_pitch), (_, _, dst_pitch)) = same_rows(
+            (src_rows, src_row_elems, src_pitch),
+            (dst_rows, dst_row_elems, dst_pitch),
+        )
+        .ok_or_else(|| {
+            fail(
                 t,
                 "chunk-lower-transfers: source and destination rows differ in length",
-            ));
-        }
+            )
+        })?;
         let flag = range
             .filter(|_| !before_kernel && !implied)
             .and_then(|range| range.flag_at(&dst_off));
@@ -280,7 +284,7 @@ fn host_copies(
             dst_buffer: dst_name.clone(),
             src_offset,
             dst_offset,
-            rows: src_rows,
+            rows,
             row_elems,
             src_pitch,
             dst_pitch,
@@ -333,7 +337,7 @@ pub(super) fn forwarded_rows<'l>(
 
 /// A box as (element offset, rows, elements per row, row pitch): every
 /// dimension after the first one the box does not span fully must be full.
-fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i64, i64, i64, i64)> {
+pub(super) fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i64, i64, i64, i64)> {
     let n = shape.len();
     if n == 0 || offsets.len() != n || sizes.len() != n {
         return None;
@@ -363,9 +367,36 @@ fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i64, i64, i64
     }
 }
 
+/// Two 2D boxes `(rows, row_elems, pitch)` of as many elements as rows of
+/// one length: a contiguous box (one row) is cut into the other's rows
+/// (a re-sharding all-to-all copies column blocks into whole rows).
+pub(super) fn same_rows(a: (i64, i64, i64), b: (i64, i64, i64)) -> Option<((i64, i64, i64), (i64, i64, i64))> {
+    let cut = |whole: (i64, i64, i64), rows: (i64, i64, i64)| {
+        (whole.0 == 1 && Some(whole.1) == rows.0.checked_mul(rows.1))
+            .then_some((rows.0, rows.1, rows.1))
+    };
+    if a.0 == b.0 && a.1 == b.1 {
+        Some((a, b))
+    } else if let Some(a) = cut(a, b) {
+        Some((a, b))
+    } else {
+        cut(b, a).map(|b| (a, b))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::as_2d;
+    use super::{as_2d, same_rows};
+
+    #[test]
+    fn contiguous_boxes_cut_into_the_other_sides_rows() {
+        // 3 rows of 2 (pitch 4) into 6 contiguous elements.
+        assert_eq!(same_rows((3, 2, 4), (1, 6, 6)), Some(((3, 2, 4), (3, 2, 2))));
+        assert_eq!(same_rows((1, 6, 6), (3, 2, 4)), Some(((3, 2, 2), (3, 2, 4))));
+        assert_eq!(same_rows((3, 2, 4), (3, 2, 8)), Some(((3, 2, 4), (3, 2, 8))));
+        assert_eq!(same_rows((3, 2, 4), (1, 5, 5)), None);
+        assert_eq!(same_rows((3, 2, 4), (2, 3, 4)), None);
+    }
 
     #[test]
     fn boxes_as_2d_copies() {

@@ -332,6 +332,14 @@ impl Collective {
         ir::int_attr(self.0, "algorithm").and_then(Algorithm::from_value)
     }
 
+    /// The dimension of `dst` an all-to-all stacks its sources' blocks
+    /// along (`to(t)`), where it differs from `dim` (a re-shard).
+    pub fn reshard_to(self) -> Option<usize> {
+        ir::int_attr(self.0, "to")
+            .map(|d| d as usize)
+            .filter(|t| *t != self.dim())
+    }
+
     /// Which blocks each rank owns (`blocks(...)`; contiguous without it).
     pub fn blocks(self) -> BlockLayout {
         ir::int_attr(self.0, "blocks")

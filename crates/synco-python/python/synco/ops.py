@@ -285,6 +285,86 @@ class AllGatherAttention:
         return out
 
 
+class UlyssesAttention:
+    """Ulysses (head-parallel) attention: each rank holds `seq / W` tokens
+    of Q, K and V ([tokens, heads * head_dim], batch 1, rank r the r-th
+    slice); all-to-alls re-shard them by heads (every token, `heads / W` of
+    the heads: rank r's are heads r * heads / W ...) inside the attention
+    kernel (default `synco.kernels.attention`), whose query blocks wait for
+    their chunk of Q and whose loop over the keys and values waits for each
+    chunk of K and V, the rank's own sequence block first. The output is
+    head-sharded, [seq, heads / W * head_dim]. Options: `config` (BLOCK_M,
+    BLOCK_N), `chunks` per rank, `backend` (`copy_engine`), `num_warps`,
+    `num_stages`, `cache_dir`."""
+
+    CONFIG = AllGatherAttention.CONFIG
+    SIGNATURE = AllGatherAttention.SIGNATURE
+    DIVISIBLE = AllGatherAttention.DIVISIBLE
+
+    @classmethod
+    def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
+                config=None, chunks=1, backend="copy_engine", num_warps=8, num_stages=3,
+                cache_dir=None):
+        """The fused kernel for `world_size` ranks, compiled or cached."""
+        config = {**cls.CONFIG, **(config or {})}
+        plan = plans.ulysses_attention(world_size=world_size, seq=seq, heads=heads,
+                                       kv_heads=kv_heads, head_dim=head_dim,
+                                       block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
+                                       chunks=chunks, backend=backend)
+        constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
+        return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
+                       pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,
+                       num_warps=num_warps, num_stages=num_stages, cache_dir=cache_dir)
+
+    def __init__(self, group, *, seq, heads, kv_heads, head_dim, causal=False, **options):
+        w = group.world_size
+        for name, count in (("heads", heads), ("kv_heads", kv_heads)):
+            if count % w != 0:
+                raise LaunchError(f"{name} ({count}) must be a multiple of the group's "
+                                  f"{w} ranks: each rank takes {name} / {w} of them")
+        if heads % kv_heads != 0:
+            raise LaunchError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+        self.config = {**self.CONFIG, **(options.get("config") or {})}
+        self.tokens = seq // w
+        if seq % w != 0 or self.tokens % self.config["BLOCK_M"] != 0:
+            raise LaunchError(f"each rank's {seq} / {w} tokens must be whole blocks of "
+                              f"BLOCK_M ({self.config['BLOCK_M']})")
+        self.group, self.seq, self.causal, self.head_dim = group, seq, causal, head_dim
+        self.heads, self.kv_heads = heads // w, kv_heads // w
+        compiled = self.compile(w, seq=seq, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                                causal=causal, **options)
+        self.kernel = group.load(compiled)
+        #: This rank's tokens of Q, K and V (sequence-sharded) and every
+        #: token of its heads (head-sharded), all symmetric.
+        self.sharded = {name: group.empty((self.tokens, count * head_dim), torch.bfloat16)
+                        for name, count in (("Q", heads), ("K", kv_heads), ("V", kv_heads))}
+        self.by_heads = {name: group.empty((seq, count * head_dim), torch.bfloat16)
+                         for name, count in (("Q", self.heads), ("K", self.kv_heads),
+                                             ("V", self.kv_heads))}
+
+    def __call__(self, q, k, v, sm_scale=None, out=None):
+        """Attention of this rank's heads over every token, from this
+        rank's tokens `q`, `k`, `v` (copied into the symmetric heap unless
+        they are `sharded[...]`); returns [seq, heads / W * head_dim]."""
+        for name, given in (("Q", q), ("K", k), ("V", v)):
+            held = self.sharded[name]
+            _check_operand(name.lower(), given, tuple(held.shape), torch.bfloat16)
+            if given.data_ptr() != held.data_ptr():
+                held.copy_(given)
+        d, s = self.head_dim, self.seq
+        q_cols, kv_cols = self.heads * d, self.kv_heads * d
+        if out is None:
+            out = torch.empty((s, q_cols), dtype=torch.bfloat16, device=q.device)
+        _check_operand("out", out, (s, q_cols), torch.bfloat16)
+        scale = sm_scale if sm_scale is not None else d ** -0.5
+        grid = (s // self.config["BLOCK_M"], self.heads)
+        self.kernel(grid, self.by_heads["Q"], self.by_heads["K"], self.by_heads["V"], out, scale,
+                    s * q_cols, d, q_cols, s * kv_cols, d, kv_cols, s * kv_cols, d, kv_cols,
+                    s * q_cols, d, q_cols, self.heads, self.kv_heads, s, s,
+                    buffers={f"{name}s": held for name, held in self.sharded.items()})
+        return out
+
+
 def _default_config(m, world_size):
     """`CONFIG`, with a swizzle group (GROUP_M) that divides each rank's
     row tiles: a group spanning two ranks' blocks would run a rank's own

@@ -109,6 +109,39 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"
 
 
+def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16", block_m=128,
+                      block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2):
+    """Ulysses attention: Q, K and V sequence-sharded ([seq / W, heads *
+    head_dim] on each rank, unbound plan buffers @Qs, @Ks, @Vs) re-sharded
+    by all-to-alls into head-sharded @Qh, @Kh, @Vh ([seq, heads / W *
+    head_dim]: every token, this rank's heads; arguments `q_arg`, `k_arg`,
+    `v_arg`) inside an attention kernel whose programs take `block_m`
+    queries (program_id 0) and whose loop over the keys and values reads
+    blocks of `block_n`. Each query block waits for the chunk of Q it
+    reads, the loop for each chunk of K and V; the rank's own sequence
+    block first. `chunks` cut each rank's sequence block."""
+    _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_m, chunks=chunks,
+           backend=backend, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
+    for name, count in (("heads", heads), ("kv_heads", kv_heads)):
+        if count % world_size != 0:
+            raise ValueError(f"{name} ({count}) must be a multiple of world_size ({world_size}): "
+                             "each rank takes heads / world_size of them")
+    tokens = seq // world_size
+    buffers, moves = "", ""
+    for name, count, arg in (("Q", heads, q_arg), ("K", kv_heads, k_arg), ("V", kv_heads, v_arg)):
+        cols = count * head_dim
+        buffers += (f"  chunk.buffer @{name}s : !chunk.buffer<{tokens}x{cols}x{dtype}>\n"
+                    f"  chunk.buffer @{name}h : !chunk.buffer<{seq}x{cols // world_size}x{dtype}>"
+                    f"{_bind(arg)}\n")
+        moves += (f"  chunk.all_to_all @{name}s into @{name}h dim(1) chunks({chunks}) to(0) "
+                  f"backend({backend})\n")
+    consumes = (f"  chunk.consume @Qh dim(0) tile({block_m})\n"
+                f"  chunk.consume @Kh dim(0) tile({block_n}) loop(\"start_n\")\n"
+                f"  chunk.consume @Vh dim(0) tile({block_n})\n")
+    return (f"chunk.plan @ulysses_attention world_size({world_size}) {{\n"
+            f"{buffers}{moves}{consumes}}}\n")
+
+
 def _gather_algorithm(algorithm):
     """The all-gather's `algorithm(...)` clause (none for `direct`, the
     dialect's default, so that direct plans read as before)."""

@@ -124,6 +124,33 @@ pub(super) fn copy_blocks(
     });
 }
 
+/// [`copy_blocks`] for a chunk of `rows` rows of `row_elems` elements,
+/// `src_pitch` and `dst_pitch` apart: element `e` of a block (in the
+/// chunk's row-major order) is at row `e / row_elems`, column
+/// `e % row_elems`. (`i32` offsets: `chunk-bind-kernel` keeps buffers
+/// within them.)
+pub(super) fn copy_rows(
+    b: &Builder,
+    (from, to): (Value, Value),
+    (rows, row_elems, src_pitch, dst_pitch): (i64, i64, i64, i64),
+    size: i64,
+    element: ir::Type,
+    (pid, programs): (Value, Value),
+) {
+    let blocks = b.const_i32(rows * row_elems / size);
+    b.for_loop(pid, blocks, programs, |body, block| {
+        let k = |v: i64| body.splat(body.const_i32(v), &[size]);
+        let start = body.muli(block, body.const_i32(size));
+        let e = body.addi(body.splat(start, &[size]), body.make_range(size));
+        let (row, col) = (body.divsi(e, k(row_elems)), body.remsi(e, k(row_elems)));
+        let at = |pitch: i64| body.addi(body.muli(row, k(pitch)), col);
+        let src = body.addptr(body.splat(from, &[size]), at(src_pitch));
+        let value = body.load_tensor(src, element);
+        let dst = body.addptr(body.splat(to, &[size]), at(dst_pitch));
+        body.store(dst, value);
+    });
+}
+
 /// Counts this copy program done on `flags[counter]` (after a barrier, so
 /// that the acq_rel/sys add covers the whole program's stores) and returns
 /// whether it was the launch's last: every launch adds exactly `programs`

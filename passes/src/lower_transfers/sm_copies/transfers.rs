@@ -5,13 +5,13 @@
 
 use super::{
     CopyPrograms, MIN_COPY_BLOCK, copy_block,
-    emit::{copy_blocks, last_to_finish, split_grid},
+    emit::{copy_blocks, copy_rows, last_to_finish, split_grid},
     emit_affine,
 };
 use crate::{
     abi::AbiArgs,
     flag_ops::{peer_ptr, wait_on},
-    lower_transfers::schedule::forwarded_rows,
+    lower_transfers::schedule::{as_2d, forwarded_rows, same_rows},
     plan::{FlagRange, Plan, Transfer, fail, internal, region_parts},
 };
 use melior::ir::AffineMap;
@@ -26,15 +26,28 @@ struct SmCopy<'c> {
     src_rank_map: AffineMap<'c>,
     src_offsets_map: AffineMap<'c>,
     dst_offsets_map: AffineMap<'c>,
-    /// Elements in the (contiguous) chunk.
+    /// Elements in the chunk.
     len: i64,
+    /// The chunk as rows of `row_elems` elements, `src_pitch` and
+    /// `dst_pitch` apart in the two buffers (one row when it is
+    /// contiguous in both).
+    rows: i64,
+    row_elems: i64,
+    src_pitch: i64,
+    dst_pitch: i64,
     /// Elements per copy step (see [`copy_block`]).
     block: i64,
     flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
     /// The flags of the source rows, where they are forwarded (a ring):
     /// the copy waits on the source rank for the chunk's flag.
     forwards: Option<(i64, usize, i64)>,
+    /// Row-major strides of the source and destination buffers.
+    src_strides: Vec<i64>,
     strides: Vec<i64>,
+    /// The source buffer, where it is not the destination (its name, and
+    /// the kernel argument it is bound to), and the destination's kernel
+    /// argument.
+    src: Option<(String, Option<usize>)>,
     arg: usize,
 }
 
@@ -68,12 +81,7 @@ pub fn lower(
         ) else {
             return Err(internal(t, "cannot read the transfer's regions"));
         };
-        if src_buf != dst_buf {
-            return Err(fail(
-                t,
-                "the ldst backend copies within one buffer (all_gather); not yet between buffers",
-            ));
-        }
+
         // Rank r's copy programs run the instance of rank r, into r's own
         // buffer.
         for r in 0..plan.world_size {
@@ -88,8 +96,8 @@ pub fn lower(
                 ));
             }
         }
-        let Some(buffer) = plan.buffer(&dst_buf) else {
-            return Err(internal(t, "the transfer's buffer is not in the plan"));
+        let (Some(buffer), Some(source)) = (plan.buffer(&dst_buf), plan.buffer(&src_buf)) else {
+            return Err(internal(t, "the transfer's buffers are not in the plan"));
         };
         let Some(arg) = buffer.arg else {
             return Err(fail(
@@ -97,26 +105,17 @@ pub fn lower(
                 format!("the ldst backend needs @{dst_buf} bound to a kernel argument"),
             ));
         };
-        // Contiguous: one index in every dimension before the first partial
-        // one, everything in every dimension after it.
-        let first_partial = sizes
-            .iter()
-            .zip(&buffer.shape)
-            .position(|(s, d)| s != d)
-            .unwrap_or(0);
-        let outer_single = sizes[..first_partial].iter().all(|s| *s == 1);
-        if !outer_single
-            || sizes
-                .iter()
-                .zip(&buffer.shape)
-                .skip(first_partial + 1)
-                .any(|(s, d)| s != d)
-        {
+        // Rows of one length in both buffers (contiguous: one row).
+        let zeros = vec![0; sizes.len()];
+        let boxes = as_2d(&source.shape, &zeros, &sizes)
+            .zip(t.sizes().and_then(|d| as_2d(&buffer.shape, &zeros, &d)))
+            .and_then(|((_, r, e, p), (_, dr, de, dp))| same_rows((r, e, p), (dr, de, dp)));
+        let Some(((rows, row_elems, src_pitch), (_, _, dst_pitch))) = boxes else {
             return Err(fail(
                 t,
-                "the ldst backend copies contiguous chunks only (whole rows)",
+                "the ldst backend copies chunks that are rows of one length in both buffers (2D strided boxes)",
             ));
-        }
+        };
         let len: i64 = sizes.iter().product();
         let element_bytes = buffer.element_bytes().ok_or_else(|| {
             fail(
@@ -132,10 +131,13 @@ pub fn lower(
                 ),
             ));
         };
-        let mut strides = vec![1i64; buffer.shape.len()];
-        for d in (0..buffer.shape.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * buffer.shape[d + 1];
-        }
+        let row_major = |shape: &[i64]| {
+            let mut strides = vec![1i64; shape.len()];
+            for d in (0..shape.len().saturating_sub(1)).rev() {
+                strides[d] = strides[d + 1] * shape[d + 1];
+            }
+            strides
+        };
         copies.push(SmCopy {
             op: t,
             world_size: plan.world_size,
@@ -146,12 +148,18 @@ pub fn lower(
             dst_offsets_map: dst_map,
             len,
             block,
+            rows,
+            row_elems,
+            src_pitch,
+            dst_pitch,
             flag: layout
                 .iter()
                 .find(|r| r.buffer == dst_buf)
                 .map(|r| (r.base, r.dim, r.rows_per_chunk)),
             forwards: forwards.map(|r| (r.base, r.dim, r.rows_per_chunk)),
-            strides,
+            src_strides: row_major(&source.shape),
+            strides: row_major(&buffer.shape),
+            src: (src_buf != dst_buf).then(|| (src_buf.clone(), source.arg)),
             arg,
         });
     }
@@ -202,9 +210,9 @@ fn emit_copy(
             .map_err(|why| fail(copy.op, format!("chunk-lower-transfers (ldst): {why}")))
     };
     let src_rank = emit(copy.src_rank_map)?[0];
-    let linear = |offsets: Vec<Value>| -> Value {
+    let linear = |offsets: Vec<Value>, strides: &[i64]| -> Value {
         let mut total = b.const_i64(0);
-        for (off, stride) in offsets.into_iter().zip(&copy.strides) {
+        for (off, stride) in offsets.into_iter().zip(strides) {
             total = b.addi(total, b.muli(b.to_i64(off), b.const_i64(*stride)));
         }
         total
@@ -221,8 +229,8 @@ fn emit_copy(
         let flag = b.addi(chunk, b.const_i32(base));
         wait_on(&b, peer_ptr(&b, abi.flags, src_rank), flag, abi.epoch, 1);
     }
-    let src_off = linear(src_offsets);
-    let dst_off = linear(dst_offsets);
+    let src_off = linear(src_offsets, &copy.src_strides);
+    let dst_off = linear(dst_offsets, &copy.strides);
     // The peer's copy of the buffer: heap bases differ by a multiple of the
     // allocation alignment, so the element delta is a multiple of 16.
     let i64t = ir::i64_type(b.ctx);
@@ -230,16 +238,34 @@ fn emit_copy(
     let src_heap = b.load(b.addptr(abi.heap_bases, src_rank), i64t);
     let delta = b.divsi(b.subi(src_heap, my_heap), b.const_i64(elem_bytes));
     b.assume_multiple_of(delta, 16);
-    let src_base = b.addptr(b.addptr(base, delta), src_off);
+    let src_buffer = match &copy.src {
+        None => base,
+        Some((name, arg)) => arg
+            .and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
+            .or_else(|| crate::abi::buffer_arg(kernel, name))
+            .ok_or_else(|| internal(copy.op, &format!("no kernel argument carries @{name}")))?,
+    };
+    let src_base = b.addptr(b.addptr(src_buffer, delta), src_off);
     let dst_base = b.addptr(base, dst_off);
-    copy_blocks(
-        &b,
-        (src_base, dst_base),
-        copy.len,
-        copy.block,
-        element,
-        (pid, programs_value),
-    );
+    if copy.rows == 1 {
+        copy_blocks(
+            &b,
+            (src_base, dst_base),
+            copy.len,
+            copy.block,
+            element,
+            (pid, programs_value),
+        );
+    } else {
+        copy_rows(
+            &b,
+            (src_base, dst_base),
+            (copy.rows, copy.row_elems, copy.src_pitch, copy.dst_pitch),
+            copy.block,
+            element,
+            (pid, programs_value),
+        );
+    }
     let Some((flag_base, row, rows_per_chunk)) = flag_index else {
         return Ok(());
     };

@@ -424,6 +424,18 @@ def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
     ```mlir
     chunk.all_to_all @X into @Y dim(0) chunks(1) backend(ldst)
     ```
+
+    `to(t)` re-shards: `src` is split in `world_size` blocks along `dim`,
+    `dst` along `t`, and block `s` of rank `d`'s `dst` (along `t`) is block
+    `d` of rank `s`'s `src` (along `dim`). `dst` has `src`'s shape with
+    `dim` divided and `t` multiplied by the world size: a sequence-sharded
+    `[S/W, H*D]` into a head-sharded `[S, H/W*D]` (Ulysses attention) is
+    `dim(1) to(0)`, and back `dim(0) to(1)`. `chunks(n)` then cuts each
+    block along `t`.
+
+    ```mlir
+    chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
+    ```
   }] # commonDescription;
   let arguments = (ins FlatSymbolRefAttr:$src,
                        FlatSymbolRefAttr:$dst,
@@ -432,9 +444,11 @@ def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
                        DefaultValuedAttr<Chunk_Backend,
                            "::synco::chunk::Backend::copy_engine">:$backend,
                        DefaultValuedAttr<Chunk_Algorithm,
-                           "::synco::chunk::Algorithm::direct">:$algorithm);
+                           "::synco::chunk::Algorithm::direct">:$algorithm,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$to);
   let assemblyFormat = [{
     $src `into` $dst `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
+    (`to` `(` $to^ `)`)?
     (`backend` `(` $backend^ `)`)?
     (`algorithm` `(` $algorithm^ `)`)? attr-dict
   }];
