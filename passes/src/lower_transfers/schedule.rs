@@ -367,11 +367,14 @@ pub(super) fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i6
     }
 }
 
-/// Two 2D boxes `(rows, row_elems, pitch)` of as many elements as rows of
-/// one length: a contiguous box (one row) is cut into the other's rows
-/// (a re-sharding all-to-all copies column blocks into whole rows).
-pub(super) fn same_rows(a: (i64, i64, i64), b: (i64, i64, i64)) -> Option<((i64, i64, i64), (i64, i64, i64))> {
-    let cut = |whole: (i64, i64, i64), rows: (i64, i64, i64)| {
+/// A 2D box: `(rows, row_elems, pitch)`.
+pub(super) type RowBox = (i64, i64, i64);
+
+/// Two 2D boxes of as many elements as rows of one length: a contiguous
+/// box (one row) is cut into the other's rows (a re-sharding all-to-all
+/// copies column blocks into whole rows).
+pub(super) fn same_rows(a: RowBox, b: RowBox) -> Option<(RowBox, RowBox)> {
+    let cut = |whole: RowBox, rows: RowBox| {
         (whole.0 == 1 && Some(whole.1) == rows.0.checked_mul(rows.1))
             .then_some((rows.0, rows.1, rows.1))
     };
@@ -391,9 +394,18 @@ mod tests {
     #[test]
     fn contiguous_boxes_cut_into_the_other_sides_rows() {
         // 3 rows of 2 (pitch 4) into 6 contiguous elements.
-        assert_eq!(same_rows((3, 2, 4), (1, 6, 6)), Some(((3, 2, 4), (3, 2, 2))));
-        assert_eq!(same_rows((1, 6, 6), (3, 2, 4)), Some(((3, 2, 2), (3, 2, 4))));
-        assert_eq!(same_rows((3, 2, 4), (3, 2, 8)), Some(((3, 2, 4), (3, 2, 8))));
+        assert_eq!(
+            same_rows((3, 2, 4), (1, 6, 6)),
+            Some(((3, 2, 4), (3, 2, 2)))
+        );
+        assert_eq!(
+            same_rows((1, 6, 6), (3, 2, 4)),
+            Some(((3, 2, 2), (3, 2, 4)))
+        );
+        assert_eq!(
+            same_rows((3, 2, 4), (3, 2, 8)),
+            Some(((3, 2, 4), (3, 2, 8)))
+        );
         assert_eq!(same_rows((3, 2, 4), (1, 5, 5)), None);
         assert_eq!(same_rows((3, 2, 4), (2, 3, 4)), None);
     }

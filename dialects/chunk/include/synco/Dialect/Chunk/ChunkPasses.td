@@ -232,7 +232,9 @@ all-reduce add `_rs` / `_ag`).
   `2W - 1 - o` (of `2W` along `d`). Refused for a buffer kernel tiles
   produce.
 * `all_to_all @X into @Y` (direct): block `r` of rank `r+k`'s `X` into
-  block `r+k` of `Y`.
+  block `r+k` of `Y`. With `to(t)` (a re-shard), block `r` along `d` of
+  rank `r+k`'s `X`, chunk `c` of its rows along `t`, into block `r+k`
+  along `t` of `Y` (all of `Y` along `d`).
 * `reduce_scatter @P into @C` (direct): block `r` of rank `r+k`'s partial
   `P`, reduced into `C` (which holds one block) on rank `r`; `k = 0` is
   the rank's own partial, a local reducing copy.
@@ -473,7 +475,10 @@ is marked `chunk.chunk_loop = "start_n"` with its split
 stays innermost, so Triton still software-pipelines it. Buffers walked
 by one loop (keys and values) share the split and must be chunked alike,
 and the loop must start at 0 and step by `T`, or the consume is refused
-(the plan verifier makes chunks hold whole blocks). Refused too: chunks the
+(the plan verifier makes chunks hold whole blocks). A kernel that reads
+a program id in several places gets one `tt.get_program_id` per axis
+first, and the two of a 2D grid side by side, so that the remapped index
+replaces every read and is defined before any. Refused too: chunks the
 transfers leave held neither in one block per rank nor in zigzag
 half-blocks (the loop could not tell its own chunks from its peers'), and
 zigzag half-blocks read by any other consumer than such a loop.
@@ -875,7 +880,15 @@ itself (see `lower_transfers::sm_copies`): the kernel's 1D grid gets
 the schedule (the runtime launches them), and the flag array gets one
 completion counter per flag after the flags. A 2D grid gets an extra
 plane of copy programs instead (`copy_plane` in the schedule; grid axis
-2, index 0, in front of the kernel's own programs).
+2, index 0, in front of the kernel's own programs). A chunk is copied
+from the source rank's copy of its buffer (another buffer than the
+destination's, bound or not, for an all-to-all) in blocks of up to 32
+KiB; a chunk of rows that are not contiguous in one of the buffers (a
+re-sharding all-to-all's column blocks) is copied by its row-major
+elements, each block's element `e` at row `e / row_elems`. Both sides'
+rows must hold as many elements; the copy engine's copies take such
+chunks as 2D copies (a side contiguous in its buffer is cut into the
+other's rows).
 
 A reduction staged on SMs (`chunk-fuse-reductions{mode=stage}` marked
 the plan `chunk.staged`) gets `copy-programs` copy programs the same
