@@ -37,7 +37,24 @@ parts; K and V gathered into sequence order):
 
 The floor is max(best attention alone, link), the best of all the local
 kernels above (for causal attention the balanced zigzag one, usually);
-the overlap efficiency of a variant is floor / its time. Every Synco variant's output is checked
+the overlap efficiency of a variant is floor / its time.
+
+Ulysses (head-parallel) attention on the same shapes and data (each rank
+computes heads / W of the heads over every token):
+
+* `ulysses <backend> c<n>`: `synco.ops.UlyssesAttention`, Q, K and V
+  re-sharded from tokens to heads by all-to-alls inside the attention
+  kernel, each rank's tokens already in its symmetric heap;
+* `ulysses attention alone`: the attention kernel over the rank's heads of
+  every token, already re-sharded;
+* `ulysses link`: the bytes a rank receives (its heads of Q, K and V from
+  its W - 1 peers) copied from the peers' heaps by the copy engine;
+* `ulysses a2a alone` and `torch ulysses b2b`: NCCL's all_to_all_single of
+  Q, K and V from tokens to heads, alone and then SDPA (flash) back to
+  back.
+
+`ulysses floor` is max(ulysses attention alone, ulysses link); the
+efficiency of a Ulysses variant is that over its time. Every Synco variant's output is checked
 against SDPA's (relative error under 2e-2) before it is timed.
 
 With fewer GPUs than ranks (ranks share GPUs: rank r on GPU r mod the
@@ -70,6 +87,8 @@ SEQS = [16384, 32768, 131072]
 #: (algorithm, backend, chunks per rank) of the Synco variants.
 VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("ring", "copy_engine", 1),
             ("ring", "ldst", 1), ("direct", "copy_engine", 4)]
+#: The Ulysses variants: (backend, chunks per rank).
+ULYSSES_VARIANTS = [("copy_engine", 1), ("ldst", 1)]
 #: The zigzag variants (causal only): one chunk per part.
 ZIGZAG_VARIANTS = [("direct", "copy_engine", 2), ("direct", "ldst", 2)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
@@ -102,8 +121,18 @@ def variants(causal):
         yield from (("synco {} {} c{} zigzag".format(*v), v, True) for v in ZIGZAG_VARIANTS)
 
 
+def ulysses_options(heads, kv_heads, head_dim, seq, causal, variant, cache):
+    backend, chunks = variant
+    return dict(seq=seq, heads=heads, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
+                config=CONFIG, chunks=chunks, backend=backend, num_warps=NUM_WARPS,
+                num_stages=NUM_STAGES, cache_dir=cache)
+
+
 def compile_all(args):
-    for model, _, kv_heads, head_dim, seq, causal in shapes(args):
+    for model, heads, kv_heads, head_dim, seq, causal in shapes(args):
+        for variant in ULYSSES_VARIANTS:
+            ops.UlyssesAttention.compile(args.world, **ulysses_options(
+                heads, kv_heads, head_dim, seq, causal, variant, args.cache))
         for _, variant, zigzag in variants(causal):
             ops.AllGatherAttention.compile(
                 args.world, **options(args.world, kv_heads, head_dim, seq, causal, variant,
@@ -294,7 +323,84 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
                          2 * w - 1 - r, part)])
 
             row["ms"]["torch b2b zigzag"] = timed(b2b_zigzag)
+    run_ulysses(row, group, nccl, cache, (q, k_shard, v_shard, k_all, v_all),
+                (heads, kv_heads, head_dim, seq, causal))
     return row
+
+
+def run_ulysses(row, group, nccl, cache, data, shape):
+    """Ulysses attention's variants and baselines, into `row` (see the
+    module doc): this rank's tokens `q`, `k_shard`, `v_shard`; every
+    rank's K and V gathered."""
+    (q, k_shard, v_shard, k_all, v_all), (heads, kv_heads, head_dim, seq, causal) = data, shape
+    w, r, dev = group.world_size, group.rank, group.device
+    tokens, d = seq // w, head_dim
+    hl, kvl = heads // w, kv_heads // w
+    q_all = torch.empty((seq, heads * d), device=dev, dtype=torch.bfloat16)
+    (dist.all_gather_into_tensor if nccl else _gather_via_objects)(q_all, q)
+    mine = lambda x, n: x[:, r * n * d:(r + 1) * n * d].contiguous()  # noqa: E731
+    q_h, k_h, v_h = mine(q_all, hl), mine(k_all, kvl), mine(v_all, kvl)
+    heads_of = lambda x, n: x.view(seq, n, d).transpose(0, 1)[None]  # noqa: E731
+    backends = [SDPBackend.FLASH_ATTENTION] if FLASH_WORKS else list(SDPBackend)
+
+    def sdpa_heads(qh, kh, vh):
+        with sdpa_kernel(backends):
+            out = F.scaled_dot_product_attention(heads_of(qh, hl), heads_of(kh, kvl),
+                                                 heads_of(vh, kvl), is_causal=causal,
+                                                 enable_gqa=True)
+        return out[0].transpose(0, 1).reshape(seq, hl * d)
+
+    want = sdpa_heads(q_h, k_h, v_h).float()
+    for variant in ULYSSES_VARIANTS:
+        name = "ulysses {} c{}".format(*variant)
+        group.reset_heap()
+        op = ops.UlyssesAttention(group, **ulysses_options(heads, kv_heads, head_dim, seq,
+                                                           causal, variant, cache))
+        for key, given in (("Q", q), ("K", k_shard), ("V", v_shard)):
+            op.sharded[key].copy_(given)
+        held = (op.sharded["Q"], op.sharded["K"], op.sharded["V"])
+        out = torch.full((seq, hl * d), float("nan"), device=dev, dtype=torch.bfloat16)
+        try:
+            op(*held, out=out)
+            group.wait(120)
+            row["rel_err"][name] = ((out.float() - want).norm() / want.norm()).item()
+        except synco.LaunchError as e:
+            row["refused"][name] = str(e)
+        if agreed(row["rel_err"].get(name, 1.0) < TOLERANCE):
+            row["ms"][name] = timed(lambda op=op, out=out: op(*held, out=out))
+            group.wait(120)
+        op.kernel._kernel.unload()
+    grid = (seq // CONFIG["BLOCK_M"], hl)
+    local = torch.empty_like(q_h)
+    row["ms"]["ulysses attention alone"] = timed(lambda: kernels.attention[grid](
+        q_h, k_h, v_h, local, d ** -0.5, seq * hl * d, d, hl * d, seq * kvl * d, d, kvl * d,
+        seq * kvl * d, d, kvl * d, seq * hl * d, d, hl * d, hl, kvl, seq, seq, HEAD_DIM=d,
+        CAUSAL=int(causal), num_warps=NUM_WARPS, num_stages=NUM_STAGES, **CONFIG))
+    # The link: from each peer, its tokens of this rank's heads of Q, K, V.
+    group.reset_heap()
+    per_peer = tokens * (hl + 2 * kvl) * d
+    sym = group.empty((w, per_peer), torch.bfloat16)
+
+    def link():
+        for p in range(w):
+            if p != r:
+                sym[p].copy_(peer_view(group, sym, p)[r], non_blocking=True)
+
+    row["ms"]["ulysses link"] = timed(link)
+    if nccl:
+        def to_heads(x, n):
+            """all_to_all_single from tokens to heads: [S/W, W * n * d]
+            into [S, n * d], rank s's tokens from rank s."""
+            out = torch.empty((seq, n * d), device=dev, dtype=x.dtype)
+            send = x.view(tokens, w, n * d).transpose(0, 1).contiguous()
+            dist.all_to_all_single(out, send)
+            return out
+
+        def a2a():
+            return to_heads(q, hl), to_heads(k_shard, kvl), to_heads(v_shard, kvl)
+
+        row["ms"]["ulysses a2a alone"] = timed(a2a)
+        row["ms"]["torch ulysses b2b"] = timed(lambda: sdpa_heads(*a2a()))
 
 
 def zigzag_positions(world, tokens):
@@ -324,7 +430,10 @@ def worker(rank, args, port, gpus):
                             **({"device_id": torch.device("cuda", rank)} if nccl else {}))
     biggest = max(int(s) for s in args.seqs.split(","))
     kv = max(MODELS[m][1] * MODELS[m][2] for m in args.models.split(","))
-    group = synco.Group(heap_bytes=2 * 2 * biggest * kv + (64 << 20), peer_timeout=60.0)
+    # Ulysses: every rank's tokens and its heads of every token, of Q, K, V.
+    qkv = max((MODELS[m][0] + 2 * MODELS[m][1]) * MODELS[m][2] for m in args.models.split(","))
+    heap = max(2 * 2 * biggest * kv, 2 * 2 * biggest * qkv // args.world)
+    group = synco.Group(heap_bytes=heap + (64 << 20), peer_timeout=60.0)
     rows = []
     for shape in shapes(args):
         row = run_shape(group, nccl, args.cache, *shape)
@@ -339,6 +448,12 @@ def worker(rank, args, port, gpus):
         merged["floor_ms"] = max(best, merged["ms"]["link"])
         merged["efficiency"] = {k: merged["floor_ms"] / t for k, t in merged["ms"].items()
                                 if k.startswith("synco")}
+        merged["ulysses_floor_ms"] = max(merged["ms"]["ulysses attention alone"],
+                                         merged["ms"]["ulysses link"])
+        merged["efficiency"].update({k: merged["ulysses_floor_ms"] / t
+                                     for k, t in merged["ms"].items()
+                                     if k.startswith("ulysses ") and k.split()[1] in
+                                     ("copy_engine", "ldst")})
         rows.append(merged)
         if rank == 0:
             print(json.dumps(merged), flush=True)

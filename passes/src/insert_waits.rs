@@ -177,9 +177,10 @@ fn wait_per_chunk(
     Diagnostic::remark(
         loc(consume),
         format!(
-            "the loop over '{var}' waits, before each of @{}'s chunks it reads, for that chunk ({} rows, flags {}..{})",
+            "the loop over '{var}' waits, before each of @{}'s chunks it reads, for that chunk ({} {}, flags {}..{})",
             range.buffer,
             range.rows_per_chunk,
+            crate::plan::extent_word(range.dim),
             range.base,
             range.base + range.count(plan.world_size)
         ),

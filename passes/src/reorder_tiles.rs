@@ -308,10 +308,12 @@ fn split_tile_loop(
     Diagnostic::remark(
         loc(consume),
         format!(
-            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} rows): {}",
+            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
+            crate::plan::extent_word(range.dim),
             match order {
                 LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
-                LoopOrder::Blocks(BlockOrder::Backward) => "this rank's first, then rank r-1's, ...",
+                LoopOrder::Blocks(BlockOrder::Backward) =>
+                    "this rank's first, then rank r-1's, ...",
                 LoopOrder::Zigzag =>
                     "this rank's two zigzag half-blocks first, then rank r+1's two, ...",
             }

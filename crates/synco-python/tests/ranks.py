@@ -17,7 +17,9 @@ from every rank's inputs; context-parallel attention (K and V gathered,
 causal or not, on each transport) against PyTorch's attention over the
 whole sequence, direct and ring, and in the zigzag sharding; Ulysses
 attention (Q, K and V re-sharded from tokens to heads by all-to-alls
-fused into the kernel) against the same, each rank's heads; plans
+fused into the kernel) against the same, each rank's heads; all-to-all +
+GEMM (A re-sharded from columns to rows in the GEMM's loop over k) and
+the Ulysses layer (attention in, projection out); plans
 imported from JAX's StableHLO
 (W = 4) and a torch.fx layer fused by synco.fx, against the unfused
 layers; then launches the runtime must refuse before
@@ -145,6 +147,19 @@ def ulysses_name(variant):
     return f"ulysses {'causal' if causal else 'full'} {backend} chunks={chunks}"
 
 
+# All-to-all + GEMM: A re-sharded from columns to rows, every token's
+# heads (k = 8 heads x 64) times an output projection of n columns. Each:
+# (backend, chunks per rank).
+A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks in (1, 2)]
+A2A_N = 512
+
+
+def a2a_gemm_options(world, variant, cache):
+    backend, chunks = variant
+    return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, chunks=chunks, backend=backend,
+                num_warps=4, num_stages=3, cache_dir=cache)
+
+
 def own_rows(world, rank, zigzag):
     """The sequence positions a rank holds, in its order."""
     if not zigzag:
@@ -191,6 +206,10 @@ def build(args):
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
                                                                              args.cache))
             print(f"built W={world} {ulysses_name(variant)}: {compiled.folder.name}")
+        for variant in A2A_GEMM:
+            compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
+                                                                            args.cache))
+            print(f"built W={world} all_to_all_matmul {variant}: {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -350,6 +369,62 @@ def check_ulysses(group, cache, seed, report):
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
+def check_all_to_all_matmul(group, cache, seed, report):
+    """AllToAllMatmul on each transport and chunk count (twice, fresh random
+    data, outputs and the re-sharded A poisoned) against PyTorch's product
+    of this rank's tokens in fp32; then the Ulysses layer, attention in and
+    out: UlyssesAttention writing straight into the projection's input."""
+    w, r, dev = group.world_size, group.rank, group.device
+    m, k, n = TOKENS, ULYSSES_HEADS * HEAD_DIM, A2A_N
+    cols = slice(r * k // w, (r + 1) * k // w)
+    for variant in A2A_GEMM:
+        name = f"all_to_all_matmul {variant[0]} chunks={variant[1]}"
+        try:
+            op = ops.AllToAllMatmul(group, **a2a_gemm_options(w, variant, cache))
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"setup: {type(e).__name__}: {e}")
+            continue
+        for launch in range(2):
+            g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
+                                                          + zlib.crc32(name.encode()) % 997)
+            x = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
+            b = torch.randn((k, n), generator=g).to(torch.bfloat16)
+            op.by_rows.fill_(float("nan"))
+            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=dev)
+            got = op(x[:, cols].contiguous().to(dev), b.to(dev), out=out)
+            group.wait(60)
+            want = x[r * m:(r + 1) * m].float() @ b.float()
+            err = rel_error(got.cpu(), want)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+    # The layer: Ulysses attention (tokens -> heads), then the output
+    # projection (heads -> tokens), both fused, no copy in between.
+    name = "ulysses layer copy_engine"
+    try:
+        attention = ops.UlyssesAttention(group, **ulysses_options(w, (True, "copy_engine", 1),
+                                                                  cache))
+        projection = ops.AllToAllMatmul(group, **a2a_gemm_options(w, ("copy_engine", 1), cache))
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        report(name, False, f"setup: {type(e).__name__}: {e}")
+        return
+    g = torch.Generator(device="cpu").manual_seed(seed + zlib.crc32(name.encode()) % 997)
+    seq, d = m * w, HEAD_DIM
+    q, kk, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
+                for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+    wo = (torch.randn((k, n), generator=g) / k ** 0.5).to(torch.bfloat16)
+    own = slice(r * m, (r + 1) * m)
+    projection.by_columns.fill_(float("nan"))
+    attention(q[own].to(dev), kk[own].to(dev), v[own].to(dev), out=projection.by_columns)
+    got = projection(projection.by_columns, wo.to(dev))
+    group.wait(60)
+    split = lambda x, h: x.float().view(seq, h, d).transpose(0, 1)[None]  # noqa: E731
+    o = torch.nn.functional.scaled_dot_product_attention(
+        split(q, ULYSSES_HEADS), split(kk, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
+        is_causal=True, enable_gqa=True)[0].transpose(0, 1).reshape(seq, k)
+    want = o[own] @ wo.float()
+    err = rel_error(got.cpu(), want)
+    report(name, err < TOLERANCE, f"rel err {err:.2e}")
+
+
 def check_refusals(group, cache, report):
     """Launches refused before any work, each naming what is wrong."""
     w, dev = group.world_size, group.device
@@ -441,6 +516,7 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_fx(group, seed, report)
             check_attention(group, cache, seed, report)
             check_ulysses(group, cache, seed, report)
+            check_all_to_all_matmul(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)
         else:

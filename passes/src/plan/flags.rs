@@ -69,6 +69,16 @@ impl Owners {
     }
 }
 
+/// What a chunk's extent along dimension `dim` counts, in messages:
+/// `rows` along dimension 0, `columns` along 1, else elements.
+pub fn extent_word(dim: usize) -> String {
+    match dim {
+        0 => "rows".into(),
+        1 => "columns".into(),
+        d => format!("elements along dimension {d}"),
+    }
+}
+
 /// Where a buffer's chunk flags live in the kernel's flag array.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlagRange {

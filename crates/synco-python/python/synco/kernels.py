@@ -4,6 +4,9 @@ the blocks). Any kernel with the same arguments can replace them.
 
 * `matmul`: C[M, N] = A[M, K] @ B[K, N], a 1D grid with the GROUP_M
   swizzle of Triton's matmul tutorial.
+* `matmul_k_indexed`: the same product, its loop over K addressing A and
+  B by `k` (instead of advancing pointers): a loop a plan can split by
+  chunk of A's columns.
 * `gate_up_silu`: the gate and up projections of a LLaMA-style MLP in one
   GEMM, with SiLU(A @ Wg) * (A @ Wu) in its epilogue.
 * `attention`: a flash-attention forward kernel (the one of
@@ -49,6 +52,23 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty))
+
+
+@triton.jit
+def matmul_k_indexed(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr):
+    pid_m, pid_n = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :])
+        acc = tl.dot(a, b, acc)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty))
 

@@ -62,7 +62,7 @@ class _GemmOperator:
             plan = cls._plan(world_size=world_size, m=m, k=k, n=n, dtype=element,
                              block_m=config["BLOCK_M"], chunks=chunks, backend=backend,
                              **plan_options)
-        if kernel is kernels.matmul:
+        if kernel in (kernels.matmul, kernels.matmul_k_indexed):
             _check_whole_tiles(m=m, k=k, n=n, config=config)
         return compile(kernel, signature=[f"*{triton_type}"] * 3 + ["i32"] * 6, plan=plan,
                        pipeline="synco-fuse", constexprs=config, divisible=cls.DIVISIBLE,
@@ -116,6 +116,52 @@ class AllGatherMatmul(_GemmOperator):
             out = torch.empty((self.m, self.n), dtype=self.dtype, device=self.group.device)
         self._check("out", out, (self.m, self.n))
         self._launch(self.gathered, b, out)
+        return out
+
+
+class AllToAllMatmul(_GemmOperator):
+    """C[m, n] = A[m, k] @ B[k, n] where A is re-sharded by an all-to-all:
+    each rank holds X [m * W, k / W] (every token of its share of A's
+    columns, e.g. Ulysses attention's head-sharded output) and gets its m
+    tokens of all of A's columns, rank s's block from rank s, inside the
+    GEMM: its loop over k (default kernel `synco.kernels.matmul_k_indexed`)
+    reads the rank's own column block first and waits for each peer chunk
+    before its blocks. Options as `AllGatherMatmul`'s (`chunks` per rank,
+    default 1; `backend` `copy_engine` or `ldst`)."""
+
+    @classmethod
+    def compile(cls, world_size, *, m, k, n, kernel=kernels.matmul_k_indexed, chunks=1,
+                backend="copy_engine", config=None, **options):
+        config = dict(config) if config else _default_config(m, world_size)
+        return super().compile(world_size, m=m, k=k, n=n, kernel=kernel, chunks=chunks,
+                               backend=backend, config=config, block_k=config["BLOCK_K"],
+                               **options)
+
+    @staticmethod
+    def _plan(**shape):
+        return plans.all_to_all_matmul(**shape)
+
+    def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, **options):
+        if k % group.world_size != 0:
+            raise LaunchError(f"k ({k}) must be a multiple of the group's {group.world_size} "
+                              "ranks: each holds k / W of A's columns")
+        super().__init__(group, m=m, k=k, n=n, dtype=dtype, **options)
+        #: X, this rank's columns of every token's A, and A, its tokens of
+        #: every column, both symmetric.
+        self.by_columns = group.empty((m * group.world_size, k // group.world_size), dtype)
+        self.by_rows = group.empty((m, k), dtype)
+
+    def __call__(self, x, b, out=None):
+        """C for this rank's `x` [m * W, k / W] (copied into `by_columns`
+        unless it is it), into `out` if given."""
+        self._check("x", x, self.by_columns.shape)
+        if x.data_ptr() != self.by_columns.data_ptr():
+            self.by_columns.copy_(x)
+        self._check("b", b, (self.k, self.n))
+        if out is None:
+            out = torch.empty((self.m, self.n), dtype=self.dtype, device=self.group.device)
+        self._check("out", out, (self.m, self.n))
+        self._launch(self.by_rows, b, out, buffers={"X": self.by_columns})
         return out
 
 

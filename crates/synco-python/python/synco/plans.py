@@ -142,6 +142,28 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
             f"{buffers}{moves}{consumes}}}\n")
 
 
+def all_to_all_matmul(*, world_size, m, k, n, dtype="bf16", block_m=128, block_k=64, chunks=1,
+                      backend="copy_engine", a_arg=0):
+    """C[m, n] = A[m, k] @ B[k, n] with A re-sharded by an all-to-all: each
+    rank holds @X [m * W, k / W] (every token of its share of A's columns:
+    attention's head-sharded output) and multiplies its m tokens of all of
+    them, A (argument `a_arg`), column block s from rank s. The kernel's
+    loop over k (`synco.kernels.matmul_k_indexed`'s) is split by chunk of
+    A's columns, the rank's own first, each waited for before its blocks.
+    `chunks` cut each rank's column block."""
+    # (Every rank's tokens m, as m * W split in W.)
+    _check(world_size=world_size, m=m * world_size, dtype=dtype, block_m=block_m, chunks=chunks,
+           backend=backend, k=k, n=n, block_k=block_k)
+    if k % world_size != 0:
+        raise ValueError(f"k ({k}) must be a multiple of world_size ({world_size})")
+    return (f"chunk.plan @all_to_all_matmul world_size({world_size}) {{\n"
+            f"  chunk.buffer @X : !chunk.buffer<{m * world_size}x{k // world_size}x{dtype}>\n"
+            f"  chunk.buffer @A : !chunk.buffer<{m}x{k}x{dtype}>{_bind(a_arg)}\n"
+            f"  chunk.all_to_all @X into @A dim(0) chunks({chunks}) to(1) backend({backend})\n"
+            f"  chunk.consume @A dim(1) tile({block_k}) loop(\"k\")\n"
+            "}\n")
+
+
 def _gather_algorithm(algorithm):
     """The all-gather's `algorithm(...)` clause (none for `direct`, the
     dialect's default, so that direct plans read as before)."""
