@@ -9,7 +9,8 @@
 # plan's fixed scalars, a world size that differs and an unknown buffer
 # are refused, each naming the argument; a cache built by a compiler this
 # machine lacks still serves what it holds; the custom ops have fake
-# implementations for torch.compile.
+# implementations for torch.compile. The zigzag, Ulysses and all-to-all +
+# GEMM templates compile and refuse what does not divide.
 #
 # REQUIRES: triton, torch, synco-python
 # RUN: rm -rf %t && mkdir -p %t
@@ -145,6 +146,51 @@ ok, got = raises(ValueError, "m (1000) must split into whole tiles",
                  lambda: synco.plans.all_gather_attention(world_size=2, seq=1000, kv_heads=2,
                                                           head_dim=64))
 expect("attention refuses a sequence that does not divide", ok, got)
+
+# The zigzag sharding of causal attention: the bundled zigzag kernel (its
+# rank as a last argument), two chunks per rank (one per part), and the
+# plan's blocks(zigzag); odd chunk counts and rings are refused.
+zigzag = ops.AllGatherAttention.compile(4, seq=2048, kv_heads=2, head_dim=64, causal=True,
+                                        zigzag=True, config={"BLOCK_M": 64, "BLOCK_N": 64},
+                                        cache_dir=cache)
+plan = (zigzag.folder / "plan.mlir").read_text()
+expect("a zigzag AllGatherAttention takes the rank after the kernel's lengths",
+       [n for n, _ in zigzag.manifest.user_params][-3:] == ["N_CTX_Q", "N_CTX_KV", "RANK"],
+       str(zigzag.manifest.user_params))
+expect("its plan gathers K and V in zigzag halves, one chunk each",
+       plan.count("chunks(2) backend(copy_engine) blocks(zigzag)") == 2, plan)
+for what, text, kwargs in [
+    ("an odd zigzag chunk count", "zigzag needs an even chunk count (not 3)", {"chunks": 3}),
+    ("a zigzag ring", "zigzag blocks are gathered with algorithm='direct' only",
+     {"chunks": 2, "algorithm": "ring"}),
+]:
+    ok, got = raises(ValueError, text, lambda kwargs=kwargs: synco.plans.all_gather_attention(
+        world_size=4, seq=2048, kv_heads=2, head_dim=64, zigzag=True, **kwargs))
+    expect(f"attention refuses {what}", ok, got)
+
+# Ulysses attention: Q, K, V held by tokens (unbound @Qs, @Ks, @Vs, passed
+# as buffers) and re-sharded into the kernel's arguments by heads.
+ulysses = ops.UlyssesAttention.compile(2, seq=1024, heads=4, kv_heads=2, head_dim=64,
+                                       causal=True, config={"BLOCK_M": 64, "BLOCK_N": 64},
+                                       cache_dir=cache)
+expect("UlyssesAttention binds the head-sharded Q, K, V and passes the token-sharded ones",
+       [(n, sh, a) for n, sh, _, a in ulysses.manifest.buffers]
+       == [("Qs", [512, 256], None), ("Qh", [1024, 128], 0), ("Ks", [512, 128], None),
+           ("Kh", [1024, 64], 1), ("Vs", [512, 128], None), ("Vh", [1024, 64], 2)],
+       str(ulysses.manifest.buffers))
+ok, got = raises(ValueError, "kv_heads (3) must be a multiple of world_size (2)",
+                 lambda: synco.plans.ulysses_attention(world_size=2, seq=1024, heads=6,
+                                                       kv_heads=3, head_dim=64))
+expect("Ulysses refuses heads that do not divide among the ranks", ok, got)
+
+# All-to-all + GEMM: A's columns re-sharded into rows inside the loop over k.
+a2a = ops.AllToAllMatmul.compile(2, m=256, k=512, n=256, config=config, cache_dir=cache)
+expect("AllToAllMatmul binds A and passes X",
+       [(n, sh, a) for n, sh, _, a in a2a.manifest.buffers]
+       == [("X", [512, 256], None), ("A", [256, 512], 0)], str(a2a.manifest.buffers))
+ok, got = raises(ValueError, "k (510) must be a multiple of world_size (4)",
+                 lambda: synco.plans.all_to_all_matmul(world_size=4, m=256, k=510, n=256))
+expect("all-to-all + GEMM refuses columns that do not divide", ok, got)
 
 # A Group needs torch.distributed; operators refuse shapes no plan fits.
 ok, got = raises(RuntimeError, "dist.init_process_group", lambda: synco.Group())
