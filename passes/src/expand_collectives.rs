@@ -305,6 +305,8 @@ impl<'p> Expansion<'p> {
                                 self.offsets(&rows_of(&peer, block, c * rows)),
                             ),
                         };
+                        // (Even the rank's own block: a copy into `dst`,
+                        // after the tiles that produce it.)
                         self.transfer(
                             &name,
                             k,
@@ -316,7 +318,7 @@ impl<'p> Expansion<'p> {
                             order,
                             None,
                             None,
-                            &[],
+                            &self.producers,
                         )?;
                     }
                     CollectiveKind::ReduceScatter => {

@@ -54,7 +54,7 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
             ));
         }
         let range = &outputs[0];
-        let transfers = gather_transfers(&plan, &range.buffer)?;
+        let (transfers, reshard) = gather_transfers(&plan, &range.buffer)?;
         // One fused operation per plan: a reduction fused before this pass
         // owns the side stream's copies or the launch's completion.
         for (recorded, key, what) in [
@@ -78,6 +78,14 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
                 ));
             }
         }
+        if let Some(into) = reshard {
+            check_reshard(&plan, range, &transfers, &into)?;
+            fuse(&plan, kernel, abi, range, Some(&into))?;
+            for t in transfers {
+                records::mark_fused(t);
+            }
+            continue;
+        }
         // One transfer per chunk of the tiles' dimension and peer: chunks
         // that cut another dimension would not follow the tiles.
         let expected = (plan.world_size - 1) * range.chunks_per_rank;
@@ -91,7 +99,7 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
             ));
         }
         check_layout(&plan, range, &transfers)?;
-        fuse(&plan, kernel, abi, range)?;
+        fuse(&plan, kernel, abi, range, None)?;
         for t in transfers {
             records::mark_fused(t);
         }
@@ -144,9 +152,111 @@ fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Transfer]) -> Resul
     Ok(())
 }
 
+/// A re-sharding all-to-all of the tiles' output, as
+/// [`fuse`] sends it: chunks(1), each rank's block `d` (along the tiles'
+/// dimension, rows) of `@X` to rank `d`, into its block of columns that
+/// the producing rank owns in `@Y`. The plan verifier checked that every
+/// element lands once; a plan written out by hand can still move them
+/// elsewhere.
+fn check_reshard(
+    plan: &Plan,
+    range: &FlagRange,
+    transfers: &[Transfer],
+    into: &str,
+) -> Result<(), PassFailed> {
+    let w = plan.world_size;
+    let name = &range.buffer;
+    let (Some(x), Some(y)) = (plan.buffer(name), plan.buffer(into)) else {
+        return Err(internal(
+            transfers[0],
+            "the all-to-all's buffers are not in the plan",
+        ));
+    };
+    let (&[_, cols], &[_, all_cols]) = (&x.shape[..], &y.shape[..]) else {
+        return Err(fail(
+            transfers[0],
+            format!(
+                "chunk-fuse-gathers: an all-to-all of the tiles' output re-shards 2D buffers; @{name} and @{into} are not"
+            ),
+        ));
+    };
+    let block = range.rank_block;
+    if range.dim != 0 || range.rank_dim != 0 || transfers.len() as i64 != w {
+        return Err(fail(
+            transfers[0],
+            format!(
+                "chunk-fuse-gathers: an all-to-all of @{name}, which tiles produce by rows, is fused as dim(0) to(1) chunks(1): each rank's block of rows whole to its rank"
+            ),
+        ));
+    }
+    for &t in transfers {
+        for r in 0..w {
+            let (Some(src), Some(src_at), Some(dst), Some(dst_at), Some(sizes)) = (
+                t.src_rank_on(r),
+                t.src_offsets_on(r),
+                t.dst_rank_on(r),
+                t.dst_offsets_on(r),
+                t.sizes(),
+            ) else {
+                return Err(internal(t, "cannot evaluate the transfer on every rank"));
+            };
+            if src_at != [dst * block, 0]
+                || dst_at != [0, src * cols]
+                || sizes != [block, cols]
+                || all_cols != cols * w
+            {
+                return Err(fail(
+                    t,
+                    format!(
+                        "chunk-fuse-gathers: on rank {r}, this transfer moves {sizes:?} of @{name} at {src_at:?} from rank {src} to {dst_at:?} of rank {dst}'s @{into}, but the fused all-to-all sends rank {src}'s rows of rank {dst} ({block} from {}) whole, into rank {dst}'s columns of rank {src} ({cols} from {})",
+                        dst * block,
+                        src * cols
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The transfers that send `buffer` to other ranks: an all-gather's, on the
-/// copy engine; anything else is refused.
-fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Transfer>, PassFailed> {
+/// copy engine, or a re-sharding all-to-all's (then also the name of the
+/// buffer it lands in); anything else is refused.
+fn gather_transfers(
+    plan: &Plan,
+    buffer: &str,
+) -> Result<(Vec<Transfer>, Option<String>), PassFailed> {
+    let resharded = crate::plan::transfers_from(plan, buffer);
+    if let Some(first) = resharded.first() {
+        if let Some(t) = resharded
+            .iter()
+            .find(|t| t.backend() != Some(attrs::Backend::CopyEngine) && !t.is_local())
+        {
+            return Err(fail(
+                *t,
+                format!(
+                    "chunk-fuse-gathers: an all-to-all of an output the tiles produce is sent by the copy engine; backend '{}' is not implemented for it",
+                    t.backend().map_or("?", |b| b.keyword())
+                ),
+            ));
+        }
+        if resharded
+            .iter()
+            .any(|t| t.dst_buffer() != first.dst_buffer())
+            || first.collective().map(|c| c.0) != Some(CollectiveKind::AllToAll)
+        {
+            return Err(fail(
+                *first,
+                format!(
+                    "chunk-fuse-gathers: @{buffer} is produced by kernel tiles and copied into other buffers; only one all-to-all of it is fused"
+                ),
+            ));
+        }
+        let into = first
+            .dst_buffer()
+            .ok_or_else(|| internal(*first, "a transfer without a destination"))?;
+        return Ok((resharded, Some(into)));
+    }
     let mut out = Vec::new();
     for t in plan.transfers() {
         if plain_send_source(t).as_deref() != Some(buffer) {
@@ -175,14 +285,18 @@ fn gather_transfers(plan: &Plan, buffer: &str) -> Result<Vec<Transfer>, PassFail
     if out.is_empty() {
         return Err(internal(plan.op, "a gathered output without transfers"));
     }
-    Ok(out)
+    Ok((out, None))
 }
 
+/// Has the tiles count each finished chunk and records the copies that
+/// send it (`reshard`: into that buffer, by [`record_reshard`]; else as an
+/// all-gather, by [`record`]).
 fn fuse(
     plan: &Plan,
     kernel: Op,
     abi: crate::abi::AbiArgs,
     range: &FlagRange,
+    reshard: Option<&str>,
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let name = &range.buffer;
@@ -292,13 +406,19 @@ fn fuse(
 
     let b = Builder::before(store).with_loc(ir::location_of(produce.0));
     let c = b.divsi(b.muli(t, b.const_i32(tile)), b.const_i32(chunk));
-    let g = b.addi(c, b.muli(abi.rank, b.const_i32(range.chunks_per_rank)));
-    // Rank r's rows of @C: every address moves by r blocks of rows.
-    let shift = b.muli(b.to_i64(abi.rank), b.const_i64(block * n));
-    if (block * n) % 16 == 0 {
-        b.assume_multiple_of(shift, 16);
-    }
-    ir::set_operand(store, 0, b.addptr(ptrs, b.splat(shift, &shape)));
+    let g = if reshard.is_some() {
+        // The tiles write all of @X: chunk c is rank c's rows.
+        c
+    } else {
+        let g = b.addi(c, b.muli(abi.rank, b.const_i32(range.chunks_per_rank)));
+        // Rank r's rows of @C: every address moves by r blocks of rows.
+        let shift = b.muli(b.to_i64(abi.rank), b.const_i64(block * n));
+        if (block * n) % 16 == 0 {
+            b.assume_multiple_of(shift, 16);
+        }
+        ir::set_operand(store, 0, b.addptr(ptrs, b.splat(shift, &shape)));
+        g
+    };
     let next = ir::next_op(store).ok_or_else(|| internal(store, "a store that ends its block"))?;
     let after = Builder::before(next).with_loc(ir::location_of(produce.0));
     arrive(
@@ -307,6 +427,19 @@ fn fuse(
         after.addi(g, after.const_i32(range.base)),
     );
 
+    if let Some(into) = reshard {
+        record_reshard(plan, range, into, tiles_per_chunk, [n, element_bytes])?;
+        Diagnostic::remark(
+            loc(produce),
+            format!(
+                "tiles of @{name} count each rank's rows they finish ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends rank d's rows to rank d's @{into} (this rank's {n} columns there) as soon as they are done",
+                range.base,
+                range.base + range.count(w),
+            ),
+        )
+        .emit();
+        return Ok(());
+    }
     record(plan, range, tiles_per_chunk, [n, element_bytes])?;
     Diagnostic::remark(
         loc(produce),
@@ -325,6 +458,48 @@ fn fuse(
     )
     .emit();
     Ok(())
+}
+
+/// The copies of a re-sharding all-to-all of the tiles' output: rank s
+/// sends its rows of rank d (`rank_block` of them, every column of @X)
+/// to rank d's `into`, into the columns of rank s (`n` of the `W * n`);
+/// its own rows too, within the rank, each once its tiles are done.
+fn record_reshard(
+    plan: &Plan,
+    range: &FlagRange,
+    into: &str,
+    tiles_per_chunk: i64,
+    [n, element_bytes]: [i64; 2],
+) -> Result<(), PassFailed> {
+    let w = plan.world_size;
+    let block = range.rank_block;
+    let row_bytes = n * element_bytes;
+    let copies: Vec<Vec<ReductionCopy>> = (0..w)
+        .map(|s| {
+            // Peers first (r+1, r+2, ...), the rank's own rows last.
+            (1..=w)
+                .map(|k| (s + k) % w)
+                .map(|d| ReductionCopy {
+                    src_buffer: range.buffer.clone(),
+                    dst_buffer: into.to_string(),
+                    owner: d,
+                    src_offset: d * block * row_bytes,
+                    dst_offset: s * row_bytes,
+                    bytes: row_bytes,
+                    produced: (range.base + d, tiles_per_chunk),
+                    consumed: None,
+                    arrived: None,
+                    copied: None,
+                    rows: Some(CopyRows {
+                        count: block,
+                        src_pitch: row_bytes,
+                        dst_pitch: w * row_bytes,
+                    }),
+                })
+                .collect()
+        })
+        .collect();
+    records::record_reduction_copies(plan, &copies)
 }
 
 /// The side streams' copies (see the module docs), as the plan attribute

@@ -19,7 +19,8 @@ whole sequence, direct and ring, and in the zigzag sharding; Ulysses
 attention (Q, K and V re-sharded from tokens to heads by all-to-alls
 fused into the kernel) against the same, each rank's heads; all-to-all +
 GEMM (A re-sharded from columns to rows in the GEMM's loop over k) and
-the Ulysses layer (attention in, projection out); plans
+the Ulysses layer (attention in, projection out), and Ulysses attention
+whose output goes back by tokens from the same kernel; plans
 imported from JAX's StableHLO
 (W = 4) and a torch.fx layer fused by synco.fx, against the unfused
 layers; then launches the runtime must refuse before
@@ -132,14 +133,18 @@ def attention_name(variant):
 # (each rank takes 8 / W and 4 / W). Each: (causal, backend, chunks).
 ULYSSES = [(causal, backend, chunks) for causal in (False, True)
            for backend in ("copy_engine", "ldst") for chunks in (1, 2)]
+# With the output re-sharded back by tokens in the same kernel: (causal,
+# backend of Q, K and V).
+ULYSSES_OUT = [(causal, backend) for causal in (False, True) for backend in ("copy_engine", "ldst")]
 ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
 
 
-def ulysses_options(world, variant, cache):
+def ulysses_options(world, variant, cache, reshard_out=False):
     causal, backend, chunks = variant
     return dict(seq=TOKENS * world, heads=ULYSSES_HEADS, kv_heads=ULYSSES_KV_HEADS,
                 head_dim=HEAD_DIM, causal=causal, config={"BLOCK_M": 64, "BLOCK_N": 64},
-                chunks=chunks, backend=backend, num_warps=4, num_stages=2, cache_dir=cache)
+                chunks=chunks, backend=backend, reshard_out=reshard_out, num_warps=4,
+                num_stages=2, cache_dir=cache)
 
 
 def ulysses_name(variant):
@@ -206,6 +211,11 @@ def build(args):
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
                                                                              args.cache))
             print(f"built W={world} {ulysses_name(variant)}: {compiled.folder.name}")
+        for causal, backend in ULYSSES_OUT:
+            compiled = ops.UlyssesAttention.compile(world, **ulysses_options(
+                world, (causal, backend, 1), args.cache, reshard_out=True))
+            print(f"built W={world} ulysses in and out {causal} {backend}: "
+                  f"{compiled.folder.name}")
         for variant in A2A_GEMM:
             compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
                                                                             args.cache))
@@ -369,6 +379,39 @@ def check_ulysses(group, cache, seed, report):
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
+def check_ulysses_out(group, cache, seed, report):
+    """UlyssesAttention with its output re-sharded back by tokens in the
+    same kernel (the tiles' rows sent as they finish), twice on fresh
+    random data with the outputs poisoned, against PyTorch's attention of
+    this rank's tokens over every head."""
+    w, r, dev = group.world_size, group.rank, group.device
+    seq, d = TOKENS * w, HEAD_DIM
+    for causal, backend in ULYSSES_OUT:
+        name = f"ulysses in and out {'causal' if causal else 'full'} {backend}"
+        try:
+            op = ops.UlyssesAttention(group, **ulysses_options(w, (causal, backend, 1), cache,
+                                                               reshard_out=True))
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"setup: {type(e).__name__}: {e}")
+            continue
+        for launch in range(2):
+            g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
+                                                          + zlib.crc32(name.encode()) % 997)
+            q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
+                       for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+            own = slice(r * TOKENS, (r + 1) * TOKENS)
+            for buffer in (*op.by_heads.values(), *op.by_tokens.values()):
+                buffer.fill_(float("nan"))
+            got = op(q[own].to(dev), k[own].to(dev), v[own].to(dev))
+            group.wait(60)
+            split = lambda x, n: x.float().view(seq, n, d).transpose(0, 1)[None]  # noqa: E731
+            want = torch.nn.functional.scaled_dot_product_attention(
+                split(q, ULYSSES_HEADS), split(k, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
+                is_causal=causal, enable_gqa=True)[0].transpose(0, 1).reshape(seq, -1)[own]
+            err = rel_error(got.cpu(), want)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
 def check_all_to_all_matmul(group, cache, seed, report):
     """AllToAllMatmul on each transport and chunk count (twice, fresh random
     data, outputs and the re-sharded A poisoned) against PyTorch's product
@@ -516,6 +559,7 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_fx(group, seed, report)
             check_attention(group, cache, seed, report)
             check_ulysses(group, cache, seed, report)
+            check_ulysses_out(group, cache, seed, report)
             check_all_to_all_matmul(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)

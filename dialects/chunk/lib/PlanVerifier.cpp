@@ -692,20 +692,22 @@ LogicalResult PlanVerifier::verifyProducers() {
     }
   }
   // A produced buffer's rows exist only once their tiles are done: whatever
-  // copies from it must wait for them. Reductions and all-gathers do (their
-  // expanded transfers wait for the producer); an all-to-all does not.
+  // copies from it must wait for them. Reductions, all-gathers and
+  // re-sharding all-to-alls do (their expanded transfers wait for the
+  // producer); an all-to-all within one splitting is not fused so.
   auto producedBy = [&](Attribute buffer) -> ProduceOp {
     return producers.lookup(buffer);
   };
   for (Operation &op : plan.getBody().front()) {
     auto a2a = dyn_cast<AllToAllOp>(op);
-    if (ProduceOp producer = a2a ? producedBy(a2a.getSrcAttr()) : ProduceOp()) {
+    bool reshards = a2a && a2a.getTo() && *a2a.getTo() != a2a.getDim();
+    if (ProduceOp producer =
+            a2a && !reshards ? producedBy(a2a.getSrcAttr()) : ProduceOp()) {
       InFlightDiagnostic diag =
           op.emitOpError()
           << "moves " << a2a.getSrcAttr() << ", which kernel tiles produce ("
           << symbolRef(producer) << "): an all-to-all of a produced buffer "
-          << "is not supported (its chunks would be copied before the tiles "
-          << "write them)";
+          << "is supported as a re-shard only (to(t), t != dim)";
       diag.attachNote(producer.getLoc()) << "the producer is here";
       return diag;
     }

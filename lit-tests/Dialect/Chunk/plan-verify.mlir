@@ -285,15 +285,15 @@ chunk.plan @unordered_copy world_size(2) {
 
 // -----
 
-// Moving what the kernel's tiles produce by an all-to-all has no wait for
-// the tiles: refused (an all-gather of it is accepted, its transfers wait:
-// Passes/fuse-gathers.mlir).
+// Moving what the kernel's tiles produce by an all-to-all within one
+// splitting: refused (an all-gather of it, or a re-sharding all-to-all, is
+// accepted, their transfers wait: Passes/fuse-gathers.mlir).
 chunk.plan @scatter_produced world_size(2) {
   chunk.buffer @C : !chunk.buffer<512x512xbf16>
   chunk.buffer @D : !chunk.buffer<512x512xbf16>
   // expected-note @below {{the producer is here}}
   chunk.produce @tiles @C dim(1) tile(128)
-  // expected-error @below {{'chunk.all_to_all' op moves @C, which kernel tiles produce (@tiles): an all-to-all of a produced buffer is not supported (its chunks would be copied before the tiles write them)}}
+  // expected-error @below {{'chunk.all_to_all' op moves @C, which kernel tiles produce (@tiles): an all-to-all of a produced buffer is supported as a re-shard only (to(t), t != dim)}}
   chunk.all_to_all @C into @D dim(0) chunks(2)
 }
 

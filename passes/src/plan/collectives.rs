@@ -57,6 +57,34 @@ pub(super) fn source_block_dim(
     })
 }
 
+/// The dimension `d` along which every transfer of `transfers` reads the
+/// block (`shape[d] / W` wide) of the rank it writes to: where a buffer
+/// that an all-to-all re-shards keeps each destination's block.
+pub fn destination_block_dim(plan: &Plan, transfers: &[Transfer], shape: &[i64]) -> Option<usize> {
+    let read: Vec<(i64, Vec<i64>)> = transfers
+        .iter()
+        .map(|t| Some((t.dst_rank_on(0)?, t.src_offsets_on(0)?)))
+        .collect::<Option<_>>()?;
+    (0..shape.len()).find(|d| {
+        let block = shape[*d] / plan.world_size;
+        block > 0
+            && read
+                .iter()
+                .all(|(dst, offsets)| offsets.get(*d).is_some_and(|o| o / block == *dst))
+    })
+}
+
+/// The transfers that read `name` (an all-to-all's source), the rank's own
+/// block's local copy included.
+pub fn transfers_from(plan: &Plan, name: &str) -> Vec<Transfer> {
+    plan.transfers()
+        .into_iter()
+        .filter(|t| {
+            t.src_buffer().as_deref() == Some(name) && t.dst_buffer().as_deref() != Some(name)
+        })
+        .collect()
+}
+
 /// The staging buffer of reduced `buffer`: its name ([`staging_name`]) and
 /// shape (`buffer`'s, with `rows` along `dim`), for `pass` to declare; an
 /// error at `at` if the plan already has a buffer of that name.

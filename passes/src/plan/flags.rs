@@ -466,12 +466,22 @@ fn output_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> 
     let Some(buffer) = plan.buffer(&name) else {
         return Err(fail(produce, format!("no buffer @{name}")));
     };
-    let transfers = plan.transfers_into(&name);
-    let Some(rank_dim) = source_block_dim(plan, &transfers, &buffer.shape) else {
+    // An all-gather lands each rank's block in place; an all-to-all
+    // (re-shard) sends block d to rank d, from the producing rank.
+    let gathered = plan.transfers_into(&name);
+    let (transfers, rank_dim) = if gathered.is_empty() {
+        let sent = super::transfers_from(plan, &name);
+        let dim = super::destination_block_dim(plan, &sent, &buffer.shape);
+        (sent, dim)
+    } else {
+        let dim = source_block_dim(plan, &gathered, &buffer.shape);
+        (gathered, dim)
+    };
+    let Some(rank_dim) = rank_dim else {
         return Err(fail(
             produce,
             format!(
-                "the chunks of @{name} do not land in their source rank's block of any one dimension"
+                "the chunks of @{name} do not land in (or leave from) one rank's block of any one dimension"
             ),
         ));
     };
@@ -490,7 +500,7 @@ fn output_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> 
         return Err(fail(
             produce,
             format!(
-                "the all-gather's chunks of @{name} do not cut dimension {dim}, along which its tiles are produced, into equal parts of each rank's block"
+                "the chunks of @{name} do not cut dimension {dim}, along which its tiles are produced, into equal parts of each rank's block"
             ),
         ));
     }

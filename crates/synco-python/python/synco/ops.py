@@ -339,9 +339,13 @@ class UlyssesAttention:
     kernel (default `synco.kernels.attention`), whose query blocks wait for
     their chunk of Q and whose loop over the keys and values waits for each
     chunk of K and V, the rank's own sequence block first. The output is
-    head-sharded, [seq, heads / W * head_dim]. Options: `config` (BLOCK_M,
-    BLOCK_N), `chunks` per rank, `backend` (`copy_engine`), `num_warps`,
-    `num_stages`, `cache_dir`."""
+    head-sharded, [seq, heads / W * head_dim]; with `reshard_out=True` it
+    goes back by tokens inside the same kernel ([seq / W, heads *
+    head_dim], `by_tokens["O"]`, valid until the next call): the copy
+    engine sends each rank's rows as soon as the query blocks that write
+    them are done. Options: `config` (BLOCK_M, BLOCK_N), `chunks` per
+    rank, `backend` (`copy_engine` or `ldst`, for Q, K and V),
+    `num_warps`, `num_stages`, `cache_dir`."""
 
     CONFIG = AllGatherAttention.CONFIG
     SIGNATURE = AllGatherAttention.SIGNATURE
@@ -349,14 +353,14 @@ class UlyssesAttention:
 
     @classmethod
     def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
-                config=None, chunks=1, backend="copy_engine", num_warps=8, num_stages=3,
-                cache_dir=None):
+                config=None, chunks=1, backend="copy_engine", reshard_out=False, num_warps=8,
+                num_stages=3, cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
         plan = plans.ulysses_attention(world_size=world_size, seq=seq, heads=heads,
                                        kv_heads=kv_heads, head_dim=head_dim,
                                        block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
-                                       chunks=chunks, backend=backend)
+                                       chunks=chunks, backend=backend, reshard_out=reshard_out)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
                        pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,
@@ -387,11 +391,20 @@ class UlyssesAttention:
         self.by_heads = {name: group.empty((seq, count * head_dim), torch.bfloat16)
                          for name, count in (("Q", self.heads), ("K", self.kv_heads),
                                              ("V", self.kv_heads))}
+        self.reshard_out = options.get("reshard_out", False)
+        #: With `reshard_out`: the output by heads (what the kernel writes)
+        #: and by tokens (what the copy engine sends back), symmetric.
+        self.by_tokens = {}
+        if self.reshard_out:
+            self.by_heads["O"] = group.empty((seq, self.heads * head_dim), torch.bfloat16)
+            self.by_tokens["O"] = group.empty((self.tokens, heads * head_dim), torch.bfloat16)
 
     def __call__(self, q, k, v, sm_scale=None, out=None):
         """Attention of this rank's heads over every token, from this
         rank's tokens `q`, `k`, `v` (copied into the symmetric heap unless
-        they are `sharded[...]`); returns [seq, heads / W * head_dim]."""
+        they are `sharded[...]`); returns [seq, heads / W * head_dim], or,
+        with `reshard_out`, this rank's tokens of every head [seq / W,
+        heads * head_dim]."""
         for name, given in (("Q", q), ("K", k), ("V", v)):
             held = self.sharded[name]
             _check_operand(name.lower(), given, tuple(held.shape), torch.bfloat16)
@@ -399,6 +412,13 @@ class UlyssesAttention:
                 held.copy_(given)
         d, s = self.head_dim, self.seq
         q_cols, kv_cols = self.heads * d, self.kv_heads * d
+        buffers = {f"{name}s": held for name, held in self.sharded.items()}
+        if self.reshard_out:
+            if out is not None:
+                raise LaunchError("out: with reshard_out the output is by_tokens['O'] "
+                                  "(symmetric, where the peers' rows land)")
+            out = self.by_heads["O"]
+            buffers["Os"] = self.by_tokens["O"]
         if out is None:
             out = torch.empty((s, q_cols), dtype=torch.bfloat16, device=q.device)
         _check_operand("out", out, (s, q_cols), torch.bfloat16)
@@ -406,9 +426,8 @@ class UlyssesAttention:
         grid = (s // self.config["BLOCK_M"], self.heads)
         self.kernel(grid, self.by_heads["Q"], self.by_heads["K"], self.by_heads["V"], out, scale,
                     s * q_cols, d, q_cols, s * kv_cols, d, kv_cols, s * kv_cols, d, kv_cols,
-                    s * q_cols, d, q_cols, self.heads, self.kv_heads, s, s,
-                    buffers={f"{name}s": held for name, held in self.sharded.items()})
-        return out
+                    s * q_cols, d, q_cols, self.heads, self.kv_heads, s, s, buffers=buffers)
+        return self.by_tokens["O"] if self.reshard_out else out
 
 
 def _default_config(m, world_size):

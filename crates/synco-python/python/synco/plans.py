@@ -110,7 +110,8 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
 
 
 def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16", block_m=128,
-                      block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2):
+                      block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2,
+                      reshard_out=False, o_arg=3):
     """Ulysses attention: Q, K and V sequence-sharded ([seq / W, heads *
     head_dim] on each rank, unbound plan buffers @Qs, @Ks, @Vs) re-sharded
     by all-to-alls into head-sharded @Qh, @Kh, @Vh ([seq, heads / W *
@@ -119,7 +120,11 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
     queries (program_id 0) and whose loop over the keys and values reads
     blocks of `block_n`. Each query block waits for the chunk of Q it
     reads, the loop for each chunk of K and V; the rank's own sequence
-    block first. `chunks` cut each rank's sequence block."""
+    block first. `chunks` cut each rank's sequence block. `reshard_out`:
+    the kernel's output @Oh ([seq, heads / W * head_dim], argument `o_arg`)
+    goes back by tokens into @Os ([seq / W, heads * head_dim], unbound),
+    each rank's rows sent by the copy engine as soon as the query blocks
+    that write them are done."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_m, chunks=chunks,
            backend=backend, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     for name, count in (("heads", heads), ("kv_heads", kv_heads)):
@@ -135,6 +140,13 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
                     f"{_bind(arg)}\n")
         moves += (f"  chunk.all_to_all @{name}s into @{name}h dim(1) chunks({chunks}) to(0) "
                   f"backend({backend})\n")
+    if reshard_out:
+        cols = heads * head_dim
+        buffers += (f"  chunk.buffer @Oh : !chunk.buffer<{seq}x{cols // world_size}x{dtype}>"
+                    f"{_bind(o_arg)}\n"
+                    f"  chunk.buffer @Os : !chunk.buffer<{tokens}x{cols}x{dtype}>\n")
+        moves += (f"  chunk.produce @tiles @Oh dim(0) tile({block_m})\n"
+                  "  chunk.all_to_all @Oh into @Os dim(0) chunks(1) to(1) backend(copy_engine)\n")
     consumes = (f"  chunk.consume @Qh dim(0) tile({block_m})\n"
                 f"  chunk.consume @Kh dim(0) tile({block_n}) loop(\"start_n\")\n"
                 f"  chunk.consume @Vh dim(0) tile({block_n})\n")

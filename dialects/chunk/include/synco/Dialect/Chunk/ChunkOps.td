@@ -436,6 +436,11 @@ def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
     ```mlir
     chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
     ```
+
+    A re-shard of what kernel tiles produce waits for them (every transfer
+    is `after [@tiles]`; `chunk-fuse-gathers` sends each rank's rows as
+    soon as they are done); an all-to-all within one splitting of a
+    produced buffer is refused.
   }] # commonDescription;
   let arguments = (ins FlatSymbolRefAttr:$src,
                        FlatSymbolRefAttr:$dst,

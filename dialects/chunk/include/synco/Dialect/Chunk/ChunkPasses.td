@@ -747,6 +747,15 @@ kernel, whose tiles overwrite the chunks, starts after its copies. The
 counters are the range's flags (`plan::FlagKind::Output`: `produced(g)`
 is flag `base + g`). The transfers are marked `chunk.fused`.
 
+A re-sharding all-to-all of the output, `chunk.all_to_all @X into @Y
+dim(0) chunks(1) to(1)` (attention's output by heads, `[S, H/W*D]`, back
+by tokens, `[S/W, H*D]`), is fused the same way: the kernel writes all of
+`@X` (its store keeps its addresses), chunk `c = t * T / (S/W)` is rank
+`c`'s rows, counted at `produced(c)`, and the side stream copies rank
+`d`'s rows, once counted, into rank `d`'s `@Y` at the sender's columns
+(a 2D copy), the peers' first, the rank's own last. Other chunkings of it
+(chunks that cut the columns) are refused.
+
 No tile waits for another rank: the copy engine reads what the tiles
 stored, so the result is the kernel's own bits on every rank.
 
