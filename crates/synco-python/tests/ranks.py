@@ -346,16 +346,21 @@ def check_attention(group, cache, seed, report):
 
 def check_ulysses(group, cache, seed, report):
     """UlyssesAttention on each transport and chunk count, causal or not,
-    twice on fresh random data with the head-sharded buffers and the
-    output poisoned, against PyTorch's attention over the whole sequence
-    (fp32), this rank's heads."""
+    and with its output re-sharded back by tokens in the same kernel
+    (`reshard_out`), twice each on fresh random data with the head-sharded
+    buffers and the outputs poisoned, against PyTorch's attention over the
+    whole sequence (fp32): this rank's heads of every token, or with
+    `reshard_out` this rank's tokens of every head."""
     w, r, dev = group.world_size, group.rank, group.device
     seq, d = TOKENS * w, HEAD_DIM
-    heads, kv_heads = ULYSSES_HEADS // w, ULYSSES_KV_HEADS // w
-    for variant in ULYSSES:
-        name = ulysses_name(variant)
+    heads = ULYSSES_HEADS // w
+    cases = [(variant, False) for variant in ULYSSES] \
+        + [((causal, backend, 1), True) for causal, backend in ULYSSES_OUT]
+    for variant, reshard_out in cases:
+        name = ulysses_name(variant) + (" in and out" if reshard_out else "")
         try:
-            op = ops.UlyssesAttention(group, **ulysses_options(w, variant, cache))
+            op = ops.UlyssesAttention(group, **ulysses_options(w, variant, cache,
+                                                               reshard_out=reshard_out))
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue
@@ -365,49 +370,20 @@ def check_ulysses(group, cache, seed, report):
             q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
                        for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
             own = slice(r * TOKENS, (r + 1) * TOKENS)
-            for buffer in op.by_heads.values():
+            for buffer in (*op.by_heads.values(), *op.by_tokens.values()):
                 buffer.fill_(float("nan"))
-            out = torch.full((seq, heads * d), float("nan"), dtype=torch.bfloat16, device=dev)
+            out = None if reshard_out else torch.full((seq, heads * d), float("nan"),
+                                                      dtype=torch.bfloat16, device=dev)
             got = op(q[own].to(dev), k[own].to(dev), v[own].to(dev), out=out)
             group.wait(60)
             split = lambda x, n: x.float().view(seq, n, d).transpose(0, 1)[None]  # noqa: E731
             want = torch.nn.functional.scaled_dot_product_attention(
                 split(q, ULYSSES_HEADS), split(k, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
                 is_causal=variant[0], enable_gqa=True)[0]
-            mine = want[r * heads:(r + 1) * heads].transpose(0, 1).reshape(seq, heads * d)
-            err = rel_error(got.cpu(), mine)
-            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
-
-
-def check_ulysses_out(group, cache, seed, report):
-    """UlyssesAttention with its output re-sharded back by tokens in the
-    same kernel (the tiles' rows sent as they finish), twice on fresh
-    random data with the outputs poisoned, against PyTorch's attention of
-    this rank's tokens over every head."""
-    w, r, dev = group.world_size, group.rank, group.device
-    seq, d = TOKENS * w, HEAD_DIM
-    for causal, backend in ULYSSES_OUT:
-        name = f"ulysses in and out {'causal' if causal else 'full'} {backend}"
-        try:
-            op = ops.UlyssesAttention(group, **ulysses_options(w, (causal, backend, 1), cache,
-                                                               reshard_out=True))
-        except Exception as e:  # noqa: BLE001 - reported as a failed check
-            report(name, False, f"setup: {type(e).__name__}: {e}")
-            continue
-        for launch in range(2):
-            g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
-                                                          + zlib.crc32(name.encode()) % 997)
-            q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
-                       for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
-            own = slice(r * TOKENS, (r + 1) * TOKENS)
-            for buffer in (*op.by_heads.values(), *op.by_tokens.values()):
-                buffer.fill_(float("nan"))
-            got = op(q[own].to(dev), k[own].to(dev), v[own].to(dev))
-            group.wait(60)
-            split = lambda x, n: x.float().view(seq, n, d).transpose(0, 1)[None]  # noqa: E731
-            want = torch.nn.functional.scaled_dot_product_attention(
-                split(q, ULYSSES_HEADS), split(k, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
-                is_causal=causal, enable_gqa=True)[0].transpose(0, 1).reshape(seq, -1)[own]
+            if reshard_out:
+                want = want.transpose(0, 1).reshape(seq, -1)[own]
+            else:
+                want = want[r * heads:(r + 1) * heads].transpose(0, 1).reshape(seq, heads * d)
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
@@ -559,7 +535,6 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_fx(group, seed, report)
             check_attention(group, cache, seed, report)
             check_ulysses(group, cache, seed, report)
-            check_ulysses_out(group, cache, seed, report)
             check_all_to_all_matmul(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)

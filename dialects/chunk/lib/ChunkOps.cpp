@@ -389,10 +389,13 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 /// Shared by the ops with a `src` and a `dst` buffer. `dstDivided` says
-/// whether `dst` is `src` with `dim` divided by the world size.
+/// whether `dst` is `src` with `dim` divided by the world size; `to`, an
+/// all-to-all's re-shard, that it is `src` with `dim` divided and `to`
+/// multiplied by it (the chunks then cut `src`'s `to`).
 template <typename OpT>
 static LogicalResult verifySrcDst(OpT op, bool dstDivided,
-                                  SymbolTableCollection &symbols) {
+                                  SymbolTableCollection &symbols,
+                                  std::optional<int64_t> to = std::nullopt) {
   BufferOp src = lookupBufferOrError(op, op.getSrcAttr(), "source", symbols);
   BufferOp dst =
       lookupBufferOrError(op, op.getDstAttr(), "destination", symbols);
@@ -404,17 +407,39 @@ static LogicalResult verifySrcDst(OpT op, bool dstDivided,
     return op.emitOpError()
            << "source holds " << srcType.getElementType()
            << " but destination holds " << dstType.getElementType();
-  if (failed(verifySplit(op, op.getSrcAttr(), srcType.getShape(), op.getDim(),
-                         op.getChunks(), worldSize)))
-    return failure();
-  SmallVector<int64_t> expected(srcType.getShape());
-  if (dstDivided)
+  ArrayRef<int64_t> shape = srcType.getShape();
+  SmallVector<int64_t> expected(shape);
+  if (!to) {
+    if (failed(verifySplit(op, op.getSrcAttr(), shape, op.getDim(),
+                           op.getChunks(), worldSize)))
+      return failure();
+    if (dstDivided)
+      expected[op.getDim()] /= worldSize;
+  } else {
+    if (*to >= static_cast<int64_t>(shape.size()))
+      return op.emitOpError() << "to(" << *to << ") is out of range for "
+                              << op.getSrcAttr() << " of rank " << shape.size();
+    if (failed(verifySplit(op, op.getSrcAttr(), shape, op.getDim(),
+                           std::nullopt, worldSize)))
+      return failure();
+    if (std::optional<uint64_t> chunks = op.getChunks();
+        chunks && shape[*to] % static_cast<int64_t>(*chunks) != 0)
+      return op.emitOpError()
+             << "cannot cut dimension " << *to << " of " << op.getSrcAttr()
+             << " (" << shape[*to] << ") into " << *chunks << " equal chunks";
     expected[op.getDim()] /= worldSize;
+    if (llvm::MulOverflow(expected[*to], worldSize, expected[*to]))
+      return op.emitOpError() << "dimension " << *to << " of "
+                              << op.getDstAttr() << " overflows 64 bits";
+  }
   if (ArrayRef<int64_t>(expected) != dstType.getShape()) {
     InFlightDiagnostic diag = op.emitOpError() << "destination "
                                                << op.getDstAttr()
                                                << " must have shape ";
     llvm::interleave(expected, diag, "x");
+    if (to)
+      diag << " (" << op.getSrcAttr() << " with dimension " << op.getDim()
+           << " divided and " << *to << " multiplied by the world size)";
     return diag;
   }
   return success();
@@ -436,51 +461,6 @@ LogicalResult AllReduceOp::verifySymbolUses(
   return verifySrcDst(*this, /*dstDivided=*/false, symbols);
 }
 
-/// An all-to-all between two splittings (`to(t)`): `dst` is `src` with
-/// `dim` divided and `t` multiplied by the world size, and the chunks cut
-/// `src`'s `t` evenly.
-static LogicalResult verifyReshard(AllToAllOp op, int64_t to,
-                                   SymbolTableCollection &symbols) {
-  BufferOp src = lookupBufferOrError(op, op.getSrcAttr(), "source", symbols);
-  BufferOp dst =
-      lookupBufferOrError(op, op.getDstAttr(), "destination", symbols);
-  if (!src || !dst)
-    return failure();
-  int64_t worldSize = worldSizeOf(op);
-  BufferType srcType = src.getBufferType(), dstType = dst.getBufferType();
-  if (srcType.getElementType() != dstType.getElementType())
-    return op.emitOpError()
-           << "source holds " << srcType.getElementType()
-           << " but destination holds " << dstType.getElementType();
-  ArrayRef<int64_t> shape = srcType.getShape();
-  if (to >= static_cast<int64_t>(shape.size()))
-    return op.emitOpError() << "to(" << to << ") is out of range for "
-                            << op.getSrcAttr() << " of rank " << shape.size();
-  if (failed(verifySplit(op, op.getSrcAttr(), shape, op.getDim(), std::nullopt,
-                         worldSize)))
-    return failure();
-  if (std::optional<uint64_t> chunks = op.getChunks();
-      chunks && shape[to] % static_cast<int64_t>(*chunks) != 0)
-    return op.emitOpError() << "cannot cut dimension " << to << " of "
-                            << op.getSrcAttr() << " (" << shape[to] << ") into "
-                            << *chunks << " equal chunks";
-  SmallVector<int64_t> expected(shape);
-  expected[op.getDim()] /= worldSize;
-  if (llvm::MulOverflow(expected[to], worldSize, expected[to]))
-    return op.emitOpError() << "dimension " << to << " of "
-                            << op.getDstAttr() << " overflows 64 bits";
-  if (ArrayRef<int64_t>(expected) != dstType.getShape()) {
-    InFlightDiagnostic diag = op.emitOpError()
-                              << "destination " << op.getDstAttr()
-                              << " must have shape ";
-    llvm::interleave(expected, diag, "x");
-    return diag << " (" << op.getSrcAttr() << " with dimension "
-                << op.getDim() << " divided and " << to
-                << " multiplied by the world size)";
-  }
-  return success();
-}
-
 LogicalResult AllToAllOp::verifySymbolUses(
     SymbolTableCollection &symbols) {
   if (failed(verifyAlgorithm(*this, getAlgorithm(), {Algorithm::direct})))
@@ -490,7 +470,8 @@ LogicalResult AllToAllOp::verifySymbolUses(
   std::optional<uint64_t> to = getTo();
   if (!to || *to == getDim())
     return verifySrcDst(*this, /*dstDivided=*/false, symbols);
-  return verifyReshard(*this, static_cast<int64_t>(*to), symbols);
+  return verifySrcDst(*this, /*dstDivided=*/false, symbols,
+                      static_cast<int64_t>(*to));
 }
 
 //===----------------------------------------------------------------------===//

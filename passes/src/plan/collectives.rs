@@ -44,33 +44,42 @@ pub(super) fn source_block_dim(
     transfers: &[Transfer],
     shape: &[i64],
 ) -> Option<usize> {
-    let placed: Vec<(i64, Vec<i64>)> = transfers
-        .iter()
-        .map(|t| Some((t.src_rank_on(0)?, t.dst_offsets_on(0)?)))
-        .collect::<Option<_>>()?;
-    (0..shape.len()).find(|d| {
-        let block = shape[*d] / plan.world_size;
-        block > 0
-            && placed
-                .iter()
-                .all(|(src, offsets)| offsets.get(*d).is_some_and(|o| o / block == *src))
+    block_dim(plan, transfers, shape, |t| {
+        Some((t.src_rank_on(0)?, t.dst_offsets_on(0)?))
     })
 }
 
 /// The dimension `d` along which every transfer of `transfers` reads the
 /// block (`shape[d] / W` wide) of the rank it writes to: where a buffer
 /// that an all-to-all re-shards keeps each destination's block.
-pub fn destination_block_dim(plan: &Plan, transfers: &[Transfer], shape: &[i64]) -> Option<usize> {
-    let read: Vec<(i64, Vec<i64>)> = transfers
+pub fn destination_block_dim(
+    plan: &Plan,
+    transfers: &[Transfer],
+    shape: &[i64],
+) -> Option<usize> {
+    block_dim(plan, transfers, shape, |t| {
+        Some((t.dst_rank_on(0)?, t.src_offsets_on(0)?))
+    })
+}
+
+/// The dimension `d` along which, for every transfer, the offsets
+/// `rank_and_offsets` gives (on rank 0) lie in that rank's block.
+fn block_dim(
+    plan: &Plan,
+    transfers: &[Transfer],
+    shape: &[i64],
+    rank_and_offsets: impl Fn(&Transfer) -> Option<(i64, Vec<i64>)>,
+) -> Option<usize> {
+    let placed: Vec<(i64, Vec<i64>)> = transfers
         .iter()
-        .map(|t| Some((t.dst_rank_on(0)?, t.src_offsets_on(0)?)))
+        .map(rank_and_offsets)
         .collect::<Option<_>>()?;
     (0..shape.len()).find(|d| {
         let block = shape[*d] / plan.world_size;
         block > 0
-            && read
+            && placed
                 .iter()
-                .all(|(dst, offsets)| offsets.get(*d).is_some_and(|o| o / block == *dst))
+                .all(|(rank, offsets)| offsets.get(*d).is_some_and(|o| o / block == *rank))
     })
 }
 
