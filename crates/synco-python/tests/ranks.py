@@ -81,6 +81,10 @@ IMPORTED = [
     ("matmul_rs", ops.MatmulReduceScatter, {"m": 1024, "k": 128, "n": 1024}),
     ("matmul_ar", ops.MatmulAllReduce, {"m": 1024, "k": 128, "n": 1024}),
 ]
+# Ulysses attention imported from export.py's `ulysses` (the plan's query
+# blocks of 128, the import's default): in and out, full attention.
+IMPORTED_ULYSSES = (False, "copy_engine", 1)
+IMPORTED_ULYSSES_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 
 
 # A tensor-parallel layer as torch.compile hands it to a backend (aten ops,
@@ -192,6 +196,13 @@ def build(args):
                                    cache_dir=args.cache, plan=plan, **shape)
             print(f"built W={IMPORTED_WORLD} {plan_name} imported from {name}.mlir: "
                   f"{compiled.folder.name}")
+        [(plan_name, plan)] = synco.import_plans(STABLEHLO / "ulysses.mlir").items()
+        (imported / "ulysses.mlir").write_text(plan)
+        compiled = ops.UlyssesAttention.compile(IMPORTED_WORLD, **{
+            **ulysses_options(IMPORTED_WORLD, IMPORTED_ULYSSES, args.cache, reshard_out=True),
+            "config": IMPORTED_ULYSSES_CONFIG, "plan": plan})
+        print(f"built W={IMPORTED_WORLD} {plan_name} imported from ulysses.mlir: "
+              f"{compiled.folder.name}")
     for world in worlds:
         for cls, shape in ((ops.AllGatherMatmul, (FX_HIDDEN, FX_FFN)),
                            (ops.MatmulReduceScatter, (FX_FFN, FX_HIDDEN))):
@@ -354,13 +365,18 @@ def check_ulysses(group, cache, seed, report):
     w, r, dev = group.world_size, group.rank, group.device
     seq, d = TOKENS * w, HEAD_DIM
     heads = ULYSSES_HEADS // w
-    cases = [(variant, False) for variant in ULYSSES] \
-        + [((causal, backend, 1), True) for causal, backend in ULYSSES_OUT]
-    for variant, reshard_out in cases:
-        name = ulysses_name(variant) + (" in and out" if reshard_out else "")
+    cases = [(variant, False, {}, "") for variant in ULYSSES] \
+        + [((causal, backend, 1), True, {}, "") for causal, backend in ULYSSES_OUT]
+    if w == IMPORTED_WORLD:
+        plan = (Path(cache) / "imported" / "ulysses.mlir").read_text()
+        cases.append((IMPORTED_ULYSSES, True, {"config": IMPORTED_ULYSSES_CONFIG, "plan": plan},
+                      " imported from ulysses.mlir"))
+    for variant, reshard_out, overrides, imported in cases:
+        name = ulysses_name(variant) + (" in and out" if reshard_out else "") + imported
         try:
-            op = ops.UlyssesAttention(group, **ulysses_options(w, variant, cache,
-                                                               reshard_out=reshard_out))
+            op = ops.UlyssesAttention(group, **{**ulysses_options(w, variant, cache,
+                                                                  reshard_out=reshard_out),
+                                                **overrides})
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue

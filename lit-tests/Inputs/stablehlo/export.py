@@ -58,6 +58,25 @@ def ag_matmul_subgroup(a, b):
     return jax.lax.all_gather(a, "x", axis=0, tiled=True) @ b
 
 
+S, HEADS, KV_HEADS, HEAD_DIM = 1024, 8, 4, 64
+
+
+def ulysses(q, k, v):
+    """Ulysses attention: Q, K, V [tokens, heads, head_dim] re-sharded from
+    tokens to heads, attention of the rank's heads over every token (K and
+    V repeated for grouped heads), the output re-sharded back by tokens."""
+    def to_heads(x):
+        return jax.lax.all_to_all(x, "x", 1, 0, tiled=True)
+
+    q, k, v = to_heads(q), to_heads(k), to_heads(v)
+    groups = q.shape[1] // k.shape[1]
+    k, v = jnp.repeat(k, groups, axis=1), jnp.repeat(v, groups, axis=1)
+    scores = jnp.einsum("shd,thd->hst", q, k).astype(jnp.float32) * HEAD_DIM ** -0.5
+    probs = jax.nn.softmax(scores, axis=-1).astype(BF16)
+    out = jnp.einsum("hst,thd->shd", probs, v)
+    return jax.lax.all_to_all(out, "x", 0, 1, tiled=True)
+
+
 CASES = {
     "ag_matmul": (ag_matmul, MESH, (P("x", None), P(None, "x")), P(None, "x"),
                   [(M, K), (K, N)]),
@@ -68,6 +87,8 @@ CASES = {
     "ag_alone": (ag_alone, MESH, (P("x", None),), P("x", None), [(M, K)]),
     "ag_matmul_subgroup": (ag_matmul_subgroup, MESH_2X2, (P("x", None), P(None, "y")),
                            P(None, "y"), [(M, K), (K, N)]),
+    "ulysses": (ulysses, MESH, (P("x", None, None),) * 3, P("x", None, None),
+                [(S, HEADS, HEAD_DIM), (S, KV_HEADS, HEAD_DIM), (S, KV_HEADS, HEAD_DIM)]),
 }
 
 

@@ -52,11 +52,7 @@ pub(super) fn source_block_dim(
 /// The dimension `d` along which every transfer of `transfers` reads the
 /// block (`shape[d] / W` wide) of the rank it writes to: where a buffer
 /// that an all-to-all re-shards keeps each destination's block.
-pub fn destination_block_dim(
-    plan: &Plan,
-    transfers: &[Transfer],
-    shape: &[i64],
-) -> Option<usize> {
+pub fn destination_block_dim(plan: &Plan, transfers: &[Transfer], shape: &[i64]) -> Option<usize> {
     block_dim(plan, transfers, shape, |t| {
         Some((t.dst_rank_on(0)?, t.src_offsets_on(0)?))
     })

@@ -354,13 +354,17 @@ class UlyssesAttention:
     @classmethod
     def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=1, backend="copy_engine", reshard_out=False, num_warps=8,
-                num_stages=3, cache_dir=None):
-        """The fused kernel for `world_size` ranks, compiled or cached."""
+                num_stages=3, cache_dir=None, plan=None):
+        """The fused kernel for `world_size` ranks, compiled or cached;
+        `plan`: a plan's text to fuse instead of the template's (e.g. one
+        of `synco.import_plans`)."""
         config = {**cls.CONFIG, **(config or {})}
-        plan = plans.ulysses_attention(world_size=world_size, seq=seq, heads=heads,
-                                       kv_heads=kv_heads, head_dim=head_dim,
-                                       block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
-                                       chunks=chunks, backend=backend, reshard_out=reshard_out)
+        if plan is None:
+            plan = plans.ulysses_attention(world_size=world_size, seq=seq, heads=heads,
+                                           kv_heads=kv_heads, head_dim=head_dim,
+                                           block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
+                                           chunks=chunks, backend=backend,
+                                           reshard_out=reshard_out)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
                        pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,

@@ -312,7 +312,18 @@ collective, with a remark naming what was matched:
   product's result: GEMM + reduce-scatter, `@matmul_reduce_scatter_<i>`
   (P `[M, N]` produced by the tiles, argument 2; C `[M / W, N]`);
 * `stablehlo.all_reduce`, summing, of a matrix product's result: GEMM +
-  all-reduce, `@matmul_all_reduce_<i>` (two-shot).
+  all-reduce, `@matmul_all_reduce_<i>` (two-shot);
+* three `stablehlo.all_to_all` of `[S/W, H, D]` tensors from tokens to
+  heads (split along dimension 1, concatenated along 0) feeding an
+  attention's products (Q and K the two operands of one `dot_general`, V
+  an operand of another whose other operand is computed from the first;
+  looking through `broadcast_in_dim`, `reshape`, `convert`, `transpose`,
+  so grouped heads repeated are found): Ulysses attention,
+  `@ulysses_attention_<i>`, as `synco.plans.ulysses_attention` writes it
+  for the repository's attention kernel (Q, K, V bound to arguments 0, 1,
+  2, `chunks(1)`, the copy engine); with the `all_to_all` of the second
+  product's result back from heads to tokens, that too (the output bound
+  to argument 3).
 
 Each plan is what `synco.plans` writes for the repository's GEMM kernels
 (`examples/ag_gemm/matmul.py`: A, B and C are arguments 0, 1 and 2, the
@@ -323,12 +334,16 @@ as it was.
 Every other collective, and one that does not fit (replica groups other
 than one group of all W devices, a reduction that is not a sum, another
 dimension, a product with batch dimensions, rows that do not divide by
-W, an `all_to_all`), gets a warning at it saying why it was not
-imported: nothing is dropped silently.
+W, an `all_to_all` around no attention, heads that do not divide by W),
+gets a warning at it saying why it was not imported: nothing is dropped
+silently.
 
 Options:
 * `tile-rows=T` (default 128): the row tile of the GEMM kernel the plans
-  fuse into (its BLOCK_M): the consume's or produce's `tile(T)`.
+  fuse into (its BLOCK_M): the consume's or produce's `tile(T)`; for an
+  attention, its query block.
+* `kv-tile=T` (default 64): the keys and values an attention kernel's loop
+  reads per iteration (its BLOCK_N).
 
 Refused: a module without `mhlo.num_partitions`.
 Postconditions: the appended plans verify.
@@ -336,6 +351,8 @@ Postconditions: the appended plans verify.
   let options = [
     BoundedOption<"tileRows", "tile-rows", /*default=*/"128", 1, 1073741824,
                   "Rows of the GEMM kernel's row tiles (its BLOCK_M)">,
+    BoundedOption<"kvTile", "kv-tile", /*default=*/"64", 1, 1073741824,
+                  "Keys per iteration of an attention kernel's loop (its BLOCK_N)">,
   ];
 }
 

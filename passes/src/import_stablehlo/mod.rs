@@ -7,6 +7,8 @@
 //! `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
+mod ulysses;
+
 use crate::plan::{fail, internal, loc};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkImportStablehloOptions, PassOptions, RustPass};
@@ -56,17 +58,61 @@ fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<()
         .filter(|op| COLLECTIVES.contains(&ir::op_name(*op).as_str()))
         .collect();
     let mut made = 0;
+    // Ulysses attentions first: several all-to-alls make one plan.
+    let mut handled: Vec<Op> = Vec::new();
+    let mut reasons: Vec<(Op, String)> = Vec::new();
+    for found in ulysses::find(module, world) {
+        let attention = match found {
+            Ok(attention) => attention,
+            Err(why) => {
+                reasons.push(why);
+                continue;
+            }
+        };
+        if let Some(op) = attention.all_to_alls.iter().copied().find(|op| {
+            let checked = check_whole_world(*op, world);
+            checked.is_err()
+        }) {
+            let why = check_whole_world(op, world).err().unwrap_or_default();
+            reasons.push((attention.all_to_alls[0], why));
+            continue;
+        }
+        let name = format!("ulysses_attention_{made}");
+        let text = attention.plan_text(&name, world, options.tile_rows, options.kv_tile);
+        let at = attention.all_to_alls[0];
+        append_plan(body, at, &text)?;
+        Diagnostic::remark(
+            loc(at),
+            format!(
+                "{NAME}: all_to_all {} -> plan @{name}",
+                attention.describe()
+            ),
+        )
+        .emit();
+        handled.extend(attention.all_to_alls);
+        made += 1;
+    }
     for op in collectives {
+        if handled.iter().any(|h| ir::same_op(*h, op)) {
+            continue;
+        }
         let what = ir::op_name(op).trim_start_matches("stablehlo.").to_string();
+        if what == "all_to_all" {
+            let why = reasons
+                .iter()
+                .find(|(at, _)| ir::same_op(*at, op))
+                .map_or(
+                    "it re-shards no attention's Q, K and V from tokens to heads (Ulysses: three such all_to_alls feeding the scores' and the values' dot_generals)".to_string(),
+                    |(_, why)| why.clone(),
+                );
+            Diagnostic::warning(loc(op), format!("{NAME}: {what} not imported: {why}")).emit();
+            continue;
+        }
         match matched(op, world) {
             Ok(found) => {
                 let name = format!("{}_{made}", found.kind.name());
                 let text = found.plan_text(&name, world, options.tile_rows);
-                let Some(plan) = ir::parse_op(ir::context_of(op), &text, NAME) else {
-                    return Err(internal(op, "the plan written for it does not parse"));
-                };
-                ir::set_location(plan, ir::location_of(op));
-                ir::append(body, plan);
+                append_plan(body, op, &text)?;
                 Diagnostic::remark(
                     loc(op),
                     format!("{NAME}: {what} {} -> plan @{name}", found.describe()),
@@ -79,6 +125,16 @@ fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<()
             }
         }
     }
+    Ok(())
+}
+
+/// Parses `text` (a plan) and appends it to `body`, located at `at`.
+fn append_plan(body: ir::Block, at: Op, text: &str) -> Result<(), PassFailed> {
+    let Some(plan) = ir::parse_op(ir::context_of(at), text, NAME) else {
+        return Err(internal(at, "the plan written for it does not parse"));
+    };
+    ir::set_location(plan, ir::location_of(at));
+    ir::append(body, plan);
     Ok(())
 }
 
@@ -169,7 +225,7 @@ fn matched(op: Op, world: i64) -> Result<Found, String> {
     match ir::op_name(op).as_str() {
         "stablehlo.all_gather" => gathered_operand(op, world),
         "stablehlo.reduce_scatter" | "stablehlo.all_reduce" => reduced_product(op, world),
-        _ => Err("all_to_all is not imported yet".into()),
+        other => Err(format!("{other} is not imported")),
     }
 }
 
