@@ -427,7 +427,7 @@ module {
     chunk.buffer @X : !chunk.buffer<512x128xbf16> bind(0)
     chunk.buffer @Y : !chunk.buffer<256x256xbf16>
     chunk.produce @tiles @X dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-gathers: an all-to-all of @X, which tiles produce by rows, is fused as dim(0) to(1) chunks(1): each rank's block of rows whole to its rank}}
+    // expected-error @below {{chunk-fuse-gathers: an all-to-all of @X, which tiles produce along dimension 0, is fused as dim(0) to(1) chunks(1): each rank's block whole to its rank}}
     chunk.transfer @Y_p0_c0 local copy_engine from <@X[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
     chunk.transfer @Y_p0_c1 local copy_engine from <@X[(d0) -> (d0 * 256, 64)] [256, 64]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128 + 64)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
     chunk.transfer @Y_p1_c0 push copy_engine from <@X[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}

@@ -192,6 +192,16 @@ ok, got = raises(ValueError, "k (510) must be a multiple of world_size (4)",
                  lambda: synco.plans.all_to_all_matmul(world_size=4, m=256, k=510, n=256))
 expect("all-to-all + GEMM refuses columns that do not divide", ok, got)
 
+# GEMM + all-to-all: C produced by the tiles (argument 2), re-sharded into Y.
+gemm_a2a = ops.MatmulAllToAll.compile(2, m=256, k=512, n=512, config=config, cache_dir=cache)
+expect("MatmulAllToAll binds C and passes Y",
+       [(n, sh, a) for n, sh, _, a in gemm_a2a.manifest.buffers]
+       == [("C", [256, 512], 2), ("Y", [512, 256], None)], str(gemm_a2a.manifest.buffers))
+ok, got = raises(ValueError, "sent whole (chunks=1) by the copy engine",
+                 lambda: synco.plans.matmul_all_to_all(world_size=2, m=256, k=512, n=512,
+                                                       chunks=2))
+expect("GEMM + all-to-all refuses chunks it does not fuse", ok, got)
+
 # A Group needs torch.distributed; operators refuse shapes no plan fits.
 ok, got = raises(RuntimeError, "dist.init_process_group", lambda: synco.Group())
 expect("a Group without a process group is refused", ok, got)

@@ -152,12 +152,13 @@ fn check_layout(plan: &Plan, range: &FlagRange, transfers: &[Transfer]) -> Resul
     Ok(())
 }
 
-/// A re-sharding all-to-all of the tiles' output, as
-/// [`fuse`] sends it: chunks(1), each rank's block `d` (along the tiles'
-/// dimension, rows) of `@X` to rank `d`, into its block of columns that
-/// the producing rank owns in `@Y`. The plan verifier checked that every
-/// element lands once; a plan written out by hand can still move them
-/// elsewhere.
+/// A re-sharding all-to-all of the tiles' output, as [`fuse`] sends it:
+/// chunks(1), each rank's block `d` of `@X` (along `s`, the dimension the
+/// tiles are produced along: rows, `dim(0) to(1)`, or columns, `dim(1)
+/// to(0)`) whole to rank `d`, into its block of `@Y` (along the other
+/// dimension) that the producing rank owns. The plan verifier checked
+/// that every element lands once; a plan written out by hand can still
+/// move them elsewhere.
 fn check_reshard(
     plan: &Plan,
     range: &FlagRange,
@@ -172,7 +173,7 @@ fn check_reshard(
             "the all-to-all's buffers are not in the plan",
         ));
     };
-    let (&[_, cols], &[_, all_cols]) = (&x.shape[..], &y.shape[..]) else {
+    let (&[rows, cols], &[_, _]) = (&x.shape[..], &y.shape[..]) else {
         return Err(fail(
             transfers[0],
             format!(
@@ -180,12 +181,14 @@ fn check_reshard(
             ),
         ));
     };
-    let block = range.rank_block;
-    if range.dim != 0 || range.rank_dim != 0 || transfers.len() as i64 != w {
+    let (split, block) = (range.rank_dim, range.rank_block);
+    if range.dim != split || split > 1 || transfers.len() as i64 != w {
         return Err(fail(
             transfers[0],
             format!(
-                "chunk-fuse-gathers: an all-to-all of @{name}, which tiles produce by rows, is fused as dim(0) to(1) chunks(1): each rank's block of rows whole to its rank"
+                "chunk-fuse-gathers: an all-to-all of @{name}, which tiles produce along dimension {}, is fused as dim({0}) to({}) chunks(1): each rank's block whole to its rank",
+                range.dim,
+                1 - range.dim.min(1)
             ),
         ));
     }
@@ -200,17 +203,17 @@ fn check_reshard(
             ) else {
                 return Err(internal(t, "cannot evaluate the transfer on every rank"));
             };
-            if src_at != [dst * block, 0]
-                || dst_at != [0, src * cols]
-                || sizes != [block, cols]
-                || all_cols != cols * w
-            {
+            // Rank dst's block of @X, into rank dst's @Y where rank src's go.
+            let (from, to, size) = if split == 0 {
+                ([dst * block, 0], [0, src * cols], [block, cols])
+            } else {
+                ([0, dst * block], [src * rows, 0], [rows, block])
+            };
+            if src_at != from || dst_at != to || sizes != size {
                 return Err(fail(
                     t,
                     format!(
-                        "chunk-fuse-gathers: on rank {r}, this transfer moves {sizes:?} of @{name} at {src_at:?} from rank {src} to {dst_at:?} of rank {dst}'s @{into}, but the fused all-to-all sends rank {src}'s rows of rank {dst} ({block} from {}) whole, into rank {dst}'s columns of rank {src} ({cols} from {})",
-                        dst * block,
-                        src * cols
+                        "chunk-fuse-gathers: on rank {r}, this transfer moves {sizes:?} of @{name} at {src_at:?} from rank {src} to {dst_at:?} of rank {dst}'s @{into}, but the fused all-to-all moves {size:?} from {from:?} to {to:?}: rank {dst}'s block, whole, to where rank {src}'s go"
                     ),
                 ));
             }
@@ -313,7 +316,7 @@ fn fuse(
             format!("chunk-fuse-gathers: @{name} must be a 2D [M, N] buffer"),
         ));
     };
-    if range.rank_dim != 0 {
+    if reshard.is_none() && range.rank_dim != 0 {
         return Err(fail(
             produce,
             format!(
@@ -397,11 +400,17 @@ fn fuse(
         ));
     }
     // Tiles of one chunk: the chunk's extent along the produced dimension,
-    // times the tiles across the rest of the rank's block.
+    // times the tiles across the rest of the rank's block (of a re-shard's
+    // @X: all its rows).
+    let across = if reshard.is_some() {
+        output.shape[0]
+    } else {
+        block
+    };
     let tiles_per_chunk = if range.dim == 0 {
         chunk / tile * ((n + tile_cols - 1) / tile_cols)
     } else {
-        chunk / tile * ((block + tile_rows - 1) / tile_rows)
+        chunk / tile * ((across + tile_rows - 1) / tile_rows)
     };
 
     let b = Builder::before(store).with_loc(ir::location_of(produce.0));
@@ -428,11 +437,17 @@ fn fuse(
     );
 
     if let Some(into) = reshard {
-        record_reshard(plan, range, into, tiles_per_chunk, [n, element_bytes])?;
+        let shape = [output.shape[0], n];
+        record_reshard(plan, range, into, tiles_per_chunk, shape, element_bytes)?;
+        let (part, there) = if range.dim == 0 {
+            ("rows", format!("this rank's {n} columns there"))
+        } else {
+            ("columns", format!("this rank's {} rows there", shape[0]))
+        };
         Diagnostic::remark(
             loc(produce),
             format!(
-                "tiles of @{name} count each rank's rows they finish ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends rank d's rows to rank d's @{into} (this rank's {n} columns there) as soon as they are done",
+                "tiles of @{name} count each rank's {part} they finish ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends rank d's {part} to rank d's @{into} ({there}) as soon as they are done",
                 range.base,
                 range.base + range.count(w),
             ),
@@ -460,44 +475,54 @@ fn fuse(
     Ok(())
 }
 
-/// The copies of a re-sharding all-to-all of the tiles' output: rank s
-/// sends its rows of rank d (`rank_block` of them, every column of @X)
-/// to rank d's `into`, into the columns of rank s (`n` of the `W * n`);
-/// its own rows too, within the rank, each once its tiles are done.
+/// The copies of a re-sharding all-to-all of the tiles' output (`@X` of
+/// `[rows, cols]`): rank s sends its block of rank d (`rank_block` rows
+/// of every column, or columns of every row) to rank d's `into`, where
+/// rank s's go (its columns, or its rows, there); its own block too,
+/// within the rank, each once its tiles are done.
 fn record_reshard(
     plan: &Plan,
     range: &FlagRange,
     into: &str,
     tiles_per_chunk: i64,
-    [n, element_bytes]: [i64; 2],
+    [rows, cols]: [i64; 2],
+    element_bytes: i64,
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let block = range.rank_block;
-    let row_bytes = n * element_bytes;
+    let copy = |s: i64, d: i64| {
+        // (source offset, destination offset, rows, row bytes, pitches)
+        let (src, dst, count, row) = if range.dim == 0 {
+            (d * block * cols, s * cols, block, cols)
+        } else {
+            (d * block, s * rows * block, rows, block)
+        };
+        let (src_pitch, dst_pitch) = if range.dim == 0 {
+            (cols, w * cols)
+        } else {
+            (cols, block)
+        };
+        ReductionCopy {
+            src_buffer: range.buffer.clone(),
+            dst_buffer: into.to_string(),
+            owner: d,
+            src_offset: src * element_bytes,
+            dst_offset: dst * element_bytes,
+            bytes: row * element_bytes,
+            produced: (range.base + d, tiles_per_chunk),
+            consumed: None,
+            arrived: None,
+            copied: None,
+            rows: Some(CopyRows {
+                count,
+                src_pitch: src_pitch * element_bytes,
+                dst_pitch: dst_pitch * element_bytes,
+            }),
+        }
+    };
+    // Peers first (r+1, r+2, ...), the rank's own block last.
     let copies: Vec<Vec<ReductionCopy>> = (0..w)
-        .map(|s| {
-            // Peers first (r+1, r+2, ...), the rank's own rows last.
-            (1..=w)
-                .map(|k| (s + k) % w)
-                .map(|d| ReductionCopy {
-                    src_buffer: range.buffer.clone(),
-                    dst_buffer: into.to_string(),
-                    owner: d,
-                    src_offset: d * block * row_bytes,
-                    dst_offset: s * row_bytes,
-                    bytes: row_bytes,
-                    produced: (range.base + d, tiles_per_chunk),
-                    consumed: None,
-                    arrived: None,
-                    copied: None,
-                    rows: Some(CopyRows {
-                        count: block,
-                        src_pitch: row_bytes,
-                        dst_pitch: w * row_bytes,
-                    }),
-                })
-                .collect()
-        })
+        .map(|s| (1..=w).map(|k| copy(s, (s + k) % w)).collect())
         .collect();
     records::record_reduction_copies(plan, &copies)
 }

@@ -163,6 +163,15 @@ A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks 
 A2A_N = 512
 
 
+def gemm_a2a_options(cache):
+    """GEMM + all-to-all: each rank's 256 tokens times a [512, 512] weight,
+    re-sharded into every token of its 512 / W columns (column tiles of
+    128: a tile within one rank's columns for W up to 4)."""
+    return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, num_warps=4, num_stages=3,
+                config={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 2},
+                cache_dir=cache)
+
+
 def a2a_gemm_options(world, variant, cache):
     backend, chunks = variant
     return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, chunks=chunks, backend=backend,
@@ -231,6 +240,8 @@ def build(args):
             compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
                                                                             args.cache))
             print(f"built W={world} all_to_all_matmul {variant}: {compiled.folder.name}")
+        compiled = ops.MatmulAllToAll.compile(world, **gemm_a2a_options(args.cache))
+        print(f"built W={world} matmul_all_to_all: {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -431,6 +442,24 @@ def check_all_to_all_matmul(group, cache, seed, report):
             want = x[r * m:(r + 1) * m].float() @ b.float()
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+    # GEMM + all-to-all, into every token of this rank's columns.
+    name = "matmul_all_to_all copy_engine"
+    try:
+        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache))
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        report(name, False, f"setup: {type(e).__name__}: {e}")
+        op = None
+    for launch in range(2 if op is not None else 0):
+        g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
+                                                      + zlib.crc32(name.encode()) % 997)
+        a = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
+        b = torch.randn((k, n), generator=g).to(torch.bfloat16)
+        op.by_columns.fill_(float("nan"))
+        got = op(a[r * m:(r + 1) * m].to(dev), b.to(dev))
+        group.wait(60)
+        want = (a.float() @ b.float())[:, r * n // w:(r + 1) * n // w]
+        err = rel_error(got.cpu(), want)
+        report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     # The layer: Ulysses attention (tokens -> heads), then the output
     # projection (heads -> tokens), both fused, no copy in between.
     name = "ulysses layer copy_engine"
@@ -585,7 +614,8 @@ def fault_test(group, cache, fault, report):
     """Rank 1 fails as `fault` says; rank 0 must get `WatchdogError`
     within the peer timeout (the kernels' own 10 s for a chunk), naming
     what it waited for, and launch nothing after it."""
-    op = ops.MatmulReduceScatter(group, **options(group.world_size, OPS[2][2], cache))
+    [extra] = [extra for name, _, extra in OPS if name == "matmul_reduce_scatter"]
+    op = ops.MatmulReduceScatter(group, **options(group.world_size, extra, cache))
     a = torch.randn((op.m, op.k), device=group.device).to(torch.bfloat16)
     b = torch.randn((op.k, op.n), device=group.device).to(torch.bfloat16)
     if fault == "killed":

@@ -44,8 +44,8 @@ pub(super) fn source_block_dim(
     transfers: &[Transfer],
     shape: &[i64],
 ) -> Option<usize> {
-    block_dim(plan, transfers, shape, |t| {
-        Some((t.src_rank_on(0)?, t.dst_offsets_on(0)?))
+    block_dim(plan, transfers, shape, |t, r| {
+        Some((t.src_rank_on(r)?, t.dst_offsets_on(r)?))
     })
 }
 
@@ -53,22 +53,23 @@ pub(super) fn source_block_dim(
 /// block (`shape[d] / W` wide) of the rank it writes to: where a buffer
 /// that an all-to-all re-shards keeps each destination's block.
 pub fn destination_block_dim(plan: &Plan, transfers: &[Transfer], shape: &[i64]) -> Option<usize> {
-    block_dim(plan, transfers, shape, |t| {
-        Some((t.dst_rank_on(0)?, t.src_offsets_on(0)?))
+    block_dim(plan, transfers, shape, |t, r| {
+        Some((t.dst_rank_on(r)?, t.src_offsets_on(r)?))
     })
 }
 
-/// The dimension `d` along which, for every transfer, the offsets
-/// `rank_and_offsets` gives (on rank 0) lie in that rank's block.
+/// The dimension `d` along which, for every transfer as executed on every
+/// rank, the offsets `rank_and_offsets` gives lie in that rank's block.
 fn block_dim(
     plan: &Plan,
     transfers: &[Transfer],
     shape: &[i64],
-    rank_and_offsets: impl Fn(&Transfer) -> Option<(i64, Vec<i64>)>,
+    rank_and_offsets: impl Fn(&Transfer, i64) -> Option<(i64, Vec<i64>)>,
 ) -> Option<usize> {
     let placed: Vec<(i64, Vec<i64>)> = transfers
         .iter()
-        .map(rank_and_offsets)
+        .flat_map(|t| (0..plan.world_size).map(move |r| (t, r)))
+        .map(|(t, r)| rank_and_offsets(t, r))
         .collect::<Option<_>>()?;
     (0..shape.len()).find(|d| {
         let block = shape[*d] / plan.world_size;

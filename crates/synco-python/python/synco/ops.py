@@ -165,6 +165,44 @@ class AllToAllMatmul(_GemmOperator):
         return out
 
 
+class MatmulAllToAll(_GemmOperator):
+    """C[m, n] = A[m, k] @ B[k, n] on each rank (its m tokens), re-sharded
+    by an all-to-all into [m * W, n / W] (every rank's tokens of this
+    rank's n / W columns, e.g. a QKV projection by tokens into heads): the
+    kernel's tiles count each rank's columns they finish and the copy
+    engine sends them as soon as they are done. Options as
+    `AllGatherMatmul`'s (`chunks` 1, `backend` `copy_engine`)."""
+
+    @classmethod
+    def compile(cls, world_size, *, m, k, n, chunks=1, backend="copy_engine", config=None,
+                **options):
+        config = dict(config) if config else _default_config(m * world_size, world_size)
+        return super().compile(world_size, m=m, k=k, n=n, chunks=chunks, backend=backend,
+                               config=config, block_n=config["BLOCK_N"], **options)
+
+    @staticmethod
+    def _plan(**shape):
+        return plans.matmul_all_to_all(**shape)
+
+    def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, **options):
+        if n % group.world_size != 0:
+            raise LaunchError(f"n ({n}) must be a multiple of the group's {group.world_size} "
+                              "ranks: each gets n / W of the columns")
+        super().__init__(group, m=m, k=k, n=n, dtype=dtype, **options)
+        #: C, this rank's tokens of every column, and the re-sharded
+        #: result, every rank's tokens of its columns (valid until the
+        #: next call), both symmetric.
+        self.by_rows = group.empty((m, n), dtype)
+        self.by_columns = group.empty((m * group.world_size, n // group.world_size), dtype)
+
+    def __call__(self, a, b):
+        """`by_columns` for this rank's `a` [m, k]."""
+        self._check("a", a, (self.m, self.k))
+        self._check("b", b, (self.k, self.n))
+        self._launch(a, b, self.by_rows, buffers={"Y": self.by_columns})
+        return self.by_columns
+
+
 class _ReducedMatmul(_GemmOperator):
     """A GEMM whose partial sums P[m, n] (symmetric) are reduced across the
     ranks into `result` (symmetric, valid until the next call)."""

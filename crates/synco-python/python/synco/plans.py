@@ -176,6 +176,29 @@ def all_to_all_matmul(*, world_size, m, k, n, dtype="bf16", block_m=128, block_k
             "}\n")
 
 
+def matmul_all_to_all(*, world_size, m, k, n, dtype="bf16", block_m=128, block_n=128,
+                      chunks=1, backend="copy_engine", c_arg=2):
+    """C[m, n] = A[m, k] @ B[k, n] on each rank (its m tokens, every one
+    of n columns; C argument `c_arg`, produced by the kernel's tiles of
+    `block_n` columns, index `pid_n`), re-sharded by an all-to-all into @Y
+    [m * W, n / W] (every rank's tokens of this rank's columns, rank s's
+    rows from rank s): the copy engine sends each rank's columns as soon as
+    the tiles that write them are done."""
+    _check(world_size=world_size, m=m * world_size, dtype=dtype, block_m=block_m,
+           chunks=chunks, backend=backend, k=k, n=n, block_n=block_n)
+    if n % world_size != 0:
+        raise ValueError(f"n ({n}) must be a multiple of world_size ({world_size})")
+    if chunks != 1 or backend != "copy_engine":
+        raise ValueError("an all-to-all of what the tiles produce is sent whole (chunks=1) "
+                         "by the copy engine")
+    return (f"chunk.plan @matmul_all_to_all world_size({world_size}) {{\n"
+            f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}>{_bind(c_arg)}\n"
+            f"  chunk.buffer @Y : !chunk.buffer<{m * world_size}x{n // world_size}x{dtype}>\n"
+            f"  chunk.produce @tiles @C dim(1) tile({block_n}) index(\"pid_n\")\n"
+            f"  chunk.all_to_all @C into @Y dim(1) chunks(1) to(0) backend(copy_engine)\n"
+            "}\n")
+
+
 def _gather_algorithm(algorithm):
     """The all-gather's `algorithm(...)` clause (none for `direct`, the
     dialect's default, so that direct plans read as before)."""

@@ -770,8 +770,10 @@ by tokens, `[S/W, H*D]`), is fused the same way: the kernel writes all of
 `@X` (its store keeps its addresses), chunk `c = t * T / (S/W)` is rank
 `c`'s rows, counted at `produced(c)`, and the side stream copies rank
 `d`'s rows, once counted, into rank `d`'s `@Y` at the sender's columns
-(a 2D copy), the peers' first, the rank's own last. Other chunkings of it
-(chunks that cut the columns) are refused.
+(a 2D copy), the peers' first, the rank's own last. Tiles that produce
+columns (a GEMM's, `pid_n`) re-sharded `dim(1) to(0)` the same way: rank
+`d`'s columns, counted, go to rank `d`'s `@Y` at the sender's rows. Other
+chunkings (chunks that cut the other dimension) are refused.
 
 No tile waits for another rank: the copy engine reads what the tiles
 stored, so the result is the kernel's own bits on every rank.
