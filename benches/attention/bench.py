@@ -44,17 +44,21 @@ computes heads / W of the heads over every token):
 
 * `ulysses <backend> c<n>`: `synco.ops.UlyssesAttention`, Q, K and V
   re-sharded from tokens to heads by all-to-alls inside the attention
-  kernel, each rank's tokens already in its symmetric heap;
+  kernel, each rank's tokens already in its symmetric heap; `in+out`: its
+  output re-sharded back by tokens from the same kernel
+  (`reshard_out=True`);
 * `ulysses attention alone`: the attention kernel over the rank's heads of
   every token, already re-sharded;
 * `ulysses link`: the bytes a rank receives (its heads of Q, K and V from
   its W - 1 peers) copied from the peers' heaps by the copy engine;
 * `ulysses a2a alone` and `torch ulysses b2b`: NCCL's all_to_all_single of
   Q, K and V from tokens to heads, alone and then SDPA (flash) back to
-  back.
+  back; `torch ulysses b2b in+out`: then the output's all_to_all_single
+  back by tokens.
 
-`ulysses floor` is max(ulysses attention alone, ulysses link); the
-efficiency of a Ulysses variant is that over its time. Every Synco variant's output is checked
+`ulysses floor` is max(ulysses attention alone, ulysses link) (`in+out`:
+the link with the output's bytes too); the efficiency of a Ulysses
+variant is that over its time. Every Synco variant's output is checked
 against SDPA's (relative error under 2e-2) before it is timed.
 
 With fewer GPUs than ranks (ranks share GPUs: rank r on GPU r mod the
@@ -87,8 +91,8 @@ SEQS = [16384, 32768, 131072]
 #: (algorithm, backend, chunks per rank) of the Synco variants.
 VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("ring", "copy_engine", 1),
             ("ring", "ldst", 1), ("direct", "copy_engine", 4)]
-#: The Ulysses variants: (backend, chunks per rank).
-ULYSSES_VARIANTS = [("copy_engine", 1), ("ldst", 1)]
+#: The Ulysses variants: (backend, chunks per rank, output re-sharded back).
+ULYSSES_VARIANTS = [("copy_engine", 1, False), ("ldst", 1, False), ("copy_engine", 1, True)]
 #: The zigzag variants (causal only): one chunk per part.
 ZIGZAG_VARIANTS = [("direct", "copy_engine", 2), ("direct", "ldst", 2)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
@@ -122,10 +126,10 @@ def variants(causal):
 
 
 def ulysses_options(heads, kv_heads, head_dim, seq, causal, variant, cache):
-    backend, chunks = variant
+    backend, chunks, reshard_out = variant
     return dict(seq=seq, heads=heads, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
-                config=CONFIG, chunks=chunks, backend=backend, num_warps=NUM_WARPS,
-                num_stages=NUM_STAGES, cache_dir=cache)
+                config=CONFIG, chunks=chunks, backend=backend, reshard_out=reshard_out,
+                num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
 
 
 def compile_all(args):
@@ -323,7 +327,7 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
                          2 * w - 1 - r, part)])
 
             row["ms"]["torch b2b zigzag"] = timed(b2b_zigzag)
-    run_ulysses(row, group, nccl, cache, (q, k_shard, v_shard, k_all, v_all),
+    run_ulysses(row, group, nccl, cache, (q, k_shard, v_shard, k_all, v_all, want),
                 (heads, kv_heads, head_dim, seq, causal))
     return row
 
@@ -331,8 +335,10 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
 def run_ulysses(row, group, nccl, cache, data, shape):
     """Ulysses attention's variants and baselines, into `row` (see the
     module doc): this rank's tokens `q`, `k_shard`, `v_shard`; every
-    rank's K and V gathered."""
-    (q, k_shard, v_shard, k_all, v_all), (heads, kv_heads, head_dim, seq, causal) = data, shape
+    rank's K and V gathered; `by_tokens`, the attention of this rank's
+    tokens over every head (what `in+out` returns)."""
+    (q, k_shard, v_shard, k_all, v_all, by_tokens), (heads, kv_heads, head_dim, seq, causal) = \
+        data, shape
     w, r, dev = group.world_size, group.rank, group.device
     tokens, d = seq // w, head_dim
     hl, kvl = heads // w, kv_heads // w
@@ -352,18 +358,21 @@ def run_ulysses(row, group, nccl, cache, data, shape):
 
     want = sdpa_heads(q_h, k_h, v_h).float()
     for variant in ULYSSES_VARIANTS:
-        name = "ulysses {} c{}".format(*variant)
+        backend, chunks, reshard_out = variant
+        name = f"ulysses {backend} c{chunks}" + (" in+out" if reshard_out else "")
         group.reset_heap()
         op = ops.UlyssesAttention(group, **ulysses_options(heads, kv_heads, head_dim, seq,
                                                            causal, variant, cache))
         for key, given in (("Q", q), ("K", k_shard), ("V", v_shard)):
             op.sharded[key].copy_(given)
         held = (op.sharded["Q"], op.sharded["K"], op.sharded["V"])
-        out = torch.full((seq, hl * d), float("nan"), device=dev, dtype=torch.bfloat16)
+        out = None if reshard_out else torch.full((seq, hl * d), float("nan"), device=dev,
+                                                  dtype=torch.bfloat16)
+        expected = by_tokens if reshard_out else want
         try:
-            op(*held, out=out)
+            got = op(*held, out=out)
             group.wait(120)
-            row["rel_err"][name] = ((out.float() - want).norm() / want.norm()).item()
+            row["rel_err"][name] = ((got.float() - expected).norm() / expected.norm()).item()
         except synco.LaunchError as e:
             row["refused"][name] = str(e)
         if agreed(row["rel_err"].get(name, 1.0) < TOLERANCE):
@@ -376,17 +385,19 @@ def run_ulysses(row, group, nccl, cache, data, shape):
         q_h, k_h, v_h, local, d ** -0.5, seq * hl * d, d, hl * d, seq * kvl * d, d, kvl * d,
         seq * kvl * d, d, kvl * d, seq * hl * d, d, hl * d, hl, kvl, seq, seq, HEAD_DIM=d,
         CAUSAL=int(causal), num_warps=NUM_WARPS, num_stages=NUM_STAGES, **CONFIG))
-    # The link: from each peer, its tokens of this rank's heads of Q, K, V.
-    group.reset_heap()
-    per_peer = tokens * (hl + 2 * kvl) * d
-    sym = group.empty((w, per_peer), torch.bfloat16)
+    # The link: from each peer, its tokens of this rank's heads of Q, K, V
+    # (in+out: and its heads of this rank's tokens of the output).
+    for key, per_peer in (("ulysses link", tokens * (hl + 2 * kvl) * d),
+                          ("ulysses link in+out", tokens * (2 * hl + 2 * kvl) * d)):
+        group.reset_heap()
+        sym = group.empty((w, per_peer), torch.bfloat16)
 
-    def link():
-        for p in range(w):
-            if p != r:
-                sym[p].copy_(peer_view(group, sym, p)[r], non_blocking=True)
+        def link(sym=sym):
+            for p in range(w):
+                if p != r:
+                    sym[p].copy_(peer_view(group, sym, p)[r], non_blocking=True)
 
-    row["ms"]["ulysses link"] = timed(link)
+        row["ms"][key] = timed(link)
     if nccl:
         def to_heads(x, n):
             """all_to_all_single from tokens to heads: [S/W, W * n * d]
@@ -399,8 +410,15 @@ def run_ulysses(row, group, nccl, cache, data, shape):
         def a2a():
             return to_heads(q, hl), to_heads(k_shard, kvl), to_heads(v_shard, kvl)
 
+        def to_tokens(o):
+            """all_to_all_single back: [S, hl * d] into [S/W, H * d]."""
+            back = torch.empty_like(o)
+            dist.all_to_all_single(back, o)
+            return back.view(w, tokens, hl * d).transpose(0, 1).reshape(tokens, w * hl * d)
+
         row["ms"]["ulysses a2a alone"] = timed(a2a)
         row["ms"]["torch ulysses b2b"] = timed(lambda: sdpa_heads(*a2a()))
+        row["ms"]["torch ulysses b2b in+out"] = timed(lambda: to_tokens(sdpa_heads(*a2a())))
 
 
 def zigzag_positions(world, tokens):
@@ -430,8 +448,10 @@ def worker(rank, args, port, gpus):
                             **({"device_id": torch.device("cuda", rank)} if nccl else {}))
     biggest = max(int(s) for s in args.seqs.split(","))
     kv = max(MODELS[m][1] * MODELS[m][2] for m in args.models.split(","))
-    # Ulysses: every rank's tokens and its heads of every token, of Q, K, V.
-    qkv = max((MODELS[m][0] + 2 * MODELS[m][1]) * MODELS[m][2] for m in args.models.split(","))
+    # Ulysses: every rank's tokens and its heads of every token, of Q, K, V
+    # and (in+out) of the output.
+    qkv = max((2 * MODELS[m][0] + 2 * MODELS[m][1]) * MODELS[m][2]
+              for m in args.models.split(","))
     heap = max(2 * 2 * biggest * kv, 2 * 2 * biggest * qkv // args.world)
     group = synco.Group(heap_bytes=heap + (64 << 20), peer_timeout=60.0)
     rows = []
@@ -448,12 +468,14 @@ def worker(rank, args, port, gpus):
         merged["floor_ms"] = max(best, merged["ms"]["link"])
         merged["efficiency"] = {k: merged["floor_ms"] / t for k, t in merged["ms"].items()
                                 if k.startswith("synco")}
-        merged["ulysses_floor_ms"] = max(merged["ms"]["ulysses attention alone"],
-                                         merged["ms"]["ulysses link"])
-        merged["efficiency"].update({k: merged["ulysses_floor_ms"] / t
-                                     for k, t in merged["ms"].items()
-                                     if k.startswith("ulysses ") and k.split()[1] in
-                                     ("copy_engine", "ldst")})
+        alone = merged["ms"]["ulysses attention alone"]
+        merged["ulysses_floor_ms"] = max(alone, merged["ms"]["ulysses link"])
+        merged["ulysses_in_out_floor_ms"] = max(alone, merged["ms"]["ulysses link in+out"])
+        merged["efficiency"].update({
+            k: (merged["ulysses_in_out_floor_ms"] if k.endswith("in+out")
+                else merged["ulysses_floor_ms"]) / t
+            for k, t in merged["ms"].items()
+            if k.startswith("ulysses ") and k.split()[1] in ("copy_engine", "ldst")})
         rows.append(merged)
         if rank == 0:
             print(json.dumps(merged), flush=True)
