@@ -6,6 +6,10 @@
     c = synco.ops.matmul_all_reduce(a, b, group)           # all_reduce(A @ B)
     o = synco.ops.all_gather_attention(q, k, v, group, head_dim=128)  # context parallel
 
+and, as classes, Ulysses (head-parallel) attention and the GEMMs around a
+re-shard between tokens and heads (`UlyssesAttention`, `AllToAllMatmul`,
+`MatmulAllToAll`).
+
 Each call compiles its fused kernel once per shape, dtype and options (the
 plan written by `synco.plans`, the result cached on disk by
 `synco.compile`), allocates its symmetric buffers once in the group's
