@@ -223,6 +223,21 @@ impl<'p> Expansion<'p> {
         }
     }
 
+    /// Where chunk `c` of `owner`'s block of an all-gather lies (the same
+    /// place on every rank): a range of rows of the block, of its columns
+    /// with `split(s)`, or of one of its zigzag half-blocks.
+    fn gathered_at(&self, owner: &str, c: i64) -> Vec<String> {
+        match self.split {
+            Some((s, width)) => {
+                let mut at = self.offsets(&rows_of(owner, self.block, 0));
+                at[s] = (c * width).to_string();
+                at
+            }
+            None if self.zigzag => self.offsets(&self.zigzag_rows(owner, c)),
+            None => self.offsets(&rows_of(owner, self.block, c * self.rows)),
+        }
+    }
+
     /// The first row of `owner`'s chunk `c` in a zigzag all-gather: chunks
     /// `0 .. n/2` cut its half-block `owner`, the others its half-block
     /// `2W - 1 - owner`.
@@ -262,15 +277,7 @@ impl<'p> Expansion<'p> {
                 let name = format!("{}_p{k}_c{c}", self.dst);
                 match self.kind {
                     CollectiveKind::AllGather => {
-                        let at = match self.split {
-                            Some((s, width)) => {
-                                let mut at = self.offsets(&rows_of(&peer, block, 0));
-                                at[s] = (c * width).to_string();
-                                at
-                            }
-                            None if self.zigzag => self.offsets(&self.zigzag_rows(&peer, c)),
-                            None => self.offsets(&rows_of(&peer, block, c * rows)),
-                        };
+                        let at = self.gathered_at(&peer, c);
                         // A produced block leaves once its tiles are done
                         // (its own block stays in place).
                         let after: &[String] = if k == 0 { &[] } else { &self.producers };
@@ -416,7 +423,7 @@ impl<'p> Expansion<'p> {
     /// neighbour). Blocks arrive in the order `r, r - 1, r - 2, ...`.
     fn emit_ring(&self) -> Result<(), PassFailed> {
         let w = self.plan.world_size;
-        let (n, block, rows) = (self.chunks, self.block, self.rows);
+        let n = self.chunks;
         let neighbour = if w == 1 {
             "r".to_string()
         } else {
@@ -429,14 +436,7 @@ impl<'p> Expansion<'p> {
                 format!("(r + {}) mod {w}", w - k)
             };
             for c in 0..n {
-                let at = match self.split {
-                    Some((s, width)) => {
-                        let mut at = self.offsets(&rows_of(&owner, block, 0));
-                        at[s] = (c * width).to_string();
-                        at
-                    }
-                    None => self.offsets(&rows_of(&owner, block, c * rows)),
-                };
+                let at = self.gathered_at(&owner, c);
                 let after = if k >= 2 {
                     vec![format!("{}_s{}_c{c}", self.dst, k - 1)]
                 } else {

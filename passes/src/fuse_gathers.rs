@@ -491,16 +491,13 @@ fn record_reshard(
     let w = plan.world_size;
     let block = range.rank_block;
     let copy = |s: i64, d: i64| {
-        // (source offset, destination offset, rows, row bytes, pitches)
-        let (src, dst, count, row) = if range.dim == 0 {
-            (d * block * cols, s * cols, block, cols)
+        // Source and destination offsets, rows, their length and the
+        // destination's row pitch (the source's is a row of @X), in
+        // elements.
+        let (src, dst, count, row, dst_pitch) = if range.dim == 0 {
+            (d * block * cols, s * cols, block, cols, w * cols)
         } else {
-            (d * block, s * rows * block, rows, block)
-        };
-        let (src_pitch, dst_pitch) = if range.dim == 0 {
-            (cols, w * cols)
-        } else {
-            (cols, block)
+            (d * block, s * rows * block, rows, block, block)
         };
         ReductionCopy {
             src_buffer: range.buffer.clone(),
@@ -515,7 +512,7 @@ fn record_reshard(
             copied: None,
             rows: Some(CopyRows {
                 count,
-                src_pitch: src_pitch * element_bytes,
+                src_pitch: cols * element_bytes,
                 dst_pitch: dst_pitch * element_bytes,
             }),
         }

@@ -342,10 +342,7 @@ pub(super) fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i6
     if n == 0 || offsets.len() != n || sizes.len() != n {
         return None;
     }
-    let mut strides = vec![1i64; n];
-    for d in (0..n - 1).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
+    let strides = row_major_strides(shape);
     let offset: i64 = offsets.iter().zip(&strides).map(|(o, s)| o * s).sum();
     // Innermost dimensions spanned fully form one contiguous row.
     let mut inner = n;
@@ -365,6 +362,15 @@ pub(super) fn as_2d(shape: &[i64], offsets: &[i64], sizes: &[i64]) -> Option<(i6
         }
         _ => None,
     }
+}
+
+/// The element strides of a row-major buffer of `shape`.
+pub(super) fn row_major_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
 }
 
 /// A 2D box: `(rows, row_elems, pitch)`.

@@ -145,11 +145,6 @@ impl Transfer {
         ir::attr(self.0, "reduce").is_some()
     }
 
-    /// Whether it waits for other transfers or tiles (`after [...]`).
-    pub fn waits(self) -> bool {
-        ir::attr(self.0, "after").is_some()
-    }
-
     /// The symbols it waits for (`after [@a, @b]`), in order.
     pub fn after(self) -> Vec<String> {
         ir::attr(self.0, "after")

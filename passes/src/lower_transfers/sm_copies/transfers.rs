@@ -11,7 +11,7 @@ use super::{
 use crate::{
     abi::AbiArgs,
     flag_ops::{peer_ptr, wait_on},
-    lower_transfers::schedule::{as_2d, forwarded_rows, same_rows},
+    lower_transfers::schedule::{as_2d, forwarded_rows, row_major_strides, same_rows},
     plan::{FlagRange, Plan, Transfer, fail, internal, region_parts},
 };
 use melior::ir::AffineMap;
@@ -81,7 +81,6 @@ pub fn lower(
         ) else {
             return Err(internal(t, "cannot read the transfer's regions"));
         };
-
         // Rank r's copy programs run the instance of rank r, into r's own
         // buffer.
         for r in 0..plan.world_size {
@@ -131,13 +130,6 @@ pub fn lower(
                 ),
             ));
         };
-        let row_major = |shape: &[i64]| {
-            let mut strides = vec![1i64; shape.len()];
-            for d in (0..shape.len().saturating_sub(1)).rev() {
-                strides[d] = strides[d + 1] * shape[d + 1];
-            }
-            strides
-        };
         copies.push(SmCopy {
             op: t,
             world_size: plan.world_size,
@@ -157,8 +149,8 @@ pub fn lower(
                 .find(|r| r.buffer == dst_buf)
                 .map(|r| (r.base, r.dim, r.rows_per_chunk)),
             forwards: forwards.map(|r| (r.base, r.dim, r.rows_per_chunk)),
-            src_strides: row_major(&source.shape),
-            strides: row_major(&buffer.shape),
+            src_strides: row_major_strides(&source.shape),
+            strides: row_major_strides(&buffer.shape),
             src: (src_buf != dst_buf).then(|| (src_buf.clone(), source.arg)),
             arg,
         });
