@@ -55,10 +55,10 @@ module {
 module {
   chunk.plan @sm world_size(2) {
     chunk.buffer @A : !chunk.buffer<1024x64xbf16> bind(0)
-    // chunk.all_gather @A dim(0) chunks(1) backend(tma), expanded:
+    // chunk.all_gather @A dim(0) chunks(1) backend(nvshmem), expanded:
     chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 512, 0)] [512, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
-    // expected-error @below {{chunk-lower-transfers: backend 'tma' is not implemented yet; use copy_engine or ldst}}
-    chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [512, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
+    // expected-error @below {{chunk-lower-transfers: backend 'nvshmem' is not implemented yet; use copy_engine, ldst or tma}}
+    chunk.transfer @A_p1_c0 pull nvshmem from <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 512, 0)] [512, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
   }
 }
 

@@ -9,8 +9,8 @@ use crate::plan::{
 };
 use synco_chunk::{PassFailed, attrs};
 
-/// Reduce-scatter and all-reduce on the SM backend, or a reduce-scatter
-/// (or two-shot all-reduce) moved by the copy engine.
+/// Reduce-scatter and all-reduce on the SM backends (`ldst`, `tma`), or a reduce-scatter (or two-shot all-reduce) moved by the copy
+/// engine.
 pub(super) fn check_fusable(t: Transfer) -> Result<(), PassFailed> {
     let Some(kind) = reduction_kind_of(t) else {
         return Err(fail(
@@ -28,7 +28,7 @@ pub(super) fn check_fusable(t: Transfer) -> Result<(), PassFailed> {
     if backend == Some(attrs::Backend::CopyEngine) && !local && scatters {
         return Ok(());
     }
-    if backend != Some(attrs::Backend::Ldst) && !local {
+    if !t.copied_by_sms() && !local {
         return Err(fail(
             t,
             format!(

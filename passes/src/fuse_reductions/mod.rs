@@ -36,7 +36,7 @@ use melior::ir::operation::OperationRef;
 use site::Site;
 use staged::CeFlags;
 use synco_chunk::passes::{ChunkFuseReductionsOptions, PassOptions, ReductionMode, RustPass};
-use synco_chunk::{Diagnostic, PassFailed};
+use synco_chunk::{Diagnostic, PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 /// The body of `chunk-fuse-reductions`.
@@ -102,6 +102,11 @@ fn run(module: OperationRef, options: &ChunkFuseReductionsOptions) -> Result<(),
         }
         layout::check_layout(&plan, &reducing)?;
         let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
+        // Bulk copies move partials only from the copy programs.
+        let by_tma = reducing
+            .iter()
+            .any(|t| !t.is_local() && t.backend() == Some(attrs::Backend::Tma));
+        let mode = if by_tma { Mode::Stage } else { mode };
         if mode == Mode::Stage {
             staged::stage(&plan, kernel, &reducing)?;
             // Staged partials take more counters per chunk.

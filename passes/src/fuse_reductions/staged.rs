@@ -15,7 +15,7 @@ use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 use synco_manifest::ReductionCopy;
 
-/// `mode=stage`: marks the plan's reductions on `ldst` as staged (so that
+/// `mode=stage`: marks the plan's reductions on `ldst` or `tma` as staged (so that
 /// the flag layout is the copy engine's, `plan::staged`) and gives each
 /// reduced buffer the owners' staging buffer that `chunk-expand-collectives`
 /// declares for the copy engine (`W - 1` blocks of its rows, kernel-owned),
@@ -24,19 +24,20 @@ pub(super) fn stage(plan: &Plan, kernel: Op, reducing: &[Transfer]) -> Result<()
     let w = plan.world_size;
     let mut names: Vec<String> = Vec::new();
     for t in reducing {
-        let backend = t.backend();
         let local = t.is_local();
         let Some(name) = t.src_buffer() else {
             return Err(internal(*t, "a reducing transfer without a source region"));
         };
-        if local || backend != Some(attrs::Backend::Ldst) || names.contains(&name) {
+        if local || !t.copied_by_sms() || names.contains(&name) {
             continue;
         }
         if reduction_kind(plan, &name) == Some(ReductionKind::AllReduce) {
-            return Err(fail(
-                *t,
-                "chunk-fuse-reductions: mode=stage moves a reduce-scatter or a two-shot all-reduce; this one-shot all-reduce needs mode=push or pull",
-            ));
+            let why = if t.backend() == Some(attrs::Backend::Tma) {
+                "backend(tma) stages partials in the owners' buffers, which a one-shot all-reduce has none of: use backend(ldst), or algorithm(two_shot)"
+            } else {
+                "mode=stage moves a reduce-scatter or a two-shot all-reduce; this one-shot all-reduce needs mode=push or pull"
+            };
+            return Err(fail(*t, format!("chunk-fuse-reductions: {why}")));
         }
         names.push(name);
     }

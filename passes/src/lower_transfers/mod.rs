@@ -18,7 +18,7 @@ use crate::plan::{MAX_FLAGS, Transfer, fail, flag_layout, internal, plans};
 use melior::ir::operation::OperationRef;
 use schedule::{check_arrival_flags, schedule};
 use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
-use synco_chunk::{PassFailed, attrs};
+use synco_chunk::PassFailed;
 use synco_ir as ir;
 use synco_manifest::FusedPlan;
 
@@ -64,7 +64,7 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
         let sm_transfers: Vec<Transfer> = plan
             .transfers()
             .into_iter()
-            .filter(|t| t.backend() == Some(attrs::Backend::Ldst))
+            .filter(|t| t.copied_by_sms())
             .filter(|t| !moves_nothing(*t) && !t.is_fused())
             .collect();
         let layout = flag_layout(&plan)?;

@@ -188,7 +188,7 @@ fn host_copies(
     let (Some(src_attr), Some(dst_attr)) = (t.src(), t.dst()) else {
         return Err(internal(t, "a transfer without regions"));
     };
-    if moves_nothing(t) || backend == Some(attrs::Backend::Ldst) || t.is_fused() {
+    if moves_nothing(t) || t.copied_by_sms() || t.is_fused() {
         return Ok(());
     }
     let forwarded = plan.forwarded_by(t);
@@ -204,7 +204,7 @@ fn host_copies(
         return Err(fail(
             t,
             format!(
-                "chunk-lower-transfers: backend '{}' is not implemented yet; use copy_engine or ldst",
+                "chunk-lower-transfers: backend '{}' is not implemented yet; use copy_engine, ldst or tma",
                 backend.map_or("?", |b| b.keyword())
             ),
         ));

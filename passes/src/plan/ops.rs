@@ -85,6 +85,11 @@ impl Transfer {
         ir::int_attr(self.0, "backend").and_then(Backend::from_value)
     }
 
+    /// Whether the fused kernel's copy programs move it (`ldst` or `tma`).
+    pub fn copied_by_sms(self) -> bool {
+        matches!(self.backend(), Some(Backend::Ldst | Backend::Tma))
+    }
+
     /// Its place in the copy streams' order.
     pub fn order(self) -> i64 {
         ir::int_attr(self.0, "order").unwrap_or(0)

@@ -34,21 +34,28 @@
 //! ([`lower_reduction_copies`]): they push finished chunks of partials (and
 //! a two-shot all-reduce's sums) into their owners' buffers.
 //!
-//! Supported: pull transfers of contiguous chunks (whole rows, as
-//! all_gather along dimension 0 produces) whose element count is a multiple
-//! of 4096, in kernels with a 1D or 2D grid.
+//! Transfers on `tma` take the same programs, counters and flags; each
+//! program moves its blocks with bulk tensor copies instead of vector loads
+//! and stores ([`tma`]).
+//!
+//! Supported: pull transfers of chunks that are rows of one length in both
+//! buffers (whole rows, as all_gather along dimension 0 produces, or a
+//! re-sharding all-to-all's column boxes) whose element count is a
+//! multiple of 4096, in kernels with a 1D or 2D grid.
 //!
 //! The code, by concern: this file holds the step size and where the copy
 //! programs go; `emit.rs` the grid split that makes room for them and the
 //! copy loop and completion count every copy shares; `transfers.rs` the
-//! `ldst` transfers ([`lower`]); `reductions.rs` a staged reduction's
-//! copies ([`lower_reduction_copies`]); `rank_maps.rs` the affine rank
+//! `ldst` and `tma` transfers ([`lower`]); `reductions.rs` a staged
+//! reduction's copies ([`lower_reduction_copies`]); `tma.rs` the bulk
+//! copies; `rank_maps.rs` the affine rank
 //! maps and offsets lowered to the copy code's own arithmetic
 //! ([`emit_affine`]).
 
 mod emit;
 mod rank_maps;
 mod reductions;
+mod tma;
 mod transfers;
 
 pub use emit::{CopySite, split_grid};

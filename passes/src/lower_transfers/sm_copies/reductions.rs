@@ -7,6 +7,7 @@ use super::{
     CopyPrograms, CopySite, MIN_COPY_BLOCK, copy_block,
     emit::{copy_blocks, last_to_finish},
     split_grid,
+    tma::{self, TmaBox},
 };
 use crate::{
     abi::AbiArgs,
@@ -74,6 +75,9 @@ struct StagedCopy {
     dst_offset: i64,
     len: i64,
     block: i64,
+    /// The bulk copies' geometry, where the buffer's transfers are on
+    /// `tma`; else vector loads and stores.
+    tma: Option<TmaBox>,
 }
 
 impl StagedCopy {
@@ -139,6 +143,26 @@ impl StagedCopy {
                 ),
             )
         })?;
+        let tma = if by_tma(plan, &copy.src_buffer) {
+            let geometry = TmaBox::new((1, len, len, len), block, bytes)
+                .and_then(|g| {
+                    tma::check_aligned(src_offset, bytes)?;
+                    tma::check_aligned(dst_offset, bytes)?;
+                    Ok(g)
+                })
+                .map_err(|why| {
+                    fail(
+                        plan.op,
+                        format!(
+                            "the tma backend cannot copy a chunk of @{}: {why}",
+                            copy.src_buffer
+                        ),
+                    )
+                })?;
+            Some(geometry)
+        } else {
+            None
+        };
         Ok(StagedCopy {
             src,
             dst,
@@ -147,8 +171,20 @@ impl StagedCopy {
             dst_offset,
             len,
             block,
+            tma,
         })
     }
+}
+
+/// Whether the copies out of `buffer` (a reduction's partials, or a
+/// two-shot all-reduce's sums) are bulk copies: its transfers to other
+/// ranks are on `tma`.
+fn by_tma(plan: &Plan, buffer: &str) -> bool {
+    plan.transfers().into_iter().any(|t| {
+        !t.is_local()
+            && t.src_buffer().as_deref() == Some(buffer)
+            && t.backend() == Some(synco_chunk::attrs::Backend::Tma)
+    })
 }
 
 fn emit_reduction_copy(
@@ -173,14 +209,18 @@ fn emit_reduction_copy(
         b.addptr(staged.dst, b.const_i64(staged.dst_offset)),
         owner,
     );
-    copy_blocks(
-        b,
-        (src_base, dst_base),
-        staged.len,
-        staged.block,
-        staged.element,
-        (site.copier_id, site.programs),
-    );
+    let ids = (site.copier_id, site.programs);
+    match staged.tma {
+        Some(geometry) => tma::copy_box(b, (src_base, dst_base), geometry, staged.element, ids),
+        None => copy_blocks(
+            b,
+            (src_base, dst_base),
+            staged.len,
+            staged.block,
+            staged.element,
+            ids,
+        ),
+    }
     let last = last_to_finish(b, abi, b.const_i32(counter), programs);
     b.if_then(last, |then| {
         if let Some(arrived) = copy.arrived {

@@ -7,6 +7,7 @@ use super::{
     CopyPrograms, MIN_COPY_BLOCK, copy_block,
     emit::{copy_blocks, copy_rows, last_to_finish, split_grid},
     emit_affine,
+    tma::{self, TmaBox},
 };
 use crate::{
     abi::AbiArgs,
@@ -15,7 +16,7 @@ use crate::{
     plan::{FlagRange, Plan, Transfer, fail, internal, region_parts},
 };
 use melior::ir::AffineMap;
-use synco_chunk::PassFailed;
+use synco_chunk::{PassFailed, attrs};
 use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value};
 
 /// One transfer to copy, with what the code needs.
@@ -37,6 +38,9 @@ struct SmCopy<'c> {
     dst_pitch: i64,
     /// Elements per copy step (see [`copy_block`]).
     block: i64,
+    /// The bulk copies' geometry, for `backend(tma)`; else vector loads and
+    /// stores.
+    tma: Option<TmaBox>,
     flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
     /// The flags of the source rows, where they are forwarded (a ring):
     /// the copy waits on the source rank for the chunk's flag.
@@ -130,8 +134,18 @@ pub fn lower(
                 ),
             ));
         };
+        let tma = if t.backend() == Some(attrs::Backend::Tma) {
+            let rows = (rows, row_elems, src_pitch, dst_pitch);
+            let tma = TmaBox::new(rows, block, element_bytes)
+                .and_then(|tma| check_starts(t, plan.world_size, (source, buffer), element_bytes).map(|()| tma))
+                .map_err(|why| fail(t, format!("the tma backend cannot copy this chunk: {why}")))?;
+            Some(tma)
+        } else {
+            None
+        };
         copies.push(SmCopy {
             op: t,
+            tma,
             world_size: plan.world_size,
             src_rank_map: t
                 .src_rank_map()
@@ -239,7 +253,15 @@ fn emit_copy(
     };
     let src_base = b.addptr(b.addptr(src_buffer, delta), src_off);
     let dst_base = b.addptr(base, dst_off);
-    if copy.rows == 1 {
+    if let Some(geometry) = copy.tma {
+        tma::copy_box(
+            &b,
+            (src_base, dst_base),
+            geometry,
+            element,
+            (pid, programs_value),
+        );
+    } else if copy.rows == 1 {
         copy_blocks(
             &b,
             (src_base, dst_base),
@@ -274,6 +296,35 @@ fn emit_copy(
             Scope::Sys,
         );
     });
+    Ok(())
+}
+
+/// Refuses a transfer whose chunk starts, on some rank, at an address in
+/// either buffer that a bulk copy cannot take (see [`tma::check_aligned`]).
+fn check_starts(
+    t: Transfer,
+    world_size: i64,
+    (source, destination): (&crate::plan::BufferDecl, &crate::plan::BufferDecl),
+    element_bytes: i64,
+) -> Result<(), String> {
+    for r in 0..world_size {
+        for (offsets, buffer) in [
+            (t.src_offsets_on(r), source),
+            (t.dst_offsets_on(r), destination),
+        ] {
+            let Some(offsets) = offsets else {
+                return Err(format!("its offsets on rank {r} are unknown"));
+            };
+            let strides = row_major_strides(&buffer.shape);
+            let start = offsets
+                .iter()
+                .zip(&strides)
+                .try_fold(0i64, |sum, (o, s)| o.checked_mul(*s).and_then(|x| sum.checked_add(x)))
+                .ok_or_else(|| format!("its offset on rank {r} overflows 64 bits"))?;
+            tma::check_aligned(start, element_bytes)
+                .map_err(|why| format!("on rank {r} in @{}, {why}", buffer.name))?;
+        }
+    }
     Ok(())
 }
 

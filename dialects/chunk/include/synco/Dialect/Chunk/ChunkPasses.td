@@ -673,6 +673,12 @@ Where partials travel is the option `mode`, or the copy engine:
   (`lower_transfers::sm_copies::lower_reduction_copies`): no per-chunk cost on the host's
   stream, at the price of the SMs the copy programs hold.
 
+A reduce-scatter or two-shot all-reduce on `tma` is always staged, as
+with `mode=stage` whatever the option says: bulk copies move partials
+only from the copy programs (`chunk-lower-transfers` makes their copies
+bulk tensor copies). A one-shot all-reduce on `tma` is refused: it
+stages nothing in its owners' buffers.
+
 Every tile waits only for its own chunk, and the sum is the same bits on
 every run: partials are added in rank order whatever order they arrive
 in. Own rows of `@P` are never written. `@C` is a kernel argument: the
@@ -688,14 +694,15 @@ waits for them itself (the last owner tile of each chunk, see
 flags, recorded in the plan's `chunk.completion`; with the copy engine
 for the peers' side streams (those copies set no flag).
 
-Options: `mode=push|pull|stage` (see above; reductions on `ldst` only).
+Options: `mode=push|pull|stage` (see above; reductions on `ldst` only;
+`tma` is staged).
 Refused (see `check_layout`): reducing transfers, as a plan written out
 by hand may have them, that do not move whole chunks of one size into
 the rows where the fused code puts each sum (a rank's own block, or
 every row for a one-shot all-reduce), or that carry no collective's
 `group`.
 Preconditions: collectives expanded (reductions with backend `ldst`; a
-reduce-scatter or two-shot all-reduce with `copy_engine`, whose staging
+reduce-scatter or two-shot all-reduce with `tma` or `copy_engine`, whose staging
 buffer `chunk-expand-collectives` declared), `chunk-bind-kernel` and
 `chunk-reorder-tiles` ran; the kernel stores `@P` once per tile, a 2D
 tile of `T` rows, at the addresses of a row-major `[M, N]` array (what
@@ -943,10 +950,23 @@ wait for other ranks' copy programs: ranks sharing a GPU must have all
 their programs resident, which the runtime checks). The rows must be a
 consumed buffer's chunks (they have arrival flags); otherwise refused.
 
-Backend `tma` is not implemented yet and is refused with an error.
+Backend `tma`: the same copy programs, counters and flags as `ldst`, but
+each program moves its blocks of a chunk with Hopper bulk tensor copies
+(`lower_transfers::sm_copies::tma`): one device-side tensor descriptor
+of the chunk's box in each buffer (`tt.make_tensor_descriptor`, in
+Triton's global scratch, 128 bytes each; the source's through the peer
+mapping), then `tt.descriptor_load` and `tt.descriptor_store` of blocks
+of up to 256 rows of 128 bytes; a proxy fence before the copies, and a
+wait for the bulk stores to complete before the program counts itself
+done. A contiguous chunk is copied as rows of 128 bytes. Refused, at the
+transfer: rows narrower than 16 bytes or that do not split into blocks of
+a multiple of 16 bytes, pitches that are not multiples of 16 bytes, a
+chunk that starts on some rank at an address that is not. A staged
+reduction's copies (below) are bulk copies when the buffer's transfers
+are on `tma`.
 
 Options:
-* `copy-programs=C` (default 16): programs that copy `ldst` chunks (or
+* `copy-programs=C` (default 16): programs that copy `ldst` and `tma` chunks (or
   a staged reduction's).
 
 Refused, at the transfer or the consumer: transfers into a consumed

@@ -1,0 +1,129 @@
+// chunk-lower-transfers, backend tma: the same copy programs as ldst
+// (lower-transfers-ldst.mlir), but each moves its blocks of a chunk with
+// bulk tensor copies: it orders earlier generic writes before them (a
+// proxy fence), makes one tensor descriptor of the chunk in each buffer
+// (the source one through the peer mapping), copies blocks pid, pid + C,
+// ... with tt.descriptor_load / tt.descriptor_store, waits until its bulk
+// stores are complete, then counts itself done, and the last program
+// publishes the flag, as ldst's do.
+//
+// RUN: synco-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(chunk-lower-transfers{copy-programs=4})' \
+// RUN:   | FileCheck %s
+//
+// The input is in the state chunk-expand-collectives and chunk-bind-kernel
+// leave (see lower-transfers-ldst.mlir).
+
+// A contiguous chunk of 256 x 64 bf16 is viewed as rows of 128 bytes (64
+// elements) and copied in blocks of 256 x 64 (32 KiB).
+// CHECK:      copy_programs = 4 : i64
+// CHECK-SAME: num_flags = 4 : i64
+// CHECK-LABEL: "tt.func"
+// CHECK:      ^bb0(%arg0: !tt.ptr<bf16>, %arg1: i32, %arg2: i32, %arg3: !tt.ptr<i64>, %arg4: !tt.ptr<i32>, %arg5: i32, %arg6: !tt.ptr<i32>):
+// CHECK:      %[[PID:.*]] = "tt.get_program_id"() {axis = 0 : i32}
+// CHECK:      %[[C4:.*]] = arith.constant 4 : i32
+// CHECK:      %[[COPIER:.*]] = arith.cmpi slt, %[[PID]], %[[C4]]
+// CHECK:      scf.if %[[COPIER]] {
+// CHECK:        %[[DELTA:.*]] = arith.divsi {{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
+// CHECK:        %[[PEER:.*]] = "tt.addptr"(%arg0, %[[DELTA]])
+// CHECK-NEXT:   %[[SRC:.*]] = "tt.addptr"(%[[PEER]], %{{.*}})
+// CHECK-NEXT:   %[[DST:.*]] = "tt.addptr"(%arg0, %{{.*}})
+// CHECK-NEXT:   "tt.elementwise_inline_asm"() {asm_string = "{ fence.proxy.async.global; mov.u32 $0, 0; }", constraints = "=r", packed_element = 1 : i32, pure = false}
+// CHECK:        %[[SDESC:.*]] = "tt.make_tensor_descriptor"(%[[SRC]], %[[ROWS:.*]], %[[COLS:.*]], %[[PITCH:.*]], %{{.*}}) {padding = 1 : i32} : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<256x64xbf16>>
+// CHECK:        %[[DDESC:.*]] = "tt.make_tensor_descriptor"(%[[DST]], {{.*}}) {padding = 1 : i32} : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<256x64xbf16>>
+// CHECK:        scf.for %[[B:.*]] = %[[PID]] to %{{.*}} step %[[C4]] : i32 {
+// CHECK:          %[[BLOCK:.*]] = "tt.descriptor_load"(%[[SDESC]], %[[ROW:.*]], %[[COL:.*]]) {cache = 1 : i32, evict = 1 : i32} : (!tt.tensordesc<tensor<256x64xbf16>>, i32, i32) -> tensor<256x64xbf16>
+// CHECK-NEXT:     "tt.descriptor_store"(%[[DDESC]], %[[BLOCK]], %[[ROW]], %[[COL]])
+// CHECK-NEXT:   }
+// CHECK-NEXT:   "tt.elementwise_inline_asm"() {asm_string = "{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }"
+// CHECK:        gpu.barrier
+// CHECK:        "tt.atomic_rmw"({{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 4 : i32}
+// CHECK:        scf.if
+// CHECK:          "tt.atomic_rmw"({{.*}}, %arg5, %{{.*}}) {atomic_rmw_op = 10 : i32, scope = 3 : i32, sem = 3 : i32}
+// CHECK:      } else {
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x64xbf16> bind(0)
+    // chunk.all_gather @A dim(0) chunks(1) backend(tma), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@A[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
+    chunk.consume @A dim(0) tile(128)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "rows", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid, %c128 : i32
+    %p = "tt.addptr"(%a, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%p) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    "tt.store"(%p, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
+}
+
+// -----
+
+// Gathering columns: each chunk is a box of 512 rows of 4096 elements, 8192
+// apart in the buffer; the descriptors are that box (rows, columns, pitch
+// 8192, unit stride) and the blocks 256 x 64: two down, 64 across, block b
+// at row (b / 64) * 256, column (b % 64) * 64.
+// CHECK-LABEL: sym_name = "columns"
+// CHECK:       %[[C512:.*]] = arith.constant 512 : i32
+// CHECK-NEXT:  %[[C4096:.*]] = arith.constant 4096 : i32
+// CHECK-NEXT:  %[[C8192:.*]] = arith.constant 8192 : i64
+// CHECK-NEXT:  %[[C1:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:  "tt.make_tensor_descriptor"(%{{.*}}, %[[C512]], %[[C4096]], %[[C8192]], %[[C1]]) {{.*}} -> !tt.tensordesc<tensor<256x64xbf16>>
+// CHECK:       %[[BLOCKS:.*]] = arith.constant 128 : i32
+// CHECK-NEXT:  scf.for %[[B:.*]] = %{{.*}} to %[[BLOCKS]] step %{{.*}} : i32 {
+// CHECK-NEXT:    %[[ACROSS:.*]] = arith.constant 64 : i32
+// CHECK-NEXT:    %[[DOWN:.*]] = arith.divsi %[[B]], %[[ACROSS]]
+// CHECK-NEXT:    %[[R256:.*]] = arith.constant 256 : i32
+// CHECK-NEXT:    %[[ROW:.*]] = arith.muli %[[DOWN]], %[[R256]]
+// CHECK-NEXT:    %[[ACROSS2:.*]] = arith.constant 64 : i32
+// CHECK-NEXT:    %[[RIGHT:.*]] = arith.remsi %[[B]], %[[ACROSS2]]
+// CHECK-NEXT:    %[[C64:.*]] = arith.constant 64 : i32
+// CHECK-NEXT:    %[[COL:.*]] = arith.muli %[[RIGHT]], %[[C64]]
+// CHECK-NEXT:    "tt.descriptor_load"(%{{.*}}, %[[ROW]], %[[COL]])
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<512x8192xbf16> bind(0)
+    // chunk.all_gather @A dim(1) chunks(1) backend(tma), expanded:
+    chunk.transfer @A_p0_c0 local copy_engine from <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) to <@A[(d0) -> (0, d0 * 4096)] [512, 4096]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_A"}
+    chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4096)] [512, 4096]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_A"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "columns", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
+}
+
+// -----
+
+// Rows of 4 bf16 (8 bytes): narrower than a bulk copy's 16 bytes.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<4096x8xbf16> bind(0)
+    // expected-error @+1 {{the tma backend cannot copy this chunk: its rows of 4 elements are narrower than the 16 bytes a bulk copy moves at least}}
+    chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4)] [4096, 4]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (0, ((d0 + 1) mod 2) * 4)] [4096, 4]> on (d0) -> (d0) order(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "narrow", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
+}
+
+// -----
+
+// A chunk whose source starts at row 1 of rows of 12 bf16: element 12, 24
+// bytes into the buffer, where no bulk copy starts.
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @A : !chunk.buffer<8208x12xbf16> bind(0)
+    // expected-error @+1 {{the tma backend cannot copy this chunk: on rank 0 in @A, it starts at element 12 of its buffer, not at a multiple of 16 bytes}}
+    chunk.transfer @A_shifted pull tma from <@A[(d0) -> (1, 0)] [4096, 12]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (4096, 0)] [4096, 12]> on (d0) -> (d0) order(1)
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "shifted", sym_visibility = "public"}> ({
+  ^bb0(%a: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 1 : i32} : () -> ()
+}

@@ -1,0 +1,265 @@
+//! Copies by the Tensor Memory Accelerator (`backend(tma)`): the copy
+//! programs move a chunk as Hopper bulk tensor copies instead of vector
+//! loads and stores.
+//!
+//! A chunk is a 2D box of `rows` rows of `row_elems` elements, `pitch`
+//! elements apart in each buffer (a contiguous chunk is viewed as rows of
+//! 128 bytes). Each program makes one device-side tensor descriptor of the
+//! box in each buffer (`tt.make_tensor_descriptor`, written into Triton's
+//! global scratch; the source one through the peer mapping) and copies
+//! blocks `pid`, `pid + C`, ... of the box with `tt.descriptor_load` (a
+//! `cp.async.bulk.tensor` from global into shared memory) and
+//! `tt.descriptor_store` (back out to the destination). Triton waits for a
+//! store only until its shared memory was read
+//! (`cp.async.bulk.wait_group.read`), so the program then waits for its
+//! bulk stores to complete (`cp.async.bulk.wait_group 0`), which makes
+//! their writes visible to it, before it counts itself done on the chunk.
+//! Before its first copy it orders what it (and, through the flag it
+//! acquired, its peers) wrote with generic stores before the bulk copies'
+//! reads (`fence.proxy.async.global`).
+//!
+//! The hardware's rules are checked when the pass builds the copy
+//! ([`TmaBox::new`], [`check_aligned`]): rows of at least 16 bytes,
+//! pitches and every chunk's start in both buffers multiples of 16 bytes.
+
+use synco_ir::{self as ir, Builder, Value};
+
+/// Bytes of the innermost box dimension: one 128-byte swizzled row, the
+/// widest that Triton's shared-memory layout takes in one bulk copy.
+const BOX_ROW_BYTES: i64 = 128;
+
+/// The hardware's limit on a box's extent in any dimension.
+const MAX_BOX_DIM: i64 = 256;
+
+/// Addresses and pitches of a bulk tensor copy are multiples of this.
+pub const TMA_ALIGN_BYTES: i64 = 16;
+
+/// A chunk's geometry for bulk copies: the box, the block each copy moves,
+/// and how many blocks it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaBox {
+    /// The chunk: rows and elements per row, and the pitch of its rows in
+    /// the source and destination buffers (elements).
+    pub rows: i64,
+    pub row_elems: i64,
+    pub src_pitch: i64,
+    pub dst_pitch: i64,
+    /// One bulk copy's block: `block_rows` x `block_cols` elements.
+    pub block_rows: i64,
+    pub block_cols: i64,
+}
+
+impl TmaBox {
+    /// The geometry of a chunk of `rows` rows of `row_elems` elements of
+    /// `elem_bytes` bytes (`src_pitch`, `dst_pitch` apart; a contiguous
+    /// chunk is one row), copied in blocks of at most `step` elements; an
+    /// error saying which rule the chunk breaks.
+    pub fn new(
+        (rows, row_elems, src_pitch, dst_pitch): (i64, i64, i64, i64),
+        step: i64,
+        elem_bytes: i64,
+    ) -> Result<TmaBox, String> {
+        let row_width = BOX_ROW_BYTES / elem_bytes.max(1);
+        // A contiguous chunk: rows of 128 bytes, back to back.
+        let (rows, row_elems, src_pitch, dst_pitch) = if rows == 1 {
+            if row_elems % row_width != 0 {
+                return Err(format!(
+                    "a contiguous chunk of {row_elems} elements is not a whole number of {BOX_ROW_BYTES}-byte rows"
+                ));
+            }
+            let n = row_elems / row_width;
+            (n, row_width, row_width, row_width)
+        } else {
+            (rows, row_elems, src_pitch, dst_pitch)
+        };
+        let bytes = |elems: i64| elems.checked_mul(elem_bytes);
+        if bytes(row_elems).is_none_or(|b| b < TMA_ALIGN_BYTES) {
+            return Err(format!(
+                "its rows of {row_elems} elements are narrower than the {TMA_ALIGN_BYTES} bytes a bulk copy moves at least"
+            ));
+        }
+        for (side, pitch) in [("source", src_pitch), ("destination", dst_pitch)] {
+            if bytes(pitch).is_none_or(|b| b % TMA_ALIGN_BYTES != 0) {
+                return Err(format!(
+                    "its rows are {pitch} elements apart in the {side} buffer, not a multiple of {TMA_ALIGN_BYTES} bytes"
+                ));
+            }
+        }
+        let block_cols = largest_power_of_two_dividing(row_elems).min(row_width);
+        if bytes(block_cols).is_none_or(|b| b < TMA_ALIGN_BYTES) {
+            return Err(format!(
+                "its rows of {row_elems} elements do not split into blocks of a multiple of {TMA_ALIGN_BYTES} bytes"
+            ));
+        }
+        let block_rows = largest_power_of_two_dividing(rows)
+            .min(MAX_BOX_DIM)
+            .min((step / block_cols).max(1));
+        Ok(TmaBox {
+            rows,
+            row_elems,
+            src_pitch,
+            dst_pitch,
+            block_rows,
+            block_cols,
+        })
+    }
+
+    /// Blocks along a row, and in all.
+    fn blocks(&self) -> (i64, i64) {
+        let across = self.row_elems / self.block_cols;
+        (across, (self.rows / self.block_rows) * across)
+    }
+}
+
+/// Refuses a chunk starting at element `offset` of a buffer whose start
+/// is 16-byte aligned, if the start of the chunk is not.
+pub fn check_aligned(offset: i64, elem_bytes: i64) -> Result<(), String> {
+    match offset.checked_mul(elem_bytes) {
+        Some(b) if b % TMA_ALIGN_BYTES == 0 => Ok(()),
+        _ => Err(format!(
+            "it starts at element {offset} of its buffer, not at a multiple of {TMA_ALIGN_BYTES} bytes"
+        )),
+    }
+}
+
+fn largest_power_of_two_dividing(n: i64) -> i64 {
+    if n <= 0 { 1 } else { n & n.wrapping_neg() }
+}
+
+/// Copy program `pid` of `programs` copies its blocks of the box from
+/// `from` to `to` (pointers to the chunk's first element) with bulk tensor
+/// copies, and waits until its stores are complete (see the module doc).
+pub(super) fn copy_box(
+    b: &Builder,
+    (from, to): (Value, Value),
+    tma: TmaBox,
+    element: ir::Type,
+    (pid, programs): (Value, Value),
+) {
+    proxy_fence(b);
+    let block_type = format!(
+        "tensor<{}x{}x{}>",
+        tma.block_rows,
+        tma.block_cols,
+        ir::print_type(element)
+    );
+    let src = make_descriptor(b, from, &tma, tma.src_pitch, &block_type);
+    let dst = make_descriptor(b, to, &tma, tma.dst_pitch, &block_type);
+    let (across, blocks) = tma.blocks();
+    let Some(block_tensor) = ir::parse_type(b.ctx, &block_type) else {
+        return;
+    };
+    let i32t = ir::i32_type(b.ctx);
+    b.for_loop(pid, b.const_i32(blocks), programs, |body, block| {
+        let row = body.muli(
+            body.divsi(block, body.const_i32(across)),
+            body.const_i32(tma.block_rows),
+        );
+        let col = body.muli(
+            body.remsi(block, body.const_i32(across)),
+            body.const_i32(tma.block_cols),
+        );
+        let value = ir::result(
+            body.op(
+                "tt.descriptor_load",
+                &[src, row, col],
+                &[block_tensor],
+                &[
+                    ("cache", ir::int_attr_of(i32t, 1)),
+                    ("evict", ir::int_attr_of(i32t, 1)),
+                ],
+            ),
+            0,
+        );
+        body.op("tt.descriptor_store", &[dst, value, row, col], &[], &[]);
+    });
+    b.inline_asm(
+        "{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }",
+        "=r",
+        &[],
+        i32t,
+    );
+}
+
+/// `fence.proxy.async.global`: orders this thread's generic-proxy view of
+/// global memory before the bulk copies' reads and writes.
+fn proxy_fence(b: &Builder) {
+    b.inline_asm(
+        "{ fence.proxy.async.global; mov.u32 $0, 0; }",
+        "=r",
+        &[],
+        ir::i32_type(b.ctx),
+    );
+}
+
+/// A tensor descriptor of the box at `base`, rows `pitch` elements apart.
+fn make_descriptor(
+    b: &Builder,
+    base: Value,
+    tma: &TmaBox,
+    pitch: i64,
+    block_type: &str,
+) -> Value {
+    let desc_type = ir::parse_type(b.ctx, &format!("!tt.tensordesc<{block_type}>"))
+        .unwrap_or_else(|| ir::type_of(base));
+    let padding = ir::int_attr_of(ir::i32_type(b.ctx), 1);
+    let operands = [
+        base,
+        b.const_i32(tma.rows),
+        b.const_i32(tma.row_elems),
+        b.const_i64(pitch),
+        b.const_i64(1),
+    ];
+    ir::result(
+        b.op(
+            "tt.make_tensor_descriptor",
+            &operands,
+            &[desc_type],
+            &[("padding", padding)],
+        ),
+        0,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contiguous_chunk_is_rows_of_128_bytes_in_blocks_of_the_step() {
+        // 2048 rows of 64 bf16, 256 rows (32 KiB) per block.
+        let tma = TmaBox::new((1, 1 << 17, 1 << 17, 1 << 17), 16384, 2).unwrap();
+        assert_eq!((tma.rows, tma.row_elems, tma.src_pitch), (2048, 64, 64));
+        assert_eq!((tma.block_rows, tma.block_cols), (256, 64));
+        assert_eq!(tma.blocks(), (1, 8));
+        // f32: rows of 32.
+        let tma = TmaBox::new((1, 4096, 4096, 4096), 4096, 4).unwrap();
+        assert_eq!((tma.rows, tma.row_elems, tma.block_rows), (128, 32, 128));
+    }
+
+    #[test]
+    fn a_strided_box_is_cut_into_blocks_that_divide_it() {
+        // 1024 rows of 128 bf16 (a head's columns), pitches 1024 and 256.
+        let tma = TmaBox::new((1024, 128, 1024, 256), 16384, 2).unwrap();
+        assert_eq!((tma.block_rows, tma.block_cols), (256, 64));
+        assert_eq!(tma.blocks(), (2, 8));
+        // Rows of 96: blocks of 32 columns.
+        let tma = TmaBox::new((8, 96, 96 * 4, 96), 16384, 2).unwrap();
+        assert_eq!((tma.block_rows, tma.block_cols), (8, 32));
+        assert_eq!(tma.blocks(), (3, 3));
+    }
+
+    #[test]
+    fn boxes_the_hardware_cannot_copy_are_refused() {
+        let narrow = TmaBox::new((64, 4, 8, 4), 4096, 2).unwrap_err();
+        assert!(narrow.contains("narrower than the 16 bytes"), "{narrow}");
+        let pitch = TmaBox::new((64, 8, 12, 8), 4096, 2).unwrap_err();
+        assert!(pitch.contains("12 elements apart in the source"), "{pitch}");
+        let odd = TmaBox::new((64, 12, 24, 24), 4096, 2).unwrap_err();
+        assert!(odd.contains("do not split"), "{odd}");
+        let contiguous = TmaBox::new((1, 4100, 4100, 4100), 4096, 2).unwrap_err();
+        assert!(contiguous.contains("128-byte rows"), "{contiguous}");
+        assert!(check_aligned(4096, 2).is_ok());
+        assert!(check_aligned(100, 2).unwrap_err().contains("element 100"));
+    }
+}
