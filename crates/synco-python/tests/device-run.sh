@@ -3,7 +3,7 @@
 # repository root, given the package's wheel (target/wheels) and a compile
 # cache built here (build/pycache.tar.xz, from tests/ranks.py build and
 # examples/tp_mlp/mlp.py --compile-only; tests/build-cache.sh makes both):
-# the checks of ranks.py with 2 and 4 processes, its fault tests, the MLP
+# the checks of ranks.py with 2, 3 and 4 processes, its fault tests, the MLP
 # example under torchrun, and benches/python/host_time.py (host time per
 # call, and results against the single-process runtime).
 # Prints one summary line per stage; exits non-zero if any failed.
@@ -23,7 +23,7 @@ stage() { # name, command...
   [ $rc = 0 ] || status=1
   echo "== $name: rc=$rc: $(grep -E 'passed|check against|synco fused|plain PyTorch|speed-up|bit-identical' "$log" | tr '\n' ' ')"
 }
-for W in ${WORLDS:-2 4}; do
+for W in ${CHECK_WORLDS:-2 3 4}; do
   stage "check-w$W" "$PY" crates/synco-python/tests/ranks.py check --cache build/pycache --world "$W"
 done
 for F in killed absent withheld; do

@@ -9,8 +9,9 @@ that a GPU machine without the compiler runs them (synco.compile finds
 them by the identity of the compiler that built them). `check` spawns W
 processes (rank r on GPU r mod the GPU count; ranks sharing a GPU take
 turns on it), each through `synco.Group` and `synco.ops`: all-gather +
-GEMM on the copy engine and on `ldst`, direct and ring, GEMM +
-reduce-scatter, and the one-shot and two-shot all-reduces, each twice on
+GEMM on the copy engine, `ldst` and `tma`, direct and ring, GEMM +
+reduce-scatter, and the one-shot and two-shot all-reduces (staged on
+`tma` too), each twice on
 fresh random data with
 poisoned outputs, against the same product computed by PyTorch in fp32
 from every rank's inputs; context-parallel attention (K and V gathered,
@@ -23,7 +24,8 @@ the Ulysses layer (attention in, projection out), and Ulysses attention
 whose output goes back by tokens from the same kernel; plans
 imported from JAX's StableHLO
 (W = 4) and a torch.fx layer fused by synco.fx, against the unfused
-layers; then launches the runtime must refuse before
+layers (with W = 3 the re-sharding operators, whose heads do not divide,
+are skipped); then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
 reduce-scatter where rank 1 dies after a first launch (`killed`), stays
 alive but never launches (`absent`), or launches in step but never sends
@@ -65,6 +67,14 @@ OPS = [
     ("matmul_reduce_scatter", ops.MatmulReduceScatter, {"chunks": 2}),
     ("matmul_all_reduce one_shot", ops.MatmulAllReduce, {"algorithm": "one_shot", "chunks": 1}),
     ("matmul_all_reduce two_shot", ops.MatmulAllReduce, {"algorithm": "two_shot", "chunks": 2}),
+    # backend(tma): the copy programs move every chunk with bulk tensor
+    # copies (a reduction's partials and sums staged in the owners' buffers).
+    ("all_gather_matmul tma", ops.AllGatherMatmul, {"backend": "tma", "chunks": 2}),
+    ("all_gather_matmul ring tma", ops.AllGatherMatmul,
+     {"backend": "tma", "chunks": 2, "algorithm": "ring"}),
+    ("matmul_reduce_scatter tma", ops.MatmulReduceScatter, {"chunks": 2, "backend": "tma"}),
+    ("matmul_all_reduce two_shot tma", ops.MatmulAllReduce,
+     {"algorithm": "two_shot", "chunks": 2, "backend": "tma"}),
 ]
 TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 #: Seconds the parent waits for the ranks of a run.
@@ -115,7 +125,10 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
              for causal in (False, True) for backend in ("copy_engine", "ldst")] \
     + [(causal, backend, "direct", True, 2) for causal in (True, False)
        for backend in ("copy_engine", "ldst")] \
-    + [(True, "copy_engine", "direct", True, 4)]
+    + [(True, "copy_engine", "direct", True, 4)] \
+    + [(causal, "tma", algorithm, False, 2) for algorithm, causal in (("direct", True),
+                                                                      ("ring", False))] \
+    + [(True, "tma", "direct", True, 2)]
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
@@ -136,11 +149,18 @@ def attention_name(variant):
 # all-to-alls fused into the kernel; 8 query heads sharing 4 key/value heads
 # (each rank takes 8 / W and 4 / W). Each: (causal, backend, chunks).
 ULYSSES = [(causal, backend, chunks) for causal in (False, True)
-           for backend in ("copy_engine", "ldst") for chunks in (1, 2)]
+           for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
+    + [(True, "tma", 1), (False, "tma", 2)]
 # With the output re-sharded back by tokens in the same kernel: (causal,
 # backend of Q, K and V).
 ULYSSES_OUT = [(causal, backend) for causal in (False, True) for backend in ("copy_engine", "ldst")]
 ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
+
+
+def reshards(world):
+    """Whether the re-sharding operators' heads and columns divide among
+    `world` ranks (not for 3)."""
+    return ULYSSES_HEADS % world == 0 and ULYSSES_KV_HEADS % world == 0 and A2A_N % world == 0
 
 
 def ulysses_options(world, variant, cache, reshard_out=False):
@@ -159,7 +179,8 @@ def ulysses_name(variant):
 # All-to-all + GEMM: A re-sharded from columns to rows, every token's
 # heads (k = 8 heads x 64) times an output projection of n columns. Each:
 # (backend, chunks per rank).
-A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks in (1, 2)]
+A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
+    + [("tma", 2)]
 A2A_N = 512
 
 
@@ -227,6 +248,9 @@ def build(args):
             compiled = ops.AllGatherAttention.compile(
                 world, **attention_options(world, variant, args.cache))
             print(f"built W={world} {attention_name(variant)}: {compiled.folder.name}")
+        if not reshards(world):
+            print(f"W={world}: the re-sharding operators' heads do not divide; not built")
+            continue
         for variant in ULYSSES:
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
                                                                              args.cache))
@@ -374,6 +398,9 @@ def check_ulysses(group, cache, seed, report):
     whole sequence (fp32): this rank's heads of every token, or with
     `reshard_out` this rank's tokens of every head."""
     w, r, dev = group.world_size, group.rank, group.device
+    if not reshards(w):
+        print(f"rank {r}: skipped Ulysses attention: {ULYSSES_HEADS} heads do not divide by {w}")
+        return
     seq, d = TOKENS * w, HEAD_DIM
     heads = ULYSSES_HEADS // w
     cases = [(variant, False, {}, "") for variant in ULYSSES] \
@@ -421,6 +448,9 @@ def check_all_to_all_matmul(group, cache, seed, report):
     of this rank's tokens in fp32; then the Ulysses layer, attention in and
     out: UlyssesAttention writing straight into the projection's input."""
     w, r, dev = group.world_size, group.rank, group.device
+    if not reshards(w):
+        print(f"rank {r}: skipped the all-to-all GEMMs: {A2A_N} columns do not divide by {w}")
+        return
     m, k, n = TOKENS, ULYSSES_HEADS * HEAD_DIM, A2A_N
     cols = slice(r * k // w, (r + 1) * k // w)
     for variant in A2A_GEMM:

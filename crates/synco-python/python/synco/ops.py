@@ -131,7 +131,7 @@ class AllToAllMatmul(_GemmOperator):
     GEMM: its loop over k (default kernel `synco.kernels.matmul_k_indexed`)
     reads the rank's own column block first and waits for each peer chunk
     before its blocks. Options as `AllGatherMatmul`'s (`chunks` per rank,
-    default 1; `backend` `copy_engine` or `ldst`)."""
+    default 1; `backend` `copy_engine`, `ldst` or `tma`)."""
 
     @classmethod
     def compile(cls, world_size, *, m, k, n, kernel=kernels.matmul_k_indexed, chunks=1,
@@ -266,7 +266,7 @@ class AllGatherAttention:
     `config` (BLOCK_M, BLOCK_N), `chunks` per rank (default 1: each
     chunk is its own pipelined loop, see `benches/attention/README.md`),
     `backend`
-    (`copy_engine` or `ldst`), `algorithm` (`direct`, or `ring`: each rank
+    (`copy_engine`, `ldst` or `tma`), `algorithm` (`direct`, or `ring`: each rank
     forwards the blocks it received to the next, and reads them in the
     order they come, r - 1 first), `num_warps`, `num_stages`,
     `cache_dir`.
@@ -386,7 +386,7 @@ class UlyssesAttention:
     head_dim], `by_tokens["O"]`, valid until the next call): the copy
     engine sends each rank's rows as soon as the query blocks that write
     them are done. Options: `config` (BLOCK_M, BLOCK_N), `chunks` per
-    rank, `backend` (`copy_engine` or `ldst`, for Q, K and V),
+    rank, `backend` (`copy_engine`, `ldst` or `tma`, for Q, K and V),
     `num_warps`, `num_stages`, `cache_dir`."""
 
     CONFIG = AllGatherAttention.CONFIG

@@ -9,7 +9,7 @@ leaves chunk counts and transports to Synco (`auto`) unless given.
 """
 
 DTYPES = ("bf16", "f16", "f32")
-BACKENDS = ("auto", "copy_engine", "ldst")
+BACKENDS = ("auto", "copy_engine", "ldst", "tma")
 
 
 GATHER_ALGORITHMS = ("direct", "ring")
