@@ -21,6 +21,7 @@
 
 pub mod abi;
 pub mod bind_kernel;
+pub mod calibration;
 pub mod checked;
 pub mod chunk_to_triton;
 pub mod expand_collectives;

@@ -40,23 +40,7 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
     let module = module.to_raw();
     // 0: no count given, ask the cost model.
     let forced = Some(options.chunks_per_rank).filter(|&n| n != 0);
-    let machine = match options.calibration.as_str() {
-        "" => Machine::H200_NVLINK,
-        path => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                fail(
-                    module,
-                    format!("chunk-select-chunk-size: cannot read calibration {path}: {e}"),
-                )
-            })?;
-            Machine::from_json(&text).map_err(|e| {
-                fail(
-                    module,
-                    format!("chunk-select-chunk-size: bad calibration {path}: {e}"),
-                )
-            })?
-        }
-    };
+    let machine = crate::calibration::machine(module, NAME, &options.calibration)?;
     for plan in plans(module) {
         // New chunk sizes: a flag layout laid out before does not hold.
         crate::plan::records::forget_flag_layout(plan.op);

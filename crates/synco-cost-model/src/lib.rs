@@ -1,4 +1,4 @@
-//! The chunk-size cost model.
+//! The cost model: chunk sizes, and how many copy programs move them.
 //!
 //! A fused all-gather + GEMM with `n` chunks per rank on `W` ranks runs the
 //! rank's own rows first, while the first peer chunk is in flight, then each
@@ -46,6 +46,19 @@ pub struct Machine {
     /// tiles (one program per SM at 128x256 tiles). Default 132 (H200 SXM).
     #[serde(default = "h200_sms")]
     pub sms: u32,
+    /// What one copy program of the fused kernel (`ldst`) moves over the
+    /// link, in GB/s: what it keeps in flight over the link's latency.
+    #[serde(default = "h200_sm_copy_gbps")]
+    pub sm_copy_gbps: f64,
+    /// The same for a `tma` copy program, where measured; else the
+    /// model takes `sm_copy_gbps` (and says so).
+    #[serde(default)]
+    pub tma_copy_gbps: Option<f64>,
+}
+
+/// `sm_copy_gbps` of calibrations that do not give it: the H200's.
+fn h200_sm_copy_gbps() -> f64 {
+    Machine::H200_NVLINK.sm_copy_gbps
 }
 
 /// `sms` of calibrations that do not give it: the H200's.
@@ -70,6 +83,11 @@ impl Machine {
         launch_us: 40.0,
         wait_us: 1.0,
         sms: 132,
+        // 16 ldst programs pulled 308 GB/s over NVLink in 32 KiB steps
+        // (passes/docs/copy-program-step.md, measured at 3932101).
+        sm_copy_gbps: 308.0 / 16.0,
+        // Not measured yet (benches/copy/rate.py).
+        tma_copy_gbps: None,
     };
 
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
@@ -243,6 +261,34 @@ pub fn choose(
     Some((best, predictions))
 }
 
+/// The copy programs' time to move `bytes` with `programs` of them, in
+/// us: a copy's fixed cost, then the bytes at what the programs keep in
+/// flight (`per_program_gbps` each), at most the link's rate.
+pub fn predict_sm_copy(machine: &Machine, bytes: u64, programs: u64, per_program_gbps: f64) -> f64 {
+    let rate = (programs.max(1) as f64 * per_program_gbps).min(machine.link_gbps);
+    machine.copy_latency_us + bytes as f64 / (rate * 1e3)
+}
+
+/// The number of copy programs for `bytes` per launch, of `candidates`:
+/// the fewest whose predicted time ([`predict_sm_copy`]) is within
+/// [`TIE_TOLERANCE`] of the best. A copy program holds its SM only while
+/// it copies, so below the link's rate more programs cost the kernel the
+/// same SM time and finish sooner; beyond it they only take SMs. With every
+/// prediction in us.
+pub fn choose_copy_programs(
+    machine: &Machine,
+    bytes: u64,
+    per_program_gbps: f64,
+    candidates: &[u64],
+) -> Option<(u64, Vec<(u64, f64)>)> {
+    let predictions: Vec<(u64, f64)> = candidates
+        .iter()
+        .map(|&p| (p, predict_sm_copy(machine, bytes, p, per_program_gbps)))
+        .collect();
+    let best = fewest_within_tolerance(predictions.iter().copied())?;
+    Some((best, predictions))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +378,23 @@ mod tests {
     }
 
     #[test]
+    fn copy_programs_reach_the_link_and_no_further() {
+        let m = Machine::H200_NVLINK;
+        let candidates: Vec<u64> = (1..=66).collect();
+        let (p, predictions) =
+            choose_copy_programs(&m, 64 << 20, m.sm_copy_gbps, &candidates).unwrap();
+        // 370 GB/s of link at 19.25 GB/s per program: 20 programs.
+        assert_eq!(p, 20);
+        assert_eq!(predictions.len(), 66);
+        let at = |n: u64| predictions[n as usize - 1].1;
+        assert!(at(8) > 2.0 * at(20));
+        assert!((at(32) - at(20)).abs() < 1e-9);
+        // Fewer candidates: the largest below the link.
+        let (p, _) = choose_copy_programs(&m, 64 << 20, m.sm_copy_gbps, &[4, 8, 16]).unwrap();
+        assert_eq!(p, 16);
+    }
+
+    #[test]
     fn calibration_from_json() {
         let m = Machine::from_json(
             r#"{"link_gbps": 300, "copy_latency_us": 3, "sync_us": 1, "gemm_tflops": 600, "launch_us": 4, "wait_us": 1}"#,
@@ -340,6 +403,8 @@ mod tests {
         assert_eq!(m.link_gbps, 300.0);
         // Calibrations written before `sms` existed keep the H200's.
         assert_eq!(m.sms, 132);
+        assert_eq!(m.sm_copy_gbps, Machine::H200_NVLINK.sm_copy_gbps);
+        assert_eq!(m.tma_copy_gbps, None);
         assert!(Machine::from_json("{}").is_err());
     }
 

@@ -28,9 +28,15 @@ pub struct OptionEnum {
 }
 
 pub enum OptionKind {
-    Int { bounds: Option<(i64, i64)> },
+    Int {
+        bounds: Option<(i64, i64)>,
+    },
     Bool,
-    Str,
+    /// `count_or_auto`: a `CountOrAutoOption`, `auto` or a count in the
+    /// range (checked when the pipeline is parsed).
+    Str {
+        count_or_auto: Option<(i64, i64)>,
+    },
     Enum(usize),
 }
 
@@ -177,7 +183,14 @@ fn read_option(option: &Value, enums: &[OptionEnum]) -> Result<PassOption, Error
             }
         }
         "bool" => OptionKind::Bool,
-        "std::string" => OptionKind::Str,
+        "std::string" => OptionKind::Str {
+            // `CountOrAutoOption`: `auto` or a count in the range.
+            count_or_auto: if option.get("minValue").is_some() {
+                Some((int(option, "minValue")?, int(option, "maxValue")?))
+            } else {
+                None
+            },
+        },
         other => {
             let index = enums
                 .iter()
@@ -233,6 +246,12 @@ pub fn cpp(decls: &Declarations) -> String {
                     bounds: Some((min, max)),
                 } => Some(format!(
                     "checkBounds(\"{}\", \"{}\", {}.getValue(), {min}LL, {max}LL, report)",
+                    pass.argument, o.argument, o.cpp_name
+                )),
+                OptionKind::Str {
+                    count_or_auto: Some((min, max)),
+                } => Some(format!(
+                    "checkCountOrAuto(\"{}\", \"{}\", {}.getValue(), {min}LL, {max}LL, report)",
                     pass.argument, o.argument, o.cpp_name
                 )),
                 _ => None,
@@ -297,7 +316,7 @@ fn rust_type(decls: &Declarations, kind: &OptionKind) -> String {
     match kind {
         OptionKind::Int { .. } => "i64".into(),
         OptionKind::Bool => "bool".into(),
-        OptionKind::Str => "String".into(),
+        OptionKind::Str { .. } => "String".into(),
         OptionKind::Enum(index) => decls.enums[*index].rust_name.clone(),
     }
 }
@@ -321,7 +340,7 @@ fn rust_default(decls: &Declarations, option: &PassOption) -> Result<String, Err
                 return Err(format!("option {}: bool default {other:?}", option.argument).into());
             }
         },
-        OptionKind::Str => {
+        OptionKind::Str { .. } => {
             let text = default.trim_matches('"');
             format!("String::from({text:?})")
         }
@@ -442,7 +461,7 @@ pub fn rust(decls: &Declarations) -> Result<String, Error> {
             let read = match &o.kind {
                 OptionKind::Int { .. } => format!("values[{i}].integer"),
                 OptionKind::Bool => format!("values[{i}].integer != 0"),
-                OptionKind::Str => format!("values[{i}].text()?"),
+                OptionKind::Str { .. } => format!("values[{i}].text()?"),
                 OptionKind::Enum(index) => format!(
                     "{0}::from_value(values[{i}].integer).ok_or(\"{1}: not a case of {0}\")?",
                     decls.enums[*index].rust_name, o.argument

@@ -66,6 +66,19 @@ checkBounds(StringRef pass, StringRef option, int64_t value, int64_t min,
                 ".." + Twine(max) + ", not " + Twine(value));
 }
 
+/// An option declared `CountOrAutoOption` is `auto` or a count in range.
+LogicalResult
+checkCountOrAuto(StringRef pass, StringRef option, StringRef value,
+                 int64_t min, int64_t max,
+                 llvm::function_ref<LogicalResult(const Twine &)> report) {
+  int64_t count = 0;
+  if (value == "auto" ||
+      (!value.getAsInteger(10, count) && count >= min && count <= max))
+    return success();
+  return report(pass + ": option " + option + " must be auto or a count in " +
+                Twine(min) + ".." + Twine(max) + ", not '" + value + "'");
+}
+
 /// Runs the Rust body registered for `pass`.
 LogicalResult runRustPass(Pass &pass, Operation *op,
                           ArrayRef<SyncoPassOptionValue> values) {

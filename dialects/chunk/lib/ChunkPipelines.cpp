@@ -40,10 +40,11 @@ struct FuseOptions : public PassPipelineOptions<FuseOptions> {
                      "owners load partials from the producers"),
           clEnumValN(ReductionMode::stage, "stage",
                      "the kernel's SM copy programs move finished chunks"))};
-  Option<int64_t> copyPrograms{
+  Option<std::string> copyPrograms{
       *this, "copy-programs",
       llvm::cl::desc("chunk-lower-transfers' copy-programs: SM programs of "
-                     "the fused kernel that copy ldst chunks"),
+                     "the fused kernel that copy ldst and tma chunks (a "
+                     "count, or auto)"),
       llvm::cl::init(synco::chunk::ChunkLowerTransfersOptions().copyPrograms)};
   Option<int64_t> copyEngineMinBytes{
       *this, "copy-engine-min-bytes",

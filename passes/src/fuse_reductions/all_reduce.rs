@@ -218,7 +218,7 @@ impl Slots {
 /// all its sums here (its `gathered` counter at `epoch * tiles_per_chunk`),
 /// so the kernel is over only once every peer's sums have arrived. A stream
 /// wait after the kernel (`chunk.completion`) did the same at about 3 us
-/// more per launch (benches/ag_gemm/README.md).
+/// more per launch (benches/fused/README.md).
 ///
 /// Only the chunk's last tile waits, after its own sums are out: no tile
 /// holds its SM while tiles of its rank that a peer's sums depend on (its

@@ -37,22 +37,8 @@ const NAME: &str = ChunkLowerTransfersOptions::ARGUMENT;
 
 fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
-    // The pass's declaration bounds the option for the C++ pass; a caller
-    // of this body may not have: the kernel counts programs in i32.
-    let Some(copy_programs) = i32::try_from(options.copy_programs)
-        .ok()
-        .filter(|p| *p >= 1)
-    else {
-        return Err(fail(
-            module,
-            format!(
-                "{NAME}: option copy-programs must be in 1..{}, not {}: the fused kernel's program ids are 32-bit",
-                i32::MAX,
-                options.copy_programs
-            ),
-        ));
-    };
-    let programs = i64::from(copy_programs);
+    let requested = CopyProgramCount::parse(module, &options.copy_programs)?;
+    let machine = crate::calibration::machine(module, NAME, &options.calibration)?;
     let all = plans(module);
     if all.len() > 1 {
         return Err(fail(
@@ -70,6 +56,13 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
         let layout = flag_layout(&plan)?;
         check_arrival_flags(&plan, &layout)?;
         let mut schedule = schedule(&plan, &layout)?;
+        let copy_programs = match requested {
+            CopyProgramCount::Fixed(programs) => programs,
+            CopyProgramCount::Auto => {
+                auto_copy_programs(&plan, &machine, &sm_transfers, &schedule.reduction_copies)?
+            }
+        };
+        let programs = i64::from(copy_programs);
         if let Some(programs) = plan.find_kernel_in(module).and_then(persistent_programs) {
             let programs = u32::try_from(programs).map_err(|_| {
                 fail(
@@ -133,6 +126,122 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// Option `copy-programs`: a count, or the cost model's choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CopyProgramCount {
+    Fixed(i32),
+    Auto,
+}
+
+impl CopyProgramCount {
+    /// Reads the option's text: `auto`, or a count in 1..=i32::MAX (the
+    /// kernel counts programs in i32); else an error at the module.
+    fn parse(module: ir::Op, text: &str) -> Result<CopyProgramCount, PassFailed> {
+        if text == "auto" {
+            return Ok(CopyProgramCount::Auto);
+        }
+        text.parse::<i64>()
+            .ok()
+            .and_then(|n| i32::try_from(n).ok())
+            .filter(|n| *n >= 1)
+            .map(CopyProgramCount::Fixed)
+            .ok_or_else(|| {
+                fail(
+                    module,
+                    format!(
+                        "{NAME}: option copy-programs must be auto or a count in 1..{}, not '{text}': the fused kernel's program ids are 32-bit",
+                        i32::MAX
+                    ),
+                )
+            })
+    }
+}
+
+/// `copy-programs=auto`: the cost model's count for the bytes a rank's copy
+/// programs move per launch (`transfers` on `ldst` or `tma`, one chunk per
+/// rank each, or a staged reduction's `copies`, the busiest rank's), of 1
+/// up to a quarter of the GPU's SMs and at most the blocks of the largest
+/// chunk; reported in a remark at the plan. 16 (the option's default)
+/// where nothing is copied by SMs.
+fn auto_copy_programs(
+    plan: &crate::plan::Plan,
+    machine: &synco_cost_model::Machine,
+    transfers: &[Transfer],
+    copies: &[Vec<synco_manifest::ReductionCopy>],
+) -> Result<i32, PassFailed> {
+    let mut chunks: Vec<i64> = Vec::new();
+    for t in transfers {
+        let Some(bytes) = chunk_bytes(plan, *t) else {
+            return Err(internal(*t, "cannot size the transfer's chunk"));
+        };
+        chunks.push(bytes);
+    }
+    let by_rank: Vec<i64> = copies
+        .iter()
+        .map(|list| list.iter().map(|c| c.bytes).sum())
+        .collect();
+    let busiest = by_rank.iter().copied().max().unwrap_or(0);
+    let largest = chunks
+        .iter()
+        .chain(copies.iter().flatten().map(|c| &c.bytes))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let bytes = chunks.iter().sum::<i64>().max(busiest);
+    if bytes == 0 {
+        return Ok(16);
+    }
+    let by_tma = transfers
+        .iter()
+        .any(|t| t.backend() == Some(synco_chunk::attrs::Backend::Tma))
+        || crate::plan::stages_on_sms(plan)
+            && plan
+                .transfers()
+                .iter()
+                .any(|t| !t.is_local() && t.backend() == Some(synco_chunk::attrs::Backend::Tma));
+    let (rate, unmeasured) = match (by_tma, machine.tma_copy_gbps) {
+        (true, Some(rate)) => (rate, false),
+        (true, None) => (machine.sm_copy_gbps, true),
+        (false, _) => (machine.sm_copy_gbps, false),
+    };
+    // Blocks of the largest chunk bound the programs that have work.
+    let blocks = (largest / sm_copies::COPY_STEP_BYTES).max(1) as u64;
+    let most = u64::from(machine.sms / 4).clamp(1, blocks.max(1));
+    let candidates: Vec<u64> = (1..=most).collect();
+    let Some((chosen, predictions)) =
+        synco_cost_model::choose_copy_programs(machine, bytes as u64, rate, &candidates)
+    else {
+        return Err(internal(plan.op, "the cost model had no candidates"));
+    };
+    let shown: Vec<String> = predictions
+        .iter()
+        .filter(|(p, _)| p.is_power_of_two() || *p == chosen || *p == most)
+        .map(|(p, us)| format!("{p}: {us:.0} us"))
+        .collect();
+    synco_chunk::Diagnostic::remark(
+        crate::plan::loc(plan.op),
+        format!(
+            "copy-programs=auto -> {chosen}: {bytes} bytes per rank and launch, {rate:.1} GB/s per program{} up to the link's {:.0} GB/s; predicted copy time by programs: {}",
+            if unmeasured {
+                " (tma's rate is not measured: ldst's)"
+            } else {
+                ""
+            },
+            machine.link_gbps,
+            shown.join(", ")
+        ),
+    )
+    .emit();
+    i32::try_from(chosen).map_err(|_| internal(plan.op, "more copy programs than an i32 counts"))
+}
+
+/// Bytes of the chunk a transfer moves on each rank.
+fn chunk_bytes(plan: &crate::plan::Plan, t: Transfer) -> Option<i64> {
+    let buffer = plan.buffer(&t.dst_buffer()?)?;
+    let elements = t.sizes()?.iter().try_fold(1i64, |n, s| n.checked_mul(*s))?;
+    elements.checked_mul(buffer.element_bytes()?)
 }
 
 /// The flags of a kernel with copy programs: after the kernel's `flags`, a
@@ -200,29 +309,39 @@ mod tests {
       }) {chunk.abi_first_arg = 1 : i32} : () -> ()
     }"#;
 
-    /// The pass body run on [`GATHER`] with `copy_programs`, and the module
-    /// it leaves.
-    fn lower_gather(copy_programs: i64) -> (Result<(), PassFailed>, String) {
+    /// The pass body run on [`GATHER`] with option `copy_programs`, and
+    /// the module it leaves.
+    fn lower_gather(copy_programs: &str) -> (Result<(), PassFailed>, String) {
         let context = synco_chunk::create_context();
         let module = Module::parse(&context, GATHER).expect("parses");
-        let options = ChunkLowerTransfersOptions { copy_programs };
+        let options = ChunkLowerTransfersOptions {
+            copy_programs: copy_programs.to_string(),
+            calibration: String::new(),
+        };
         let result = <Pass as RustPass>::run(module.as_operation(), &options);
         (result, module.as_operation().to_string())
     }
 
     #[test]
-    fn copy_programs_beyond_32_bits_are_refused_before_the_kernel_changes() {
-        let (result, text) = lower_gather(4);
+    fn copy_programs_beyond_32_bits_or_not_a_count_are_refused_before_the_kernel_changes() {
+        let (result, text) = lower_gather("4");
         assert_eq!(result, Ok(()));
         assert!(text.contains("copy_programs = 4 : i64"), "{text}");
-        // The option's declared range keeps the C++ pass from it; called
-        // directly, the body used to record 2147483648 programs in the
-        // schedule and build the kernel with the constant -2147483648.
-        for programs in [1 << 31, 0] {
+        // Called directly, the body used to record 2147483648 programs in
+        // the schedule and build the kernel with the constant -2147483648.
+        for programs in ["2147483648", "0", "-3", "many", ""] {
             let (result, text) = lower_gather(programs);
             assert_eq!(result, Err(PassFailed));
             assert!(!text.contains("chunk.host_schedule"), "{text}");
             assert!(!text.contains("arith.constant"), "{text}");
         }
+    }
+
+    #[test]
+    fn auto_copy_programs_come_from_the_cost_model() {
+        // One 256 x 64 bf16 chunk (32 KiB): one block, so one program.
+        let (result, text) = lower_gather("auto");
+        assert_eq!(result, Ok(()));
+        assert!(text.contains("copy_programs = 1 : i64"), "{text}");
     }
 }

@@ -70,7 +70,7 @@ use synco_ir::{self as ir, Op};
 /// Bytes each copy program moves per step (one vector tensor): what one
 /// program keeps in flight. Over NVLink between two H200s, 16 programs
 /// moved 308 GB/s in steps of 32 KiB and 109 GB/s in steps of 8 KiB
-/// (`benches/ag_gemm/experiments/nvlink_sm_probe.py`): a step's latency,
+/// (`benches/fused/experiments/nvlink_sm_probe.py`): a step's latency,
 /// not the SM, bounds a program.
 pub const COPY_STEP_BYTES: i64 = 32 * 1024;
 

@@ -39,6 +39,15 @@ class BoundedOption<string varName, string arg, string default,
   int maxValue = max;
 }
 
+/// A count in [minValue, maxValue], or `auto` (the passes' own choice):
+/// anything else is refused when the pipeline is parsed.
+class CountOrAutoOption<string varName, string arg, string default,
+                        int min, int max, string desc>
+    : Option<varName, arg, "std::string", default, desc> {
+  int minValue = min;
+  int maxValue = max;
+}
+
 /// A pass whose body is written in Rust. It runs on the module (plans and
 /// kernels are siblings in it) and may create arith, scf, gpu and chunk ops.
 class ChunkPass<string arg> : Pass<arg, "::mlir::ModuleOp"> {
@@ -967,7 +976,18 @@ are on `tma`.
 
 Options:
 * `copy-programs=C` (default 16): programs that copy `ldst` and `tma` chunks (or
-  a staged reduction's).
+  a staged reduction's); `auto`: the cost model's count
+  (`synco_cost_model::choose_copy_programs`): the fewest programs whose
+  predicted copy time of the bytes a rank's programs move per launch is
+  within 0.5% of the best, of 1 up to a quarter of the GPU's SMs and at
+  most the blocks of the largest chunk. A copy program holds its SM only
+  while it copies: below the link's rate, more programs cost the same SM
+  time and finish sooner; beyond it they only take SMs from the tiles. A
+  remark gives the choice and the predicted times. The per-program rate
+  is measured for `ldst` (`Machine::sm_copy_gbps`); `tma`'s, until
+  measured, is taken to be the same, and the remark says so;
+* `calibration=FILE`: the cost model's machine constants, as for
+  `chunk-select-chunk-size`.
 
 Refused, at the transfer or the consumer: transfers into a consumed
 buffer that do not set each of its arrival flags exactly once per rank
@@ -978,10 +998,13 @@ Postconditions: the module carries the schedule; plans keep only their
 buffers (no transfers, consumers or producers).
   }];
   let options = [
-    BoundedOption<"copyPrograms", "copy-programs", /*default=*/"16", 1,
-                  2147483647,
-                  "Programs of the fused kernel that copy ldst chunks (or a "
-                  "reduction staged by chunk-fuse-reductions{mode=stage})">,
+    CountOrAutoOption<"copyPrograms", "copy-programs", /*default=*/"\"16\"",
+           1, 2147483647, "Programs of the fused kernel that copy ldst and tma chunks (or "
+           "a staged reduction's): a count in 1..2147483647, or auto (the "
+           "cost model's choice, in a remark)">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"",
+           "JSON file with the cost model's machine constants for "
+           "copy-programs=auto (empty: the built-in H200 NVLink constants)">,
   ];
 }
 
