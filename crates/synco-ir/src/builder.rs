@@ -264,6 +264,11 @@ impl Builder {
         result(self.op("arith.extsi", &[a], &[i64_type(self.ctx)], &[]), 0)
     }
 
+    /// `arith.trunci` to i32 (the caller knows the value fits).
+    pub fn trunc_i32(&self, a: Value) -> Value {
+        result(self.op("arith.trunci", &[a], &[self.i32()], &[]), 0)
+    }
+
     // -- tt -------------------------------------------------------------------
 
     pub fn addptr(&self, ptr: Value, offset: Value) -> Value {

@@ -211,7 +211,7 @@ fn emit_reduction_copy(
     );
     let ids = (site.copier_id, site.programs);
     match staged.tma {
-        Some(geometry) => tma::copy_box(b, (src_base, dst_base), geometry, staged.element, ids),
+        Some(geometry) => tma::copy_chunk(b, (src_base, dst_base), geometry, staged.element, ids),
         None => copy_blocks(
             b,
             (src_base, dst_base),

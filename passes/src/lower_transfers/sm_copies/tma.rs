@@ -4,17 +4,22 @@
 //!
 //! A chunk is a 2D box of `rows` rows of `row_elems` elements, `pitch`
 //! elements apart in each buffer (a contiguous chunk is viewed as rows of
-//! 128 bytes). Each program makes one device-side tensor descriptor of the
-//! box in each buffer (`tt.make_tensor_descriptor`, written into Triton's
-//! global scratch; the source one through the peer mapping) and copies
-//! blocks `pid`, `pid + C`, ... of the box with `tt.descriptor_load` (a
+//! 128 bytes). Each program describes each buffer it copies between once,
+//! at the first chunk that needs it ([`TensorMaps`]): a device-side tensor
+//! descriptor of the whole buffer as rows of the box's pitch
+//! (`tt.make_tensor_descriptor`, written into Triton's global scratch, 128
+//! bytes each; the source's through the peer mapping, one per source rank).
+//! It then copies blocks `pid`, `pid + C`, ... of the box, at the chunk's
+//! row and column in each buffer, with `tt.descriptor_load` (a
 //! `cp.async.bulk.tensor` from global into shared memory) and
-//! `tt.descriptor_store` (back out to the destination). Triton waits for a
+//! `tt.descriptor_store` (back out to the destination). Where a buffer is
+//! not whole rows of the pitch, or a chunk does not lie within them, the
+//! chunk gets descriptors of its own box instead. Triton waits for a
 //! store only until its shared memory was read
 //! (`cp.async.bulk.wait_group.read`), so the program then waits for its
 //! bulk stores to complete (`cp.async.bulk.wait_group 0`), which makes
 //! their writes visible to it, before it counts itself done on the chunk.
-//! Before its first copy it orders what it (and, through the flag it
+//! Before each chunk's copies it orders what it (and, through the flag it
 //! acquired, its peers) wrote with generic stores before the bulk copies'
 //! reads (`fence.proxy.async.global`).
 //!
@@ -126,29 +131,121 @@ fn largest_power_of_two_dividing(n: i64) -> i64 {
     if n <= 0 { 1 } else { n & n.wrapping_neg() }
 }
 
+/// A buffer as a tensor map sees it: `rows` rows of `pitch` elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaView {
+    pub rows: i64,
+    pub pitch: i64,
+}
+
+impl TmaView {
+    /// `buffer_elems` elements as rows of `pitch`, if they are whole rows
+    /// that a tensor map's 32-bit extent holds.
+    pub fn of(buffer_elems: i64, pitch: i64) -> Option<TmaView> {
+        (pitch > 0 && buffer_elems % pitch == 0)
+            .then_some(buffer_elems / pitch)
+            .filter(|rows| i32::try_from(*rows).is_ok() && i32::try_from(pitch).is_ok())
+            .map(|rows| TmaView { rows, pitch })
+    }
+
+    /// Whether a box of `row_elems` starting at element `start` stays
+    /// within one of its rows.
+    pub fn holds(&self, start: i64, row_elems: i64) -> bool {
+        start >= 0 && start % self.pitch + row_elems <= self.pitch
+    }
+}
+
+/// Where one side of a bulk copy is: a whole buffer's tensor map and the
+/// chunk's first element in it (`i64`), or a tensor map of the chunk alone.
+#[derive(Clone, Copy)]
+pub(super) enum TmaSide {
+    Buffer {
+        descriptor: Value,
+        start: Value,
+        pitch: i64,
+    },
+    Chunk {
+        descriptor: Value,
+    },
+}
+
+/// Tensor maps made once per program for every copy that reads or writes
+/// the same buffer on the same rank (`key`), before the first of them: a
+/// tensor map costs the program its writes into global scratch and a
+/// fence, where one per chunk would cost that for every chunk.
+#[derive(Default)]
+pub(super) struct TensorMaps {
+    made: Vec<(String, Value)>,
+}
+
+impl TensorMaps {
+    /// The tensor map of `view` at `base` (a buffer's first element) for
+    /// blocks of `tma`, made now unless `key` already has one.
+    pub fn whole_buffer(
+        &mut self,
+        b: &Builder,
+        key: String,
+        base: Value,
+        view: TmaView,
+        tma: &TmaBox,
+        element: ir::Type,
+    ) -> Value {
+        let key = format!("{key} {view:?} {}x{}", tma.block_rows, tma.block_cols);
+        if let Some((_, made)) = self.made.iter().find(|(k, _)| *k == key) {
+            return *made;
+        }
+        let made = make_descriptor(b, base, (view.rows, view.pitch), view.pitch, &block_type(tma, element));
+        self.made.push((key, made));
+        made
+    }
+
+    /// A tensor map of the chunk alone (its box at `base`, its first
+    /// element), rows `pitch` apart.
+    pub fn chunk(b: &Builder, base: Value, tma: &TmaBox, pitch: i64, element: ir::Type) -> Value {
+        make_descriptor(b, base, (tma.rows, tma.row_elems), pitch, &block_type(tma, element))
+    }
+}
+
+fn block_type(tma: &TmaBox, element: ir::Type) -> String {
+    format!(
+        "tensor<{}x{}x{}>",
+        tma.block_rows,
+        tma.block_cols,
+        ir::print_type(element)
+    )
+}
+
 /// Copy program `pid` of `programs` copies its blocks of the box from
-/// `from` to `to` (pointers to the chunk's first element) with bulk tensor
-/// copies, and waits until its stores are complete (see the module doc).
+/// `src` to `dst` with bulk tensor copies, and waits until its stores are
+/// complete (see the module doc).
 pub(super) fn copy_box(
     b: &Builder,
-    (from, to): (Value, Value),
+    (src, dst): (TmaSide, TmaSide),
     tma: TmaBox,
     element: ir::Type,
     (pid, programs): (Value, Value),
 ) {
     proxy_fence(b);
-    let block_type = format!(
-        "tensor<{}x{}x{}>",
-        tma.block_rows,
-        tma.block_cols,
-        ir::print_type(element)
-    );
-    let src = make_descriptor(b, from, &tma, tma.src_pitch, &block_type);
-    let dst = make_descriptor(b, to, &tma, tma.dst_pitch, &block_type);
-    let (across, blocks) = tma.blocks();
-    let Some(block_tensor) = ir::parse_type(b.ctx, &block_type) else {
+    let Some(block_tensor) = ir::parse_type(b.ctx, &block_type(&tma, element)) else {
         return;
     };
+    // Each side's descriptor and the box's first row and column in it.
+    let origin = |side: TmaSide| match side {
+        TmaSide::Chunk { descriptor } => (descriptor, b.const_i32(0), b.const_i32(0)),
+        TmaSide::Buffer {
+            descriptor,
+            start,
+            pitch,
+        } => {
+            let pitch = b.const_i64(pitch);
+            let row = b.trunc_i32(b.divsi(start, pitch));
+            let col = b.trunc_i32(b.remsi(start, pitch));
+            (descriptor, row, col)
+        }
+    };
+    let (src, src_row, src_col) = origin(src);
+    let (dst, dst_row, dst_col) = origin(dst);
+    let (across, blocks) = tma.blocks();
     let i32t = ir::i32_type(b.ctx);
     b.for_loop(pid, b.const_i32(blocks), programs, |body, block| {
         let row = body.muli(
@@ -159,10 +256,12 @@ pub(super) fn copy_box(
             body.remsi(block, body.const_i32(across)),
             body.const_i32(tma.block_cols),
         );
+        let at = |(r, c): (Value, Value)| (body.addi(r, row), body.addi(c, col));
+        let (load_row, load_col) = at((src_row, src_col));
         let value = ir::result(
             body.op(
                 "tt.descriptor_load",
-                &[src, row, col],
+                &[src, load_row, load_col],
                 &[block_tensor],
                 &[
                     ("cache", ir::int_attr_of(i32t, 1)),
@@ -171,7 +270,8 @@ pub(super) fn copy_box(
             ),
             0,
         );
-        body.op("tt.descriptor_store", &[dst, value, row, col], &[], &[]);
+        let (store_row, store_col) = at((dst_row, dst_col));
+        body.op("tt.descriptor_store", &[dst, value, store_row, store_col], &[], &[]);
     });
     b.inline_asm(
         "{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }",
@@ -179,6 +279,24 @@ pub(super) fn copy_box(
         &[],
         i32t,
     );
+}
+
+/// [`copy_box`] from `from` to `to` (pointers to the chunk's first
+/// element), through tensor maps of the chunk alone.
+pub(super) fn copy_chunk(
+    b: &Builder,
+    (from, to): (Value, Value),
+    tma: TmaBox,
+    element: ir::Type,
+    ids: (Value, Value),
+) {
+    let src = TensorMaps::chunk(b, from, &tma, tma.src_pitch, element);
+    let dst = TensorMaps::chunk(b, to, &tma, tma.dst_pitch, element);
+    let sides = (
+        TmaSide::Chunk { descriptor: src },
+        TmaSide::Chunk { descriptor: dst },
+    );
+    copy_box(b, sides, tma, element, ids);
 }
 
 /// `fence.proxy.async.global`: orders this thread's generic-proxy view of
@@ -192,11 +310,12 @@ fn proxy_fence(b: &Builder) {
     );
 }
 
-/// A tensor descriptor of the box at `base`, rows `pitch` elements apart.
+/// A tensor descriptor at `base` of `(rows, cols)` elements, rows `pitch`
+/// elements apart, for blocks of `block_type`.
 fn make_descriptor(
     b: &Builder,
     base: Value,
-    tma: &TmaBox,
+    (rows, cols): (i64, i64),
     pitch: i64,
     block_type: &str,
 ) -> Value {
@@ -205,8 +324,8 @@ fn make_descriptor(
     let padding = ir::int_attr_of(ir::i32_type(b.ctx), 1);
     let operands = [
         base,
-        b.const_i32(tma.rows),
-        b.const_i32(tma.row_elems),
+        b.const_i32(rows),
+        b.const_i32(cols),
         b.const_i64(pitch),
         b.const_i64(1),
     ];

@@ -7,8 +7,9 @@ use super::{
     CopyPrograms, MIN_COPY_BLOCK, copy_block,
     emit::{copy_blocks, copy_rows, last_to_finish, split_grid},
     emit_affine,
-    tma::{self, TmaBox},
+    tma::{self, TensorMaps, TmaBox, TmaSide, TmaView},
 };
+use crate::plan::BufferDecl;
 use crate::{
     abi::AbiArgs,
     flag_ops::{peer_ptr, wait_on},
@@ -38,9 +39,11 @@ struct SmCopy<'c> {
     dst_pitch: i64,
     /// Elements per copy step (see [`copy_block`]).
     block: i64,
-    /// The bulk copies' geometry, for `backend(tma)`; else vector loads and
+    /// The bulk copies' geometry, for `backend(tma)`, and the source and
+    /// destination buffers as whole-buffer tensor maps see them, where the
+    /// chunk lies within their rows on every rank; else vector loads and
     /// stores.
-    tma: Option<TmaBox>,
+    tma: Option<(TmaBox, Option<(TmaView, TmaView)>)>,
     flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
     /// The flags of the source rows, where they are forwarded (a ring):
     /// the copy waits on the source rank for the chunk's flag.
@@ -136,10 +139,13 @@ pub fn lower(
         };
         let tma = if t.backend() == Some(attrs::Backend::Tma) {
             let rows = (rows, row_elems, src_pitch, dst_pitch);
-            let tma = TmaBox::new(rows, block, element_bytes)
-                .and_then(|tma| check_starts(t, plan.world_size, (source, buffer), element_bytes).map(|()| tma))
+            let geometry = TmaBox::new(rows, block, element_bytes)
+                .and_then(|tma| {
+                    let starts = aligned_starts(t, plan.world_size, (source, buffer), element_bytes)?;
+                    Ok((tma, whole_buffer_views(&tma, (source, buffer), &starts)))
+                })
                 .map_err(|why| fail(t, format!("the tma backend cannot copy this chunk: {why}")))?;
-            Some(tma)
+            Some(geometry)
         } else {
             None
         };
@@ -172,16 +178,16 @@ pub fn lower(
     copies.sort_by_key(|c| c.op.order());
 
     let site = split_grid(kernel, programs, placement)?;
+    let mut maps = TensorMaps::default();
     for copy in &copies {
         emit_copy(
             &site.builder,
             kernel,
             abi,
             copy,
-            site.copier_id,
-            site.programs,
-            programs,
+            (site.copier_id, site.programs, programs),
             counter_base,
+            &mut maps,
         )?;
     }
     Ok(copies.iter().any(|c| c.forwards.is_some()))
@@ -193,10 +199,9 @@ fn emit_copy(
     kernel: Op,
     abi: AbiArgs,
     copy: &SmCopy,
-    pid: Value,
-    programs_value: Value,
-    programs: i64,
+    (pid, programs_value, programs): (Value, Value, i64),
     counter_base: i64,
+    maps: &mut TensorMaps,
 ) -> Result<(), PassFailed> {
     let b = b.with_loc(ir::location_of(copy.op.0));
     let Some(base) = crate::tiles::kernel_arg(kernel, copy.arg) else {
@@ -251,43 +256,63 @@ fn emit_copy(
             .or_else(|| crate::abi::buffer_arg(kernel, name))
             .ok_or_else(|| internal(copy.op, &format!("no kernel argument carries @{name}")))?,
     };
-    let src_base = b.addptr(b.addptr(src_buffer, delta), src_off);
-    let dst_base = b.addptr(base, dst_off);
-    if let Some(geometry) = copy.tma {
-        tma::copy_box(
-            &b,
-            (src_base, dst_base),
-            geometry,
-            element,
-            (pid, programs_value),
-        );
-    } else if copy.rows == 1 {
-        copy_blocks(
-            &b,
-            (src_base, dst_base),
-            copy.len,
-            copy.block,
-            element,
-            (pid, programs_value),
-        );
-    } else {
-        copy_rows(
-            &b,
-            (src_base, dst_base),
-            (copy.rows, copy.row_elems, copy.src_pitch, copy.dst_pitch),
-            copy.block,
-            element,
-            (pid, programs_value),
-        );
+    let peer_buffer = b.addptr(src_buffer, delta);
+    let ids = (pid, programs_value);
+    let chunk_bases = || (b.addptr(peer_buffer, src_off), b.addptr(base, dst_off));
+    match copy.tma {
+        // One tensor map per buffer and source rank, made at its first
+        // chunk, and the chunk's place in it.
+        Some((geometry, Some((src_view, dst_view)))) => {
+            let src_key = format!(
+                "src {} {}",
+                copy.src.as_ref().map_or("own", |(name, _)| name.as_str()),
+                copy.src_rank_map
+            );
+            let src = maps.whole_buffer(&b, src_key, peer_buffer, src_view, &geometry, element);
+            let dst_key = format!("dst {}", copy.arg);
+            let dst = maps.whole_buffer(&b, dst_key, base, dst_view, &geometry, element);
+            let sides = (
+                TmaSide::Buffer {
+                    descriptor: src,
+                    start: src_off,
+                    pitch: src_view.pitch,
+                },
+                TmaSide::Buffer {
+                    descriptor: dst,
+                    start: dst_off,
+                    pitch: dst_view.pitch,
+                },
+            );
+            tma::copy_box(&b, sides, geometry, element, ids);
+        }
+        Some((geometry, None)) => tma::copy_chunk(&b, chunk_bases(), geometry, element, ids),
+        None if copy.rows == 1 => {
+            copy_blocks(&b, chunk_bases(), copy.len, copy.block, element, ids);
+        }
+        None => {
+            let rows = (copy.rows, copy.row_elems, copy.src_pitch, copy.dst_pitch);
+            copy_rows(&b, chunk_bases(), rows, copy.block, element, ids);
+        }
     }
-    let Some((flag_base, row, rows_per_chunk)) = flag_index else {
-        return Ok(());
-    };
-    // Count this program done; the last one publishes the chunk.
+    if let Some(flag) = flag_index {
+        publish(&b, abi, flag, counter_base, programs);
+    }
+    Ok(())
+}
+
+/// Counts this program done on the chunk at `row` of the flag range
+/// `(base, row, rows per chunk)`; the last one publishes the chunk.
+fn publish(
+    b: &Builder,
+    abi: AbiArgs,
+    (flag_base, row, rows_per_chunk): (i64, Value, i64),
+    counter_base: i64,
+    programs: i64,
+) {
     let chunk = b.divsi(row, b.const_i32(rows_per_chunk));
     let flag = b.addi(chunk, b.const_i32(flag_base));
     let counter = b.addi(flag, b.const_i32(counter_base));
-    b.if_then(last_to_finish(&b, abi, counter, programs), |then| {
+    b.if_then(last_to_finish(b, abi, counter, programs), |then| {
         then.atomic_rmw(
             RmwOp::Xchg,
             then.addptr(abi.flags, flag),
@@ -296,36 +321,56 @@ fn emit_copy(
             Scope::Sys,
         );
     });
-    Ok(())
 }
 
-/// Refuses a transfer whose chunk starts, on some rank, at an address in
-/// either buffer that a bulk copy cannot take (see [`tma::check_aligned`]).
-fn check_starts(
+/// The chunk's first element in the source and destination buffers on
+/// every rank; an error where a bulk copy cannot start there (see
+/// [`tma::check_aligned`]).
+fn aligned_starts(
     t: Transfer,
     world_size: i64,
-    (source, destination): (&crate::plan::BufferDecl, &crate::plan::BufferDecl),
+    (source, destination): (&BufferDecl, &BufferDecl),
     element_bytes: i64,
-) -> Result<(), String> {
-    for r in 0..world_size {
-        for (offsets, buffer) in [
-            (t.src_offsets_on(r), source),
-            (t.dst_offsets_on(r), destination),
-        ] {
-            let Some(offsets) = offsets else {
-                return Err(format!("its offsets on rank {r} are unknown"));
-            };
-            let strides = row_major_strides(&buffer.shape);
-            let start = offsets
-                .iter()
-                .zip(&strides)
-                .try_fold(0i64, |sum, (o, s)| o.checked_mul(*s).and_then(|x| sum.checked_add(x)))
-                .ok_or_else(|| format!("its offset on rank {r} overflows 64 bits"))?;
-            tma::check_aligned(start, element_bytes)
-                .map_err(|why| format!("on rank {r} in @{}, {why}", buffer.name))?;
-        }
-    }
-    Ok(())
+) -> Result<Vec<(i64, i64)>, String> {
+    let start_on = |r: i64, offsets: Option<Vec<i64>>, buffer: &BufferDecl| {
+        let Some(offsets) = offsets else {
+            return Err(format!("its offsets on rank {r} are unknown"));
+        };
+        let strides = row_major_strides(&buffer.shape);
+        let start = offsets
+            .iter()
+            .zip(&strides)
+            .try_fold(0i64, |sum, (o, s)| o.checked_mul(*s).and_then(|x| sum.checked_add(x)))
+            .ok_or_else(|| format!("its offset on rank {r} overflows 64 bits"))?;
+        tma::check_aligned(start, element_bytes)
+            .map_err(|why| format!("on rank {r} in @{}, {why}", buffer.name))?;
+        Ok(start)
+    };
+    (0..world_size)
+        .map(|r| {
+            Ok((
+                start_on(r, t.src_offsets_on(r), source)?,
+                start_on(r, t.dst_offsets_on(r), destination)?,
+            ))
+        })
+        .collect()
+}
+
+/// The source and destination buffers as rows of the box's pitch in each,
+/// if every rank's chunk (first elements `starts`) lies within those rows:
+/// then one tensor map per buffer and rank serves every chunk.
+fn whole_buffer_views(
+    tma: &TmaBox,
+    (source, destination): (&BufferDecl, &BufferDecl),
+    starts: &[(i64, i64)],
+) -> Option<(TmaView, TmaView)> {
+    let elements = |b: &BufferDecl| b.shape.iter().try_fold(1i64, |n, d| n.checked_mul(*d));
+    let src = TmaView::of(elements(source)?, tma.src_pitch)?;
+    let dst = TmaView::of(elements(destination)?, tma.dst_pitch)?;
+    starts
+        .iter()
+        .all(|&(s, d)| src.holds(s, tma.row_elems) && dst.holds(d, tma.row_elems))
+        .then_some((src, dst))
 }
 
 /// `!tt.ptr<bf16>` -> `bf16`.

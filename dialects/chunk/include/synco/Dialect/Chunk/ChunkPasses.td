@@ -962,12 +962,14 @@ consumed buffer's chunks (they have arrival flags); otherwise refused.
 Backend `tma`: the same copy programs, counters and flags as `ldst`, but
 each program moves its blocks of a chunk with Hopper bulk tensor copies
 (`lower_transfers::sm_copies::tma`): one device-side tensor descriptor
-of the chunk's box in each buffer (`tt.make_tensor_descriptor`, in
-Triton's global scratch, 128 bytes each; the source's through the peer
-mapping), then `tt.descriptor_load` and `tt.descriptor_store` of blocks
-of up to 256 rows of 128 bytes; a proxy fence before the copies, and a
-wait for the bulk stores to complete before the program counts itself
-done. A contiguous chunk is copied as rows of 128 bytes. Refused, at the
+per buffer and source rank, of the whole buffer as rows of the chunks'
+pitch, made at the first chunk that needs it (`tt.make_tensor_descriptor`,
+in Triton's global scratch, 128 bytes each; the source's through the peer
+mapping; a chunk outside such rows gets descriptors of its own box), then
+`tt.descriptor_load` and `tt.descriptor_store` of blocks of up to 256
+rows of 128 bytes at the chunk's place; a proxy fence before each chunk's
+copies, and a wait for the bulk stores to complete before the program
+counts itself done. A contiguous chunk is copied as rows of 128 bytes. Refused, at the
 transfer: rows narrower than 16 bytes or that do not split into blocks of
 a multiple of 16 bytes, pitches that are not multiples of 16 bytes, a
 chunk that starts on some rank at an address that is not. A staged
