@@ -321,6 +321,18 @@ def check_fx(group, seed, report):
         want = total[r * FX_TOKENS:(r + 1) * FX_TOKENS]
         err = rel_error(got.cpu(), want)
         report(f"fx layer (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+    # The same layer through torch.compile: Dynamo's graph (torch-level
+    # ops) fused by synco.fx.backend.
+    compiled = torch.compile(layer, backend=synco.fx.backend, fullgraph=True)
+    data = inputs(seed + 11, w, shapes)
+    got = compiled(*(t.to(dev) for t in data[r]))
+    group.wait(60)
+    gathered = torch.cat([d[0] for d in data]).float()
+    total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
+                for _, up, down in data)
+    err = rel_error(got.cpu(), total[r * FX_TOKENS:(r + 1) * FX_TOKENS])
+    report("fx layer under torch.compile (synco.fx.backend)", err < TOLERANCE,
+           f"rel err {err:.2e}")
 
 
 def check_gemm(group, name, cls, opts, seed, report):
