@@ -18,7 +18,8 @@
 
 // Contiguous chunks: the 512 x 64 bf16 buffer is rows of 128 bytes (64
 // elements) to its tensor maps; a chunk of 256 rows is copied in blocks of
-// 256 x 64 (32 KiB) from its first element's row, element / 64.
+// 128 x 64 (16 KiB) from its first element's row, element / 64, in a loop
+// Triton pipelines in 3 stages (two blocks loading while one is stored).
 // CHECK:      copy_programs = 4 : i64
 // CHECK-SAME: num_flags = 4 : i64
 // CHECK-LABEL: "tt.func"
@@ -29,8 +30,8 @@
 // CHECK:      scf.if %[[COPIER]] {
 // CHECK:        %[[DELTA:.*]] = arith.divsi {{.*}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64
 // CHECK:        %[[PEER:.*]] = "tt.addptr"(%arg0, %[[DELTA]])
-// CHECK:        %[[SDESC:.*]] = "tt.make_tensor_descriptor"(%[[PEER]], {{.*}}) {padding = 1 : i32} : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<256x64xbf16>>
-// CHECK:        %[[DDESC:.*]] = "tt.make_tensor_descriptor"(%arg0, {{.*}}) {padding = 1 : i32} : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<256x64xbf16>>
+// CHECK:        %[[SDESC:.*]] = "tt.make_tensor_descriptor"(%[[PEER]], {{.*}}) {padding = 1 : i32} : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<128x64xbf16>>
+// CHECK:        %[[DDESC:.*]] = "tt.make_tensor_descriptor"(%arg0, {{.*}}) {padding = 1 : i32} : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<128x64xbf16>>
 // CHECK-NEXT:   "tt.elementwise_inline_asm"() {asm_string = "{ fence.proxy.async.global; mov.u32 $0, 0; }", constraints = "=r", packed_element = 1 : i32, pure = false}
 // CHECK-NEXT:   %[[C64:.*]] = arith.constant 64 : i64
 // CHECK-NEXT:   %[[SROW64:.*]] = arith.divsi %{{.*}}, %[[C64]] : i64
@@ -40,11 +41,11 @@
 // CHECK:        scf.for %[[B:.*]] = %[[PID]] to %{{.*}} step %[[C4]] : i32 {
 // CHECK:          %[[R:.*]] = arith.addi %[[SROW]], %{{.*}} : i32
 // CHECK-NEXT:     %[[C:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT:     %[[BLOCK:.*]] = "tt.descriptor_load"(%[[SDESC]], %[[R]], %[[C]]) {cache = 1 : i32, evict = 1 : i32} : (!tt.tensordesc<tensor<256x64xbf16>>, i32, i32) -> tensor<256x64xbf16>
+// CHECK-NEXT:     %[[BLOCK:.*]] = "tt.descriptor_load"(%[[SDESC]], %[[R]], %[[C]]) {cache = 1 : i32, evict = 1 : i32} : (!tt.tensordesc<tensor<128x64xbf16>>, i32, i32) -> tensor<128x64xbf16>
 // CHECK-NEXT:     %[[DR:.*]] = arith.addi %[[DROW]], %{{.*}} : i32
 // CHECK-NEXT:     %[[DC:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT:     "tt.descriptor_store"(%[[DDESC]], %[[BLOCK]], %[[DR]], %[[DC]])
-// CHECK-NEXT:   }
+// CHECK-NEXT:   } {tt.num_stages = 3 : i32}
 // CHECK-NEXT:   "tt.elementwise_inline_asm"() {asm_string = "{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }"
 // CHECK:        gpu.barrier
 // CHECK:        "tt.atomic_rmw"({{.*}}) {atomic_rmw_op = 4 : i32, scope = 3 : i32, sem = 4 : i32}
@@ -75,23 +76,23 @@ module {
 
 // Gathering columns: each chunk is a box of 512 rows of 4096 elements, 8192
 // apart in the buffer; the tensor maps are the buffer (512 rows of 8192,
-// pitch 8192, unit stride) and the blocks 256 x 64: two down, 64 across,
-// block b at the chunk's row plus (b / 64) * 256, its column plus
+// pitch 8192, unit stride) and the blocks 128 x 64: four down, 64 across,
+// block b at the chunk's row plus (b / 64) * 128, its column plus
 // (b % 64) * 64.
 // CHECK-LABEL: sym_name = "columns"
 // CHECK:       %[[C512:.*]] = arith.constant 512 : i32
 // CHECK-NEXT:  %[[C8192:.*]] = arith.constant 8192 : i32
 // CHECK-NEXT:  %[[P8192:.*]] = arith.constant 8192 : i64
 // CHECK-NEXT:  %[[C1:.*]] = arith.constant 1 : i64
-// CHECK-NEXT:  "tt.make_tensor_descriptor"(%{{.*}}, %[[C512]], %[[C8192]], %[[P8192]], %[[C1]]) {{.*}} -> !tt.tensordesc<tensor<256x64xbf16>>
+// CHECK-NEXT:  "tt.make_tensor_descriptor"(%{{.*}}, %[[C512]], %[[C8192]], %[[P8192]], %[[C1]]) {{.*}} -> !tt.tensordesc<tensor<128x64xbf16>>
 // CHECK:       %[[COL64:.*]] = arith.remsi %{{.*}}, %{{.*}} : i64
 // CHECK-NEXT:  %[[COL:.*]] = arith.trunci %[[COL64]] : i64 to i32
-// CHECK:       %[[BLOCKS:.*]] = arith.constant 128 : i32
+// CHECK:       %[[BLOCKS:.*]] = arith.constant 256 : i32
 // CHECK-NEXT:  scf.for %[[B:.*]] = %{{.*}} to %[[BLOCKS]] step %{{.*}} : i32 {
 // CHECK-NEXT:    %[[ACROSS:.*]] = arith.constant 64 : i32
 // CHECK-NEXT:    %[[DOWN:.*]] = arith.divsi %[[B]], %[[ACROSS]]
-// CHECK-NEXT:    %[[R256:.*]] = arith.constant 256 : i32
-// CHECK-NEXT:    %[[ROW:.*]] = arith.muli %[[DOWN]], %[[R256]]
+// CHECK-NEXT:    %[[R128:.*]] = arith.constant 128 : i32
+// CHECK-NEXT:    %[[ROW:.*]] = arith.muli %[[DOWN]], %[[R128]]
 // CHECK-NEXT:    %[[ACROSS2:.*]] = arith.constant 64 : i32
 // CHECK-NEXT:    %[[RIGHT:.*]] = arith.remsi %[[B]], %[[ACROSS2]]
 // CHECK-NEXT:    %[[C64:.*]] = arith.constant 64 : i32
@@ -144,7 +145,7 @@ module {
 // CHECK-NEXT:  %[[C64:.*]] = arith.constant 64 : i32
 // CHECK-NEXT:  %[[P64:.*]] = arith.constant 64 : i64
 // CHECK-NEXT:  %{{.*}} = arith.constant 1 : i64
-// CHECK-NEXT:  "tt.make_tensor_descriptor"(%{{.*}}, %[[C768]], %[[C64]], %[[P64]], %{{.*}}) {{.*}} -> !tt.tensordesc<tensor<256x64xbf16>>
+// CHECK-NEXT:  "tt.make_tensor_descriptor"(%{{.*}}, %[[C768]], %[[C64]], %[[P64]], %{{.*}}) {{.*}} -> !tt.tensordesc<tensor<128x64xbf16>>
 module {
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<8200x12xbf16> bind(0)

@@ -19,6 +19,9 @@
 //! (`cp.async.bulk.wait_group.read`), so the program then waits for its
 //! bulk stores to complete (`cp.async.bulk.wait_group 0`), which makes
 //! their writes visible to it, before it counts itself done on the chunk.
+//! The copy loop asks Triton for [`TMA_STAGES`] stages, so that its bulk
+//! loads run ahead of the stores (Triton's pipeliner leaves a loop whose
+//! loads feed no dot alone otherwise: one block in flight per program).
 //! Before each chunk's copies it orders what it (and, through the flag it
 //! acquired, its peers) wrote with generic stores before the bulk copies'
 //! reads (`fence.proxy.async.global`).
@@ -35,6 +38,18 @@ const BOX_ROW_BYTES: i64 = 128;
 
 /// The hardware's limit on a box's extent in any dimension.
 const MAX_BOX_DIM: i64 = 256;
+
+/// The stages Triton's pipeliner gives a copy loop: `TMA_STAGES - 1`
+/// blocks loaded ahead while one is stored, each in a shared-memory buffer
+/// of the block's size, as is the store. Not yet tuned
+/// (`benches/copy/rate.py` measures the copy programs).
+pub const TMA_STAGES: i64 = 3;
+
+/// Bytes of one bulk copy's block: with [`TMA_STAGES`], 32 KiB in flight
+/// per program (what an `ldst` program keeps in flight) in 48 KiB of
+/// shared memory, which the copy programs need beside whatever the
+/// kernel's own programs use (Triton gives the kernel the larger).
+pub const TMA_BLOCK_BYTES: i64 = 16 * 1024;
 
 /// Addresses and pitches of a bulk tensor copy are multiples of this.
 pub const TMA_ALIGN_BYTES: i64 = 16;
@@ -96,6 +111,7 @@ impl TmaBox {
                 "its rows of {row_elems} elements do not split into blocks of a multiple of {TMA_ALIGN_BYTES} bytes"
             ));
         }
+        let step = step.min(TMA_BLOCK_BYTES / elem_bytes.max(1));
         let block_rows = largest_power_of_two_dividing(rows)
             .min(MAX_BOX_DIM)
             .min((step / block_cols).max(1));
@@ -247,7 +263,7 @@ pub(super) fn copy_box(
     let (dst, dst_row, dst_col) = origin(dst);
     let (across, blocks) = tma.blocks();
     let i32t = ir::i32_type(b.ctx);
-    b.for_loop(pid, b.const_i32(blocks), programs, |body, block| {
+    let copies = b.for_loop(pid, b.const_i32(blocks), programs, |body, block| {
         let row = body.muli(
             body.divsi(block, body.const_i32(across)),
             body.const_i32(tma.block_rows),
@@ -273,6 +289,10 @@ pub(super) fn copy_box(
         let (store_row, store_col) = at((dst_row, dst_col));
         body.op("tt.descriptor_store", &[dst, value, store_row, store_col], &[], &[]);
     });
+    // Triton pipelines a loop's bulk loads that feed no dot only where the
+    // loop asks for stages: then `TMA_STAGES - 1` blocks are in flight
+    // while one is stored.
+    ir::set_attr(copies, "tt.num_stages", ir::int_attr_of(i32t, TMA_STAGES));
     b.inline_asm(
         "{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }",
         "=r",
@@ -345,12 +365,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_contiguous_chunk_is_rows_of_128_bytes_in_blocks_of_the_step() {
-        // 2048 rows of 64 bf16, 256 rows (32 KiB) per block.
+    fn a_contiguous_chunk_is_rows_of_128_bytes_in_blocks_of_16_kib() {
+        // 2048 rows of 64 bf16, 128 rows (16 KiB) per block, though the
+        // copy step is 32 KiB.
         let tma = TmaBox::new((1, 1 << 17, 1 << 17, 1 << 17), 16384, 2).unwrap();
         assert_eq!((tma.rows, tma.row_elems, tma.src_pitch), (2048, 64, 64));
-        assert_eq!((tma.block_rows, tma.block_cols), (256, 64));
-        assert_eq!(tma.blocks(), (1, 8));
+        assert_eq!((tma.block_rows, tma.block_cols), (128, 64));
+        assert_eq!(tma.blocks(), (1, 16));
+        // A smaller step stays.
+        let tma = TmaBox::new((1, 1 << 17, 1 << 17, 1 << 17), 4096, 2).unwrap();
+        assert_eq!(tma.block_rows, 64);
         // f32: rows of 32.
         let tma = TmaBox::new((1, 4096, 4096, 4096), 4096, 4).unwrap();
         assert_eq!((tma.rows, tma.row_elems, tma.block_rows), (128, 32, 128));
@@ -360,8 +384,8 @@ mod tests {
     fn a_strided_box_is_cut_into_blocks_that_divide_it() {
         // 1024 rows of 128 bf16 (a head's columns), pitches 1024 and 256.
         let tma = TmaBox::new((1024, 128, 1024, 256), 16384, 2).unwrap();
-        assert_eq!((tma.block_rows, tma.block_cols), (256, 64));
-        assert_eq!(tma.blocks(), (2, 8));
+        assert_eq!((tma.block_rows, tma.block_cols), (128, 64));
+        assert_eq!(tma.blocks(), (2, 16));
         // Rows of 96: blocks of 32 columns.
         let tma = TmaBox::new((8, 96, 96 * 4, 96), 16384, 2).unwrap();
         assert_eq!((tma.block_rows, tma.block_cols), (8, 32));

@@ -966,8 +966,10 @@ per buffer and source rank, of the whole buffer as rows of the chunks'
 pitch, made at the first chunk that needs it (`tt.make_tensor_descriptor`,
 in Triton's global scratch, 128 bytes each; the source's through the peer
 mapping; a chunk outside such rows gets descriptors of its own box), then
-`tt.descriptor_load` and `tt.descriptor_store` of blocks of up to 256
-rows of 128 bytes at the chunk's place; a proxy fence before each chunk's
+`tt.descriptor_load` and `tt.descriptor_store` of blocks of up to 16 KiB
+(rows of up to 128 bytes) at the chunk's place, in a loop Triton
+pipelines in 3 stages (`tt.num_stages`: two blocks load while one is
+stored; 48 KiB of shared memory); a proxy fence before each chunk's
 copies, and a wait for the bulk stores to complete before the program
 counts itself done. A contiguous chunk is copied as rows of 128 bytes. Refused, at the
 transfer: rows narrower than 16 bytes or that do not split into blocks of
