@@ -13,7 +13,8 @@ the slowest rank's):
 
 * `synco <algorithm> <backend> c<n>`: `synco.ops.AllGatherAttention`, K
   and V all-gathered inside the attention kernel (direct or ring; copy
-  engine or ldst; n chunks per rank), each rank's shard already in place;
+  engine, ldst or tma; n chunks per rank), each rank's shard already in
+  place;
 * `attention alone`: the same attention kernel without a plan
   (`synco.kernels.attention`, Triton's JIT) over the gathered K and V,
   and `sdpa alone`: PyTorch's scaled_dot_product_attention (flash
@@ -22,7 +23,14 @@ the slowest rank's):
 * `link`: the bytes a rank receives (K and V of its W - 1 peers) copied
   from the peers' symmetric heaps by the copy engine, one peer after
   another;
-* `torch b2b`: the NCCL all-gathers, then SDPA (flash), back to back.
+* `torch b2b`: the NCCL all-gathers, then SDPA (flash), back to back;
+* `torch context_parallel allgather` / `alltoall`: PyTorch's ring
+  attention (`torch.distributed.tensor.experimental.context_parallel`,
+  each rotate method, load-balanced when causal) on every rank's Q, K
+  and V, SDPA on the flash backend, grouped heads through `enable_gqa`
+  where the ring takes it, else K and V repeated to every query head
+  (`cp_kv_heads` in the results says which); what PyTorch refuses is
+  recorded under `refused`.
 
 Causal attention also runs in the load-balanced sharding, rank r holding
 parts r and 2W - 1 - r of the sequence cut in 2W (its tokens are those two
@@ -64,8 +72,8 @@ against SDPA's (relative error under 2e-2) before it is timed.
 With fewer GPUs than ranks (ranks share GPUs: rank r on GPU r mod the
 count), NCCL cannot run two ranks on one GPU: the process group is gloo,
 the NCCL baselines are skipped and the times are not those of a W-GPU
-machine (the run checks the script and the kernels). PyTorch's ring
-`context_parallel` is not among the baselines yet.
+machine (the run checks the script and the kernels); so is
+`context_parallel`, which needs NCCL.
 """
 
 import argparse
@@ -89,12 +97,14 @@ from synco import kernels, ops
 MODELS = {"llama3-8b": (32, 8, 128), "64-head": (64, 8, 128)}
 SEQS = [16384, 32768, 131072]
 #: (algorithm, backend, chunks per rank) of the Synco variants.
-VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("ring", "copy_engine", 1),
-            ("ring", "ldst", 1), ("direct", "copy_engine", 4)]
+VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("direct", "tma", 1),
+            ("ring", "copy_engine", 1), ("ring", "ldst", 1), ("ring", "tma", 1),
+            ("direct", "copy_engine", 4)]
 #: The Ulysses variants: (backend, chunks per rank, output re-sharded back).
-ULYSSES_VARIANTS = [("copy_engine", 1, False), ("ldst", 1, False), ("copy_engine", 1, True)]
+ULYSSES_VARIANTS = [("copy_engine", 1, False), ("ldst", 1, False), ("tma", 1, False),
+                    ("copy_engine", 1, True)]
 #: The zigzag variants (causal only): one chunk per part.
-ZIGZAG_VARIANTS = [("direct", "copy_engine", 2), ("direct", "ldst", 2)]
+ZIGZAG_VARIANTS = [("direct", "copy_engine", 2), ("direct", "ldst", 2), ("direct", "tma", 2)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 PER_SAMPLE, SAMPLES, WARMUP_MS = 10, 15, 300.0  # (--per-sample, --samples)
@@ -327,9 +337,54 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
                          2 * w - 1 - r, part)])
 
             row["ms"]["torch b2b zigzag"] = timed(b2b_zigzag)
+        q_all = torch.empty((seq, q_cols), device=dev, dtype=torch.bfloat16)
+        dist.all_gather_into_tensor(q_all, q)
+        run_context_parallel(row, (q_all, k_all, v_all), (heads, kv_heads, head_dim, causal))
     run_ulysses(row, group, nccl, cache, (q, k_shard, v_shard, k_all, v_all, want),
                 (heads, kv_heads, head_dim, seq, causal))
     return row
+
+
+def run_context_parallel(row, data, shape):
+    """PyTorch's ring attention (`context_parallel`, each rotate method)
+    on the same data, into `row`: every rank's Q, K and V as [1, heads,
+    seq, head_dim] buffers that the context shards in place along the
+    sequence (causal: load-balanced, PyTorch's default), then SDPA, which
+    the context runs as ring attention. Grouped heads through SDPA's
+    `enable_gqa` where the ring accepts it, else K and V repeated to every
+    query head (recorded: 4x the bytes for LLaMA-3-8B). What PyTorch
+    refuses is recorded, not fatal."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.experimental import context_parallel
+    from torch.distributed.tensor.experimental._attention import _cp_options, set_rotate_method
+
+    (q_all, k_all, v_all), (heads, kv_heads, head_dim, causal) = data, shape
+    mesh = init_device_mesh("cuda", (dist.get_world_size(),))
+    as_heads = lambda x, n: x.view(-1, n, head_dim).transpose(0, 1)[None].contiguous()  # noqa: E731
+    _cp_options.enable_load_balance = causal  # (PyTorch refuses it without a mask)
+    for method in ("allgather", "alltoall"):
+        name = f"torch context_parallel {method}"
+        for gqa in (True, False):
+            qh = as_heads(q_all, heads)
+            kh, vh = as_heads(k_all, kv_heads), as_heads(v_all, kv_heads)
+            if not gqa:
+                kh = kh.repeat_interleave(heads // kv_heads, dim=1)
+                vh = vh.repeat_interleave(heads // kv_heads, dim=1)
+            try:
+                set_rotate_method(method)
+                with context_parallel(mesh, buffers=[qh, kh, vh], buffer_seq_dims=[2, 2, 2]), \
+                        sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                    call = lambda: F.scaled_dot_product_attention(  # noqa: E731
+                        qh, kh, vh, is_causal=causal, enable_gqa=gqa)
+                    call()
+                    if not agreed(True):
+                        continue
+                    row["ms"][name] = timed(call)
+                row.setdefault("cp_kv_heads", {})[name] = kv_heads if gqa else heads
+                break
+            except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+                row["refused"][f"{name}{' gqa' if gqa else ''}"] = f"{type(e).__name__}: {e}"[:300]
+                agreed(False)
 
 
 def run_ulysses(row, group, nccl, cache, data, shape):
@@ -475,7 +530,7 @@ def worker(rank, args, port, gpus):
             k: (merged["ulysses_in_out_floor_ms"] if k.endswith("in+out")
                 else merged["ulysses_floor_ms"]) / t
             for k, t in merged["ms"].items()
-            if k.startswith("ulysses ") and k.split()[1] in ("copy_engine", "ldst")})
+            if k.startswith("ulysses ") and k.split()[1] in ("copy_engine", "ldst", "tma")})
         rows.append(merged)
         if rank == 0:
             print(json.dumps(merged), flush=True)
