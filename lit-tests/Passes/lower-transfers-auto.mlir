@@ -30,12 +30,12 @@ module {
 
 // -----
 
-// Two chunks of 64 KiB on tma (2 blocks of 32 KiB each): at most 2
-// programs have work; tma's rate per program is not measured, so ldst's
-// stands in.
-// CHECK: copy_programs = 2 : i64
+// Two chunks of 64 KiB on tma (4 bulk-copy blocks of 16 KiB each): at
+// most 4 programs have work; tma's rate per program is not measured, so
+// ldst's stands in.
+// CHECK: copy_programs = 4 : i64
 module {
-  // expected-remark @below {{copy-programs=auto -> 2: 131072 bytes per rank and launch, 19.2 GB/s per program (tma's rate is not measured: ldst's) up to the link's 370 GB/s; predicted copy time by programs: 1: 12 us, 2: 8 us}}
+  // expected-remark @below {{copy-programs=auto -> 4: 131072 bytes per rank and launch, 19.2 GB/s per program (tma's rate is not measured: ldst's) up to the link's 370 GB/s; predicted copy time by programs: 1: 12 us, 2: 8 us, 4: 7 us}}
   chunk.plan @p world_size(2) {
     chunk.buffer @A : !chunk.buffer<2048x64xbf16> bind(0)
     chunk.transfer @A_p1_c0 pull tma from <@A[(d0) -> (((d0 + 1) mod 2) * 1024, 0)] [512, 64]> on (d0) -> ((d0 + 1) mod 2) to <@A[(d0) -> (((d0 + 1) mod 2) * 1024, 0)] [512, 64]> on (d0) -> (d0) order(1)

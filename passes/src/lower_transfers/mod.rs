@@ -18,7 +18,7 @@ use crate::plan::{MAX_FLAGS, Transfer, fail, flag_layout, internal, plans};
 use melior::ir::operation::OperationRef;
 use schedule::{check_arrival_flags, schedule};
 use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
-use synco_chunk::PassFailed;
+use synco_chunk::{PassFailed, attrs::Backend};
 use synco_ir as ir;
 use synco_manifest::FusedPlan;
 
@@ -160,58 +160,42 @@ impl CopyProgramCount {
 }
 
 /// `copy-programs=auto`: the cost model's count for the bytes a rank's copy
-/// programs move per launch (`transfers` on `ldst` or `tma`, one chunk per
-/// rank each, or a staged reduction's `copies`, the busiest rank's), of 1
-/// up to a quarter of the GPU's SMs and at most the blocks of the largest
-/// chunk; reported in a remark at the plan. 16 (the option's default)
-/// where nothing is copied by SMs.
+/// programs move per launch ([`copied_bytes`]), of 1 up to a quarter of
+/// the GPU's SMs and at most the blocks of the largest chunk; reported in a
+/// remark at the plan. 16 (the option's default) where nothing is copied
+/// by SMs.
 fn auto_copy_programs(
     plan: &crate::plan::Plan,
     machine: &synco_cost_model::Machine,
     transfers: &[Transfer],
     copies: &[Vec<synco_manifest::ReductionCopy>],
 ) -> Result<i32, PassFailed> {
-    let mut chunks: Vec<i64> = Vec::new();
-    for t in transfers {
-        let Some(bytes) = chunk_bytes(plan, *t) else {
-            return Err(internal(*t, "cannot size the transfer's chunk"));
-        };
-        chunks.push(bytes);
-    }
-    let by_rank: Vec<i64> = copies
-        .iter()
-        .map(|list| list.iter().map(|c| c.bytes).sum())
-        .collect();
-    let busiest = by_rank.iter().copied().max().unwrap_or(0);
-    let largest = chunks
-        .iter()
-        .chain(copies.iter().flatten().map(|c| &c.bytes))
-        .copied()
-        .max()
-        .unwrap_or(0);
-    let bytes = chunks.iter().sum::<i64>().max(busiest);
+    let (bytes, largest) = copied_bytes(plan, transfers, copies)?;
     if bytes == 0 {
         return Ok(16);
     }
-    let by_tma = transfers
-        .iter()
-        .any(|t| t.backend() == Some(synco_chunk::attrs::Backend::Tma))
-        || crate::plan::stages_on_sms(plan)
+    let by_tma = transfers.iter().any(|t| t.backend() == Some(Backend::Tma))
+        || (crate::plan::stages_on_sms(plan)
             && plan
                 .transfers()
                 .iter()
-                .any(|t| !t.is_local() && t.backend() == Some(synco_chunk::attrs::Backend::Tma));
+                .any(|t| !t.is_local() && t.backend() == Some(Backend::Tma)));
     let (rate, unmeasured) = match (by_tma, machine.tma_copy_gbps) {
         (true, Some(rate)) => (rate, false),
         (true, None) => (machine.sm_copy_gbps, true),
         (false, _) => (machine.sm_copy_gbps, false),
     };
     // Blocks of the largest chunk bound the programs that have work.
-    let blocks = (largest / sm_copies::COPY_STEP_BYTES).max(1) as u64;
-    let most = u64::from(machine.sms / 4).clamp(1, blocks.max(1));
+    let block = if by_tma {
+        sm_copies::TMA_BLOCK_BYTES
+    } else {
+        sm_copies::COPY_STEP_BYTES
+    };
+    let blocks = u64::try_from(largest / block).unwrap_or(0).max(1);
+    let most = u64::from(machine.sms / 4).clamp(1, blocks);
     let candidates: Vec<u64> = (1..=most).collect();
     let Some((chosen, predictions)) =
-        synco_cost_model::choose_copy_programs(machine, bytes as u64, rate, &candidates)
+        synco_cost_model::choose_copy_programs(machine, bytes, rate, &candidates)
     else {
         return Err(internal(plan.op, "the cost model had no candidates"));
     };
@@ -235,6 +219,31 @@ fn auto_copy_programs(
     )
     .emit();
     i32::try_from(chosen).map_err(|_| internal(plan.op, "more copy programs than an i32 counts"))
+}
+
+/// The bytes a rank's copy programs move per launch, and the largest
+/// chunk's: `transfers` on `ldst` or `tma` (one chunk per rank each), or a
+/// staged reduction's `copies` (the busiest rank's list).
+fn copied_bytes(
+    plan: &crate::plan::Plan,
+    transfers: &[Transfer],
+    copies: &[Vec<synco_manifest::ReductionCopy>],
+) -> Result<(u64, i64), PassFailed> {
+    let mut chunks: Vec<i64> = Vec::new();
+    for t in transfers {
+        let bytes =
+            chunk_bytes(plan, *t).ok_or_else(|| internal(*t, "cannot size the transfer's chunk"))?;
+        chunks.push(bytes);
+    }
+    chunks.extend(copies.iter().flatten().map(|c| c.bytes));
+    let busiest = copies
+        .iter()
+        .map(|list| list.iter().map(|c| c.bytes).sum::<i64>())
+        .max()
+        .unwrap_or(0);
+    let transferred: i64 = transfers.iter().zip(&chunks).map(|(_, b)| *b).sum();
+    let total = u64::try_from(transferred.max(busiest)).unwrap_or(0);
+    Ok((total, chunks.iter().copied().max().unwrap_or(0)))
 }
 
 /// Bytes of the chunk a transfer moves on each rank.

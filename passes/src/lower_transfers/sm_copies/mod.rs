@@ -61,6 +61,7 @@ mod transfers;
 pub use emit::{CopySite, split_grid};
 pub use rank_maps::emit_affine;
 pub use reductions::lower_reduction_copies;
+pub use tma::TMA_BLOCK_BYTES;
 pub use transfers::lower;
 
 use crate::plan::{AsOp, fail};
