@@ -194,6 +194,25 @@ chunk.plan @reshard world_size(2) {
 
 // -----
 
+// A re-shard of what kernel tiles produce (attention's output by heads,
+// back by tokens): its chunks cut each rank's block along dim(0), the
+// rows the tiles finish, not along to(1). Rank r takes chunk c (128 rows)
+// of block r of rank r+k's @X into its rows c * 128, rank r+k's columns;
+// every transfer waits for the tiles.
+// CHECK-LABEL: chunk.plan @produced_reshard world_size(2)
+// CHECK:       chunk.transfer @Y_p0_c0 local copy_engine from <@X[(d0) -> (d0 * 256, 0)] [128, 128]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128)] [128, 128]> on (d0) -> (d0) order(0) after [@tiles] collective(all_to_all)
+// CHECK-NEXT:  chunk.transfer @Y_p0_c1 local copy_engine from <@X[(d0) -> (d0 * 256 + 128, 0)] [128, 128]> on (d0) -> (d0) to <@Y[(d0) -> (128, d0 * 128)] [128, 128]> on (d0) -> (d0) order(1) after [@tiles]
+// CHECK-NEXT:  chunk.transfer @Y_p1_c0 push copy_engine from <@X[(d0) -> (d0 * 256, 0)] [128, 128]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [128, 128]> on (d0) -> (d0) order(2) after [@tiles]
+// CHECK-NEXT:  chunk.transfer @Y_p1_c1 push copy_engine from <@X[(d0) -> (d0 * 256 + 128, 0)] [128, 128]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (128, ((d0 + 1) mod 2) * 128)] [128, 128]> on (d0) -> (d0) order(3) after [@tiles]
+chunk.plan @produced_reshard world_size(2) {
+  chunk.buffer @X : !chunk.buffer<512x128xbf16>
+  chunk.buffer @Y : !chunk.buffer<256x256xbf16>
+  chunk.produce @tiles @X dim(0) tile(128)
+  chunk.all_to_all @X into @Y dim(0) chunks(2) to(1)
+}
+
+// -----
+
 // Zigzag blocks of 3 ranks in 4 chunks: rank o holds half-blocks o and
 // 5 - o (of 6, 128 rows each); chunks 0 and 1 cut the first, 2 and 3 the
 // second.

@@ -420,14 +420,75 @@ module {
 
 // -----
 
-// Chunks that cut the tiles' columns (chunks(2)) would not follow the
-// tiles, which finish rows: refused.
+// The same in chunks of each rank's rows (chunks(2), 128 rows, one row
+// tile each): the tiles count chunk c = row tile * 128 / 128 of @X (2 per
+// rank, 2 tiles each), and the side stream sends each chunk once its
+// tiles are counted: 128 rows of 256 bytes into the destination's rows
+// c * 128 (byte c * 32768), the peer's chunks first.
+// CHECK-LABEL: chunk.plan @reshard_chunks
+// CHECK-SAME:  chunk.flag_layout = [{base = 0 : i64, buffer = "X", chunks_per_rank = 2 : i64, counters_per_chunk = 1 : i64, dim = 0 : i64, kind = "output", rank_block = 256 : i64, rank_dim = 0 : i64, rows_per_chunk = 128 : i64}]
+// CHECK-SAME:  chunk.reduction_copies = {{\[\[}}{bytes = 256 : i64, dst_buffer = "Y", dst_offset = 0 : i64, owner = 1 : i64, produced = array<i64: 2, 2>, rows = {count = 128 : i64, dst_pitch = 512 : i64, src_pitch = 256 : i64}, src_buffer = "X", src_offset = 65536 : i64},
+// CHECK-SAME:  {bytes = 256 : i64, dst_buffer = "Y", dst_offset = 65536 : i64, owner = 1 : i64, produced = array<i64: 3, 2>, rows = {count = 128 : i64, dst_pitch = 512 : i64, src_pitch = 256 : i64}, src_buffer = "X", src_offset = 98304 : i64},
+// CHECK-SAME:  {bytes = 256 : i64, dst_buffer = "Y", dst_offset = 0 : i64, owner = 0 : i64, produced = array<i64: 0, 2>,
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:       %[[PID_M:.*]] = "tt.get_program_id"() <{axis = 0 : i32}>
+// CHECK:       %[[TILE:.*]] = arith.constant 128 : i32
+// CHECK-NEXT:  %[[ROW:.*]] = arith.muli %[[PID_M]], %[[TILE]] : i32
+// CHECK-NEXT:  %[[CHUNK:.*]] = arith.constant 128 : i32
+// CHECK-NEXT:  %[[C:.*]] = arith.divsi %[[ROW]], %[[CHUNK]] : i32
+// CHECK-NEXT:  "tt.store"
 module {
   chunk.plan @reshard_chunks world_size(2) {
     chunk.buffer @X : !chunk.buffer<512x128xbf16> bind(0)
     chunk.buffer @Y : !chunk.buffer<256x256xbf16>
+    // expected-remark @below {{tiles of @X count each chunk of each rank's rows (2 per rank) they finish (2 tiles each, counters 0..4); the copy engine sends each chunk of rank d's rows to rank d's @Y (this rank's 128 columns there) as soon as they are done}}
     chunk.produce @tiles @X dim(0) tile(128)
-    // expected-error @below {{chunk-fuse-gathers: an all-to-all of @X, which tiles produce along dimension 0, is fused as dim(0) to(1) chunks(1): each rank's block whole to its rank}}
+    // chunk.all_to_all @X into @Y dim(0) chunks(2) to(1), expanded:
+    chunk.transfer @Y_p0_c0 local copy_engine from <@X[(d0) -> (d0 * 256, 0)] [128, 128]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128)] [128, 128]> on (d0) -> (d0) order(0) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+    chunk.transfer @Y_p0_c1 local copy_engine from <@X[(d0) -> (d0 * 256 + 128, 0)] [128, 128]> on (d0) -> (d0) to <@Y[(d0) -> (128, d0 * 128)] [128, 128]> on (d0) -> (d0) order(1) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+    chunk.transfer @Y_p1_c0 push copy_engine from <@X[(d0) -> (d0 * 256, 0)] [128, 128]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [128, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+    chunk.transfer @Y_p1_c1 push copy_engine from <@X[(d0) -> (d0 * 256 + 128, 0)] [128, 128]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (128, ((d0 + 1) mod 2) * 128)] [128, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%x: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %y: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.muli %pid_n, %c64 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %pitch = arith.constant dense<128> : tensor<128x1xi32>
+    %roff = arith.muli %re, %pitch : tensor<128x1xi32>
+    %k = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %cs = "tt.splat"(%col) : (i32) -> tensor<64xi32>
+    %cols = arith.addi %cs, %k : tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%x) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32, chunk.abi_buffers = ["Y"]} : () -> ()
+}
+
+// -----
+
+// Chunks that cut the tiles' columns (as chunks(2) of a consumed buffer
+// would) do not follow the tiles, which finish rows: refused.
+module {
+  chunk.plan @reshard_columns world_size(2) {
+    chunk.buffer @X : !chunk.buffer<512x128xbf16> bind(0)
+    chunk.buffer @Y : !chunk.buffer<256x256xbf16>
+    chunk.produce @tiles @X dim(0) tile(128)
+    // expected-error @below {{chunk-fuse-gathers: an all-to-all of @X, which tiles produce along dimension 0, is fused as dim(0) to(1): each rank's block to its rank, in chunks along dimension 0}}
     chunk.transfer @Y_p0_c0 local copy_engine from <@X[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128)] [256, 64]> on (d0) -> (d0) order(0) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
     chunk.transfer @Y_p0_c1 local copy_engine from <@X[(d0) -> (d0 * 256, 64)] [256, 64]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128 + 64)] [256, 64]> on (d0) -> (d0) order(1) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
     chunk.transfer @Y_p1_c0 push copy_engine from <@X[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [256, 64]> on (d0) -> (d0) order(2) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}

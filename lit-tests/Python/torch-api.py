@@ -16,6 +16,7 @@
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %t
 
+import json
 import os
 import sys
 import types
@@ -197,10 +198,20 @@ gemm_a2a = ops.MatmulAllToAll.compile(2, m=256, k=512, n=512, config=config, cac
 expect("MatmulAllToAll binds C and passes Y",
        [(n, sh, a) for n, sh, _, a in gemm_a2a.manifest.buffers]
        == [("C", [256, 512], 2), ("Y", [512, 256], None)], str(gemm_a2a.manifest.buffers))
-ok, got = raises(ValueError, "sent whole (chunks=1) by the copy engine",
+gemm_a2a2 = ops.MatmulAllToAll.compile(2, m=256, k=512, n=512, chunks=2, config=config,
+                                       cache_dir=cache)
+copies = json.loads(Path(gemm_a2a2.manifest.path).read_text())["fused"]["reduction_copies"]
+expect("GEMM + all-to-all in 2 chunks per rank: 4 copies per rank, each chunk's tiles counted",
+       [[c["produced"][0] for c in rank] for rank in copies] == [[2, 3, 0, 1], [0, 1, 2, 3]],
+       str([[c["produced"] for c in rank] for rank in copies]))
+ok, got = raises(ValueError, "chunks (4) must cut each rank's 256 columns into whole tiles of 128",
                  lambda: synco.plans.matmul_all_to_all(world_size=2, m=256, k=512, n=512,
-                                                       chunks=2))
-expect("GEMM + all-to-all refuses chunks it does not fuse", ok, got)
+                                                       chunks=4))
+expect("GEMM + all-to-all refuses chunks that would split its column tiles", ok, got)
+ok, got = raises(ValueError, "sent by the copy engine",
+                 lambda: synco.plans.matmul_all_to_all(world_size=2, m=256, k=512, n=512,
+                                                       backend="ldst"))
+expect("GEMM + all-to-all refuses a backend it does not fuse", ok, got)
 
 # A Group needs torch.distributed; operators refuse shapes no plan fits.
 ok, got = raises(RuntimeError, "dist.init_process_group", lambda: synco.Group())

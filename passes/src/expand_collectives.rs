@@ -84,6 +84,8 @@ struct Expansion<'p> {
     /// `split(s)` of an all-gather: the dimension its chunks cut, and their
     /// width along it.
     split: Option<(usize, i64)>,
+    /// `to(t)` of a re-sharding all-to-all (not `dim`).
+    reshard_to: Option<usize>,
     sizes: Vec<i64>,
     backend: attrs::Backend,
     algorithm: attrs::Algorithm,
@@ -142,10 +144,20 @@ impl<'p> Expansion<'p> {
         let rows = block / chunks;
         let mut sizes = src_buffer.shape.clone();
         sizes[dim] = rows;
-        // (A re-sharding all-to-all cuts its chunks along `to` too.)
+        let producers: Vec<String> = produces
+            .iter()
+            .filter(|p| p.buffer().as_deref() == Some(src.as_str()))
+            .filter_map(|p| p.name())
+            .collect();
+        // A re-sharding all-to-all cuts its chunks along `to` too; of a
+        // buffer kernel tiles produce, along `dim` (each rank's block in
+        // the order its tiles finish it).
+        let reshard_to = collective
+            .reshard_to()
+            .filter(|t| *t != dim && *t < sizes.len());
         let split = collective
             .split()
-            .or(collective.reshard_to())
+            .or(reshard_to.filter(|_| producers.is_empty()))
             .filter(|s| *s != dim && *s < sizes.len())
             .map(|s| (s, src_buffer.shape[s] / chunks));
         if let Some((s, width)) = split {
@@ -157,11 +169,6 @@ impl<'p> Expansion<'p> {
             CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
         )
         .then(|| collective.reduction().unwrap_or(attrs::Reduction::Sum));
-        let producers: Vec<String> = produces
-            .iter()
-            .filter(|p| p.buffer().as_deref() == Some(src.as_str()))
-            .filter_map(|p| p.name())
-            .collect();
         let zigzag = collective.blocks() == attrs::BlockLayout::Zigzag;
         if zigzag && !producers.is_empty() {
             return Err(fail(
@@ -190,6 +197,7 @@ impl<'p> Expansion<'p> {
             block,
             rows,
             split,
+            reshard_to,
             sizes,
             backend: collective.backend().unwrap_or(attrs::Backend::CopyEngine),
             algorithm,
@@ -307,10 +315,21 @@ impl<'p> Expansion<'p> {
                                 to[t] = rows_of(&peer, stacked, c * width);
                                 (from, to)
                             }
-                            None => (
-                                self.offsets(&rows_of("r", block, c * rows)),
-                                self.offsets(&rows_of(&peer, block, c * rows)),
-                            ),
+                            None => {
+                                let from = self.offsets(&rows_of("r", block, c * rows));
+                                let to = match self.reshard_to {
+                                    // Chunk c of block r of what the peer's
+                                    // tiles produce, into the peer's slot
+                                    // along `to`, at the chunk's rows.
+                                    Some(t) => {
+                                        let mut to = self.offsets(&(c * rows).to_string());
+                                        to[t] = rows_of(&peer, self.sizes[t], 0);
+                                        to
+                                    }
+                                    None => self.offsets(&rows_of(&peer, block, c * rows)),
+                                };
+                                (from, to)
+                            }
                         };
                         // (Even the rank's own block: a copy into `dst`,
                         // after the tiles that produce it.)

@@ -182,11 +182,12 @@ fn check_reshard(
         ));
     };
     let (split, block) = (range.rank_dim, range.rank_block);
-    if range.dim != split || split > 1 || transfers.len() as i64 != w {
+    let (chunk, per_rank) = (range.rows_per_chunk, range.chunks_per_rank);
+    if range.dim != split || split > 1 || transfers.len() as i64 != w * per_rank {
         return Err(fail(
             transfers[0],
             format!(
-                "chunk-fuse-gathers: an all-to-all of @{name}, which tiles produce along dimension {}, is fused as dim({0}) to({}) chunks(1): each rank's block whole to its rank",
+                "chunk-fuse-gathers: an all-to-all of @{name}, which tiles produce along dimension {}, is fused as dim({0}) to({}): each rank's block to its rank, in chunks along dimension {0}",
                 range.dim,
                 1 - range.dim.min(1)
             ),
@@ -203,17 +204,29 @@ fn check_reshard(
             ) else {
                 return Err(internal(t, "cannot evaluate the transfer on every rank"));
             };
-            // Rank dst's block of @X, into rank dst's @Y where rank src's go.
+            // Chunk c of rank dst's block of @X, into rank dst's @Y where
+            // rank src's go, at the chunk's place there.
+            let c = (src_at[split] - dst * block)
+                .div_euclid(chunk)
+                .clamp(0, per_rank - 1);
             let (from, to, size) = if split == 0 {
-                ([dst * block, 0], [0, src * cols], [block, cols])
+                (
+                    [dst * block + c * chunk, 0],
+                    [c * chunk, src * cols],
+                    [chunk, cols],
+                )
             } else {
-                ([0, dst * block], [src * rows, 0], [rows, block])
+                (
+                    [0, dst * block + c * chunk],
+                    [src * rows, c * chunk],
+                    [rows, chunk],
+                )
             };
             if src_at != from || dst_at != to || sizes != size {
                 return Err(fail(
                     t,
                     format!(
-                        "chunk-fuse-gathers: on rank {r}, this transfer moves {sizes:?} of @{name} at {src_at:?} from rank {src} to {dst_at:?} of rank {dst}'s @{into}, but the fused all-to-all moves {size:?} from {from:?} to {to:?}: rank {dst}'s block, whole, to where rank {src}'s go"
+                        "chunk-fuse-gathers: on rank {r}, this transfer moves {sizes:?} of @{name} at {src_at:?} from rank {src} to {dst_at:?} of rank {dst}'s @{into}, but the fused all-to-all moves {size:?} from {from:?} to {to:?}: chunk {c} of rank {dst}'s block, to where rank {src}'s go"
                     ),
                 ));
             }
@@ -222,9 +235,6 @@ fn check_reshard(
     Ok(())
 }
 
-/// The transfers that send `buffer` to other ranks: an all-gather's, on the
-/// copy engine, or a re-sharding all-to-all's (then also the name of the
-/// buffer it lands in); anything else is refused.
 fn gather_transfers(
     plan: &Plan,
     buffer: &str,
@@ -444,10 +454,17 @@ fn fuse(
         } else {
             ("columns", format!("this rank's {} rows there", shape[0]))
         };
+        let (counted, sent) = match range.chunks_per_rank {
+            1 => (format!("each rank's {part}"), format!("rank d's {part}")),
+            n => (
+                format!("each chunk of each rank's {part} ({n} per rank)"),
+                format!("each chunk of rank d's {part}"),
+            ),
+        };
         Diagnostic::remark(
             loc(produce),
             format!(
-                "tiles of @{name} count each rank's {part} they finish ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends rank d's {part} to rank d's @{into} ({there}) as soon as they are done",
+                "tiles of @{name} count {counted} they finish ({tiles_per_chunk} tiles each, counters {}..{}); the copy engine sends {sent} to rank d's @{into} ({there}) as soon as they are done",
                 range.base,
                 range.base + range.count(w),
             ),
@@ -489,15 +506,16 @@ fn record_reshard(
     element_bytes: i64,
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
-    let block = range.rank_block;
-    let copy = |s: i64, d: i64| {
+    let (block, chunk, per_rank) = (range.rank_block, range.rows_per_chunk, range.chunks_per_rank);
+    let copy = |s: i64, d: i64, c: i64| {
         // Source and destination offsets, rows, their length and the
         // destination's row pitch (the source's is a row of @X), in
-        // elements.
+        // elements: chunk c of rank d's block.
         let (src, dst, count, row, dst_pitch) = if range.dim == 0 {
-            (d * block * cols, s * cols, block, cols, w * cols)
+            let at = d * block + c * chunk;
+            (at * cols, c * chunk * w * cols + s * cols, chunk, cols, w * cols)
         } else {
-            (d * block, s * rows * block, rows, block, block)
+            (d * block + c * chunk, s * rows * block + c * chunk, rows, chunk, block)
         };
         ReductionCopy {
             src_buffer: range.buffer.clone(),
@@ -506,7 +524,7 @@ fn record_reshard(
             src_offset: src * element_bytes,
             dst_offset: dst * element_bytes,
             bytes: row * element_bytes,
-            produced: (range.base + d, tiles_per_chunk),
+            produced: (range.base + d * per_rank + c, tiles_per_chunk),
             consumed: None,
             arrived: None,
             copied: None,
@@ -517,9 +535,15 @@ fn record_reshard(
             }),
         }
     };
-    // Peers first (r+1, r+2, ...), the rank's own block last.
+    // Peers first (r+1, r+2, ...), the rank's own block last; each block
+    // chunk by chunk, in the order the tiles finish them.
     let copies: Vec<Vec<ReductionCopy>> = (0..w)
-        .map(|s| (1..=w).map(|k| copy(s, (s + k) % w)).collect())
+        .map(|s| {
+            (1..=w)
+                .flat_map(|k| (0..per_rank).map(move |c| ((s + k) % w, c)))
+                .map(|(d, c)| copy(s, d, c))
+                .collect()
+        })
         .collect();
     records::record_reduction_copies(plan, &copies)
 }

@@ -152,8 +152,9 @@ ULYSSES = [(causal, backend, chunks) for causal in (False, True)
            for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
     + [(True, "tma", 1), (False, "tma", 2)]
 # With the output re-sharded back by tokens in the same kernel: (causal,
-# backend of Q, K and V).
-ULYSSES_OUT = [(causal, backend) for causal in (False, True) for backend in ("copy_engine", "ldst")]
+# backend of Q, K and V, chunks of each rank's output rows).
+ULYSSES_OUT = [(causal, backend, 1) for causal in (False, True)
+               for backend in ("copy_engine", "ldst")] + [(True, "copy_engine", 2)]
 ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
 
 
@@ -184,13 +185,21 @@ A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks 
 A2A_N = 512
 
 
-def gemm_a2a_options(cache):
+def gemm_a2a_options(cache, chunks=1):
     """GEMM + all-to-all: each rank's 256 tokens times a [512, 512] weight,
     re-sharded into every token of its 512 / W columns (column tiles of
-    128: a tile within one rank's columns for W up to 4)."""
-    return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, num_warps=4, num_stages=3,
+    128: a tile within one rank's columns for W up to 4), sent in `chunks`
+    chunks of each rank's columns."""
+    return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, chunks=chunks, num_warps=4,
+                num_stages=3,
                 config={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 2},
                 cache_dir=cache)
+
+
+def gemm_a2a_chunks(world):
+    """The chunk counts of GEMM + all-to-all checked with `world` ranks:
+    those that cut each rank's columns into whole column tiles."""
+    return [c for c in (1, 2) if (A2A_N // world) % (c * 128) == 0]
 
 
 def a2a_gemm_options(world, variant, cache):
@@ -255,17 +264,19 @@ def build(args):
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
                                                                              args.cache))
             print(f"built W={world} {ulysses_name(variant)}: {compiled.folder.name}")
-        for causal, backend in ULYSSES_OUT:
+        for causal, backend, out_chunks in ULYSSES_OUT:
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(
-                world, (causal, backend, 1), args.cache, reshard_out=True))
-            print(f"built W={world} ulysses in and out {causal} {backend}: "
-                  f"{compiled.folder.name}")
+                world, (causal, backend, 1), args.cache, reshard_out=True),
+                out_chunks=out_chunks)
+            print(f"built W={world} ulysses in and out {causal} {backend} out_chunks="
+                  f"{out_chunks}: {compiled.folder.name}")
         for variant in A2A_GEMM:
             compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
                                                                             args.cache))
             print(f"built W={world} all_to_all_matmul {variant}: {compiled.folder.name}")
-        compiled = ops.MatmulAllToAll.compile(world, **gemm_a2a_options(args.cache))
-        print(f"built W={world} matmul_all_to_all: {compiled.folder.name}")
+        for chunks in gemm_a2a_chunks(world):
+            compiled = ops.MatmulAllToAll.compile(world, **gemm_a2a_options(args.cache, chunks))
+            print(f"built W={world} matmul_all_to_all chunks={chunks}: {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -416,7 +427,9 @@ def check_ulysses(group, cache, seed, report):
     seq, d = TOKENS * w, HEAD_DIM
     heads = ULYSSES_HEADS // w
     cases = [(variant, False, {}, "") for variant in ULYSSES] \
-        + [((causal, backend, 1), True, {}, "") for causal, backend in ULYSSES_OUT]
+        + [((causal, backend, 1), True, {"out_chunks": out_chunks},
+            "" if out_chunks == 1 else f" out_chunks={out_chunks}")
+           for causal, backend, out_chunks in ULYSSES_OUT]
     if w == IMPORTED_WORLD:
         plan = (Path(cache) / "imported" / "ulysses.mlir").read_text()
         cases.append((IMPORTED_ULYSSES, True, {"config": IMPORTED_ULYSSES_CONFIG, "plan": plan},
@@ -485,23 +498,8 @@ def check_all_to_all_matmul(group, cache, seed, report):
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     # GEMM + all-to-all, into every token of this rank's columns.
-    name = "matmul_all_to_all copy_engine"
-    try:
-        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache))
-    except Exception as e:  # noqa: BLE001 - reported as a failed check
-        report(name, False, f"setup: {type(e).__name__}: {e}")
-        op = None
-    for launch in range(2 if op is not None else 0):
-        g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
-                                                      + zlib.crc32(name.encode()) % 997)
-        a = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
-        b = torch.randn((k, n), generator=g).to(torch.bfloat16)
-        op.by_columns.fill_(float("nan"))
-        got = op(a[r * m:(r + 1) * m].to(dev), b.to(dev))
-        group.wait(60)
-        want = (a.float() @ b.float())[:, r * n // w:(r + 1) * n // w]
-        err = rel_error(got.cpu(), want)
-        report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+    for chunks in gemm_a2a_chunks(w):
+        check_gemm_all_to_all(group, cache, seed, report, chunks)
     # The layer: Ulysses attention (tokens -> heads), then the output
     # projection (heads -> tokens), both fused, no copy in between.
     name = "ulysses layer copy_engine"
@@ -529,6 +527,31 @@ def check_all_to_all_matmul(group, cache, seed, report):
     want = o[own] @ wo.float()
     err = rel_error(got.cpu(), want)
     report(name, err < TOLERANCE, f"rel err {err:.2e}")
+
+
+def check_gemm_all_to_all(group, cache, seed, report, chunks):
+    """MatmulAllToAll sending each rank's columns in `chunks` chunks,
+    twice on fresh random data with the re-sharded output poisoned, against
+    PyTorch's product in fp32, this rank's columns of every token."""
+    w, r, dev = group.world_size, group.rank, group.device
+    m, k, n = TOKENS, ULYSSES_HEADS * HEAD_DIM, A2A_N
+    name = f"matmul_all_to_all copy_engine chunks={chunks}"
+    try:
+        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache, chunks))
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        report(name, False, f"setup: {type(e).__name__}: {e}")
+        return
+    for launch in range(2):
+        g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
+                                                      + zlib.crc32(name.encode()) % 997)
+        a = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
+        b = torch.randn((k, n), generator=g).to(torch.bfloat16)
+        op.by_columns.fill_(float("nan"))
+        got = op(a[r * m:(r + 1) * m].to(dev), b.to(dev))
+        group.wait(60)
+        want = (a.float() @ b.float())[:, r * n // w:(r + 1) * n // w]
+        err = rel_error(got.cpu(), want)
+        report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
 def check_refusals(group, cache, report):

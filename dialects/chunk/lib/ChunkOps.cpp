@@ -87,6 +87,18 @@ static int64_t worldSizeOf(Operation *op) {
   return op->getParentOfType<PlanOp>().getWorldSize();
 }
 
+/// Whether a `chunk.produce` of `buffer` is in `op`'s plan.
+static bool producedInPlan(Operation *op, FlatSymbolRefAttr buffer) {
+  auto plan = op->getParentOfType<PlanOp>();
+  if (!plan)
+    return false;
+  bool found = false;
+  plan.walk([&](ProduceOp produce) {
+    found |= produce.getBufferAttr() == buffer;
+  });
+  return found;
+}
+
 /// Checks a rank map: one dimension, one result, values in [0, worldSize).
 static LogicalResult verifyRankMap(Operation *op, AffineMap map,
                                    StringRef what, int64_t worldSize) {
@@ -422,11 +434,17 @@ static LogicalResult verifySrcDst(OpT op, bool dstDivided,
     if (failed(verifySplit(op, op.getSrcAttr(), shape, op.getDim(),
                            std::nullopt, worldSize)))
       return failure();
+    // Chunks cut `to`; of a buffer kernel tiles produce, each rank's
+    // block along `dim` (the order its tiles finish it in).
+    bool produced = producedInPlan(op, op.getSrcAttr());
+    int64_t cut = produced ? static_cast<int64_t>(op.getDim()) : *to;
+    int64_t extent = produced ? shape[cut] / worldSize : shape[cut];
     if (std::optional<uint64_t> chunks = op.getChunks();
-        chunks && shape[*to] % static_cast<int64_t>(*chunks) != 0)
+        chunks && extent % static_cast<int64_t>(*chunks) != 0)
       return op.emitOpError()
-             << "cannot cut dimension " << *to << " of " << op.getSrcAttr()
-             << " (" << shape[*to] << ") into " << *chunks << " equal chunks";
+             << "cannot cut " << (produced ? "each rank's block along " : "")
+             << "dimension " << cut << " of " << op.getSrcAttr() << " ("
+             << extent << ") into " << *chunks << " equal chunks";
     expected[op.getDim()] /= worldSize;
     if (llvm::MulOverflow(expected[*to], worldSize, expected[*to]))
       return op.emitOpError() << "dimension " << *to << " of "

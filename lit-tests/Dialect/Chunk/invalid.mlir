@@ -514,6 +514,17 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+// Of a produced buffer, chunks cut each rank's block along dim.
+chunk.plan @p world_size(2) {
+  chunk.buffer @C : !chunk.buffer<512x1024xbf16>
+  chunk.buffer @Y : !chunk.buffer<1024x512xbf16>
+  chunk.produce @tiles @C dim(1) tile(128)
+  // expected-error @below {{'chunk.all_to_all' op cannot cut each rank's block along dimension 1 of @C (512) into 3 equal chunks}}
+  chunk.all_to_all @C into @Y dim(1) chunks(3) to(0)
+}
+
+// -----
+
 chunk.plan @p world_size(2) {
   chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
   chunk.buffer @Qh : !chunk.buffer<512x256xbf16>

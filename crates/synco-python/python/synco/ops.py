@@ -173,9 +173,9 @@ class MatmulAllToAll(_GemmOperator):
     """C[m, n] = A[m, k] @ B[k, n] on each rank (its m tokens), re-sharded
     by an all-to-all into [m * W, n / W] (every rank's tokens of this
     rank's n / W columns, e.g. a QKV projection by tokens into heads): the
-    kernel's tiles count each rank's columns they finish and the copy
-    engine sends them as soon as they are done. Options as
-    `AllGatherMatmul`'s (`chunks` 1, `backend` `copy_engine`)."""
+    kernel's tiles count each rank's columns they finish (in `chunks`
+    chunks of them, default 1) and the copy engine sends each as soon as
+    it is done. Options as `AllGatherMatmul`'s (`backend` `copy_engine`)."""
 
     @classmethod
     def compile(cls, world_size, *, m, k, n, chunks=1, backend="copy_engine", config=None,
@@ -384,10 +384,11 @@ class UlyssesAttention:
     head-sharded, [seq, heads / W * head_dim]; with `reshard_out=True` it
     goes back by tokens inside the same kernel ([seq / W, heads *
     head_dim], `by_tokens["O"]`, valid until the next call): the copy
-    engine sends each rank's rows as soon as the query blocks that write
-    them are done. Options: `config` (BLOCK_M, BLOCK_N), `chunks` per
-    rank, `backend` (`copy_engine`, `ldst` or `tma`, for Q, K and V),
-    `num_warps`, `num_stages`, `cache_dir`."""
+    engine sends each rank's rows (in `out_chunks` chunks of them) as soon
+    as the query blocks that write them are done. Options: `config`
+    (BLOCK_M, BLOCK_N), `chunks` per rank, `backend` (`copy_engine`,
+    `ldst` or `tma`, for Q, K and V), `num_warps`, `num_stages`,
+    `cache_dir`."""
 
     CONFIG = AllGatherAttention.CONFIG
     SIGNATURE = AllGatherAttention.SIGNATURE
@@ -395,8 +396,8 @@ class UlyssesAttention:
 
     @classmethod
     def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
-                config=None, chunks=1, backend="copy_engine", reshard_out=False, num_warps=8,
-                num_stages=3, cache_dir=None, plan=None):
+                config=None, chunks=1, backend="copy_engine", reshard_out=False, out_chunks=1,
+                num_warps=8, num_stages=3, cache_dir=None, plan=None):
         """The fused kernel for `world_size` ranks, compiled or cached;
         `plan`: a plan's text to fuse instead of the template's (e.g. one
         of `synco.import_plans`)."""
@@ -406,7 +407,7 @@ class UlyssesAttention:
                                            kv_heads=kv_heads, head_dim=head_dim,
                                            block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
                                            chunks=chunks, backend=backend,
-                                           reshard_out=reshard_out)
+                                           reshard_out=reshard_out, out_chunks=out_chunks)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
                        pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,

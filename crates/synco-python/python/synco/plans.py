@@ -111,7 +111,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
 
 def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16", block_m=128,
                       block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2,
-                      reshard_out=False, o_arg=3):
+                      reshard_out=False, o_arg=3, out_chunks=1):
     """Ulysses attention: Q, K and V sequence-sharded ([seq / W, heads *
     head_dim] on each rank, unbound plan buffers @Qs, @Ks, @Vs) re-sharded
     by all-to-alls into head-sharded @Qh, @Kh, @Vh ([seq, heads / W *
@@ -123,8 +123,8 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
     block first. `chunks` cut each rank's sequence block. `reshard_out`:
     the kernel's output @Oh ([seq, heads / W * head_dim], argument `o_arg`)
     goes back by tokens into @Os ([seq / W, heads * head_dim], unbound),
-    each rank's rows sent by the copy engine as soon as the query blocks
-    that write them are done."""
+    each rank's rows sent by the copy engine (in `out_chunks` chunks of
+    them) as soon as the query blocks that write them are done."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_m, chunks=chunks,
            backend=backend, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     for name, count in (("heads", heads), ("kv_heads", kv_heads)):
@@ -140,13 +140,17 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
                     f"{_bind(arg)}\n")
         moves += (f"  chunk.all_to_all @{name}s into @{name}h dim(1) chunks({chunks}) to(0) "
                   f"backend({backend})\n")
+    if reshard_out and (tokens % (out_chunks * block_m) != 0):
+        raise ValueError(f"out_chunks ({out_chunks}) must cut each rank's {tokens} tokens into "
+                         f"whole query blocks of {block_m}")
     if reshard_out:
         cols = heads * head_dim
         buffers += (f"  chunk.buffer @Oh : !chunk.buffer<{seq}x{cols // world_size}x{dtype}>"
                     f"{_bind(o_arg)}\n"
                     f"  chunk.buffer @Os : !chunk.buffer<{tokens}x{cols}x{dtype}>\n")
         moves += (f"  chunk.produce @tiles @Oh dim(0) tile({block_m})\n"
-                  "  chunk.all_to_all @Oh into @Os dim(0) chunks(1) to(1) backend(copy_engine)\n")
+                  f"  chunk.all_to_all @Oh into @Os dim(0) chunks({out_chunks}) to(1) "
+                  "backend(copy_engine)\n")
     consumes = (f"  chunk.consume @Qh dim(0) tile({block_m})\n"
                 f"  chunk.consume @Kh dim(0) tile({block_n}) loop(\"start_n\")\n"
                 f"  chunk.consume @Vh dim(0) tile({block_n})\n")
@@ -182,20 +186,24 @@ def matmul_all_to_all(*, world_size, m, k, n, dtype="bf16", block_m=128, block_n
     of n columns; C argument `c_arg`, produced by the kernel's tiles of
     `block_n` columns, index `pid_n`), re-sharded by an all-to-all into @Y
     [m * W, n / W] (every rank's tokens of this rank's columns, rank s's
-    rows from rank s): the copy engine sends each rank's columns as soon as
-    the tiles that write them are done."""
+    rows from rank s): the copy engine sends each rank's columns, in
+    `chunks` chunks of them, as soon as the tiles that write a chunk are
+    done."""
     _check(world_size=world_size, m=m * world_size, dtype=dtype, block_m=block_m,
            chunks=chunks, backend=backend, k=k, n=n, block_n=block_n)
     if n % world_size != 0:
         raise ValueError(f"n ({n}) must be a multiple of world_size ({world_size})")
-    if chunks != 1 or backend != "copy_engine":
-        raise ValueError("an all-to-all of what the tiles produce is sent whole (chunks=1) "
-                         "by the copy engine")
+    if backend != "copy_engine":
+        raise ValueError("an all-to-all of what the tiles produce is sent by the copy engine "
+                         "(backend='copy_engine')")
+    if chunks != "auto" and (n // world_size) % (chunks * block_n) != 0:
+        raise ValueError(f"chunks ({chunks}) must cut each rank's {n // world_size} columns into "
+                         f"whole tiles of {block_n}")
     return (f"chunk.plan @matmul_all_to_all world_size({world_size}) {{\n"
             f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}>{_bind(c_arg)}\n"
             f"  chunk.buffer @Y : !chunk.buffer<{m * world_size}x{n // world_size}x{dtype}>\n"
             f"  chunk.produce @tiles @C dim(1) tile({block_n}) index(\"pid_n\")\n"
-            f"  chunk.all_to_all @C into @Y dim(1) chunks(1) to(0) backend(copy_engine)\n"
+            f"  chunk.all_to_all @C into @Y dim(1) chunks({chunks}) to(0) backend(copy_engine)\n"
             "}\n")
 
 

@@ -431,16 +431,17 @@ def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
     `dim` divided and `t` multiplied by the world size: a sequence-sharded
     `[S/W, H*D]` into a head-sharded `[S, H/W*D]` (Ulysses attention) is
     `dim(1) to(0)`, and back `dim(0) to(1)`. `chunks(n)` then cuts each
-    block along `t`.
+    block along `t`; of a buffer kernel tiles produce, each rank's block
+    along `dim` (in the order the tiles finish it).
 
     ```mlir
     chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
     ```
 
     A re-shard of what kernel tiles produce waits for them (every transfer
-    is `after [@tiles]`; `chunk-fuse-gathers` sends each rank's rows as
-    soon as they are done); an all-to-all within one splitting of a
-    produced buffer is refused.
+    is `after [@tiles]`; `chunk-fuse-gathers` sends each chunk of each
+    rank's rows as soon as it is done); an all-to-all within one splitting
+    of a produced buffer is refused.
   }] # commonDescription;
   let arguments = (ins FlatSymbolRefAttr:$src,
                        FlatSymbolRefAttr:$dst,

@@ -781,15 +781,19 @@ counters are the range's flags (`plan::FlagKind::Output`: `produced(g)`
 is flag `base + g`). The transfers are marked `chunk.fused`.
 
 A re-sharding all-to-all of the output, `chunk.all_to_all @X into @Y
-dim(0) chunks(1) to(1)` (attention's output by heads, `[S, H/W*D]`, back
+dim(0) chunks(n) to(1)` (attention's output by heads, `[S, H/W*D]`, back
 by tokens, `[S/W, H*D]`), is fused the same way: the kernel writes all of
-`@X` (its store keeps its addresses), chunk `c = t * T / (S/W)` is rank
-`c`'s rows, counted at `produced(c)`, and the side stream copies rank
-`d`'s rows, once counted, into rank `d`'s `@Y` at the sender's columns
-(a 2D copy), the peers' first, the rank's own last. Tiles that produce
-columns (a GEMM's, `pid_n`) re-sharded `dim(1) to(0)` the same way: rank
-`d`'s columns, counted, go to rank `d`'s `@Y` at the sender's rows. Other
-chunkings (chunks that cut the other dimension) are refused.
+`@X` (its store keeps its addresses), chunk `g = t * T / (S/(W n))` is
+chunk `g mod n` of rank `g / n`'s rows, counted at `produced(g)`, and the
+side stream copies each, once counted, into rank `d`'s `@Y` at the
+sender's columns and the chunk's rows (a 2D copy), the peers' first,
+the rank's own last. Tiles that produce columns (a GEMM's, `pid_n`)
+re-sharded `dim(1) to(0)` the same way: each chunk of rank `d`'s
+columns, counted, goes to rank `d`'s `@Y` at the sender's rows and the
+chunk's columns. (`chunk-expand-collectives` cuts a produced buffer's
+re-shard along `dim`, the order its tiles finish it in.) Other chunkings
+(chunks that cut the other dimension, as a hand-written plan may) are
+refused.
 
 No tile waits for another rank: the copy engine reads what the tiles
 stored, so the result is the kernel's own bits on every rank.
