@@ -1,8 +1,9 @@
 # All-gather plans written out as transfers, generated at random, against a
 # model of what they mean. Each plan gathers A [W * 512, 256] in chunks of S
-# rows (S = 128, 256 or 512), on the copy engine or ldst, as pulls from rank
-# (r - k) mod W (maps spelled either way) or as pushes written from the
-# source's side (which ldst copy programs cannot do), in a random order;
+# rows (S = 128, 256 or 512), on the copy engine, ldst or tma, as pulls
+# from rank (r - k) mod W (maps spelled either way) or as pushes written
+# from the source's side (which the copy programs of ldst and tma cannot
+# do), in a random order;
 # some plans then get one change: a chunk split into two transfers, two
 # chunks merged into one, a transfer dropped or repeated.
 #
@@ -56,7 +57,7 @@ def generate(rng):
     """(plan text, mode, world, defect or None, [(name, text, copies)])."""
     world = rng.choice([2, 3, 4])
     rows = rng.choice([128, 256, 512])
-    backend = rng.choice(["copy_engine", "copy_engine", "ldst"])
+    backend = rng.choice(["copy_engine", "copy_engine", "ldst", "tma"])
     mode = rng.choice(["pull", "push"])
     spell = rng.choice([0, 1])
 
@@ -98,7 +99,7 @@ def valid(world, backend, mode, transfers):
     flag per chunk, so every transfer must write one whole chunk of one size
     (which is then the chunk size), and on every rank every chunk of every
     other rank's block must be written exactly once."""
-    if backend == "ldst" and mode == "push":
+    if backend in ("ldst", "tma") and mode == "push":
         return False  # copy programs load into their own rank's buffer
     sizes = {n for _, _, copies in transfers for _, _, _, n in copies}
     if len(sizes) != 1:
@@ -179,8 +180,8 @@ def run(inputs, scratch, index, plan, backend):
     """The full pipeline's exit code and diagnostics, and the host schedule
     that chunk-lower-transfers makes of the plan alone (synco compile keeps
     it for the launch manifest, which needs a cubin; the copy engine's
-    schedule does not depend on the kernel). ldst copies are code in the
-    kernel, which the GPU checks run (`build.sh --written-out`)."""
+    schedule does not depend on the kernel). ldst and tma copies are code in
+    the kernel, which the GPU checks run (`build.sh --written-out`)."""
     path = os.path.join(scratch, f"plan{index}.mlir")
     with open(path, "w") as f:
         f.write(plan)
@@ -188,7 +189,7 @@ def run(inputs, scratch, index, plan, backend):
         ["synco", "compile", os.path.join(inputs, "matmul_grouped.generic.mlir"), "--plan", path,
          "--pass-pipeline=builtin.module(synco-ag-gemm)", "--emit=mlir", "-o", os.devnull],
         capture_output=True, text=True, timeout=120)
-    if done.returncode != 0 or backend == "ldst":
+    if done.returncode != 0 or backend in ("ldst", "tma"):
         return done.returncode, done.stderr, None
     lowered = subprocess.run(
         ["synco-opt", path, "--pass-pipeline=builtin.module(chunk-lower-transfers)"],
