@@ -21,11 +21,13 @@
 # (device-run.sh takes W from nvidia-smi: build for the machine's GPU
 # count). What each op builds:
 #
-#   ag    all-gather + GEMM (build/bench/full): copy engine and SM
-#         loads/stores, chunks(auto), and the local GEMM
-#   rs    GEMM + reduce-scatter (full-rs): backend(auto), copy engine, SM push
+#   ag    all-gather + GEMM (build/bench/full): copy engine, SM
+#         loads/stores and tma, chunks(auto), and the local GEMM
+#   rs    GEMM + reduce-scatter (full-rs): backend(auto), copy engine, SM
+#         push, tma (staged)
 #   ar    one-shot all-reduce at M = 1024 (full-ar)
-#   ar2   two-shot all-reduce (full-ar2): backend(auto), copy engine, SM push
+#   ar2   two-shot all-reduce (full-ar2): backend(auto), copy engine, SM
+#         push, tma (staged)
 #   rsg   reduce-scatter from gathered operands at K_local = 1024 (full-rsg)
 #   arg   all-reduce from gathered operands at K_local = 1024 (full-arg)
 set -euo pipefail
@@ -84,17 +86,20 @@ for op in $OPS; do
   case $op in
     ag)
       OUT=build/bench/full "$B" "${w[@]}" "${s[@]}" --chunks ""
-      OUT=build/bench/full "$B" "${w[@]}" "${s[@]}" --backend ldst --chunks "" --no-local ;;
+      OUT=build/bench/full "$B" "${w[@]}" "${s[@]}" --backend ldst --chunks "" --no-local
+      OUT=build/bench/full "$B" "${w[@]}" "${s[@]}" --backend tma --chunks "" --no-local ;;
     rs)
       OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --rs-mode auto --chunks ""
       OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --rs-mode copy_engine --chunks "" --no-local
-      OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --chunks "" --no-local ;;
+      OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --chunks "" --no-local
+      OUT=build/bench/full-rs "$B" "${w[@]}" "${s[@]}" --op rs --rs-mode tma --chunks "" --no-local ;;
     ar)
       OUT=build/bench/full-ar "$B" "${w[@]}" --op ar --chunks "" --no-local ;;
     ar2)
       OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --rs-mode auto --chunks ""
       OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --rs-mode copy_engine --chunks "" --no-local
-      OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --chunks "" --no-local ;;
+      OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --chunks "" --no-local
+      OUT=build/bench/full-ar2 "$B" "${w[@]}" "${s[@]}" --op ar2 --rs-mode tma --chunks "" --no-local ;;
     rsg)
       OUT=build/bench/full-rsg "$B" "${w[@]}" --op rsg --chunks "" ;;
     arg)

@@ -10,7 +10,7 @@
 #
 # Usage: build.sh [--op ag|rs|rsg|ar|ar2|arg] [--out-chunks "2 4 auto"] [--rs-mode push|pull|stage|copy_engine|auto] [--shapes "M,K,N[@BM,BN,BK,WARPS] ..."] [--styles "grid2d grouped persistent persistent_tma"]
 #                 [--chunks "1 2 4 8 16"] [--world W] [--no-auto] [--no-local]
-#                 [--backend copy_engine|ldst] [--copy-programs C] [--num-sms N] [--written-out pull|push]
+#                 [--backend copy_engine|ldst|tma] [--copy-programs C] [--num-sms N] [--written-out pull|push]
 #                 [--algorithm direct|ring]
 #                 [--block BM,BN,BK] [--warps W] [--stages S] [--trace]
 #
@@ -54,7 +54,11 @@
 # --op ar2 the two-shot all-reduce (the reduce-scatter shapes; --rs-mode
 # copy_engine: moved by the copy engine, directories <style>_copy_engine_c<n>).
 # --rs-mode auto (rs, ar2): backend(auto), chunk-select-backend picks
-# (directories <style>_auto-backend_c<n>).
+# (directories <style>_auto-backend_c<n>). --rs-mode tma (rs, ar2): staged
+# as with stage, the copy programs' copies bulk tensor copies (backend
+# tma; directories <style>_tma-copies_c<n>). --backend tma (ag): the copy
+# programs pull with bulk tensor copies (directories
+# <style>_tma-copies_c<n>).
 # --trace adds chunk-trace-tiles to the fused variants: the bench then
 # writes when every tile of the last timed launch began, waited, published
 # and ended ("trace" in its JSON; build them into their own OUT).
@@ -126,6 +130,7 @@ case $OP in
     BACKEND=ldst
     [ "$RS_MODE" = copy_engine ] && BACKEND=copy_engine
     [ "$RS_MODE" = auto ] && BACKEND=auto
+    [ "$RS_MODE" = tma ] && BACKEND=tma
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rs)
@@ -136,6 +141,7 @@ case $OP in
     fi
     # chunk-select-backend picks one of the two per shape.
     [ "$RS_MODE" = auto ] && BACKEND=auto
+    [ "$RS_MODE" = tma ] && BACKEND=tma
     [ "$SHAPES_SET" = 1 ] || SHAPES="1024,7168,4096 1024,14336,8192 1024,1024,8192 4096,7168,4096 4096,14336,8192 4096,1024,8192 8192,7168,4096 8192,14336,8192 8192,1024,8192"
     ;;
   rsg | arg)
@@ -152,8 +158,8 @@ case "$WRITTEN" in
       echo "build.sh: --written-out is for --op ag with fixed chunk counts (add --no-auto)" >&2
       exit 2
     fi
-    if [ "$WRITTEN" = push ] && [ "$BACKEND" = ldst ]; then
-      echo "build.sh: --written-out push is for the copy engine (ldst copy programs load into their own rank)" >&2
+    if [ "$WRITTEN" = push ] && { [ "$BACKEND" = ldst ] || [ "$BACKEND" = tma ]; }; then
+      echo "build.sh: --written-out push is for the copy engine (copy programs load into their own rank)" >&2
       exit 2
     fi
     ;;
@@ -169,9 +175,9 @@ case "$ALGORITHM" in
     ;;
   *) echo "build.sh: --algorithm is direct or ring, not $ALGORITHM" >&2; exit 2 ;;
 esac
-if [ "$RS_MODE" = stage ]; then
+if [ "$RS_MODE" = stage ] || [ "$RS_MODE" = tma ]; then
   if [ "$OP" != rs ] && [ "$OP" != ar2 ]; then
-    echo "build.sh: --rs-mode stage is for --op rs or ar2" >&2
+    echo "build.sh: --rs-mode $RS_MODE is for --op rs or ar2" >&2
     exit 2
   fi
   # Copy programs come first and spin until their chunks are done: the
@@ -181,6 +187,12 @@ fi
 # chunk-fuse-reductions' transport option (the copy engine is the plan's backend).
 FUSE_MODE=$RS_MODE
 { [ "$RS_MODE" = copy_engine ] || [ "$RS_MODE" = auto ]; } && FUSE_MODE=push
+[ "$RS_MODE" = tma ] && FUSE_MODE=stage
+# The backend and the reduction mode as directory names give them (not
+# `<style>_tma`: persistent_tma is a kernel style).
+BACKEND_TAG=$BACKEND RS_TAG=$RS_MODE
+[ "$BACKEND" = tma ] && BACKEND_TAG=tma-copies
+[ "$RS_MODE" = tma ] && RS_TAG=tma-copies
 # The backend as the results name it.
 LABEL=$BACKEND
 [ -n "$WRITTEN" ] && LABEL="${BACKEND}_written"
@@ -363,10 +375,10 @@ chunk.plan @ag_gemm world_size($WORLD) {
 PLAN
       fi
       tag=$style
-      [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND"
+      [ "$BACKEND" != copy_engine ] && [ "$OP" = ag ] && tag="${style}_$BACKEND_TAG"
       [ -n "$WRITTEN" ] && tag="${tag}_$WRITTEN-written"
       [ "$ALGORITHM" = ring ] && tag="${tag}_ring"
-      { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" != push ] && tag="${style}_$RS_MODE"
+      { [ "$OP" = rs ] || [ "$OP" = ar2 ]; } && [ "$RS_MODE" != push ] && tag="${style}_$RS_TAG"
       [ "$BACKEND" = auto ] && tag="${style}_auto-backend"
       vdir="$dir/${tag}_c$c"
       [ "$c" = auto ] && vdir="$dir/${tag}_auto"

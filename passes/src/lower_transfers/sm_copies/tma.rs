@@ -92,6 +92,11 @@ impl TmaBox {
         } else {
             (rows, row_elems, src_pitch, dst_pitch)
         };
+        if i32::try_from(rows).is_err() || i32::try_from(row_elems).is_err() {
+            return Err(format!(
+                "its {rows} rows of {row_elems} elements exceed a tensor map's 32-bit extents"
+            ));
+        }
         let bytes = |elems: i64| elems.checked_mul(elem_bytes);
         if bytes(row_elems).is_none_or(|b| b < TMA_ALIGN_BYTES) {
             return Err(format!(
@@ -400,6 +405,8 @@ mod tests {
         assert!(pitch.contains("12 elements apart in the source"), "{pitch}");
         let odd = TmaBox::new((64, 12, 24, 24), 4096, 2).unwrap_err();
         assert!(odd.contains("do not split"), "{odd}");
+        let huge = TmaBox::new((1 << 32, 64, 64, 64), 4096, 2).unwrap_err();
+        assert!(huge.contains("32-bit extents"), "{huge}");
         let contiguous = TmaBox::new((1, 4100, 4100, 4100), 4096, 2).unwrap_err();
         assert!(contiguous.contains("128-byte rows"), "{contiguous}");
         assert!(check_aligned(4096, 2).is_ok());
