@@ -66,7 +66,21 @@ computes heads / W of the heads over every token):
 
 `ulysses floor` is max(ulysses attention alone, ulysses link) (`in+out`:
 the link with the output's bytes too); the efficiency of a Ulysses
-variant is that over its time. Every Synco variant's output is checked
+variant is that over its time.
+
+The GEMMs around it, each fused with its all-to-all, once per shape
+(without a mask), hidden = heads x head_dim:
+
+* `proj out <backend> c<n>`: `synco.ops.AllToAllMatmul`, the output
+  projection of every token of this rank's heads, re-sharded to this
+  rank's tokens inside the GEMM's loop over k;
+* `proj qkv <backend> c<n>`: `synco.ops.MatmulAllToAll`, a projection of
+  this rank's tokens re-sharded into every token of this rank's heads as
+  the GEMM's tiles finish each chunk of columns;
+* `proj matmul alone` (torch), `proj link` (the bytes a rank receives, by
+  the copy engine from the peers' heaps), and `torch proj out b2b` /
+  `torch proj qkv b2b` (NCCL's all_to_all_single and the GEMM back to
+  back); `proj_floor_ms` = max(matmul alone, link). Every Synco variant's output is checked
 against SDPA's (relative error under 2e-2) before it is timed.
 
 With fewer GPUs than ranks (ranks share GPUs: rank r on GPU r mod the
@@ -142,11 +156,35 @@ def ulysses_options(heads, kv_heads, head_dim, seq, causal, variant, cache):
                 num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
 
 
+#: The projections around Ulysses attention: (operator, backend, chunks).
+PROJECTION_VARIANTS = [("out", "copy_engine", 1), ("out", "ldst", 1), ("out", "tma", 1),
+                       ("qkv", "copy_engine", 1), ("qkv", "copy_engine", 2)]
+
+
+def projection_options(heads, head_dim, seq, world, variant, cache):
+    """The output projection (`out`: heads back to tokens inside the GEMM's
+    loop over k, `AllToAllMatmul`) or a query projection (`qkv`: tokens
+    into heads from the GEMM's tiles, `MatmulAllToAll`) of a hidden size
+    of heads x head_dim, over this rank's seq / W tokens."""
+    _, backend, chunks = variant
+    hidden = heads * head_dim
+    return dict(m=seq // world, k=hidden, n=hidden, chunks=chunks, backend=backend,
+                num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
+
+
+def projection_op(variant):
+    return ops.AllToAllMatmul if variant[0] == "out" else ops.MatmulAllToAll
+
+
 def compile_all(args):
     for model, heads, kv_heads, head_dim, seq, causal in shapes(args):
         for variant in ULYSSES_VARIANTS:
             ops.UlyssesAttention.compile(args.world, **ulysses_options(
                 heads, kv_heads, head_dim, seq, causal, variant, args.cache))
+        if not causal:
+            for variant in PROJECTION_VARIANTS:
+                projection_op(variant).compile(args.world, **projection_options(
+                    heads, head_dim, seq, args.world, variant, args.cache))
         for _, variant, zigzag in variants(causal):
             ops.AllGatherAttention.compile(
                 args.world, **options(args.world, kv_heads, head_dim, seq, causal, variant,
@@ -342,7 +380,88 @@ def run_shape(group, nccl, cache, model, heads, kv_heads, head_dim, seq, causal)
         run_context_parallel(row, (q_all, k_all, v_all), (heads, kv_heads, head_dim, causal))
     run_ulysses(row, group, nccl, cache, (q, k_shard, v_shard, k_all, v_all, want),
                 (heads, kv_heads, head_dim, seq, causal))
+    if not causal:
+        run_projections(row, group, nccl, cache, (heads, head_dim, seq))
     return row
+
+
+def run_projections(row, group, nccl, cache, shape):
+    """The GEMMs around Ulysses attention, each fused with its all-to-all,
+    into `row`: `proj out <backend> c<n>` (`AllToAllMatmul`: every token of
+    this rank's heads re-sharded to this rank's tokens of every head inside
+    the output projection's loop over k) and `proj qkv <backend> c<n>`
+    (`MatmulAllToAll`: a projection of this rank's tokens re-sharded into
+    every token of this rank's heads from the GEMM's tiles); checked
+    against PyTorch in fp32 first. Baselines in the same run: the GEMM
+    alone (torch), the link (the bytes a rank receives, from the peers'
+    heaps by the copy engine), and NCCL's all_to_all_single and the GEMM
+    back to back (`torch proj out b2b`, `torch proj qkv b2b`)."""
+    heads, head_dim, seq = shape
+    w, r, dev = group.world_size, group.rank, group.device
+    tokens, hidden = seq // w, heads * head_dim
+    cols = hidden // w
+    g = torch.Generator(device=dev).manual_seed(7 * seq + r)
+    rand = lambda *s: torch.randn(s, generator=g, device=dev, dtype=torch.bfloat16)  # noqa: E731
+    by_heads = rand(seq, cols)  # every token of this rank's heads (attention's output)
+    x = rand(tokens, hidden)  # this rank's tokens (the projection's input)
+    weight = rand(hidden, hidden) / hidden ** 0.5
+    every = torch.empty((w * seq, cols), device=dev, dtype=torch.bfloat16)
+    gather = (dist.all_gather_into_tensor if nccl else _gather_via_objects)
+    gather(every, by_heads)
+    every = every.view(w, seq, cols)
+    # This rank's tokens of every rank's heads, and its reference outputs.
+    mine = every[:, r * tokens:(r + 1) * tokens].transpose(0, 1).reshape(tokens, hidden)
+    want = {"out": (mine.float() @ weight.float())}
+    xs = torch.empty((seq, hidden), device=dev, dtype=torch.bfloat16)
+    gather(xs, x)
+    want["qkv"] = (xs.float() @ weight.float())[:, r * cols:(r + 1) * cols]
+    for variant in PROJECTION_VARIANTS:
+        kind, backend, chunks = variant
+        name = f"proj {kind} {backend} c{chunks}"
+        group.reset_heap()
+        try:
+            op = projection_op(variant)(group, **projection_options(heads, head_dim, seq, w,
+                                                                     variant, cache))
+            call = (lambda op=op: op(by_heads, weight)) if kind == "out" else \
+                (lambda op=op: op(x, weight))
+            got = call()
+            group.wait(120)
+            row["rel_err"][name] = ((got.float() - want[kind]).norm()
+                                    / want[kind].norm()).item()
+        except synco.LaunchError as e:
+            row["refused"][name] = str(e)
+            call = None
+        if agreed(row["rel_err"].get(name, 1.0) < TOLERANCE):
+            row["ms"][name] = timed(call)
+            group.wait(120)
+        if call is not None:
+            op.kernel._kernel.unload()
+    row["ms"]["proj matmul alone"] = timed(lambda: x @ weight)
+    group.reset_heap()
+    sym = group.empty((w, tokens * cols), torch.bfloat16)
+
+    def link():
+        for p in range(w):
+            if p != r:
+                sym[p].copy_(peer_view(group, sym, p)[r], non_blocking=True)
+
+    row["ms"]["proj link"] = timed(link)
+    if nccl:
+        def out_b2b():
+            back = torch.empty_like(by_heads)
+            dist.all_to_all_single(back, by_heads)
+            a = back.view(w, tokens, cols).transpose(0, 1).reshape(tokens, hidden)
+            return a @ weight
+
+        def qkv_b2b():
+            c = x @ weight
+            send = c.view(tokens, w, cols).transpose(0, 1).contiguous()
+            out = torch.empty((seq, cols), device=dev, dtype=torch.bfloat16)
+            dist.all_to_all_single(out, send)
+            return out
+
+        row["ms"]["torch proj out b2b"] = timed(out_b2b)
+        row["ms"]["torch proj qkv b2b"] = timed(qkv_b2b)
 
 
 def run_context_parallel(row, data, shape):
@@ -531,6 +650,13 @@ def worker(rank, args, port, gpus):
                 else merged["ulysses_floor_ms"]) / t
             for k, t in merged["ms"].items()
             if k.startswith("ulysses ") and k.split()[1] in ("copy_engine", "ldst", "tma")})
+        if "proj matmul alone" in merged["ms"]:
+            merged["proj_floor_ms"] = max(merged["ms"]["proj matmul alone"],
+                                          merged["ms"]["proj link"])
+            merged["efficiency"].update({k: merged["proj_floor_ms"] / t
+                                         for k, t in merged["ms"].items()
+                                         if k.startswith("proj ") and k.split()[1] in
+                                         ("out", "qkv")})
         rows.append(merged)
         if rank == 0:
             print(json.dumps(merged), flush=True)
