@@ -247,9 +247,7 @@ pub(super) fn copy_box(
     (pid, programs): (Value, Value),
 ) {
     proxy_fence(b);
-    let Some(block_tensor) = ir::parse_type(b.ctx, &block_type(&tma, element)) else {
-        return;
-    };
+    let block_tensor = ir::ranked_tensor(&[tma.block_rows, tma.block_cols], element);
     // Each side's descriptor and the box's first row and column in it.
     let origin = |side: TmaSide| match side {
         TmaSide::Chunk { descriptor } => (descriptor, b.const_i32(0), b.const_i32(0)),
