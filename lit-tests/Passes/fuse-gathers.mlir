@@ -481,6 +481,63 @@ module {
 
 // -----
 
+// The same on ldst: the destinations' copy programs pull each chunk
+// (chunk-lower-transfers), so nothing is recorded for the side stream and
+// the transfers stay; the flag layout records that 2 tiles complete a
+// chunk, which each copy waits for on its source rank.
+// CHECK-LABEL: chunk.plan @reshard_pulled
+// CHECK-SAME:  chunk.flag_layout = [{arrivals_per_chunk = 2 : i64, base = 0 : i64, buffer = "X", chunks_per_rank = 2 : i64
+// CHECK-NOT:   chunk.reduction_copies
+// CHECK:       chunk.transfer @Y_p0_c0 local ldst
+// CHECK-NOT:   chunk.fused
+// CHECK:       chunk.transfer @Y_p1_c1 pull ldst
+// CHECK-NOT:   chunk.fused
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK:       chunk.arrive
+module {
+  chunk.plan @reshard_pulled world_size(2) {
+    chunk.buffer @X : !chunk.buffer<512x128xbf16> bind(0)
+    chunk.buffer @Y : !chunk.buffer<256x256xbf16>
+    // expected-remark @below {{tiles of @X count each chunk of each rank's rows they finish (2 per rank, 2 tiles each, counters 0..4); rank d's copy programs pull each into its @Y once the chunk's tiles are counted on the source rank}}
+    chunk.produce @tiles @X dim(0) tile(128)
+    // chunk.all_to_all @X into @Y dim(0) chunks(2) to(1) backend(ldst), expanded:
+    chunk.transfer @Y_p0_c0 local ldst from <@X[(d0) -> (d0 * 256, 0)] [128, 128]> on (d0) -> (d0) to <@Y[(d0) -> (0, d0 * 128)] [128, 128]> on (d0) -> (d0) order(0) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+    chunk.transfer @Y_p0_c1 local ldst from <@X[(d0) -> (d0 * 256 + 128, 0)] [128, 128]> on (d0) -> (d0) to <@Y[(d0) -> (128, d0 * 128)] [128, 128]> on (d0) -> (d0) order(1) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+    chunk.transfer @Y_p1_c0 pull ldst from <@X[(d0) -> (d0 * 256, 0)] [128, 128]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (0, ((d0 + 1) mod 2) * 128)] [128, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+    chunk.transfer @Y_p1_c1 pull ldst from <@X[(d0) -> (d0 * 256 + 128, 0)] [128, 128]> on (d0) -> ((d0 + 1) mod 2) to <@Y[(d0) -> (128, ((d0 + 1) mod 2) * 128)] [128, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_to_all) {group = "all_to_all_Y"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>, !tt.ptr<bf16>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%x: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>, %y: !tt.ptr<bf16>):
+    %c128 = arith.constant 128 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.muli %pid_n, %c64 : i32
+    %r = "tt.make_range"() <{end = 128 : i32, start = 0 : i32}> : () -> tensor<128xi32>
+    %rs = "tt.splat"(%row) : (i32) -> tensor<128xi32>
+    %rows = arith.addi %rs, %r : tensor<128xi32>
+    %re = "tt.expand_dims"(%rows) <{axis = 1 : i32}> : (tensor<128xi32>) -> tensor<128x1xi32>
+    %pitch = arith.constant dense<128> : tensor<128x1xi32>
+    %roff = arith.muli %re, %pitch : tensor<128x1xi32>
+    %k = "tt.make_range"() <{end = 64 : i32, start = 0 : i32}> : () -> tensor<64xi32>
+    %cs = "tt.splat"(%col) : (i32) -> tensor<64xi32>
+    %cols = arith.addi %cs, %k : tensor<64xi32>
+    %ce = "tt.expand_dims"(%cols) <{axis = 0 : i32}> : (tensor<64xi32>) -> tensor<1x64xi32>
+    %rb = "tt.broadcast"(%roff) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %cb = "tt.broadcast"(%ce) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %off = arith.addi %rb, %cb : tensor<128x64xi32>
+    %ps = "tt.splat"(%x) : (!tt.ptr<bf16>) -> tensor<128x64x!tt.ptr<bf16>>
+    %ptrs = "tt.addptr"(%ps, %off) : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xi32>) -> tensor<128x64x!tt.ptr<bf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.store"(%ptrs, %v) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (tensor<128x64x!tt.ptr<bf16>>, tensor<128x64xbf16>) -> ()
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32, chunk.abi_buffers = ["Y"]} : () -> ()
+}
+
+// -----
+
 // Chunks that cut the tiles' columns (as chunks(2) of a consumed buffer
 // would) do not follow the tiles, which finish rows: refused.
 module {

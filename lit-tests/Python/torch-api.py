@@ -208,10 +208,10 @@ ok, got = raises(ValueError, "chunks (4) must cut each rank's 256 columns into w
                  lambda: synco.plans.matmul_all_to_all(world_size=2, m=256, k=512, n=512,
                                                        chunks=4))
 expect("GEMM + all-to-all refuses chunks that would split its column tiles", ok, got)
-ok, got = raises(ValueError, "sent by the copy engine",
+ok, got = raises(ValueError, "backend must be one of",
                  lambda: synco.plans.matmul_all_to_all(world_size=2, m=256, k=512, n=512,
-                                                       backend="ldst"))
-expect("GEMM + all-to-all refuses a backend it does not fuse", ok, got)
+                                                       backend="nvshmem"))
+expect("GEMM + all-to-all refuses a backend it does not know", ok, got)
 
 # A Group needs torch.distributed; operators refuse shapes no plan fits.
 ok, got = raises(RuntimeError, "dist.init_process_group", lambda: synco.Group())

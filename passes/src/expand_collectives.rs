@@ -579,8 +579,18 @@ impl<'p> Expansion<'p> {
             self.kind,
             CollectiveKind::AllGather | CollectiveKind::AllToAll
         );
+        // The rank's own block: a copy within the rank, by the copy engine
+        // (before the kernel, or after the tiles that produce it), or by
+        // the copy programs that pull the peers' blocks of a produced
+        // buffer.
+        let sm_backend = matches!(self.backend, attrs::Backend::Ldst | attrs::Backend::Tma);
         let (mode, backend) = if k == 0 {
-            (attrs::TransferMode::Local, attrs::Backend::CopyEngine)
+            let own = if sm_backend && !self.producers.is_empty() && self.reshard_to.is_some() {
+                self.backend
+            } else {
+                attrs::Backend::CopyEngine
+            };
+            (attrs::TransferMode::Local, own)
         } else if gathers && self.backend == attrs::Backend::CopyEngine {
             (attrs::TransferMode::Push, self.backend)
         } else {

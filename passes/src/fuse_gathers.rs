@@ -80,9 +80,15 @@ fn run(module: OperationRef, _options: &ChunkFuseGathersOptions) -> Result<(), P
         }
         if let Some(into) = reshard {
             check_reshard(&plan, range, &transfers, &into)?;
-            fuse(&plan, kernel, abi, range, Some(&into))?;
-            for t in transfers {
-                records::mark_fused(t);
+            // Pulled by the destinations' copy programs (`chunk-lower-
+            // transfers` lowers the transfers), or sent by the copy engine
+            // (recorded copies: the transfers are done here).
+            let pulled = transfers.iter().any(|t| !t.is_local() && t.copied_by_sms());
+            fuse(&plan, kernel, abi, range, Some((&into, pulled)))?;
+            if !pulled {
+                for t in transfers {
+                    records::mark_fused(t);
+                }
             }
             continue;
         }
@@ -241,14 +247,17 @@ fn gather_transfers(
 ) -> Result<(Vec<Transfer>, Option<String>), PassFailed> {
     let resharded = crate::plan::transfers_from(plan, buffer);
     if let Some(first) = resharded.first() {
-        if let Some(t) = resharded
-            .iter()
-            .find(|t| t.backend() != Some(attrs::Backend::CopyEngine) && !t.is_local())
-        {
+        let backend = first.backend();
+        if let Some(t) = resharded.iter().find(|t| {
+            !matches!(
+                t.backend(),
+                Some(attrs::Backend::CopyEngine | attrs::Backend::Ldst | attrs::Backend::Tma)
+            ) || (!t.is_local() && t.backend() != backend)
+        }) {
             return Err(fail(
                 *t,
                 format!(
-                    "chunk-fuse-gathers: an all-to-all of an output the tiles produce is sent by the copy engine; backend '{}' is not implemented for it",
+                    "chunk-fuse-gathers: an all-to-all of an output the tiles produce is sent by the copy engine or pulled by the copy programs (ldst, tma), one of them for all its chunks; backend '{}' is not implemented for it",
                     t.backend().map_or("?", |b| b.keyword())
                 ),
             ));
@@ -309,7 +318,7 @@ fn fuse(
     kernel: Op,
     abi: crate::abi::AbiArgs,
     range: &FlagRange,
-    reshard: Option<&str>,
+    reshard: Option<(&str, bool)>,
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
     let name = &range.buffer;
@@ -446,8 +455,11 @@ fn fuse(
         after.addi(g, after.const_i32(range.base)),
     );
 
-    if let Some(into) = reshard {
+    if let Some((into, pulled)) = reshard {
         let shape = [output.shape[0], n];
+        if pulled {
+            return pull_reshard(plan, kernel, range, into, tiles_per_chunk, produce);
+        }
         record_reshard(plan, range, into, tiles_per_chunk, shape, element_bytes)?;
         let (part, there) = if range.dim == 0 {
             ("rows", format!("this rank's {n} columns there"))
@@ -486,6 +498,45 @@ fn fuse(
             } else {
                 format!(", {block} rows of {chunk} columns per copy")
             }
+        ),
+    )
+    .emit();
+    Ok(())
+}
+
+/// A re-sharding all-to-all of the tiles' output pulled by the
+/// destinations' copy programs (`ldst`, `tma`): the flag layout records
+/// how many tiles complete a chunk, which each copy waits for on its
+/// source rank before it pulls (`chunk-lower-transfers`), and the kernel
+/// gets `into` as an argument where no argument carries it.
+fn pull_reshard(
+    plan: &Plan,
+    kernel: Op,
+    range: &FlagRange,
+    into: &str,
+    tiles_per_chunk: i64,
+    produce: crate::plan::Produce,
+) -> Result<(), PassFailed> {
+    let mut layout = flag_layout(plan)?;
+    for r in layout.iter_mut().filter(|r| r.buffer == range.buffer) {
+        r.arrivals_per_chunk = Some(tiles_per_chunk);
+    }
+    records::record_flag_layout(plan, &layout)?;
+    let Some(target) = plan.buffer(into) else {
+        return Err(internal(produce, "the all-to-all's destination is not in the plan"));
+    };
+    if target.arg.is_none() && crate::abi::buffer_arg(kernel, into).is_none() {
+        crate::abi::append_buffer_args(kernel, &[(into, &target.element)], NAME)?;
+    }
+    let part = if range.dim == 0 { "rows" } else { "columns" };
+    Diagnostic::remark(
+        loc(produce),
+        format!(
+            "tiles of @{} count each chunk of each rank's {part} they finish ({} per rank, {tiles_per_chunk} tiles each, counters {}..{}); rank d's copy programs pull each into its @{into} once the chunk's tiles are counted on the source rank",
+            range.buffer,
+            range.chunks_per_rank,
+            range.base,
+            range.base + range.count(plan.world_size),
         ),
     )
     .emit();

@@ -185,21 +185,24 @@ A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks 
 A2A_N = 512
 
 
-def gemm_a2a_options(cache, chunks=1):
+def gemm_a2a_options(cache, chunks=1, backend="copy_engine"):
     """GEMM + all-to-all: each rank's 256 tokens times a [512, 512] weight,
     re-sharded into every token of its 512 / W columns (column tiles of
     128: a tile within one rank's columns for W up to 4), sent in `chunks`
     chunks of each rank's columns."""
-    return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, chunks=chunks, num_warps=4,
-                num_stages=3,
+    return dict(m=TOKENS, k=ULYSSES_HEADS * HEAD_DIM, n=A2A_N, chunks=chunks, backend=backend,
+                num_warps=4, num_stages=3,
                 config={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 2},
                 cache_dir=cache)
 
 
-def gemm_a2a_chunks(world):
-    """The chunk counts of GEMM + all-to-all checked with `world` ranks:
-    those that cut each rank's columns into whole column tiles."""
-    return [c for c in (1, 2) if (A2A_N // world) % (c * 128) == 0]
+def gemm_a2a_variants(world):
+    """The (backend, chunks) of GEMM + all-to-all checked with `world`
+    ranks: the copy engine's sends, and the copy programs' pulls, at the
+    chunk counts that cut each rank's columns into whole column tiles."""
+    chunks = [c for c in (1, 2) if (A2A_N // world) % (c * 128) == 0]
+    return [(b, c) for b in ("copy_engine", "ldst", "tma") for c in chunks
+            if b == "copy_engine" or c == chunks[-1]]
 
 
 def a2a_gemm_options(world, variant, cache):
@@ -274,9 +277,11 @@ def build(args):
             compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
                                                                             args.cache))
             print(f"built W={world} all_to_all_matmul {variant}: {compiled.folder.name}")
-        for chunks in gemm_a2a_chunks(world):
-            compiled = ops.MatmulAllToAll.compile(world, **gemm_a2a_options(args.cache, chunks))
-            print(f"built W={world} matmul_all_to_all chunks={chunks}: {compiled.folder.name}")
+        for backend, chunks in gemm_a2a_variants(world):
+            compiled = ops.MatmulAllToAll.compile(world, **gemm_a2a_options(args.cache, chunks,
+                                                                             backend))
+            print(f"built W={world} matmul_all_to_all {backend} chunks={chunks}: "
+                  f"{compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -498,8 +503,8 @@ def check_all_to_all_matmul(group, cache, seed, report):
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     # GEMM + all-to-all, into every token of this rank's columns.
-    for chunks in gemm_a2a_chunks(w):
-        check_gemm_all_to_all(group, cache, seed, report, chunks)
+    for backend, chunks in gemm_a2a_variants(w):
+        check_gemm_all_to_all(group, cache, seed, report, chunks, backend)
     # The layer: Ulysses attention (tokens -> heads), then the output
     # projection (heads -> tokens), both fused, no copy in between.
     name = "ulysses layer copy_engine"
@@ -529,15 +534,16 @@ def check_all_to_all_matmul(group, cache, seed, report):
     report(name, err < TOLERANCE, f"rel err {err:.2e}")
 
 
-def check_gemm_all_to_all(group, cache, seed, report, chunks):
-    """MatmulAllToAll sending each rank's columns in `chunks` chunks,
-    twice on fresh random data with the re-sharded output poisoned, against
-    PyTorch's product in fp32, this rank's columns of every token."""
+def check_gemm_all_to_all(group, cache, seed, report, chunks, backend):
+    """MatmulAllToAll moving each rank's columns in `chunks` chunks on
+    `backend`, twice on fresh random data with the re-sharded output
+    poisoned, against PyTorch's product in fp32, this rank's columns of
+    every token."""
     w, r, dev = group.world_size, group.rank, group.device
     m, k, n = TOKENS, ULYSSES_HEADS * HEAD_DIM, A2A_N
-    name = f"matmul_all_to_all copy_engine chunks={chunks}"
+    name = f"matmul_all_to_all {backend} chunks={chunks}"
     try:
-        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache, chunks))
+        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache, chunks, backend))
     except Exception as e:  # noqa: BLE001 - reported as a failed check
         report(name, False, f"setup: {type(e).__name__}: {e}")
         return

@@ -107,6 +107,11 @@ pub struct FlagRange {
     /// ranks' blocks).
     #[serde(default, skip_serializing_if = "Owners::is_contiguous")]
     pub owners: Owners,
+    /// Of a gathered output that the destinations' copy programs pull
+    /// (`chunk-fuse-gathers`, on `ldst` or `tma`): the tiles that count a
+    /// chunk done, which each copy waits for on the source rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals_per_chunk: Option<i64>,
 }
 
 /// The most flags a fused kernel's flag array holds, the copy programs'
@@ -357,6 +362,7 @@ fn arrival_range(plan: &Plan, consume: Consume) -> Result<FlagRange, PassFailed>
         rank_dim,
         rank_block,
         owners,
+        arrivals_per_chunk: None,
     })
 }
 
@@ -456,6 +462,7 @@ fn reduction_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFaile
         rank_dim: dim,
         rank_block: block,
         owners: Owners::Contiguous,
+        arrivals_per_chunk: None,
     })
 }
 
@@ -515,5 +522,6 @@ fn output_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> 
         rank_dim,
         rank_block,
         owners: Owners::Contiguous,
+        arrivals_per_chunk: None,
     })
 }

@@ -175,7 +175,8 @@ class MatmulAllToAll(_GemmOperator):
     rank's n / W columns, e.g. a QKV projection by tokens into heads): the
     kernel's tiles count each rank's columns they finish (in `chunks`
     chunks of them, default 1) and the copy engine sends each as soon as
-    it is done. Options as `AllGatherMatmul`'s (`backend` `copy_engine`)."""
+    it is done (`backend` `copy_engine`), or the destination's copy
+    programs pull it (`ldst`, `tma`). Options as `AllGatherMatmul`'s."""
 
     @classmethod
     def compile(cls, world_size, *, m, k, n, chunks=1, backend="copy_engine", config=None,

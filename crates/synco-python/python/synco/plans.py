@@ -186,16 +186,15 @@ def matmul_all_to_all(*, world_size, m, k, n, dtype="bf16", block_m=128, block_n
     of n columns; C argument `c_arg`, produced by the kernel's tiles of
     `block_n` columns, index `pid_n`), re-sharded by an all-to-all into @Y
     [m * W, n / W] (every rank's tokens of this rank's columns, rank s's
-    rows from rank s): the copy engine sends each rank's columns, in
-    `chunks` chunks of them, as soon as the tiles that write a chunk are
-    done."""
+    rows from rank s): each rank's columns, in `chunks` chunks of them,
+    sent by the copy engine as soon as the tiles that write a chunk are
+    done (`backend` `copy_engine`), or pulled by the destination's copy
+    programs once the source's tiles have counted the chunk (`ldst`,
+    `tma`)."""
     _check(world_size=world_size, m=m * world_size, dtype=dtype, block_m=block_m,
            chunks=chunks, backend=backend, k=k, n=n, block_n=block_n)
     if n % world_size != 0:
         raise ValueError(f"n ({n}) must be a multiple of world_size ({world_size})")
-    if backend != "copy_engine":
-        raise ValueError("an all-to-all of what the tiles produce is sent by the copy engine "
-                         "(backend='copy_engine')")
     if chunks != "auto" and (n // world_size) % (chunks * block_n) != 0:
         raise ValueError(f"chunks ({chunks}) must cut each rank's {n // world_size} columns into "
                          f"whole tiles of {block_n}")
@@ -203,7 +202,7 @@ def matmul_all_to_all(*, world_size, m, k, n, dtype="bf16", block_m=128, block_n
             f"  chunk.buffer @C : !chunk.buffer<{m}x{n}x{dtype}>{_bind(c_arg)}\n"
             f"  chunk.buffer @Y : !chunk.buffer<{m * world_size}x{n // world_size}x{dtype}>\n"
             f"  chunk.produce @tiles @C dim(1) tile({block_n}) index(\"pid_n\")\n"
-            f"  chunk.all_to_all @C into @Y dim(1) chunks({chunks}) to(0) backend(copy_engine)\n"
+            f"  chunk.all_to_all @C into @Y dim(1) chunks({chunks}) to(0) backend({backend})\n"
             "}\n")
 
 

@@ -14,7 +14,7 @@ use crate::{
     abi::AbiArgs,
     flag_ops::{peer_ptr, wait_on},
     lower_transfers::schedule::{as_2d, forwarded_rows, row_major_strides, same_rows},
-    plan::{FlagRange, Plan, Transfer, fail, internal, region_parts},
+    plan::{FlagKind, FlagRange, Plan, Transfer, fail, internal, region_parts},
 };
 use melior::ir::AffineMap;
 use synco_chunk::{PassFailed, attrs};
@@ -48,14 +48,19 @@ struct SmCopy<'c> {
     /// The flags of the source rows, where they are forwarded (a ring):
     /// the copy waits on the source rank for the chunk's flag.
     forwards: Option<(i64, usize, i64)>,
+    /// The counters of the source rows, where kernel tiles produce them (a
+    /// produced all-to-all): the copy waits on the source rank until the
+    /// chunk's counter has all its tiles, `(base, dim, rows per chunk,
+    /// tiles)`.
+    produced: Option<(i64, usize, i64, i64)>,
     /// Row-major strides of the source and destination buffers.
     src_strides: Vec<i64>,
     strides: Vec<i64>,
-    /// The source buffer, where it is not the destination (its name, and
-    /// the kernel argument it is bound to), and the destination's kernel
-    /// argument.
+    /// The source buffer, where it is not the destination, and the
+    /// destination (each's name, and the kernel argument it is bound to;
+    /// unbound: the ABI's argument of it).
     src: Option<(String, Option<usize>)>,
-    arg: usize,
+    dst: (String, Option<usize>),
 }
 
 /// Rewrites `kernel` so that `programs` copy programs copy `transfers`,
@@ -75,10 +80,17 @@ pub fn lower(
     let mut copies = Vec::new();
     for &t in transfers {
         let forwarded = plan.forwarded_by(t);
-        if t.reduces() || t.after().len() > forwarded.len() {
+        // A chunk of what the source rank's tiles produce: its count there.
+        let produced = t.src_buffer().and_then(|src| {
+            layout
+                .iter()
+                .find(|r| r.kind == FlagKind::Output && r.buffer == src)
+                .and_then(|r| r.arrivals_per_chunk.map(|n| (r.base, r.dim, r.rows_per_chunk, n)))
+        });
+        if t.reduces() || (t.after().len() > forwarded.len() && produced.is_none()) {
             return Err(fail(
                 t,
-                "the ldst backend does not lower reducing transfers or transfers that wait for kernel tiles yet",
+                "the ldst backend does not lower reducing transfers, or transfers that wait for kernel tiles other than a produced all-to-all's (chunk-fuse-gathers)",
             ));
         }
         let forwards = forwarded_rows(layout, t, &forwarded)?;
@@ -105,12 +117,12 @@ pub fn lower(
         let (Some(buffer), Some(source)) = (plan.buffer(&dst_buf), plan.buffer(&src_buf)) else {
             return Err(internal(t, "the transfer's buffers are not in the plan"));
         };
-        let Some(arg) = buffer.arg else {
+        if buffer.arg.is_none() && crate::abi::buffer_arg(kernel, &dst_buf).is_none() {
             return Err(fail(
                 t,
                 format!("the ldst backend needs @{dst_buf} bound to a kernel argument"),
             ));
-        };
+        }
         // Rows of one length in both buffers (contiguous: one row).
         let zeros = vec![0; sizes.len()];
         let boxes = as_2d(&source.shape, &zeros, &sizes)
@@ -169,13 +181,16 @@ pub fn lower(
                 .find(|r| r.buffer == dst_buf)
                 .map(|r| (r.base, r.dim, r.rows_per_chunk)),
             forwards: forwards.map(|r| (r.base, r.dim, r.rows_per_chunk)),
+            produced,
             src_strides: row_major_strides(&source.shape),
             strides: row_major_strides(&buffer.shape),
             src: (src_buf != dst_buf).then(|| (src_buf.clone(), source.arg)),
-            arg,
+            dst: (dst_buf.clone(), buffer.arg),
         });
     }
-    copies.sort_by_key(|c| c.op.order());
+    // In schedule order; a rank's own block last (a produced all-to-all's:
+    // the tiles finish the peers' blocks first).
+    copies.sort_by_key(|c| (c.op.is_local(), c.op.order()));
 
     let site = split_grid(kernel, programs, placement)?;
     let mut maps = TensorMaps::default();
@@ -190,7 +205,9 @@ pub fn lower(
             &mut maps,
         )?;
     }
-    Ok(copies.iter().any(|c| c.forwards.is_some()))
+    Ok(copies
+        .iter()
+        .any(|c| c.forwards.is_some() || c.produced.is_some()))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -204,9 +221,12 @@ fn emit_copy(
     maps: &mut TensorMaps,
 ) -> Result<(), PassFailed> {
     let b = b.with_loc(ir::location_of(copy.op.0));
-    let Some(base) = crate::tiles::kernel_arg(kernel, copy.arg) else {
-        return Err(internal(copy.op, "the buffer's kernel argument is missing"));
+    let argument = |(name, arg): &(String, Option<usize>)| {
+        arg.and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
+            .or_else(|| crate::abi::buffer_arg(kernel, name))
+            .ok_or_else(|| internal(copy.op, &format!("no kernel argument carries @{name}")))
     };
+    let base = argument(&copy.dst)?;
     let ptr_type = ir::type_of(base);
     let element = ir::parse_type(b.ctx, &element_of(&ir::print_type(ptr_type)))
         .ok_or_else(|| internal(copy.op, "the buffer's argument is not a pointer"))?;
@@ -233,12 +253,17 @@ fn emit_copy(
     let flag_index = copy
         .flag
         .map(|(base, dim, rows)| (base, dst_offsets[dim], rows));
-    if let Some((base, dim, rows)) = copy.forwards {
-        // Rows the source rank received from its own neighbour: every
-        // program waits there for their arrival flag.
+    // Rows the source rank received from its own neighbour, or that its
+    // tiles produce: every program waits there for their arrival flag, or
+    // for their counter to count every tile of the chunk.
+    let source_flag = copy
+        .forwards
+        .map(|(base, dim, rows)| (base, dim, rows, 1))
+        .or(copy.produced);
+    if let Some((base, dim, rows, count)) = source_flag {
         let chunk = b.divsi(src_offsets[dim], b.const_i32(rows));
         let flag = b.addi(chunk, b.const_i32(base));
-        wait_on(&b, peer_ptr(&b, abi.flags, src_rank), flag, abi.epoch, 1);
+        wait_on(&b, peer_ptr(&b, abi.flags, src_rank), flag, abi.epoch, count);
     }
     let src_off = linear(src_offsets, &copy.src_strides);
     let dst_off = linear(dst_offsets, &copy.strides);
@@ -251,10 +276,7 @@ fn emit_copy(
     b.assume_multiple_of(delta, 16);
     let src_buffer = match &copy.src {
         None => base,
-        Some((name, arg)) => arg
-            .and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
-            .or_else(|| crate::abi::buffer_arg(kernel, name))
-            .ok_or_else(|| internal(copy.op, &format!("no kernel argument carries @{name}")))?,
+        Some(src) => argument(src)?,
     };
     let peer_buffer = b.addptr(src_buffer, delta);
     let ids = (pid, programs_value);
@@ -269,7 +291,7 @@ fn emit_copy(
                 copy.src_rank_map
             );
             let src = maps.whole_buffer(&b, src_key, peer_buffer, src_view, &geometry, element);
-            let dst_key = format!("dst {}", copy.arg);
+            let dst_key = format!("dst {}", copy.dst.0);
             let dst = maps.whole_buffer(&b, dst_key, base, dst_view, &geometry, element);
             let sides = (
                 TmaSide::Buffer {

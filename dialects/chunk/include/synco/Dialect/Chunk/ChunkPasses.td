@@ -793,18 +793,25 @@ columns, counted, goes to rank `d`'s `@Y` at the sender's rows and the
 chunk's columns. (`chunk-expand-collectives` cuts a produced buffer's
 re-shard along `dim`, the order its tiles finish it in.) Other chunkings
 (chunks that cut the other dimension, as a hand-written plan may) are
-refused.
+refused. On `ldst` or `tma` the tiles count the same way, but nothing is
+recorded for the side stream: the transfers stay, for
+`chunk-lower-transfers`, whose copy programs on each destination pull
+each chunk once the source rank's counter has all its tiles; the flag
+layout records that count (`arrivals_per_chunk`), and the kernel gets
+`@Y` as an argument where none carries it.
 
-No tile waits for another rank: the copy engine reads what the tiles
-stored, so the result is the kernel's own bits on every rank.
+No tile waits for another rank: the copy engine (or a destination's
+copy programs) reads what the tiles stored, so the result is the
+kernel's own bits on every rank.
 
 Options: none.
 Preconditions: collectives expanded, `chunk-bind-kernel` ran; `@C` is a
 2D row-major `[M, N]` buffer bound to the kernel argument that the
 kernel stores once per tile, at the addresses of its own `[M/W, N]`
 rows with row pitch `N`; the ranks' blocks are rows (`dim(0)`); chunks
-hold whole tiles along `p`; backend `copy_engine`; no reduction of the
-same plan records side-stream copies.
+hold whole tiles along `p`; backend `copy_engine` (a re-sharding
+all-to-all: also `ldst` or `tma`, one backend for all its chunks); no
+reduction of the same plan records side-stream copies.
 Refused (`check_layout`): gather transfers, as a plan written out by
 hand may have them, that do not send one chunk of their source rank's
 own block to the same place on the peer.
@@ -951,6 +958,12 @@ with exactly that many programs (besides copy programs) or refuses. If
 it also fuses a reduction (its programs wait for other programs' tiles)
 the schedule says `co_resident`: the runtime refuses a launch whose
 programs the GPU cannot hold all at once.
+
+A transfer of a produced all-to-all that `chunk-fuse-gathers` left to
+the copy programs (`ldst`, `tma`; its `after` names the tiles) waits, on
+every copy program, for the source rank's counter of the chunk to count
+all its tiles (through the heap bases), then pulls it; the rank's own
+block is copied last. The schedule says `copy_programs_forward`.
 
 A transfer that forwards rows another transfer brought (its `after`
 names transfers: a ring's later steps) waits for the arrival flag of
