@@ -152,9 +152,12 @@ ULYSSES = [(causal, backend, chunks) for causal in (False, True)
            for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
     + [(True, "tma", 1), (False, "tma", 2)]
 # With the output re-sharded back by tokens in the same kernel: (causal,
-# backend of Q, K and V, chunks of each rank's output rows).
-ULYSSES_OUT = [(causal, backend, 1) for causal in (False, True)
-               for backend in ("copy_engine", "ldst")] + [(True, "copy_engine", 2)]
+# backend of Q, K and V, chunks of each rank's output rows, the output's
+# backend).
+ULYSSES_OUT = [(causal, backend, 1, "copy_engine") for causal in (False, True)
+               for backend in ("copy_engine", "ldst")] \
+    + [(True, "copy_engine", 2, "copy_engine"), (True, "ldst", 2, "ldst"),
+       (False, "tma", 2, "tma")]
 ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
 
 
@@ -267,12 +270,12 @@ def build(args):
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
                                                                              args.cache))
             print(f"built W={world} {ulysses_name(variant)}: {compiled.folder.name}")
-        for causal, backend, out_chunks in ULYSSES_OUT:
+        for causal, backend, out_chunks, out_backend in ULYSSES_OUT:
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(
                 world, (causal, backend, 1), args.cache, reshard_out=True),
-                out_chunks=out_chunks)
+                out_chunks=out_chunks, out_backend=out_backend)
             print(f"built W={world} ulysses in and out {causal} {backend} out_chunks="
-                  f"{out_chunks}: {compiled.folder.name}")
+                  f"{out_chunks} out_backend={out_backend}: {compiled.folder.name}")
         for variant in A2A_GEMM:
             compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
                                                                             args.cache))
@@ -432,9 +435,10 @@ def check_ulysses(group, cache, seed, report):
     seq, d = TOKENS * w, HEAD_DIM
     heads = ULYSSES_HEADS // w
     cases = [(variant, False, {}, "") for variant in ULYSSES] \
-        + [((causal, backend, 1), True, {"out_chunks": out_chunks},
-            "" if out_chunks == 1 else f" out_chunks={out_chunks}")
-           for causal, backend, out_chunks in ULYSSES_OUT]
+        + [((causal, backend, 1), True, {"out_chunks": out_chunks, "out_backend": out_backend},
+            ("" if out_chunks == 1 else f" out_chunks={out_chunks}")
+            + ("" if out_backend == "copy_engine" else f" out_backend={out_backend}"))
+           for causal, backend, out_chunks, out_backend in ULYSSES_OUT]
     if w == IMPORTED_WORLD:
         plan = (Path(cache) / "imported" / "ulysses.mlir").read_text()
         cases.append((IMPORTED_ULYSSES, True, {"config": IMPORTED_ULYSSES_CONFIG, "plan": plan},

@@ -386,7 +386,9 @@ class UlyssesAttention:
     goes back by tokens inside the same kernel ([seq / W, heads *
     head_dim], `by_tokens["O"]`, valid until the next call): the copy
     engine sends each rank's rows (in `out_chunks` chunks of them) as soon
-    as the query blocks that write them are done. Options: `config`
+    as the query blocks that write them are done (`out_backend`
+    `copy_engine`), or each destination's copy programs pull them (`ldst`,
+    `tma`). Options: `config`
     (BLOCK_M, BLOCK_N), `chunks` per rank, `backend` (`copy_engine`,
     `ldst` or `tma`, for Q, K and V), `num_warps`, `num_stages`,
     `cache_dir`."""
@@ -398,7 +400,7 @@ class UlyssesAttention:
     @classmethod
     def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=1, backend="copy_engine", reshard_out=False, out_chunks=1,
-                num_warps=8, num_stages=3, cache_dir=None, plan=None):
+                out_backend="copy_engine", num_warps=8, num_stages=3, cache_dir=None, plan=None):
         """The fused kernel for `world_size` ranks, compiled or cached;
         `plan`: a plan's text to fuse instead of the template's (e.g. one
         of `synco.import_plans`)."""
@@ -408,7 +410,8 @@ class UlyssesAttention:
                                            kv_heads=kv_heads, head_dim=head_dim,
                                            block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
                                            chunks=chunks, backend=backend,
-                                           reshard_out=reshard_out, out_chunks=out_chunks)
+                                           reshard_out=reshard_out, out_chunks=out_chunks,
+                                           out_backend=out_backend)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
                        pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,

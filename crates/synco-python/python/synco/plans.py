@@ -111,7 +111,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
 
 def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16", block_m=128,
                       block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2,
-                      reshard_out=False, o_arg=3, out_chunks=1):
+                      reshard_out=False, o_arg=3, out_chunks=1, out_backend="copy_engine"):
     """Ulysses attention: Q, K and V sequence-sharded ([seq / W, heads *
     head_dim] on each rank, unbound plan buffers @Qs, @Ks, @Vs) re-sharded
     by all-to-alls into head-sharded @Qh, @Kh, @Vh ([seq, heads / W *
@@ -123,8 +123,9 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
     block first. `chunks` cut each rank's sequence block. `reshard_out`:
     the kernel's output @Oh ([seq, heads / W * head_dim], argument `o_arg`)
     goes back by tokens into @Os ([seq / W, heads * head_dim], unbound),
-    each rank's rows sent by the copy engine (in `out_chunks` chunks of
-    them) as soon as the query blocks that write them are done."""
+    each rank's rows (in `out_chunks` chunks of them) sent by the copy
+    engine as soon as the query blocks that write them are done, or pulled
+    by the destinations' copy programs (`out_backend` `ldst` or `tma`)."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_m, chunks=chunks,
            backend=backend, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     for name, count in (("heads", heads), ("kv_heads", kv_heads)):
@@ -140,6 +141,8 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
                     f"{_bind(arg)}\n")
         moves += (f"  chunk.all_to_all @{name}s into @{name}h dim(1) chunks({chunks}) to(0) "
                   f"backend({backend})\n")
+    if out_backend not in BACKENDS or out_backend == "auto":
+        raise ValueError(f"out_backend must be copy_engine, ldst or tma, not {out_backend!r}")
     if reshard_out and (tokens % (out_chunks * block_m) != 0):
         raise ValueError(f"out_chunks ({out_chunks}) must cut each rank's {tokens} tokens into "
                          f"whole query blocks of {block_m}")
@@ -150,7 +153,7 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
                     f"  chunk.buffer @Os : !chunk.buffer<{tokens}x{cols}x{dtype}>\n")
         moves += (f"  chunk.produce @tiles @Oh dim(0) tile({block_m})\n"
                   f"  chunk.all_to_all @Oh into @Os dim(0) chunks({out_chunks}) to(1) "
-                  "backend(copy_engine)\n")
+                  f"backend({out_backend})\n")
     consumes = (f"  chunk.consume @Qh dim(0) tile({block_m})\n"
                 f"  chunk.consume @Kh dim(0) tile({block_n}) loop(\"start_n\")\n"
                 f"  chunk.consume @Vh dim(0) tile({block_n})\n")

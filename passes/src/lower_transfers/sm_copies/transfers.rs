@@ -188,9 +188,11 @@ pub fn lower(
             dst: (dst_buf.clone(), buffer.arg),
         });
     }
-    // In schedule order; a rank's own block last (a produced all-to-all's:
-    // the tiles finish the peers' blocks first).
-    copies.sort_by_key(|c| (c.op.is_local(), c.op.order()));
+    // In schedule order; copies that wait for kernel tiles after every
+    // other (the tiles may wait for those: Ulysses attention's output
+    // after its Q, K and V), and of those the rank's own block last (the
+    // tiles finish the peers' blocks first).
+    copies.sort_by_key(|c| (c.produced.is_some(), c.op.is_local(), c.op.order()));
 
     let site = split_grid(kernel, programs, placement)?;
     let mut maps = TensorMaps::default();
