@@ -21,9 +21,12 @@ attention (Q, K and V re-sharded from tokens to heads by all-to-alls
 fused into the kernel) against the same, each rank's heads; all-to-all +
 GEMM (A re-sharded from columns to rows in the GEMM's loop over k) and
 the Ulysses layer (attention in, projection out), and Ulysses attention
-whose output goes back by tokens from the same kernel; plans
+whose output goes back by tokens from the same kernel, and GEMM +
+all-to-all (each in chunks, sent by the copy engine or pulled by the
+copy programs); plans
 imported from JAX's StableHLO
-(W = 4) and a torch.fx layer fused by synco.fx, against the unfused
+(W = 4) and a torch.fx layer fused by synco.fx (traced, and through
+torch.compile), against the unfused
 layers (with W = 3 the re-sharding operators, whose heads do not divide,
 are skipped); then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
