@@ -92,7 +92,7 @@ fn guard_flattened_epilogue(for_op: Op) {
         return;
     }
     let b = Builder::before(*terminator).with_loc(ir::location_of(*last));
-    b.inline_asm("mov.u32 $0, 0;", "=r", &[], ir::i32_type(b.ctx));
+    b.inline_asm_effect("mov.u32 $0, 0;");
 }
 
 fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
@@ -190,12 +190,7 @@ pub fn pointee_bytes(ty: ir::Type) -> Option<i64> {
 /// whose body holds a `gpu.barrier` alone, and a persistent kernel's tile
 /// loop signals.
 fn publish(b: &Builder) {
-    b.inline_asm(
-        "bar.sync 0;\n\tmov.u32 $0, 0;",
-        "=r",
-        &[],
-        ir::i32_type(b.ctx),
-    );
+    b.inline_asm_effect("bar.sync 0;\n\tmov.u32 $0, 0;");
 }
 
 fn sem_of(op: Op, default: Sem) -> Sem {

@@ -419,6 +419,13 @@ impl Builder {
         )
     }
 
+    /// Inline PTX run by every thread for its effect alone (a fence, a
+    /// barrier, a wait): `asm` must write its one `i32` result, `$0`, which
+    /// Triton's op needs and nothing reads.
+    pub fn inline_asm_effect(&self, asm: &str) {
+        self.inline_asm(asm, "=r", &[], self.i32());
+    }
+
     pub fn barrier(&self) -> Op {
         self.op("gpu.barrier", &[], &[], &[])
     }

@@ -296,12 +296,7 @@ pub(super) fn copy_box(
     // loop asks for stages: then `TMA_STAGES - 1` blocks are in flight
     // while one is stored.
     ir::set_attr(copies, "tt.num_stages", ir::int_attr_of(i32t, TMA_STAGES));
-    b.inline_asm(
-        "{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }",
-        "=r",
-        &[],
-        i32t,
-    );
+    b.inline_asm_effect("{ cp.async.bulk.wait_group 0; mov.u32 $0, 0; }");
 }
 
 /// [`copy_box`] from `from` to `to` (pointers to the chunk's first
@@ -325,12 +320,7 @@ pub(super) fn copy_chunk(
 /// `fence.proxy.async.global`: orders this thread's generic-proxy view of
 /// global memory before the bulk copies' reads and writes.
 fn proxy_fence(b: &Builder) {
-    b.inline_asm(
-        "{ fence.proxy.async.global; mov.u32 $0, 0; }",
-        "=r",
-        &[],
-        ir::i32_type(b.ctx),
-    );
+    b.inline_asm_effect("{ fence.proxy.async.global; mov.u32 $0, 0; }");
 }
 
 /// A tensor descriptor at `base` of `(rows, cols)` elements, rows `pitch`
