@@ -365,14 +365,9 @@ fn check_plain_matmul(dot: Op) -> Result<(), String> {
 }
 
 /// `tensor<1024x512xbf16>` as (`[1024, 512]`, `bf16`).
+/// (A dynamic dimension gives `None`.)
 fn tensor_of(value: Value) -> Option<(Vec<i64>, String)> {
-    let text = ir::print_type(ir::type_of(value));
-    let inner = text.strip_prefix("tensor<")?.strip_suffix('>')?;
-    let mut parts: Vec<&str> = inner.split('x').collect();
-    let element = parts.pop()?.to_string();
-    let shape = parts
-        .into_iter()
-        .map(|d| d.parse().ok())
-        .collect::<Option<Vec<i64>>>()?;
-    Some((shape, element))
+    let ty = ir::type_of(value);
+    let shape = ir::tensor_shape(ty).filter(|dims| dims.iter().all(|d| *d >= 0))?;
+    Some((shape, ir::print_type(ir::tensor_element(ty)?)))
 }
