@@ -497,18 +497,15 @@ def check_all_to_all_matmul(group, cache, seed, report):
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue
-        for launch in range(2):
-            g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
-                                                          + zlib.crc32(name.encode()) % 997)
+        def launch(g, op=op):
             x = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
             b = torch.randn((k, n), generator=g).to(torch.bfloat16)
             op.by_rows.fill_(float("nan"))
             out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=dev)
             got = op(x[:, cols].contiguous().to(dev), b.to(dev), out=out)
-            group.wait(60)
-            want = x[r * m:(r + 1) * m].float() @ b.float()
-            err = rel_error(got.cpu(), want)
-            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+            return got, x[r * m:(r + 1) * m].float() @ b.float()
+
+        check_twice(group, name, seed, report, launch)
     # GEMM + all-to-all, into every token of this rank's columns.
     for backend, chunks in gemm_a2a_variants(w):
         check_gemm_all_to_all(group, cache, seed, report, chunks, backend)
@@ -541,6 +538,19 @@ def check_all_to_all_matmul(group, cache, seed, report):
     report(name, err < TOLERANCE, f"rel err {err:.2e}")
 
 
+def check_twice(group, name, seed, report, launch):
+    """Two launches of `name`, each on fresh random data drawn by
+    `launch(generator)`, which poisons the outputs, launches, and returns
+    (what the launch computed, PyTorch's fp32 result); each reported."""
+    for index in range(2):
+        g = torch.Generator(device="cpu").manual_seed(seed + 1000 * index
+                                                      + zlib.crc32(name.encode()) % 997)
+        got, want = launch(g)
+        group.wait(60)
+        err = rel_error(got.cpu(), want)
+        report(f"{name} (launch {index + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
 def check_gemm_all_to_all(group, cache, seed, report, chunks, backend):
     """MatmulAllToAll moving each rank's columns in `chunks` chunks on
     `backend`, twice on fresh random data with the re-sharded output
@@ -554,17 +564,14 @@ def check_gemm_all_to_all(group, cache, seed, report, chunks, backend):
     except Exception as e:  # noqa: BLE001 - reported as a failed check
         report(name, False, f"setup: {type(e).__name__}: {e}")
         return
-    for launch in range(2):
-        g = torch.Generator(device="cpu").manual_seed(seed + 1000 * launch
-                                                      + zlib.crc32(name.encode()) % 997)
+    def launch(g):
         a = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
         b = torch.randn((k, n), generator=g).to(torch.bfloat16)
         op.by_columns.fill_(float("nan"))
         got = op(a[r * m:(r + 1) * m].to(dev), b.to(dev))
-        group.wait(60)
-        want = (a.float() @ b.float())[:, r * n // w:(r + 1) * n // w]
-        err = rel_error(got.cpu(), want)
-        report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+        return got, (a.float() @ b.float())[:, r * n // w:(r + 1) * n // w]
+
+    check_twice(group, name, seed, report, launch)
 
 
 def check_refusals(group, cache, report):
