@@ -76,3 +76,26 @@ ATTN_PLAN='chunk.plan @cp world_size(2) kernel(@attn_fwd) {
 }'
 kernel_state attn_fwd.generic.mlir attn_fwd.bound.generic.mlir "$ATTN_PLAN" chunk-expand-collectives,chunk-bind-kernel
 kernel_state attn_fwd.generic.mlir attn_fwd.reordered.generic.mlir "$ATTN_PLAN" chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles
+# The same attention written with block pointers, a helper for the KV loop
+# and causal attention in two stages (examples/attention/flash_attn_blocks.py),
+# non-causal and causal; then the causal one bound for the plan below (K and
+# V [1024 tokens, 2 heads x 64] gathered along the sequence in 2 chunks per
+# rank, no loop named) and with its two loops split by chunk.
+for causal in 0 1; do
+  out=attn_fwd_blocks.generic.mlir
+  [ "$causal" = 1 ] && out=attn_fwd_blocks_causal.generic.mlir
+  target/debug/synco import examples/attention/flash_attn_blocks.py --kernel attn_fwd_blocks --signature "$ATTN_SIG" \
+    --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL=$causal \
+    --divisible Q,K,V,Out,stride_qz,stride_qh,stride_qm,stride_kz,stride_kh,stride_kn,stride_vz,stride_vh,stride_vn,stride_oz,stride_oh,stride_om,N_CTX_Q,N_CTX_KV \
+    | sed "s|$ROOT/||g" >"lit-tests/Inputs/$out"
+done
+BLOCKS_PLAN='chunk.plan @cp world_size(2) kernel(@attn_fwd_blocks) {
+  chunk.buffer @K : !chunk.buffer<1024x128xbf16> bind(1)
+  chunk.buffer @V : !chunk.buffer<1024x128xbf16> bind(2)
+  chunk.all_gather @K dim(0) chunks(2) backend(copy_engine)
+  chunk.all_gather @V dim(0) chunks(2) backend(copy_engine)
+  chunk.consume @K dim(0) tile(64)
+  chunk.consume @V dim(0) tile(64)
+}'
+kernel_state attn_fwd_blocks_causal.generic.mlir attn_fwd_blocks_causal.bound.generic.mlir "$BLOCKS_PLAN" chunk-expand-collectives,chunk-bind-kernel
+kernel_state attn_fwd_blocks_causal.generic.mlir attn_fwd_blocks_causal.reordered.generic.mlir "$BLOCKS_PLAN" chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles

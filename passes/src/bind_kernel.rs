@@ -51,6 +51,7 @@ fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), Pa
 
 pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     check_i32_offsets(plan)?;
+    crate::kernel_loops::carried_offsets_to_variable(kernel);
     let indices = crate::kernel_access::check_plan_fits_kernel(plan, kernel, NAME)?;
     let fixed = crate::kernel_access::fixed_args(plan, kernel, &indices, NAME)?;
     crate::plan::records::record_scalar_args(plan, &fixed)?;

@@ -12,7 +12,7 @@ use crate::{
     },
     tiles::{
         CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR,
-        TileLoop, find_tile_loop, loads_of,
+        TileLoop, find_tile_loops, loads_of,
     },
 };
 use melior::ir::operation::OperationRef;
@@ -66,8 +66,12 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             }
             let tile = consume.tile().unwrap_or(1);
             let arg = buffer.arg.unwrap_or(usize::MAX);
-            if let Some(tile_loop) = find_tile_loop(kernel, arg, tile, consume.into())? {
-                wait_per_chunk(&plan, &abi, kernel, range, consume, tile_loop)?;
+            let loops = find_tile_loops(kernel, arg, tile, consume.into())?;
+            for (i, tile_loop) in loops.iter().enumerate() {
+                let remark = (i == 0).then_some(loops.len());
+                wait_per_chunk(&plan, &abi, range, consume, *tile_loop, remark)?;
+            }
+            if !loops.is_empty() {
                 continue;
             }
             if range.rows_per_chunk % tile != 0 {
@@ -136,10 +140,10 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
 fn wait_per_chunk(
     plan: &crate::plan::Plan,
     abi: &crate::abi::AbiArgs,
-    kernel: ir::Op,
     range: &crate::plan::FlagRange,
     consume: Consume,
     tile_loop: TileLoop,
+    remark_for_loops: Option<usize>,
 ) -> Result<(), PassFailed> {
     let var = tile_loop.name().unwrap_or_default();
     if range.owners == Owners::Irregular {
@@ -151,11 +155,14 @@ fn wait_per_chunk(
             ),
         ));
     }
-    // The loop found is the clipped one, once split (it carries the mark).
+    // The loop found is the clipped one, once split (it carries the mark),
+    // in the body of the loop over chunks, beside its chunk index.
     let clipped = tile_loop.op;
-    let chunk = ir::walk(kernel)
-        .into_iter()
-        .find(|op| ir::str_attr(*op, CHUNK_INDEX_ATTR).as_deref() == Some(var.as_str()));
+    let chunk = ir::block_of(clipped).and_then(|body| {
+        ir::ops_in(body)
+            .into_iter()
+            .find(|op| ir::str_attr(*op, CHUNK_INDEX_ATTR).as_deref() == Some(var.as_str()))
+    });
     let (Some(chunk), true) = (chunk, ir::attr(clipped, CHUNK_LOOP_ATTR).is_some()) else {
         return Err(fail(
             consume,
@@ -174,11 +181,16 @@ fn wait_per_chunk(
     b.if_then(b.andi(reads, remote), |inner| {
         inner.op("chunk.wait", &[abi.flags, flag, abi.epoch], &[], &[]);
     });
+    let Some(loops) = remark_for_loops else {
+        return Ok(());
+    };
     Diagnostic::remark(
         loc(consume),
         format!(
-            "the loop over '{var}' waits, before each of @{}'s chunks it reads, for that chunk ({} {}, flags {}..{})",
+            "{}, before each of @{}'s chunks {}, for that chunk ({} {}, flags {}..{})",
+            crate::tiles::loops_doing(loops, &var, "waits", "wait"),
             range.buffer,
+            if loops == 1 { "it reads" } else { "they read" },
             range.rows_per_chunk,
             crate::plan::extent_word(range.dim),
             range.base,

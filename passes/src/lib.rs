@@ -31,6 +31,7 @@ pub mod fuse_reductions;
 pub mod import_stablehlo;
 pub mod insert_waits;
 pub mod kernel_access;
+pub mod kernel_loops;
 pub mod kernel_summary;
 pub mod lower_transfers;
 pub mod plan;

@@ -12,7 +12,7 @@ use crate::{
     },
     tiles::{
         Access, CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, TileLoop,
-        find_tile_index, find_tile_loop, scaled_by_tile,
+        find_tile_index, find_tile_loops, scaled_by_tile,
     },
 };
 use melior::ir::operation::OperationRef;
@@ -73,11 +73,15 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
             };
             let dim = consume.dim();
             let tile = consume.tile().unwrap_or(1);
-            if access == Access::Load
-                && let Some(tile_loop) = find_tile_loop(kernel, arg, tile, consume)?
-            {
-                split_tile_loop(abi.rank, &plan, consume, &name, tile_loop)?;
-                continue;
+            if access == Access::Load {
+                let loops = find_tile_loops(kernel, arg, tile, consume)?;
+                for (i, tile_loop) in loops.iter().enumerate() {
+                    let remark = (i == 0).then_some(loops.len());
+                    split_tile_loop(abi.rank, &plan, consume, &name, *tile_loop, remark)?;
+                }
+                if !loops.is_empty() {
+                    continue;
+                }
             }
             if access == Access::Load && zigzag(&plan, &name)? {
                 return Err(fail(
@@ -225,12 +229,14 @@ fn order_sources(
 const CHUNK_ROWS_ATTR: &str = "chunk.chunk_rows";
 const CHUNKS_ATTR: &str = "chunk.chunk_count";
 
-/// A consumer whose blocks a kernel loop walks (`loop(...)`): the loop
-/// from 0 to `hi` is split into a loop over the buffer's `C` chunks of `R`
-/// rows, iteration `j` taking chunk `c = (j + rank * n) mod C` (`n` chunks
-/// per rank: the rank's own first, then rank r+1's, ..., the order they
+/// A consumer whose blocks a kernel loop walks (`loop(...)`; each loop, if
+/// several do): the loop from `lo` (0 or a multiple of the tile) to `hi`
+/// is split into a loop over the buffer's `C` chunks of `R` rows,
+/// iteration `j` taking chunk `c = (j + rank * n) mod C` (`n` chunks per
+/// rank: the rank's own first, then rank r+1's, ..., the order they
 /// arrive in), around the kernel's loop clipped to
-/// `[c * R, min(hi, (c + 1) * R))`, its iteration values carried through.
+/// `[max(lo, c * R), min(hi, (c + 1) * R))`, its iteration values carried
+/// through.
 /// The chunk index is marked
 /// for `chunk-insert-waits`, which waits before the clipped loop: outside
 /// the loop Triton pipelines. Buffers walked by one loop (keys and values)
@@ -241,6 +247,7 @@ fn split_tile_loop(
     consume: TileMap,
     name: &str,
     tile_loop: TileLoop,
+    remark_for_loops: Option<usize>,
 ) -> Result<(), PassFailed> {
     let ctx = ir::context_of(consume.0);
     let var = tile_loop.name().unwrap_or_default();
@@ -305,10 +312,14 @@ fn split_tile_loop(
         ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
         ir::set_attr(tile_loop.op, CHUNKS_ATTR, ir::int_attr_of(i64t, chunks));
     }
+    let Some(loops) = remark_for_loops else {
+        return Ok(());
+    };
     Diagnostic::remark(
         loc(consume),
         format!(
-            "the loop over '{var}' reads @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
+            "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
+            crate::tiles::loops_doing(loops, &var, "reads", "read"),
             crate::plan::extent_word(range.dim),
             match order {
                 LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
@@ -323,8 +334,9 @@ fn split_tile_loop(
     Ok(())
 }
 
-/// Rewrites `tile_loop` (from 0 to `hi`) into the loop over `chunks`
-/// chunks of `rows` rows around it (see [`split_tile_loop`]); marks the
+/// Rewrites `tile_loop` (from `lo`, 0 or a multiple of the tile, to `hi`)
+/// into the loop over `chunks` chunks of `rows` rows around it, clipped to
+/// `[max(lo, c * R), min(hi, (c + 1) * R))` (see [`split_tile_loop`]); marks the
 /// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
 /// ([`CHUNK_LOOP_ATTR`]) with the loop variable's name `var`.
 fn split_loop(
@@ -337,7 +349,10 @@ fn split_loop(
     let l = tile_loop.op;
     let ctx = ir::context_of(l);
     let operands = ir::operands(l);
-    let (upper, inits) = (operands[1], operands[3..].to_vec());
+    let (lower, upper, inits) = (operands[0], operands[1], operands[3..].to_vec());
+    // (A loop from a multiple of the tile, as a causal band, starts at or
+    // after the chunk's first row.)
+    let from_zero = ir::constant_int(lower) == Some(0);
     let ty = ir::type_of(operands[0]);
     let b = Builder::before(l).with_loc(ir::location_of(l));
     let c = |v: i64| b.constant(ty, v);
@@ -351,9 +366,14 @@ fn split_loop(
             LoopOrder::Zigzag => zigzag_rotate(&body, j, rank, per_rank, chunks),
         };
         ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
-        let lower = body.muli(ir::result(chunk, 0), body.constant(ty, rows));
-        let end = body.addi(lower, body.constant(ty, rows));
-        clipped = (lower, body.minsi(upper, end));
+        let first = body.muli(ir::result(chunk, 0), body.constant(ty, rows));
+        let end = body.addi(first, body.constant(ty, rows));
+        let start = if from_zero {
+            first
+        } else {
+            body.maxsi(lower, first)
+        };
+        clipped = (start, body.minsi(upper, end));
         args
     });
     // The kernel's loop moves inside, clipped to the chunk, its results

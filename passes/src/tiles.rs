@@ -270,78 +270,141 @@ impl TileLoop {
     }
 }
 
-/// The kernel loop that walks `consume`'s blocks of argument `arg`, if its
-/// tiles are walked by one: the loop `loop("name")` names, or, for a
-/// consume with no `index`, `source` or `loop`, the one `scf.for` whose
-/// variable the loads' addresses add to a `tt.make_range` of `tile` when no
-/// program-id-derived value is multiplied by `tile` there. The loop must
-/// run from 0 in steps of `tile`. Errors are reported at `consume`.
-pub fn find_tile_loop(
+/// How a remark names the `count` loops over `var` that walk a buffer
+/// (one, or the stages of a causal kernel), with the verb `singular` in
+/// agreement: "the loop over 'v' reads", "the 2 loops over 'v' read".
+pub fn loops_doing(count: usize, var: &str, singular: &str, plural: &str) -> String {
+    match count {
+        1 => format!("the loop over '{var}' {singular}"),
+        n => format!("the {n} loops over '{var}' {plural}"),
+    }
+}
+
+/// The kernel loops that walk `consume`'s blocks of argument `arg`, if
+/// loops walk its tiles: the loops `loop("name")` names (a helper Triton
+/// inlined twice, as a causal kernel's two stages, names two), or, for a
+/// consume with no `index`, `source` or `loop`, the `scf.for` loops whose
+/// variable the loads' addresses add to a `tt.make_range` of `tile`, one
+/// per load, when no program-id-derived value multiplied by `tile` tiles
+/// them. Each loop must step by the tile from 0 or from a multiple of it.
+/// Empty when no loop walks the tiles. Errors are reported at `consume`.
+pub fn find_tile_loops(
     kernel: Op,
     arg: usize,
     tile: i64,
     consume: crate::plan::TileMap,
-) -> Result<Option<TileLoop>, PassFailed> {
+) -> Result<Vec<TileLoop>, PassFailed> {
     let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
     let found = match consume.loop_var() {
-        Some(name) => {
-            let named = ir::find_all(kernel, "scf.for").into_iter().find_map(|op| {
-                let iv = loop_variable(op)?;
-                (synco_ir::loc::value_variable_name(iv).as_deref() == Some(name.as_str()))
-                    .then_some(TileLoop { op, iv })
-            });
-            named.ok_or_else(|| {
-                fail(
-                    consume,
-                    format!("kernel @{kernel_name} has no loop over a variable named '{name}'"),
-                )
-            })?
-        }
-        None if consume.index().is_some() || consume.source().is_some() => return Ok(None),
+        Some(name) => named_loops(kernel, &name).ok_or_else(|| {
+            fail(
+                consume,
+                format!("kernel @{kernel_name} has no loop over a variable named '{name}'"),
+            )
+        })?,
+        None if consume.index().is_some() || consume.source().is_some() => return Ok(Vec::new()),
         None => {
             let loads = loads_of(kernel, arg);
-            let tiled_by_program = scaled_by_tile(&loads, tile)
-                .into_iter()
-                .any(depends_on_program_id);
-            let loops = offset_loops(&loads, tile);
-            match loops[..] {
-                _ if tiled_by_program => return Ok(None),
-                [] => return Ok(None),
-                [only] => only,
-                _ => {
-                    return Err(fail(
-                        consume,
-                        format!(
-                            "the tile loop of kernel @{kernel_name} is ambiguous: {} loops add their variable to a range of {tile} in the addresses of argument {arg}; name it with loop(\"...\")",
-                            loops.len()
-                        ),
-                    ));
+            // (A program's tile that only bounds a loop, as a causal
+            // band's start, does not tile the buffer.)
+            let tiled_by_program = loads.iter().any(|load| {
+                let slice = ir::backward_slice_to_loop_variables(ir::operands(*load)[0]);
+                constant_products(&slice)
+                    .into_iter()
+                    .any(|(x, c, _)| c == tile && depends_on_program_id(x))
+            });
+            if tiled_by_program {
+                return Ok(Vec::new());
+            }
+            let mut loops: Vec<TileLoop> = Vec::new();
+            for load in &loads {
+                match offset_loops(std::slice::from_ref(load), tile)[..] {
+                    [] => {}
+                    [only] => {
+                        if !loops.iter().any(|l| ir::same_op(l.op, only.op)) {
+                            loops.push(only);
+                        }
+                    }
+                    ref several => {
+                        return Err(fail(
+                            consume,
+                            format!(
+                                "the tile loop of kernel @{kernel_name} is ambiguous: {} loops add their variable to a range of {tile} in one address of argument {arg}; name it with loop(\"...\")",
+                                several.len()
+                            ),
+                        ));
+                    }
                 }
             }
+            loops
         }
     };
+    for tile_loop in &found {
+        check_tile_loop_bounds(kernel, *tile_loop, tile, consume)?;
+    }
+    Ok(found)
+}
+
+/// The loops over a variable named `name`: once `chunk-reorder-tiles` has
+/// split them, the clipped ones only (the loop over chunks around each
+/// may carry the name too). `None` if there are none.
+fn named_loops(kernel: Op, name: &str) -> Option<Vec<TileLoop>> {
+    let named: Vec<TileLoop> = ir::find_all(kernel, "scf.for")
+        .into_iter()
+        .filter_map(|op| {
+            let iv = loop_variable(op)?;
+            (synco_ir::loc::value_variable_name(iv).as_deref() == Some(name))
+                .then_some(TileLoop { op, iv })
+        })
+        .collect();
+    let split: Vec<TileLoop> = named
+        .iter()
+        .copied()
+        .filter(|l| ir::attr(l.op, CHUNK_LOOP_ATTR).is_some())
+        .collect();
+    match (split.is_empty(), named.is_empty()) {
+        (false, _) => Some(split),
+        (true, false) => Some(named),
+        (true, true) => None,
+    }
+}
+
+/// Refuses a tile loop that does not step by the tile from 0 or from a
+/// multiple of it (its iterations would straddle chunks), or whose
+/// variable has no name to report it by.
+fn check_tile_loop_bounds(
+    kernel: Op,
+    found: TileLoop,
+    tile: i64,
+    consume: crate::plan::TileMap,
+) -> Result<(), PassFailed> {
     // (A loop `chunk-reorder-tiles` clipped to a chunk was checked before.)
     if ir::attr(found.op, CHUNK_LOOP_ATTR).is_some() {
-        return Ok(Some(found));
+        return Ok(());
     }
-    let bounds: Vec<Option<i64>> = ir::operands(found.op)
-        .into_iter()
-        .take(3)
-        .map(ir::constant_int)
-        .collect();
-    if bounds[0] != Some(0) || bounds[2] != Some(tile) {
+    let operands = ir::operands(found.op);
+    let (lower, step) = (operands[0], ir::constant_int(operands[2]));
+    let aligned =
+        ir::constant_int(lower) == Some(0) || crate::kernel_loops::is_multiple_of(lower, tile);
+    if !aligned || step != Some(tile) {
         let show = |b: Option<i64>| b.map_or("a runtime value".to_string(), |v| v.to_string());
+        let start = match ir::constant_int(lower) {
+            Some(v) => format!("a start of {v}"),
+            None => format!(
+                "a start not known to be a multiple of {tile}, which tl.multiple_of can state,"
+            ),
+        };
         return Err(fail(
             consume,
             format!(
-                "the loop over '{}' must start at 0 and step by the tile ({tile}) to walk the blocks of tile({tile}) (found a start of {} and a step of {})",
+                "the loop over '{}' must start at 0 or at a multiple of the tile ({tile}) and step by the tile to walk the blocks of tile({tile}) (found {start} and a step of {})",
                 found.name().unwrap_or_default(),
-                show(bounds[0]),
-                show(bounds[2])
+                show(step)
             ),
         ));
     }
     if found.name().is_none() {
+        let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
         return Err(fail(
             consume,
             format!(
@@ -349,7 +412,7 @@ pub fn find_tile_loop(
             ),
         ));
     }
-    Ok(Some(found))
+    Ok(())
 }
 
 /// The induction variable of `scf.for` `op`.
@@ -422,7 +485,10 @@ pub fn tile_store(
 /// (`tt.expand_dims`), if it is.
 pub fn ranges_added_to(scaled: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
     let mut out = Vec::new();
-    for (splat, _) in ir::uses(scaled) {
+    let uses = with_extensions(scaled, slice)
+        .into_iter()
+        .flat_map(ir::uses);
+    for (splat, _) in uses {
         if ir::op_name(splat) != "tt.splat" {
             continue;
         }
@@ -444,10 +510,25 @@ pub fn in_slice(slice: &[Value], v: Value) -> bool {
     slice.iter().any(|s| ir::same_value(*s, v))
 }
 
-/// The length of the `tt.make_range` defining `v`.
+/// `v` and its integer extensions inside `slice` (an i32 loop variable
+/// widened for i64 offsets).
+fn with_extensions(v: Value, slice: &[Value]) -> Vec<Value> {
+    let widened = ir::uses(v).into_iter().filter_map(|(user, _)| {
+        let extends = matches!(ir::op_name(user).as_str(), "arith.extsi" | "arith.extui");
+        let out = ir::results(user).first().copied()?;
+        (extends && in_slice(slice, out)).then_some(out)
+    });
+    std::iter::once(v).chain(widened).collect()
+}
+
+/// The length of the `tt.make_range` defining `v` (or its extension).
 fn range_length(v: Value) -> Option<i64> {
-    let op = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.make_range")?;
-    Some(ir::int_attr(op, "end")? - ir::int_attr(op, "start")?)
+    let op = ir::defining_op(v)?;
+    match ir::op_name(op).as_str() {
+        "arith.extsi" | "arith.extui" => range_length(ir::operands(op)[0]),
+        "tt.make_range" => Some(ir::int_attr(op, "end")? - ir::int_attr(op, "start")?),
+        _ => None,
+    }
 }
 
 /// The tensor axis that 1-D offsets `v` become, following elementwise ops

@@ -199,6 +199,9 @@ impl Builder {
     pub fn minsi(&self, a: Value, b: Value) -> Value {
         self.binary("arith.minsi", a, b)
     }
+    pub fn maxsi(&self, a: Value, b: Value) -> Value {
+        self.binary("arith.maxsi", a, b)
+    }
 
     pub fn cmpi(&self, pred: Cmp, a: Value, b: Value) -> Value {
         let p = int_attr_of(i64_type(self.ctx), pred as i64);

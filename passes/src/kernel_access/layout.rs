@@ -99,7 +99,7 @@ fn fix_tile_map_extents(
     kernel: Op,
     indices: &[TileIndex],
 ) -> Result<(), PassFailed> {
-    for &TileIndex {
+    for TileIndex {
         tiles,
         index: t,
         walk,
@@ -118,22 +118,24 @@ fn fix_tile_map_extents(
         let rows = buffer.shape[dim];
         // A loop that walks the blocks (`loop(...)`) reads rows up to its
         // upper bound.
-        if let Some(tile_loop) = walk {
-            let upper = KernelValue::Scalar(tile_loop.upper_bound());
-            fixed.require(
-                buffer,
-                tile_loop.op,
-                upper,
-                ScalarRole::MaxExtent,
-                dim,
-                rows,
-            )?;
+        if !walk.is_empty() {
+            for tile_loop in walk {
+                let upper = KernelValue::Scalar(tile_loop.upper_bound());
+                fixed.require(
+                    buffer,
+                    tile_loop.op,
+                    upper,
+                    ScalarRole::MaxExtent,
+                    dim,
+                    rows,
+                )?;
+            }
             continue;
         }
         // (Per-source tiles may walk one source's rows.)
         let per_source = tiles.source().map(|_| rows / plan.world_size);
         let candidates: Vec<i64> = [Some(rows), per_source].into_iter().flatten().collect();
-        let Some((extent, count)) = counted_extent(t, tile, &candidates) else {
+        let Some((extent, count)) = counted_extent(*t, tile, &candidates) else {
             continue;
         };
         let extent = KernelValue::Scalar(extent);

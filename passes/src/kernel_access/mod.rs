@@ -29,7 +29,7 @@ pub use layout::fixed_args;
 
 use crate::plan::{Plan, TileMap, fail};
 use crate::tiles::{
-    Access, TileLoop, constant_products, find_tile_index, find_tile_loop, in_slice, loads_of,
+    Access, TileLoop, constant_products, find_tile_index, find_tile_loops, in_slice, loads_of,
     ranges_added_to, stores_of,
 };
 use axes::buffer_dim;
@@ -50,12 +50,12 @@ struct TileAccess {
 }
 
 /// A tile map's tile index in the kernel, as the check found it: a value
-/// the addresses multiply by the tile, or the variable of the kernel loop
-/// that walks the blocks (`walk`).
+/// the addresses multiply by the tile, or the variable of the (first)
+/// kernel loop that walks the blocks (`walk`: each loop that does).
 pub struct TileIndex {
     pub tiles: TileMap,
     pub index: Value,
-    pub walk: Option<TileLoop>,
+    pub walk: Vec<TileLoop>,
 }
 
 /// Refuses a plan that does not describe how `kernel` accesses its bound
@@ -134,7 +134,7 @@ fn check_tile_map(
     tiles: TileMap,
     access: Access,
     pass: &str,
-) -> Result<Option<(Value, Option<TileLoop>)>, PassFailed> {
+) -> Result<Option<(Value, Vec<TileLoop>)>, PassFailed> {
     let name = tiles.buffer().unwrap_or_default();
     let Some(buffer) = plan.buffer(&name) else {
         return Ok(None); // The plan verifier names a missing buffer.
@@ -163,19 +163,20 @@ fn check_tile_map(
     let Some(tile) = tiles.tile() else {
         return Ok(None);
     };
-    if access == Access::Load
-        && let Some(tile_loop) = find_tile_loop(kernel, arg, tile, tiles)?
-    {
-        check_tile_loop(
-            tiles,
-            &name,
-            arg,
-            buffer.shape.len(),
-            tile_loop,
-            &accesses,
-            pass,
-        )?;
-        return Ok(Some((tile_loop.iv, Some(tile_loop))));
+    if access == Access::Load {
+        let loops = find_tile_loops(kernel, arg, tile, tiles)?;
+        if let Some(first) = loops.first() {
+            check_tile_loops(
+                tiles,
+                &name,
+                arg,
+                buffer.shape.len(),
+                &loops,
+                &accesses,
+                pass,
+            )?;
+            return Ok(Some((first.iv, loops)));
+        }
     }
     let index_name = tiles.index();
     let t = find_tile_index(kernel, arg, access, tile, index_name.as_deref(), tiles)?;
@@ -214,28 +215,37 @@ fn check_tile_map(
             ));
         }
     }
-    Ok(Some((t, None)))
+    Ok(Some((t, Vec::new())))
 }
 
-/// Checks that every access of a buffer whose tiles a kernel loop walks
-/// (`loop(...)`) is inside that loop and reads `[v, v + tile)` of the tile
-/// map's `dim` at the loop's value `v`.
-fn check_tile_loop(
+/// Checks that every access of a buffer whose tiles kernel loops walk
+/// (`loop(...)`, or found) is inside one of those loops and reads `[v, v +
+/// tile)` of the tile map's `dim` at the loop's value `v`, and that no
+/// address in those loops depends on a value the loop carries (an offset
+/// advanced each iteration would read the wrong rows once the loop walks
+/// the chunks out of order).
+fn check_tile_loops(
     tiles: TileMap,
     name: &str,
     arg: usize,
     rank: usize,
-    tile_loop: TileLoop,
+    loops: &[TileLoop],
     accesses: &[Op],
     pass: &str,
 ) -> Result<(), PassFailed> {
     let dim = tiles.dim();
-    let var = tile_loop.name().unwrap_or_default();
     let tile = tiles.tile().unwrap_or(1);
     for &op in accesses {
         let slice = ir::backward_slice(ir::operands(op)[0]);
-        let ranges = ranges_added_to(tile_loop.iv, &slice);
-        let problem = if !ir::is_ancestor(tile_loop.op, op) {
+        let inside = loops.iter().find(|l| ir::is_ancestor(l.op, op));
+        let var = inside
+            .or(loops.first())
+            .and_then(|l| l.name())
+            .unwrap_or_default();
+        let ranges = inside
+            .map(|l| ranges_added_to(l.iv, &slice))
+            .unwrap_or_default();
+        let problem = if inside.is_none() {
             Some(format!("is outside the loop over '{var}'"))
         } else if ranges.is_empty() {
             Some(format!("does not add '{var}' to a range of rows"))
@@ -263,7 +273,42 @@ fn check_tile_loop(
             ));
         }
     }
+    for tile_loop in loops {
+        if let Some(access) = carried_address(*tile_loop) {
+            let var = tile_loop.name().unwrap_or_default();
+            return Err(refuse_access(
+                tiles,
+                access,
+                format!(
+                    "{pass}: the loop over '{var}' walks @{name}'s chunks in the order they arrive, but the address of this {} depends on a value the loop carries from one iteration to the next: out of order, it would read the wrong rows (compute it from '{var}')",
+                    ir::op_name(access)
+                ),
+            ));
+        }
+    }
     Ok(())
+}
+
+/// The first load or store in `tile_loop` whose address depends on one of
+/// the loop's iteration values.
+fn carried_address(tile_loop: TileLoop) -> Option<Op> {
+    let body = ir::block_arg_owner(tile_loop.iv)?;
+    let carried = |v: &Value| {
+        ir::block_arg_owner(*v).is_some_and(|b| ir::same_block(b, body))
+            && ir::block_arg_number(*v).is_some_and(|n| n > 0)
+    };
+    ir::walk(tile_loop.op).into_iter().find(|op| {
+        let operands = ir::operands(*op);
+        let address: &[Value] = match ir::op_name(*op).as_str() {
+            "tt.load" | "tt.store" => &operands[..1],
+            "tt.descriptor_load" => &operands[1..],
+            "tt.descriptor_store" => operands.get(2..).unwrap_or_default(),
+            _ => return false,
+        };
+        address
+            .iter()
+            .any(|a| ir::backward_slice(*a).iter().any(carried))
+    })
 }
 
 /// The error `message` at the plan's tile map `tiles`, with a note at the

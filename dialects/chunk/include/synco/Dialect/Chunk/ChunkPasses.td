@@ -403,7 +403,16 @@ need not be symmetric.
 Kernel-level chunk ops
 (`chunk.rank`, `chunk.wait`, ...) are lowered against these arguments.
 
-First it checks the plan against the kernel's own address arithmetic
+First it makes the kernel's loops say what they walk
+(`passes/src/kernel_loops.rs`): an integer a loop carries that starts at
+the loop's lower bound (or its sign extension) and grows by the loop's
+constant step each iteration, its final value unread, is the loop's
+variable under another name (what Triton makes of a block pointer that
+`tl.advance` moves by the step, as in Triton's fused-attention tutorial);
+its uses become the variable (sign-extended to its type). The rewrite is
+exact: the variable takes the same values.
+
+Then it checks the plan against the kernel's own address arithmetic
 (`passes/src/kernel_access/`), which every later fusing pass relies on,
 and refuses, at the op that disagrees, with what the kernel does instead:
 
@@ -417,6 +426,15 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   the axes are the dimensions in order; a descriptor's offsets are the
   dimensions in order);
 * a second `chunk.consume` of one buffer;
+* for a consumer whose blocks kernel loops walk (`loop("...")`, or found:
+  the loops whose variable an access's address adds to a range of the
+  tile, one per access, as the two stages of a causal kernel), an access
+  outside those loops, a loop that does not step by the tile from 0 or
+  from a value the arithmetic shows to be a multiple of it (a constant,
+  `tl.multiple_of`, sums and products of such), and a load or store in
+  those loops whose address depends on a value the loop carries from one
+  iteration to the next (walked chunk by chunk out of order, it would
+  read the wrong rows);
 * a buffer that non-local transfers write and the kernel loads, without a
   `chunk.consume` (its tiles would read rows before they arrive);
 * a buffer of more elements than 32-bit element offsets reach;
@@ -441,7 +459,8 @@ that passes anything else.
 Options: none.
 Preconditions: each plan names a `tt.func` of the module, not yet bound.
 Postconditions: the kernel takes the ABI arguments, and the plan records
-the kernel arguments it fixes; the rest of the IR is unchanged.
+the kernel arguments it fixes; the rest of the IR is unchanged but for
+the offsets read as loop variables.
 
 Example: a kernel `(!tt.ptr<bf16>, i32) -> ()` becomes
 `(!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> ()`
@@ -483,9 +502,11 @@ instead (`src' = (src + rank) mod W`, at the start of its body, marked
 block first and its peers' in the order they arrive.
 
 A consumer whose blocks a kernel loop walks (`loop("start_n")`, or the
-one loop found where the kernel has no program-id tile index: a
-flash-attention kernel's loop over the keys and values, from 0 to `hi`
-in steps of `T`) keeps the programs' order. Its loop is split by chunk:
+loops found where the kernel has no program-id tile index: a
+flash-attention kernel's loop over the keys and values, from `lo` to
+`hi` in steps of `T`, `lo` 0 or a multiple of `T`; a causal kernel
+written in two stages has two such loops, each split alike) keeps the
+programs' order. Its loop is split by chunk:
 a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
 `c = (j + rank * n) mod C` in iteration `j` (marked
 `chunk.chunk_index = "start_n"`: the rank's own chunks first, then rank
@@ -494,14 +515,15 @@ a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
 rank's own; for zigzag half-blocks, with `o = (rank + j / n) mod W` and
 `i = j mod n`, half-block `o` for `i < n/2`, else `2W - 1 - o`: the
 rank's own two first, then rank `r+1`'s two, ...) and runs the kernel's loop,
-clipped to `[c * R, min(hi, (c + 1) * R))`, inside it, carrying its
+clipped to `[max(lo, c * R), min(hi, (c + 1) * R))` (`[c * R, ...)` when
+`lo` is 0), inside it, carrying its
 iteration values (the online softmax's state) through; the clipped loop
 is marked `chunk.chunk_loop = "start_n"` with its split
 (`chunk.chunk_rows = R`, `chunk.chunk_count = C`). The kernel's loop
 stays innermost, so Triton still software-pipelines it. Buffers walked
 by one loop (keys and values) share the split and must be chunked alike,
-and the loop must start at 0 and step by `T`, or the consume is refused
-(the plan verifier makes chunks hold whole blocks). A kernel that reads
+and the loop must start at 0 or a multiple of `T` and step by `T`, or the
+consume is refused (the plan verifier makes chunks hold whole blocks). A kernel that reads
 a program id in several places gets one `tt.get_program_id` per axis
 first, and the two of a 2D grid side by side, so that the remapped index
 replaces every read and is defined before any. Refused too: chunks the
@@ -587,8 +609,9 @@ set no flag (`chunk-lower-transfers`), one spin and one stream
 operation fewer per chunk.
 
 A consumer whose blocks a kernel loop walks (split by chunk by
-`chunk-reorder-tiles`) waits once per chunk, before the loop clipped to
-chunk `c` and only if that loop reads any of it (`lower < upper`: a
+`chunk-reorder-tiles`; each loop, if several do) waits once per chunk,
+before the loop clipped to chunk `c` (the chunk index of the loop over
+chunks around it) and only if that loop reads any of it (`lower < upper`: a
 causal bound that stops the loop early waits for no chunk it does not
 read), for the chunk's flag `base + c`, unless the chunk is the rank's
 own.

@@ -1,0 +1,130 @@
+//! What the passes read from a kernel's loops before splitting them by
+//! chunk: offsets a loop carries in step with its variable, and bounds
+//! that are multiples of a tile.
+//!
+//! Triton lowers a block pointer that a loop advances (`tl.advance(p,
+//! (0, BLOCK_N))`, the style of Triton's fused-attention tutorial) to an
+//! integer offset the loop carries, starting at the loop's lower bound and
+//! growing by its step: the loop's variable under another name.
+//! [`carried_offsets_to_variable`] makes the addresses use the variable
+//! itself, so that a loop split by chunk and walked out of order
+//! (`chunk-reorder-tiles`) still reads, at each iteration, the rows of that
+//! iteration.
+
+use synco_ir::{self as ir, Builder, Op, Value};
+
+/// Rewrites, in every `scf.for` of `kernel`, each integer iteration value
+/// that starts at the lower bound (or its `arith.extsi`), grows by the
+/// step each iteration, and whose final value nothing reads, into the
+/// loop's variable (sign-extended to its type): exact, since the variable
+/// runs over the same values in i32. Returns how many were rewritten.
+pub fn carried_offsets_to_variable(kernel: Op) -> usize {
+    let mut rewritten = 0;
+    for op in ir::find_all(kernel, "scf.for") {
+        let operands = ir::operands(op);
+        let Some(body) = ir::regions(op)
+            .first()
+            .and_then(|r| ir::blocks(*r).first().copied())
+        else {
+            continue;
+        };
+        let (Some(&first), Some(&yield_op)) = (ir::ops_in(body).first(), ir::ops_in(body).last())
+        else {
+            continue;
+        };
+        let args = ir::block_args(body);
+        let iv = args[0];
+        let yielded = ir::operands(yield_op);
+        for (i, &arg) in args.iter().enumerate().skip(1) {
+            let (Some(&init), Some(&next)) = (operands.get(2 + i), yielded.get(i - 1)) else {
+                continue;
+            };
+            let ty = ir::type_of(arg);
+            let integer = ir::is_integer_type(ty, 32) || ir::is_integer_type(ty, 64);
+            if !integer
+                || !ir::uses(ir::result(op, i - 1)).is_empty()
+                || !starts_at(init, operands[0])
+                || !steps_by(next, arg, operands[2])
+            {
+                continue;
+            }
+            let b = Builder::before(first).with_loc(ir::location_of(op));
+            let variable = if ir::is_integer_type(ty, 64) {
+                b.to_i64(iv)
+            } else {
+                iv
+            };
+            ir::replace_all_uses(arg, variable);
+            rewritten += 1;
+        }
+    }
+    rewritten
+}
+
+/// Whether `init` is the loop's lower bound `lower`: the same value, its
+/// `arith.extsi`, or a constant of the same value.
+fn starts_at(init: Value, lower: Value) -> bool {
+    if ir::same_value(init, lower) {
+        return true;
+    }
+    if let (Some(a), Some(b)) = (ir::constant_int(init), ir::constant_int(lower)) {
+        return a == b;
+    }
+    ir::defining_op(init)
+        .filter(|op| ir::op_name(*op) == "arith.extsi")
+        .is_some_and(|op| ir::same_value(ir::operands(op)[0], lower))
+}
+
+/// Whether `next` is `arg + step` for the loop's constant `step`.
+fn steps_by(next: Value, arg: Value, step: Value) -> bool {
+    let Some(step) = ir::constant_int(step) else {
+        return false;
+    };
+    let Some(add) = ir::defining_op(next).filter(|op| ir::op_name(*op) == "arith.addi") else {
+        return false;
+    };
+    match ir::operands(add)[..] {
+        [a, b] if ir::same_value(a, arg) => ir::constant_int(b) == Some(step),
+        [a, b] if ir::same_value(b, arg) => ir::constant_int(a) == Some(step),
+        _ => false,
+    }
+}
+
+/// Whether the kernel's arithmetic shows scalar `v` to be a multiple of
+/// `n`: a constant; a value Triton was told is one (`tl.multiple_of`,
+/// `tt.divisibility`); sums, differences, selections and extremes of
+/// such; products with such a factor; their extensions.
+pub fn is_multiple_of(v: Value, n: i64) -> bool {
+    multiple(v, n, 32)
+}
+
+fn multiple(v: Value, n: i64, depth: u32) -> bool {
+    if n == 0 || depth == 0 {
+        return false;
+    }
+    if let Some(c) = ir::constant_int(v) {
+        return c % n == 0;
+    }
+    let Some(op) = ir::defining_op(v) else {
+        return false;
+    };
+    let told = ir::attr(op, "tt.divisibility")
+        .and_then(|a| ir::dense_splat_int(a).or_else(|| ir::int_value(a)))
+        .is_some_and(|d| d % n == 0);
+    if told {
+        return true;
+    }
+    let operands = ir::operands(op);
+    let all = |from: usize| {
+        operands
+            .get(from..)
+            .is_some_and(|o| !o.is_empty() && o.iter().all(|x| multiple(*x, n, depth - 1)))
+    };
+    match ir::op_name(op).as_str() {
+        "arith.addi" | "arith.subi" | "arith.minsi" | "arith.maxsi" => all(0),
+        "arith.select" => all(1),
+        "arith.muli" => operands.iter().any(|x| multiple(*x, n, depth - 1)),
+        "arith.extsi" | "arith.extui" => all(0),
+        _ => false,
+    }
+}
