@@ -99,3 +99,9 @@ BLOCKS_PLAN='chunk.plan @cp world_size(2) kernel(@attn_fwd_blocks) {
 }'
 kernel_state attn_fwd_blocks_causal.generic.mlir attn_fwd_blocks_causal.bound.generic.mlir "$BLOCKS_PLAN" chunk-expand-collectives,chunk-bind-kernel
 kernel_state attn_fwd_blocks_causal.generic.mlir attn_fwd_blocks_causal.reordered.generic.mlir "$BLOCKS_PLAN" chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles
+# The same attention moving its K and V pointers by start_n * stride
+# (examples/attention/flash_attn_strided.py), non-causal.
+target/debug/synco import examples/attention/flash_attn_strided.py --kernel attn_fwd_strided --signature "$ATTN_SIG" \
+  --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL=0 \
+  --divisible Q,K,V,Out,stride_qz,stride_qh,stride_qm,stride_kz,stride_kh,stride_kn,stride_vz,stride_vh,stride_vn,stride_oz,stride_oh,stride_om,N_CTX_Q,N_CTX_KV \
+  | sed "s|$ROOT/||g" >lit-tests/Inputs/attn_fwd_strided.generic.mlir

@@ -436,7 +436,7 @@ fn offset_loops(accesses: &[Op], tile: i64) -> Vec<TileLoop> {
             if !is_iv || found.iter().any(|l| ir::same_op(l.op, op)) {
                 continue;
             }
-            if ranges_added_to(*v, &slice).iter().any(|(n, _)| *n == tile) {
+            if rows_walked_by(*v, &slice).iter().any(|(n, _)| *n == tile) {
                 found.push(TileLoop { op, iv: *v });
             }
         }
@@ -508,6 +508,121 @@ pub fn ranges_added_to(scaled: Value, slice: &[Value]) -> Vec<(i64, Option<usize
 /// Whether `v` is one of `slice`'s values (an access's address slice).
 pub fn in_slice(slice: &[Value], v: Value) -> bool {
     slice.iter().any(|s| ir::same_value(*s, v))
+}
+
+/// The rows a loop's variable `v` walks in an address `slice`: each range
+/// added to it ([`ranges_added_to`]: `splat(v) + [0, n)`), and each range
+/// scaled alike ([`ranges_scaled_alike`]: `p + splat(v * x)` where `p`'s
+/// offsets are `[0, n) * x`), with the tensor axis of the range.
+pub fn rows_walked_by(v: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
+    let mut rows = ranges_added_to(v, slice);
+    rows.extend(ranges_scaled_alike(v, slice));
+    rows
+}
+
+/// For a loop variable `v` that an address adds as `v * x` (a pointer
+/// moved by `start_n * stride_kn`, the style of FlashAttention's Triton
+/// kernels) to offsets that multiply a `tt.make_range` of `n` by the same
+/// `x` (`offs_n[:, None] * stride_kn`): each such `(n, axis)`. Such an
+/// address reads rows `[v, v + n)` along the range's axis, as `(v + [0,
+/// n)) * x` would.
+fn ranges_scaled_alike(v: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
+    let mut out = Vec::new();
+    for value in with_extensions(v, slice) {
+        for (product, _) in ir::uses(value) {
+            let Some(result) = ir::results(product).first().copied() else {
+                continue;
+            };
+            if ir::op_name(product) != "arith.muli"
+                || !in_slice(slice, result)
+                || ir::is_ranked_tensor(ir::type_of(result))
+            {
+                continue;
+            }
+            let operands = ir::operands(product);
+            let x = if ir::same_value(operands[0], value) {
+                operands[1]
+            } else {
+                operands[0]
+            };
+            for range in slice.iter().copied().filter(|r| range_length(*r).is_some()) {
+                if range_scaled_by(range, x, slice) {
+                    let n = range_length(range).unwrap_or_default();
+                    out.push((n, expanded_axis(range, slice)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `range` (a `tt.make_range`), expanded or broadcast, is
+/// multiplied by a splat of `x` (the same value, or the same constant)
+/// inside `slice`.
+fn range_scaled_by(range: Value, x: Value, slice: &[Value]) -> bool {
+    let same = |y: Value| {
+        let y = splatted(y);
+        ir::same_value(unextended(y), unextended(x))
+            || ir::constant_int(y).is_some_and(|c| Some(c) == ir::constant_int(x))
+    };
+    let mut frontier = vec![range];
+    let mut steps = 0;
+    while let Some(v) = frontier.pop() {
+        steps += 1;
+        if steps > 64 {
+            return false;
+        }
+        for (user, _) in ir::uses(v) {
+            let Some(out) = ir::results(user)
+                .first()
+                .copied()
+                .filter(|r| in_slice(slice, *r))
+            else {
+                continue;
+            };
+            match ir::op_name(user).as_str() {
+                "arith.muli" => {
+                    let operands = ir::operands(user);
+                    let other = if ir::same_value(operands[0], v) {
+                        operands[1]
+                    } else {
+                        operands[0]
+                    };
+                    if same(other) {
+                        return true;
+                    }
+                }
+                "tt.expand_dims" | "tt.broadcast" | "arith.extsi" | "arith.extui" => {
+                    frontier.push(out);
+                }
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
+/// The scalar a splat (or a broadcast of one, or a constant splat) holds,
+/// else `v`.
+fn splatted(v: Value) -> Value {
+    let mut v = v;
+    while let Some(op) = ir::defining_op(v)
+        .filter(|op| matches!(ir::op_name(*op).as_str(), "tt.splat" | "tt.broadcast"))
+    {
+        v = ir::operands(op)[0];
+    }
+    v
+}
+
+/// `v` without its integer extensions.
+fn unextended(v: Value) -> Value {
+    let mut v = v;
+    while let Some(op) = ir::defining_op(v)
+        .filter(|op| matches!(ir::op_name(*op).as_str(), "arith.extsi" | "arith.extui"))
+    {
+        v = ir::operands(op)[0];
+    }
+    v
 }
 
 /// `v` and its integer extensions inside `slice` (an i32 loop variable

@@ -17,7 +17,7 @@ poisoned outputs, against the same product computed by PyTorch in fp32
 from every rank's inputs; context-parallel attention (K and V gathered,
 causal or not, on each transport) against PyTorch's attention over the
 whole sequence, direct and ring, and in the zigzag sharding, in the
-bundled kernel and in examples/attention/flash_attn_blocks.py's; Ulysses
+bundled kernel and in the two of examples/attention/ written otherwise; Ulysses
 attention (Q, K and V re-sharded from tokens to heads by all-to-alls
 fused into the kernel) against the same, each rank's heads; all-to-all +
 GEMM (A re-sharded from columns to rows in the GEMM's loop over k) and
@@ -133,25 +133,27 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
     + [(causal, "tma", algorithm, False, 2) for algorithm, causal in (("direct", True),
                                                                       ("ring", False))] \
     + [(True, "tma", "direct", True, 2)] \
-    + [(causal, backend, "direct", False, 2, "blocks") for causal in (False, True)
-       for backend in ("copy_engine", "ldst")]
+    + [(causal, backend, "direct", False, 2, style) for style in ("blocks", "strided")
+       for causal in (False, True) for backend in ("copy_engine", "ldst")]
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
-def blocks_kernel():
-    """The attention kernel of examples/attention/flash_attn_blocks.py (block
-    pointers, causal in two stages), as a user brings their own."""
+def example_kernel(style):
+    """The attention kernel of examples/attention/flash_attn_<style>.py
+    (`blocks`: block pointers, causal in two stages; `strided`: pointers
+    moved by start_n * stride), as a user brings their own."""
     import importlib.util
-    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / "flash_attn_blocks.py"
-    spec = importlib.util.spec_from_file_location("flash_attn_blocks", path)
+    name = f"flash_attn_{style}"
+    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.attn_fwd_blocks
+    return getattr(module, f"attn_fwd_{style}")
 
 
 def attention_options(world, variant, cache):
     causal, backend, algorithm, zigzag, chunks, *style = variant
-    kernel = blocks_kernel() if style == ["blocks"] else None
+    kernel = example_kernel(style[0]) if style else None
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
                 config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=chunks, backend=backend,
                 algorithm=algorithm, zigzag=zigzag, kernel=kernel, num_warps=4, num_stages=2,
@@ -162,7 +164,7 @@ def attention_name(variant):
     causal, backend, algorithm, zigzag, chunks, *style = variant
     return (f"attention {'causal' if causal else 'full'} {backend} {algorithm}"
             f"{' zigzag' if zigzag else ''}{f' chunks={chunks}' if chunks != 2 else ''}"
-            f"{' (block pointers)' if style else ''}")
+            f"{f' ({style[0]} kernel)' if style else ''}")
 
 
 # Ulysses attention: Q, K and V re-sharded from tokens to heads by

@@ -30,7 +30,7 @@ pub use layout::fixed_args;
 use crate::plan::{Plan, TileMap, fail};
 use crate::tiles::{
     Access, TileLoop, constant_products, find_tile_index, find_tile_loops, in_slice, loads_of,
-    ranges_added_to, stores_of,
+    ranges_added_to, rows_walked_by, stores_of,
 };
 use axes::buffer_dim;
 use synco_chunk::PassFailed;
@@ -243,7 +243,7 @@ fn check_tile_loops(
             .and_then(|l| l.name())
             .unwrap_or_default();
         let ranges = inside
-            .map(|l| ranges_added_to(l.iv, &slice))
+            .map(|l| rows_walked_by(l.iv, &slice))
             .unwrap_or_default();
         let problem = if inside.is_none() {
             Some(format!("is outside the loop over '{var}'"))

@@ -428,7 +428,9 @@ and refuses, at the op that disagrees, with what the kernel does instead:
 * a second `chunk.consume` of one buffer;
 * for a consumer whose blocks kernel loops walk (`loop("...")`, or found:
   the loops whose variable an access's address adds to a range of the
-  tile, one per access, as the two stages of a causal kernel), an access
+  tile, `splat(v) + [0, T)`, or adds times a stride to a range times the
+  same stride, `p + v * s` with `p`'s offsets `[0, T) * s`; one loop per
+  access, as the two stages of a causal kernel), an access
   outside those loops, a loop that does not step by the tile from 0 or
   from a value the arithmetic shows to be a multiple of it (a constant,
   `tl.multiple_of`, sums and products of such), and a load or store in
