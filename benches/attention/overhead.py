@@ -16,6 +16,12 @@ waits, the rotation and the split loops. The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
 
+`--styles blocks,strided` measures the same for the attention kernels of
+examples/attention/ written the other usual ways (`flash_attn_blocks.py`:
+block pointers, causal in two stages; `flash_attn_strided.py`: pointers
+moved by start_n * stride), each fused (direct, 1 chunk per rank) against
+itself compiled without a plan; `--seqs` restricts the sequences.
+
 The last rank's queries see the whole sequence, causal or not. Inputs are
 random (bf16); the fused kernel's output is checked against the local
 kernel's (their sums run in another order). Each variant is timed with
@@ -26,9 +32,11 @@ over the local kernel's.
 """
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
@@ -48,33 +56,60 @@ SAMPLES, SAMPLE_MS, WARMUP_MS = 11, 20.0, 300.0
 TOLERANCE = 1e-2
 
 
-def local_kernel(head_dim, causal, cache):
+#: The fused variants of the example kernels written otherwise.
+STYLE_FUSED = [("direct", 1)]
+
+
+def style_kernel(style):
+    """`synco.kernels.attention` (`bundled`), or the kernel of
+    examples/attention/flash_attn_<style>.py."""
+    if style == "bundled":
+        return kernels.attention
+    name = f"flash_attn_{style}"
+    path = Path(__file__).resolve().parents[2] / "examples" / "attention" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, f"attn_fwd_{style}")
+
+
+def local_kernel(style, head_dim, causal, cache):
     """The attention kernel without a plan (what the fused one came from)."""
-    return synco.compile(kernels.attention, signature=ops.AllGatherAttention.SIGNATURE,
+    return synco.compile(style_kernel(style), signature=ops.AllGatherAttention.SIGNATURE,
                          constexprs={"HEAD_DIM": head_dim, "CAUSAL": int(causal), **CONFIG},
                          divisible=ops.AllGatherAttention.DIVISIBLE, num_warps=NUM_WARPS,
                          num_stages=NUM_STAGES, cache_dir=cache)
 
 
-def fused_kernel(seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
+def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
-        chunks=chunks, backend="copy_engine", algorithm=algorithm, num_warps=NUM_WARPS,
-        num_stages=NUM_STAGES, cache_dir=cache)
+        chunks=chunks, backend="copy_engine", algorithm=algorithm, kernel=style_kernel(style),
+        num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
 
 
-def cases():
+def variant_kernels(style, seq, heads_kv, head_dim, causal, cache):
+    """Name -> compiled kernel of each variant of `style`: its local kernel
+    and its fused ones (the bundled kernel's named as before)."""
+    prefix = "" if style == "bundled" else f"{style} "
+    found = {f"{prefix}local": local_kernel(style, head_dim, causal, cache)}
+    for algorithm, chunks in FUSED if style == "bundled" else STYLE_FUSED:
+        found[f"{prefix}{algorithm} c{chunks}"] = fused_kernel(
+            style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache)
+    return found
+
+
+def cases(seqs):
     for model, heads, heads_kv, head_dim in MODELS:
-        for seq in SEQS:
+        for seq in seqs:
             for causal in (False, True):
                 yield model, heads, heads_kv, head_dim, seq, causal
 
 
-def compile_all(cache):
-    for model, _, heads_kv, head_dim, seq, causal in cases():
-        local_kernel(head_dim, causal, cache)
-        for algorithm, chunks in FUSED:
-            fused_kernel(seq, heads_kv, head_dim, causal, algorithm, chunks, cache)
+def compile_all(cache, styles, seqs):
+    for model, _, heads_kv, head_dim, seq, causal in cases(seqs):
+        for style in styles:
+            variant_kernels(style, seq, heads_kv, head_dim, causal, cache)
         print(f"compiled {model} seq {seq} {'causal' if causal else 'full'}", flush=True)
 
 
@@ -116,7 +151,7 @@ def time_interleaved(launches):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def run_case(node, heap_bytes, cache, model, heads, heads_kv, head_dim, seq, causal):
+def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, seq, causal):
     rank = WORLD - 1
     tokens, kv_cols, q_cols = seq // WORLD, heads_kv * head_dim, heads * head_dim
     node.reset_heap()
@@ -142,10 +177,13 @@ def run_case(node, heap_bytes, cache, model, heads, heads_kv, head_dim, seq, cau
     stream = torch.cuda.current_stream().cuda_stream
     heap = synco.runtime.Heap(base, heap_bytes)
     outs, launches = {}, {}
-    variants = {"local": local_kernel(head_dim, causal, cache)}
-    for algorithm, chunks in FUSED:
-        variants[f"{algorithm} c{chunks}"] = fused_kernel(seq, heads_kv, head_dim, causal,
-                                                          algorithm, chunks, cache)
+    # Each variant, and the local kernel it is compared with.
+    variants, local_of = {}, {}
+    for style in styles:
+        found = variant_kernels(style, seq, heads_kv, head_dim, causal, cache)
+        local = next(iter(found))
+        variants.update(found)
+        local_of.update({name: local for name in found if name != local})
     loaded = []
     for name, compiled in variants.items():
         kernel = node.load(str(compiled.manifest.path))
@@ -159,15 +197,14 @@ def run_case(node, heap_bytes, cache, model, heads, heads_kv, head_dim, seq, cau
         launch()
         outs[name], launches[name] = out, launch
     torch.cuda.synchronize()
-    want = outs["local"].float()
-    errors = {name: ((out.float() - want).norm() / want.norm()).item()
-              for name, out in outs.items() if name != "local"}
+    errors = {name: ((outs[name].float() - outs[local].float()).norm()
+                     / outs[local].float().norm()).item() for name, local in local_of.items()}
     ms = time_interleaved(launches)
     for kernel in loaded:
         kernel.unload()
     return {"model": model, "heads": heads, "kv_heads": heads_kv, "head_dim": head_dim,
             "seq": seq, "causal": causal, "world": WORLD,
-            "tokens_per_rank": tokens, "ms": ms, "rel_err_vs_local": errors,
+            "tokens_per_rank": tokens, "ms": ms, "local_of": local_of, "rel_err_vs_local": errors,
             "ok": all(e < TOLERANCE for e in errors.values())}
 
 
@@ -177,23 +214,29 @@ def main():
     parser.add_argument("--cache", required=True)
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--out")
+    parser.add_argument("--styles", default="bundled",
+                        help="comma-separated: bundled, blocks, strided (default: bundled)")
+    parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
     args = parser.parse_args()
+    styles = args.styles.split(",")
+    seqs = [int(s) for s in args.seqs.split(",")]
     if args.compile_only:
-        compile_all(args.cache)
+        compile_all(args.cache, styles, seqs)
         return 0
-    largest = max(SEQS)
+    largest = max(seqs)
     heap = 2 * 2 * largest * max(h_kv * d for _, _, h_kv, d in MODELS) + (64 << 20)
     node = synco._native.Node.open_shared(WORLD, 1, heap)
     rows, failed = [], 0
-    for case in cases():
-        row = run_case(node, heap, args.cache, *case)
+    for case in cases(seqs):
+        row = run_case(node, heap, args.cache, styles, *case)
         rows.append(row)
         failed += not row["ok"]
-        local = row["ms"]["local"]
-        cells = " ".join(f"{name} {t:.3f} ms ({t / local - 1:+.1%})"
-                         for name, t in row["ms"].items() if name != "local")
+        ms = row["ms"]
+        cells = [f"{name} {t:.3f} ms" + (f" ({t / ms[row['local_of'][name]] - 1:+.1%})"
+                                         if name in row["local_of"] else "")
+                 for name, t in ms.items()]
         print(f"{row['model']:10} seq {row['seq']:6} {'causal' if row['causal'] else 'full  '} "
-              f"local {local:.3f} ms  {cells}  err {max(row['rel_err_vs_local'].values()):.1e}"
+              f"{'  '.join(cells)}  err {max(row['rel_err_vs_local'].values()):.1e}"
               f"{'' if row['ok'] else '  FAIL'}", flush=True)
     result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "rows": rows}
