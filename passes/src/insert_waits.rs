@@ -145,12 +145,12 @@ fn wait_per_chunk(
     tile_loop: TileLoop,
     remark_for_loops: Option<usize>,
 ) -> Result<(), PassFailed> {
-    let var = tile_loop.name().unwrap_or_default();
+    let (var, subject) = (tile_loop.key(), tile_loop.subject());
     if range.owners == Owners::Irregular {
         return Err(fail(
             consume,
             format!(
-                "chunk-insert-waits: the transfers into @{} leave its chunks held neither in one block per rank nor in zigzag half-blocks: the loop over '{var}' cannot tell which chunks to wait for",
+                "chunk-insert-waits: the transfers into @{} leave its chunks held neither in one block per rank nor in zigzag half-blocks: {subject} cannot tell which chunks to wait for",
                 range.buffer
             ),
         ));
@@ -167,7 +167,7 @@ fn wait_per_chunk(
         return Err(fail(
             consume,
             format!(
-                "chunk-insert-waits: the loop over '{var}' is not split by chunk; run chunk-reorder-tiles first"
+                "chunk-insert-waits: {subject} is not split by chunk; run chunk-reorder-tiles first"
             ),
         ));
     };
@@ -188,7 +188,7 @@ fn wait_per_chunk(
         loc(consume),
         format!(
             "{}, before each of @{}'s chunks {}, for that chunk ({} {}, flags {}..{})",
-            crate::tiles::loops_doing(loops, &var, "waits", "wait"),
+            crate::tiles::loops_doing(loops, tile_loop, "waits", "wait"),
             range.buffer,
             if loops == 1 { "it reads" } else { "they read" },
             range.rows_per_chunk,

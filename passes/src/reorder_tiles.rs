@@ -250,7 +250,7 @@ fn split_tile_loop(
     remark_for_loops: Option<usize>,
 ) -> Result<(), PassFailed> {
     let ctx = ir::context_of(consume.0);
-    let var = tile_loop.name().unwrap_or_default();
+    let (var, subject) = (tile_loop.key(), tile_loop.subject());
     let layout = flag_layout(plan)?;
     let Some(range) = layout
         .iter()
@@ -258,9 +258,7 @@ fn split_tile_loop(
     else {
         return Err(fail(
             consume,
-            format!(
-                "@{name} has no chunks arriving from other ranks for the loop over '{var}' to wait for"
-            ),
+            format!("@{name} has no chunks arriving from other ranks for {subject} to wait for"),
         ));
     };
     // (The plan verifier refuses chunks that split a tile.)
@@ -280,7 +278,7 @@ fn split_tile_loop(
             return Err(fail(
                 consume,
                 format!(
-                    "chunk-reorder-tiles: the transfers into @{name} leave its chunks held neither in one block per rank nor in zigzag half-blocks (some rank's chunk is never written, or a rank's own chunk is): the loop over '{var}' cannot tell which chunks to wait for"
+                    "chunk-reorder-tiles: the transfers into @{name} leave its chunks held neither in one block per rank nor in zigzag half-blocks (some rank's chunk is never written, or a rank's own chunk is): {subject} cannot tell which chunks to wait for"
                 ),
             ));
         }
@@ -294,7 +292,7 @@ fn split_tile_loop(
             return Err(fail(
                 consume,
                 format!(
-                    "@{name} comes in {chunks} chunks of {rows} rows, but the loop over '{var}' is already split for a buffer in {} chunks of {} rows: buffers read in one loop must be chunked alike",
+                    "@{name} comes in {chunks} chunks of {rows} rows, but {subject} is already split for a buffer in {} chunks of {} rows: buffers read in one loop must be chunked alike",
                     split.1.unwrap_or(0),
                     split.0.unwrap_or(0)
                 ),
@@ -319,7 +317,7 @@ fn split_tile_loop(
         loc(consume),
         format!(
             "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
-            crate::tiles::loops_doing(loops, &var, "reads", "read"),
+            crate::tiles::loops_doing(loops, tile_loop, "reads", "read"),
             crate::plan::extent_word(range.dim),
             match order {
                 LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
@@ -338,7 +336,7 @@ fn split_tile_loop(
 /// into the loop over `chunks` chunks of `rows` rows around it, clipped to
 /// `[max(lo, c * R), min(hi, (c + 1) * R))` (see [`split_tile_loop`]); marks the
 /// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
-/// ([`CHUNK_LOOP_ATTR`]) with the loop variable's name `var`.
+/// ([`CHUNK_LOOP_ATTR`]) with `var`, the loop's [`TileLoop::key`].
 fn split_loop(
     tile_loop: TileLoop,
     rank: Value,

@@ -259,9 +259,40 @@ pub struct TileLoop {
 }
 
 impl TileLoop {
-    /// The loop variable's name, as Triton keeps it in the locations.
+    /// The loop variable's name, as Triton keeps it in the locations; none
+    /// where Triton gave it the name of a value the loop carries (as it
+    /// does in the loops of the helpers it inlines).
     pub fn name(self) -> Option<String> {
-        synco_ir::loc::value_variable_name(self.iv)
+        let name = synco_ir::loc::value_variable_name(self.iv)?;
+        let body = ir::block_arg_owner(self.iv)?;
+        let carried = ir::block_args(body)
+            .into_iter()
+            .skip(1)
+            .any(|arg| synco_ir::loc::value_variable_name(arg).as_deref() == Some(name.as_str()));
+        (!carried).then_some(name)
+    }
+
+    /// What attributes and `loop(...)` call it: its variable's name, else
+    /// the source line of the loop (`flash_attn_blocks.py:28`).
+    pub fn key(self) -> String {
+        self.name()
+            .or_else(|| synco_ir::loc::source_line(ir::value_loc(self.iv)))
+            .unwrap_or_else(|| "the kernel's loop".to_string())
+    }
+
+    /// How messages name it: "the loop over 'start_n'", or "the loop at
+    /// flash_attn_blocks.py:28".
+    pub fn subject(self) -> String {
+        loops_doing(1, self, "", "").trim_end().to_string()
+    }
+
+    /// How messages name its variable: "'start_n'", or "the loop's
+    /// variable".
+    pub fn variable(self) -> String {
+        match self.name() {
+            Some(name) => format!("'{name}'"),
+            None => "the loop's variable".to_string(),
+        }
     }
 
     /// Its upper bound (operand 1 of the `scf.for`).
@@ -270,13 +301,18 @@ impl TileLoop {
     }
 }
 
-/// How a remark names the `count` loops over `var` that walk a buffer
-/// (one, or the stages of a causal kernel), with the verb `singular` in
-/// agreement: "the loop over 'v' reads", "the 2 loops over 'v' read".
-pub fn loops_doing(count: usize, var: &str, singular: &str, plural: &str) -> String {
+/// How a remark names the `count` loops like `first` that walk a buffer
+/// (one, or the stages of a causal kernel), with the verb `singular` or
+/// `plural` in agreement: "the loop over 'v' reads", "the 2 loops over 'v'
+/// read", "the loop at attn.py:28 reads".
+pub fn loops_doing(count: usize, first: TileLoop, singular: &str, plural: &str) -> String {
+    let place = match first.name() {
+        Some(name) => format!("over '{name}'"),
+        None => format!("at {}", first.key()),
+    };
     match count {
-        1 => format!("the loop over '{var}' {singular}"),
-        n => format!("the {n} loops over '{var}' {plural}"),
+        1 => format!("the loop {place} {singular}"),
+        n => format!("the {n} loops {place} {plural}"),
     }
 }
 
@@ -340,7 +376,7 @@ pub fn find_tile_loops(
         }
     };
     for tile_loop in &found {
-        check_tile_loop_bounds(kernel, *tile_loop, tile, consume)?;
+        check_tile_loop_bounds(*tile_loop, tile, consume)?;
     }
     Ok(found)
 }
@@ -352,9 +388,11 @@ fn named_loops(kernel: Op, name: &str) -> Option<Vec<TileLoop>> {
     let named: Vec<TileLoop> = ir::find_all(kernel, "scf.for")
         .into_iter()
         .filter_map(|op| {
-            let iv = loop_variable(op)?;
-            (synco_ir::loc::value_variable_name(iv).as_deref() == Some(name))
-                .then_some(TileLoop { op, iv })
+            let found = TileLoop {
+                op,
+                iv: loop_variable(op)?,
+            };
+            (found.name().as_deref() == Some(name)).then_some(found)
         })
         .collect();
     let split: Vec<TileLoop> = named
@@ -370,10 +408,8 @@ fn named_loops(kernel: Op, name: &str) -> Option<Vec<TileLoop>> {
 }
 
 /// Refuses a tile loop that does not step by the tile from 0 or from a
-/// multiple of it (its iterations would straddle chunks), or whose
-/// variable has no name to report it by.
+/// multiple of it (its iterations would straddle chunks).
 fn check_tile_loop_bounds(
-    kernel: Op,
     found: TileLoop,
     tile: i64,
     consume: crate::plan::TileMap,
@@ -397,18 +433,9 @@ fn check_tile_loop_bounds(
         return Err(fail(
             consume,
             format!(
-                "the loop over '{}' must start at 0 or at a multiple of the tile ({tile}) and step by the tile to walk the blocks of tile({tile}) (found {start} and a step of {})",
-                found.name().unwrap_or_default(),
+                "{} must start at 0 or at a multiple of the tile ({tile}) and step by the tile to walk the blocks of tile({tile}) (found {start} and a step of {})",
+                found.subject(),
                 show(step)
-            ),
-        ));
-    }
-    if found.name().is_none() {
-        let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
-        return Err(fail(
-            consume,
-            format!(
-                "the tile loop of kernel @{kernel_name} has no variable name in its locations; name it with loop(\"...\")"
             ),
         ));
     }

@@ -37,3 +37,34 @@ pub fn op_variable_name(op: Op) -> Option<String> {
 pub fn value_variable_name(value: Value) -> Option<String> {
     variable_name(value_loc(value))
 }
+
+/// Where `loc` points in the source, as `file.py:line` (the file's last
+/// path component): the innermost file location under its names and, for
+/// an inlined helper, the callee's (the line of the helper's own code).
+pub fn source_line(loc: Loc) -> Option<String> {
+    unsafe {
+        if mlirLocationIsAFileLineColRange(loc) {
+            let file = string(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(
+                loc,
+            )));
+            let name = file.rsplit('/').next().unwrap_or(&file).to_string();
+            return Some(format!(
+                "{name}:{}",
+                mlirLocationFileLineColRangeGetStartLine(loc)
+            ));
+        }
+        if mlirLocationIsAName(loc) {
+            return source_line(mlirLocationNameGetChildLoc(loc));
+        }
+        if mlirLocationIsACallSite(loc) {
+            return source_line(mlirLocationCallSiteGetCallee(loc));
+        }
+        if mlirLocationIsAFused(loc) {
+            let n = mlirLocationFusedGetNumLocations(loc);
+            let mut locs = vec![mlirLocationUnknownGet(mlirLocationGetContext(loc)); n as usize];
+            mlirLocationFusedGetLocations(loc, locs.as_mut_ptr());
+            return locs.into_iter().find_map(|l| source_line(l));
+        }
+    }
+    None
+}

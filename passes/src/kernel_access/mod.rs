@@ -238,21 +238,21 @@ fn check_tile_loops(
     for &op in accesses {
         let slice = ir::backward_slice(ir::operands(op)[0]);
         let inside = loops.iter().find(|l| ir::is_ancestor(l.op, op));
-        let var = inside
-            .or(loops.first())
-            .and_then(|l| l.name())
-            .unwrap_or_default();
+        let Some(&first) = inside.or(loops.first()) else {
+            return Ok(());
+        };
+        let (subject, var) = (first.subject(), first.variable());
         let ranges = inside
             .map(|l| rows_walked_by(l.iv, &slice))
             .unwrap_or_default();
         let problem = if inside.is_none() {
-            Some(format!("is outside the loop over '{var}'"))
+            Some(format!("is outside {subject}"))
         } else if ranges.is_empty() {
-            Some(format!("does not add '{var}' to a range of rows"))
+            Some(format!("does not add {var} to a range of rows"))
         } else if !ranges.iter().any(|(n, _)| *n == tile) {
             let lengths: Vec<i64> = ranges.iter().map(|(n, _)| *n).collect();
             Some(format!(
-                "covers {} rows from '{var}', not tile({tile})",
+                "covers {} rows from {var}, not tile({tile})",
                 join(&lengths)
             ))
         } else {
@@ -260,14 +260,14 @@ fn check_tile_loops(
                 .iter()
                 .filter_map(|(_, axis)| axis.and_then(|a| buffer_dim(a, &slice, rank)))
                 .find(|d| *d != dim)
-                .map(|d| format!("walks dimension {d} of @{name} with '{var}', not dim({dim})"))
+                .map(|d| format!("walks dimension {d} of @{name} with {var}, not dim({dim})"))
         };
         if let Some(problem) = problem {
             return Err(refuse_access(
                 tiles,
                 op,
                 format!(
-                    "{pass}: the plan says a loop over '{var}' walks @{name} in blocks of {tile} along dim({dim}), but this {} of argument {arg} {problem}",
+                    "{pass}: the plan says {subject} walks @{name} in blocks of {tile} along dim({dim}), but this {} of argument {arg} {problem}",
                     ir::op_name(op)
                 ),
             ));
@@ -275,13 +275,14 @@ fn check_tile_loops(
     }
     for tile_loop in loops {
         if let Some(access) = carried_address(*tile_loop) {
-            let var = tile_loop.name().unwrap_or_default();
             return Err(refuse_access(
                 tiles,
                 access,
                 format!(
-                    "{pass}: the loop over '{var}' walks @{name}'s chunks in the order they arrive, but the address of this {} depends on a value the loop carries from one iteration to the next: out of order, it would read the wrong rows (compute it from '{var}')",
-                    ir::op_name(access)
+                    "{pass}: {} walks @{name}'s chunks in the order they arrive, but the address of this {} depends on a value the loop carries from one iteration to the next: out of order, it would read the wrong rows (compute it from {})",
+                    tile_loop.subject(),
+                    ir::op_name(access),
+                    tile_loop.variable()
                 ),
             ));
         }
