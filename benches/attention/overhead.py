@@ -16,11 +16,12 @@ waits, the rotation and the split loops. The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
 
-`--styles blocks,strided` measures the same for the attention kernels of
-examples/attention/ written the other usual ways (`flash_attn_blocks.py`:
-block pointers, causal in two stages; `flash_attn_strided.py`: pointers
-moved by start_n * stride), each fused (direct, 1 chunk per rank) against
-itself compiled without a plan; `--seqs` restricts the sequences.
+`--styles blocks,strided,moved` measures the same for the attention
+kernels of examples/attention/ written the other usual ways
+(`flash_attn_blocks.py`: block pointers, causal in two stages;
+`flash_attn_strided.py`: pointers read at start_n * stride, or moved by
+BLOCK_N * stride), each fused (direct, 1 chunk per rank) against itself
+compiled without a plan; `--seqs` restricts the sequences.
 
 The last rank's queries see the whole sequence, causal or not. Inputs are
 random (bf16); the fused kernel's output is checked against the local
@@ -60,17 +61,23 @@ TOLERANCE = 1e-2
 STYLE_FUSED = [("direct", 1)]
 
 
+#: The attention kernels of examples/attention/ written the other usual
+#: ways: (file, kernel) by style.
+EXAMPLE_KERNELS = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
+                   "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
+                   "moved": ("flash_attn_strided.py", "attn_fwd_moved")}
+
+
 def style_kernel(style):
-    """`synco.kernels.attention` (`bundled`), or the kernel of
-    examples/attention/flash_attn_<style>.py."""
+    """`synco.kernels.attention` (`bundled`), or an example kernel."""
     if style == "bundled":
         return kernels.attention
-    name = f"flash_attn_{style}"
-    path = Path(__file__).resolve().parents[2] / "examples" / "attention" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
+    file, name = EXAMPLE_KERNELS[style]
+    path = Path(__file__).resolve().parents[2] / "examples" / "attention" / file
+    spec = importlib.util.spec_from_file_location(file[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, f"attn_fwd_{style}")
+    return getattr(module, name)
 
 
 def local_kernel(style, head_dim, causal, cache):
@@ -215,7 +222,7 @@ def main():
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--out")
     parser.add_argument("--styles", default="bundled",
-                        help="comma-separated: bundled, blocks, strided (default: bundled)")
+                        help="comma-separated: bundled, blocks, strided, moved (default: bundled)")
     parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
     args = parser.parse_args()
     styles = args.styles.split(",")

@@ -51,7 +51,7 @@ fn run(module: OperationRef, _options: &ChunkBindKernelOptions) -> Result<(), Pa
 
 pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     check_i32_offsets(plan)?;
-    crate::kernel_loops::carried_offsets_to_variable(kernel);
+    read_loop_variables(kernel, plan);
     let indices = crate::kernel_access::check_plan_fits_kernel(plan, kernel, NAME)?;
     let fixed = crate::kernel_access::fixed_args(plan, kernel, &indices, NAME)?;
     crate::plan::records::record_scalar_args(plan, &fixed)?;
@@ -82,6 +82,31 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         ir::int_attr_of(ir::i32_type(ctx), first as i64),
     );
     Ok(())
+}
+
+/// Makes the kernel's loops address what they walk by their variables
+/// (see `passes/src/kernel_loops.rs`): offsets carried in step with a
+/// loop, and, in the loops that walk a consumed argument no program tile
+/// indexes, pointers moved by the step times a stride.
+fn read_loop_variables(kernel: Op, plan: &Plan) {
+    crate::kernel_loops::carried_offsets_to_variable(kernel);
+    for consume in plan.consumes() {
+        let (Some(name), Some(tile)) = (consume.buffer(), consume.tile()) else {
+            continue;
+        };
+        let Some(arg) = plan.buffer(&name).and_then(|b| b.arg) else {
+            continue;
+        };
+        if consume.index().is_some()
+            || consume.source().is_some()
+            || crate::tiles::tiled_by_program(kernel, arg, tile)
+        {
+            continue;
+        }
+        if let Some(value) = crate::tiles::kernel_arg(kernel, arg) {
+            crate::kernel_loops::carried_pointers_to_variable(kernel, value);
+        }
+    }
 }
 
 /// Refuses buffers whose elements 32-bit offsets cannot all reach: the

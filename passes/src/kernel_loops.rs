@@ -7,7 +7,9 @@
 //! integer offset the loop carries, starting at the loop's lower bound and
 //! growing by its step: the loop's variable under another name.
 //! [`carried_offsets_to_variable`] makes the addresses use the variable
-//! itself, so that a loop split by chunk and walked out of order
+//! itself (and, in the loops that walk a consumed buffer, pointers moved
+//! by the step times a stride: [`carried_pointers_to_variable`]), so that
+//! a loop split by chunk and walked out of order
 //! (`chunk-reorder-tiles`) still reads, at each iteration, the rows of that
 //! iteration.
 
@@ -59,6 +61,108 @@ pub fn carried_offsets_to_variable(kernel: Op) -> usize {
         }
     }
     rewritten
+}
+
+/// Rewrites, in each `scf.for` from 0 that carries a pointer into kernel
+/// argument `arg` (`k_ptrs += BLOCK_N * stride_kn` at the end of the loop,
+/// the style of Triton's early tutorials), each pointer tensor the loop
+/// carries that starts at `p0` and moves by `step * x` each iteration (`x`
+/// defined outside the loop, the final value unread) into `p0 + v * x`
+/// for the loop's variable `v`: exact, since after `v / step` iterations
+/// the pointer has moved by `v * x`. Only such loops are touched (a GEMM's
+/// loop over K that walks no consumed argument keeps its pointers).
+/// Returns how many pointers were rewritten.
+pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
+    let mut rewritten = 0;
+    for op in ir::find_all(kernel, "scf.for") {
+        let operands = ir::operands(op);
+        let Some(step) = ir::constant_int(operands[2]) else {
+            continue;
+        };
+        if ir::constant_int(operands[0]) != Some(0) {
+            continue;
+        }
+        let Some(body) = ir::regions(op)
+            .first()
+            .and_then(|r| ir::blocks(*r).first().copied())
+        else {
+            continue;
+        };
+        let (Some(&first), Some(&yield_op)) = (ir::ops_in(body).first(), ir::ops_in(body).last())
+        else {
+            continue;
+        };
+        let args = ir::block_args(body);
+        let yielded = ir::operands(yield_op);
+        let moved: Vec<(Value, Value, Value)> = args
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(i, _)| ir::uses(ir::result(op, i - 1)).is_empty())
+            .filter_map(|(i, &carried)| {
+                let init = *operands.get(2 + i)?;
+                let x = moved_by(*yielded.get(i - 1)?, carried, step, op)?;
+                Some((carried, init, x))
+            })
+            .collect();
+        let walks_arg = moved.iter().any(|(_, init, _)| {
+            ir::backward_slice(*init)
+                .iter()
+                .any(|v| ir::same_value(*v, arg))
+        });
+        if !walks_arg {
+            continue;
+        }
+        let iv = args[0];
+        let b = Builder::before(first).with_loc(ir::location_of(op));
+        for (carried, init, x) in moved {
+            let Some(shape) = ir::tensor_shape(ir::type_of(carried)) else {
+                continue;
+            };
+            let width = |v: Value| {
+                [32, 64]
+                    .into_iter()
+                    .find(|w| ir::is_integer_type(ir::type_of(v), *w))
+            };
+            let v = match (width(iv), width(x)) {
+                (Some(iv_width), Some(x_width)) if iv_width == x_width => iv,
+                (Some(32), Some(64)) => b.to_i64(iv),
+                _ => continue,
+            };
+            let offsets = b.splat(b.muli(v, x), &shape);
+            ir::replace_all_uses(carried, b.addptr(init, offsets));
+            rewritten += 1;
+        }
+    }
+    rewritten
+}
+
+/// For a pointer tensor `carried` the loop `for_op` moves to `next`: the
+/// `x` of `next = carried + splat(x * step)` (either operand order), if
+/// `x` is a scalar integer defined outside the loop.
+fn moved_by(next: Value, carried: Value, step: i64, for_op: Op) -> Option<Value> {
+    let add = ir::defining_op(next).filter(|op| ir::op_name(*op) == "tt.addptr")?;
+    let [ptr, offset] = ir::operands(add)[..] else {
+        return None;
+    };
+    if !ir::same_value(ptr, carried) || !ir::is_ranked_tensor(ir::type_of(carried)) {
+        return None;
+    }
+    let splat = ir::defining_op(offset).filter(|op| ir::op_name(*op) == "tt.splat")?;
+    let product =
+        ir::defining_op(ir::operands(splat)[0]).filter(|op| ir::op_name(*op) == "arith.muli")?;
+    let x = match ir::operands(product)[..] {
+        [a, c] if ir::constant_int(c) == Some(step) => a,
+        [c, a] if ir::constant_int(c) == Some(step) => a,
+        _ => return None,
+    };
+    let inside = match ir::defining_op(x) {
+        Some(def) => ir::is_ancestor(for_op, def),
+        None => ir::block_arg_owner(x)
+            .and_then(ir::block_parent_op)
+            .is_some_and(|owner| ir::is_ancestor(for_op, owner)),
+    };
+    (!inside && ir::constant_int(x).is_none()).then_some(x)
 }
 
 /// Whether `init` is the loop's lower bound `lower`: the same value, its

@@ -340,18 +340,10 @@ pub fn find_tile_loops(
         })?,
         None if consume.index().is_some() || consume.source().is_some() => return Ok(Vec::new()),
         None => {
-            let loads = loads_of(kernel, arg);
-            // (A program's tile that only bounds a loop, as a causal
-            // band's start, does not tile the buffer.)
-            let tiled_by_program = loads.iter().any(|load| {
-                let slice = ir::backward_slice_to_loop_variables(ir::operands(*load)[0]);
-                constant_products(&slice)
-                    .into_iter()
-                    .any(|(x, c, _)| c == tile && depends_on_program_id(x))
-            });
-            if tiled_by_program {
+            if tiled_by_program(kernel, arg, tile) {
                 return Ok(Vec::new());
             }
+            let loads = loads_of(kernel, arg);
             let mut loops: Vec<TileLoop> = Vec::new();
             for load in &loads {
                 match offset_loops(std::slice::from_ref(load), tile)[..] {
@@ -379,6 +371,19 @@ pub fn find_tile_loops(
         check_tile_loop_bounds(*tile_loop, tile, consume)?;
     }
     Ok(found)
+}
+
+/// Whether the loads of argument `arg` multiply a program-id-derived value
+/// by `tile` (a GEMM's row tile): then no loop walks its tiles. A
+/// program's tile that only bounds a loop, as a causal band's start, does
+/// not count.
+pub fn tiled_by_program(kernel: Op, arg: usize, tile: i64) -> bool {
+    loads_of(kernel, arg).iter().any(|load| {
+        let slice = ir::backward_slice_to_loop_variables(ir::operands(*load)[0]);
+        constant_products(&slice)
+            .into_iter()
+            .any(|(x, c, _)| c == tile && depends_on_program_id(x))
+    })
 }
 
 /// The loops over a variable named `name`: once `chunk-reorder-tiles` has

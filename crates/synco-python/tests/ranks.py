@@ -121,6 +121,13 @@ def fx_layer(group_name, world):
     return layer
 
 
+# The attention kernels of examples/attention/ written the other usual
+# ways: block pointers with causal attention in two stages; pointers read
+# at start_n * stride; pointers moved by BLOCK_N * stride.
+EXAMPLE_KERNELS = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
+                   "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
+                   "moved": ("flash_attn_strided.py", "attn_fwd_moved")}
+
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
 # key/value heads, head dim 64; blocks of 64 queries and 64 keys.
 # Each: (causal, backend, algorithm, zigzag, chunks per rank). Zigzag: the
@@ -133,22 +140,21 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
     + [(causal, "tma", algorithm, False, 2) for algorithm, causal in (("direct", True),
                                                                       ("ring", False))] \
     + [(True, "tma", "direct", True, 2)] \
-    + [(causal, backend, "direct", False, 2, style) for style in ("blocks", "strided")
+    + [(causal, backend, "direct", False, 2, style) for style in EXAMPLE_KERNELS
        for causal in (False, True) for backend in ("copy_engine", "ldst")]
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
 def example_kernel(style):
-    """The attention kernel of examples/attention/flash_attn_<style>.py
-    (`blocks`: block pointers, causal in two stages; `strided`: pointers
-    moved by start_n * stride), as a user brings their own."""
+    """An attention kernel of examples/attention/ written another usual way
+    (see EXAMPLE_KERNELS), as a user brings their own."""
     import importlib.util
-    name = f"flash_attn_{style}"
-    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
+    file, name = EXAMPLE_KERNELS[style]
+    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / file
+    spec = importlib.util.spec_from_file_location(file[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, f"attn_fwd_{style}")
+    return getattr(module, name)
 
 
 def attention_options(world, variant, cache):

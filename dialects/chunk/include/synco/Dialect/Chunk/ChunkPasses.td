@@ -409,8 +409,12 @@ the loop's lower bound (or its sign extension) and grows by the loop's
 constant step each iteration, its final value unread, is the loop's
 variable under another name (what Triton makes of a block pointer that
 `tl.advance` moves by the step, as in Triton's fused-attention tutorial);
-its uses become the variable (sign-extended to its type). The rewrite is
-exact: the variable takes the same values.
+its uses become the variable (sign-extended to its type). And in a loop
+from 0 that walks a consumed argument no program tile indexes, a pointer
+tensor the loop moves by its step times a stride defined outside it
+(`k_ptrs += BLOCK_N * stride_kn`, the style of Triton's early tutorials)
+becomes the pointer at the start plus the variable times the stride. The
+rewrites are exact: the variable takes the values the carried ones did.
 
 Then it checks the plan against the kernel's own address arithmetic
 (`passes/src/kernel_access/`), which every later fusing pass relies on,
