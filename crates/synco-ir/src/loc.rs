@@ -63,7 +63,7 @@ pub fn source_line(loc: Loc) -> Option<String> {
             let n = mlirLocationFusedGetNumLocations(loc);
             let mut locs = vec![mlirLocationUnknownGet(mlirLocationGetContext(loc)); n as usize];
             mlirLocationFusedGetLocations(loc, locs.as_mut_ptr());
-            return locs.into_iter().find_map(|l| source_line(l));
+            return locs.into_iter().find_map(source_line);
         }
     }
     None

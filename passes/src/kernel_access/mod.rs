@@ -30,7 +30,7 @@ pub use layout::fixed_args;
 use crate::plan::{Plan, TileMap, fail};
 use crate::tiles::{
     Access, TileLoop, constant_products, find_tile_index, find_tile_loops, in_slice, loads_of,
-    ranges_added_to, rows_walked_by, stores_of,
+    ranges_added_to, rows_shifted, rows_walked_by, stores_of,
 };
 use axes::buffer_dim;
 use synco_chunk::PassFailed;
@@ -47,6 +47,9 @@ struct TileAccess {
     extents: Vec<i64>,
     /// The buffer dimension `t` walks, where the address shows it.
     dim: Option<usize>,
+    /// Whether something else is added to the rows `t * scale + [0, n)`
+    /// along their axis.
+    shifted: bool,
 }
 
 /// A tile map's tile index in the kernel, as the check found it: a value
@@ -185,8 +188,11 @@ fn check_tile_map(
         Some(n) => format!("index(\"{n}\")"),
         None => "its tile index".to_string(),
     };
+    let per_source = tiles
+        .source()
+        .and_then(|name| crate::tiles::loop_variable_named(kernel, &name));
     for op in accesses {
-        let seen = tile_access(op, t, buffer.shape.len());
+        let seen = tile_access(op, t, buffer.shape.len(), per_source);
         let problem = if !seen.uses_index {
             Some(format!("does not use {what}"))
         } else if !seen.scales.is_empty() && !seen.scales.contains(&tile) {
@@ -198,6 +204,10 @@ fn check_tile_map(
             Some(format!(
                 "covers {} rows from {what} * {tile}, not tile({tile})",
                 join(&seen.extents)
+            ))
+        } else if seen.shifted {
+            Some(format!(
+                "adds another offset to the rows {what} * {tile} + [0, {tile}): they are not the rows of the tile's chunk"
             ))
         } else {
             seen.dim
@@ -254,6 +264,10 @@ fn check_tile_loops(
             Some(format!(
                 "covers {} rows from {var}, not tile({tile})",
                 join(&lengths)
+            ))
+        } else if inside.is_some_and(|l| rows_shifted(l.iv, ir::operands(op)[0], &slice, None)) {
+            Some(format!(
+                "adds another offset to the rows it reads from {var}: they are not the rows whose chunk it waits for"
             ))
         } else {
             ranges
@@ -330,8 +344,9 @@ fn join(values: &[i64]) -> String {
 }
 
 /// What access `op`'s address says about tile index `t` (in a buffer of
-/// `rank` dimensions).
-fn tile_access(op: Op, t: Value, rank: usize) -> TileAccess {
+/// `rank` dimensions; `per_source`: the variable of the consumer's loop
+/// over source ranks, whose blocks may offset the rows).
+fn tile_access(op: Op, t: Value, rank: usize, per_source: Option<Value>) -> TileAccess {
     let operands = ir::operands(op);
     if ir::op_name(op).starts_with("tt.descriptor_") {
         return descriptor_access(op, &operands, t);
@@ -349,6 +364,7 @@ fn tile_access(op: Op, t: Value, rank: usize) -> TileAccess {
             continue;
         }
         seen.scales.push(scale);
+        seen.shifted |= rows_shifted(scaled, ptr, &slice, per_source);
         for (extent, axis) in ranges_added_to(scaled, &slice) {
             seen.extents.push(extent);
             if seen.dim.is_none() {
@@ -357,6 +373,31 @@ fn tile_access(op: Op, t: Value, rank: usize) -> TileAccess {
         }
     }
     seen
+}
+
+/// Whether descriptor offset `v` is `t` or `t` times a constant (through
+/// integer casts), with nothing added.
+fn scales_only(v: Value, t: Value) -> bool {
+    let mut v = v;
+    loop {
+        if ir::same_value(v, t) {
+            return true;
+        }
+        let Some(op) = ir::defining_op(v) else {
+            return false;
+        };
+        let operands = ir::operands(op);
+        match ir::op_name(op).as_str() {
+            "arith.extsi" | "arith.extui" | "arith.trunci" => v = operands[0],
+            "arith.muli" => {
+                return match operands[..] {
+                    [a, c] | [c, a] if ir::constant_int(c).is_some() => scales_only(a, t),
+                    _ => false,
+                };
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// A `tt.descriptor_load`/`_store`: offsets follow the descriptor (and, for
@@ -385,5 +426,6 @@ fn descriptor_access(op: Op, operands: &[Value], t: Value) -> TileAccess {
             [d] => Some(d),
             _ => None,
         },
+        shifted: dims.iter().any(|d| !scales_only(offsets[*d], t)),
     }
 }

@@ -429,6 +429,12 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   the axis without a stride is the last, and where both axes have one
   the axes are the dimensions in order; a descriptor's offsets are the
   dimensions in order);
+* an access that adds another offset to the rows of its tile or loop
+  iteration (`t * T + [0, T) + 8`, `start_n + offs_n + past`, or a pointer
+  term that is a multiple of the rows' stride, `K + past * stride_kn`):
+  its rows are not those of the chunk it waits for (a loop over source
+  ranks' blocks, `src * M + rows` with `source("src")`, is the consumer's
+  own offset);
 * a second `chunk.consume` of one buffer;
 * for a consumer whose blocks kernel loops walk (`loop("...")`, or found:
   the loops whose variable an access's address adds to a range of the
