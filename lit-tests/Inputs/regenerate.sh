@@ -54,14 +54,14 @@ sources_state matmul_sources.waited.generic.mlir chunk-expand-collectives,chunk-
 # its KV loop over `start_n` in blocks of 64, non-causal and causal, its
 # pointers, strides and lengths multiples of 16 (vectorised loads).
 ATTN_SIG='*bf16,*bf16,*bf16,*bf16,fp32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32,i32'
-for causal in 0 1; do
-  out=attn_fwd.generic.mlir
-  [ "$causal" = 1 ] && out=attn_fwd_causal.generic.mlir
-  target/debug/synco import examples/attention/flash_attn.py --kernel attn_fwd --signature "$ATTN_SIG" \
-    --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL=$causal \
+attn_import() { # file kernel causal output
+  target/debug/synco import "examples/attention/$1" --kernel "$2" --signature "$ATTN_SIG" \
+    --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL="$3" \
     --divisible Q,K,V,Out,stride_qz,stride_qh,stride_qm,stride_kz,stride_kh,stride_kn,stride_vz,stride_vh,stride_vn,stride_oz,stride_oh,stride_om,N_CTX_Q,N_CTX_KV \
-    | sed "s|$ROOT/||g" >"lit-tests/Inputs/$out"
-done
+    | sed "s|$ROOT/||g" >"lit-tests/Inputs/$4"
+}
+attn_import flash_attn.py attn_fwd 0 attn_fwd.generic.mlir
+attn_import flash_attn.py attn_fwd 1 attn_fwd_causal.generic.mlir
 # attn_fwd in the states the passes before a tile pass leave, for the
 # single-pass tests lit-tests/Passes/*-loop.test: bound for the plan below
 # (K and V gathered in 2 chunks per rank, their blocks walked by the loop
@@ -81,14 +81,8 @@ kernel_state attn_fwd.generic.mlir attn_fwd.reordered.generic.mlir "$ATTN_PLAN" 
 # non-causal and causal; then the causal one bound for the plan below (K and
 # V [1024 tokens, 2 heads x 64] gathered along the sequence in 2 chunks per
 # rank, no loop named) and with its two loops split by chunk.
-for causal in 0 1; do
-  out=attn_fwd_blocks.generic.mlir
-  [ "$causal" = 1 ] && out=attn_fwd_blocks_causal.generic.mlir
-  target/debug/synco import examples/attention/flash_attn_blocks.py --kernel attn_fwd_blocks --signature "$ATTN_SIG" \
-    --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL=$causal \
-    --divisible Q,K,V,Out,stride_qz,stride_qh,stride_qm,stride_kz,stride_kh,stride_kn,stride_vz,stride_vh,stride_vn,stride_oz,stride_oh,stride_om,N_CTX_Q,N_CTX_KV \
-    | sed "s|$ROOT/||g" >"lit-tests/Inputs/$out"
-done
+attn_import flash_attn_blocks.py attn_fwd_blocks 0 attn_fwd_blocks.generic.mlir
+attn_import flash_attn_blocks.py attn_fwd_blocks 1 attn_fwd_blocks_causal.generic.mlir
 BLOCKS_PLAN='chunk.plan @cp world_size(2) kernel(@attn_fwd_blocks) {
   chunk.buffer @K : !chunk.buffer<1024x128xbf16> bind(1)
   chunk.buffer @V : !chunk.buffer<1024x128xbf16> bind(2)
@@ -101,7 +95,4 @@ kernel_state attn_fwd_blocks_causal.generic.mlir attn_fwd_blocks_causal.bound.ge
 kernel_state attn_fwd_blocks_causal.generic.mlir attn_fwd_blocks_causal.reordered.generic.mlir "$BLOCKS_PLAN" chunk-expand-collectives,chunk-bind-kernel,chunk-reorder-tiles
 # The same attention moving its K and V pointers by start_n * stride
 # (examples/attention/flash_attn_strided.py), non-causal.
-target/debug/synco import examples/attention/flash_attn_strided.py --kernel attn_fwd_strided --signature "$ATTN_SIG" \
-  --constexpr HEAD_DIM=64 --constexpr BLOCK_M=64 --constexpr BLOCK_N=64 --constexpr CAUSAL=0 \
-  --divisible Q,K,V,Out,stride_qz,stride_qh,stride_qm,stride_kz,stride_kh,stride_kn,stride_vz,stride_vh,stride_vn,stride_oz,stride_oh,stride_om,N_CTX_Q,N_CTX_KV \
-  | sed "s|$ROOT/||g" >lit-tests/Inputs/attn_fwd_strided.generic.mlir
+attn_import flash_attn_strided.py attn_fwd_strided 0 attn_fwd_strided.generic.mlir

@@ -24,19 +24,15 @@ pub fn carried_offsets_to_variable(kernel: Op) -> usize {
     let mut rewritten = 0;
     for op in ir::find_all(kernel, "scf.for") {
         let operands = ir::operands(op);
-        let Some(body) = ir::regions(op)
-            .first()
-            .and_then(|r| ir::blocks(*r).first().copied())
+        let Some(LoopBody {
+            args,
+            first,
+            yielded,
+        }) = loop_body(op)
         else {
             continue;
         };
-        let (Some(&first), Some(&yield_op)) = (ir::ops_in(body).first(), ir::ops_in(body).last())
-        else {
-            continue;
-        };
-        let args = ir::block_args(body);
         let iv = args[0];
-        let yielded = ir::operands(yield_op);
         for (i, &arg) in args.iter().enumerate().skip(1) {
             let (Some(&init), Some(&next)) = (operands.get(2 + i), yielded.get(i - 1)) else {
                 continue;
@@ -82,18 +78,14 @@ pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
         if ir::constant_int(operands[0]) != Some(0) {
             continue;
         }
-        let Some(body) = ir::regions(op)
-            .first()
-            .and_then(|r| ir::blocks(*r).first().copied())
+        let Some(LoopBody {
+            args,
+            first,
+            yielded,
+        }) = loop_body(op)
         else {
             continue;
         };
-        let (Some(&first), Some(&yield_op)) = (ir::ops_in(body).first(), ir::ops_in(body).last())
-        else {
-            continue;
-        };
-        let args = ir::block_args(body);
-        let yielded = ir::operands(yield_op);
         let moved: Vec<(Value, Value, Value)> = args
             .iter()
             .enumerate()
@@ -135,6 +127,24 @@ pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
         }
     }
     rewritten
+}
+
+/// An `scf.for`'s body: its arguments (the variable, then the iteration
+/// values), its first op and the values its `scf.yield` passes on.
+struct LoopBody {
+    args: Vec<Value>,
+    first: Op,
+    yielded: Vec<Value>,
+}
+
+fn loop_body(op: Op) -> Option<LoopBody> {
+    let body = *ir::blocks(*ir::regions(op).first()?).first()?;
+    let ops = ir::ops_in(body);
+    Some(LoopBody {
+        args: ir::block_args(body),
+        first: *ops.first()?,
+        yielded: ir::operands(*ops.last()?),
+    })
 }
 
 /// For a pointer tensor `carried` the loop `for_op` moves to `next`: the

@@ -61,22 +61,11 @@ fn ranges_scaled_alike(v: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
 fn scaled_alike(v: Value, slice: &[Value]) -> Vec<(Value, Value)> {
     let mut out = Vec::new();
     for value in with_extensions(v, slice) {
-        for (product, _) in ir::uses(value) {
-            let Some(result) = ir::results(product).first().copied() else {
-                continue;
-            };
-            if ir::op_name(product) != "arith.muli"
-                || !in_slice(slice, result)
-                || ir::is_ranked_tensor(ir::type_of(result))
-            {
+        for (product, result) in users_in(value, slice) {
+            if ir::op_name(product) != "arith.muli" || ir::is_ranked_tensor(ir::type_of(result)) {
                 continue;
             }
-            let operands = ir::operands(product);
-            let x = if ir::same_value(operands[0], value) {
-                operands[1]
-            } else {
-                operands[0]
-            };
+            let x = other_operand(product, value);
             out.extend(
                 slice
                     .iter()
@@ -105,22 +94,10 @@ fn range_scaled_by(range: Value, x: Value, slice: &[Value]) -> bool {
         if steps > 64 {
             return false;
         }
-        for (user, _) in ir::uses(v) {
-            let Some(out) = ir::results(user)
-                .first()
-                .copied()
-                .filter(|r| in_slice(slice, *r))
-            else {
-                continue;
-            };
+        for (user, out) in users_in(v, slice) {
             match ir::op_name(user).as_str() {
                 "arith.muli" => {
-                    let operands = ir::operands(user);
-                    let other = if ir::same_value(operands[0], v) {
-                        operands[1]
-                    } else {
-                        operands[0]
-                    };
+                    let other = other_operand(user, v);
                     if same(other) {
                         return true;
                     }
@@ -216,22 +193,10 @@ pub fn rows_shifted(v: Value, address: Value, slice: &[Value], per_source: Optio
 fn row_stride(start: Value, slice: &[Value]) -> Option<Value> {
     let mut frontier = vec![start];
     while let Some(v) = frontier.pop() {
-        for (user, _) in ir::uses(v) {
-            let Some(out) = ir::results(user)
-                .first()
-                .copied()
-                .filter(|r| in_slice(slice, *r))
-            else {
-                continue;
-            };
+        for (user, out) in users_in(v, slice) {
             match ir::op_name(user).as_str() {
                 "arith.muli" => {
-                    let operands = ir::operands(user);
-                    let other = if ir::same_value(operands[0], v) {
-                        operands[1]
-                    } else {
-                        operands[0]
-                    };
+                    let other = other_operand(user, v);
                     let scalar = splatted(other);
                     return (!ir::is_ranked_tensor(ir::type_of(scalar))).then_some(scalar);
                 }
@@ -303,14 +268,7 @@ fn shifted_on_the_way(start: Value, slice: &[Value], per_source: Option<Value>) 
         if steps > 256 {
             return true;
         }
-        for (user, _) in ir::uses(v) {
-            let Some(out) = ir::results(user)
-                .first()
-                .copied()
-                .filter(|r| in_slice(slice, *r))
-            else {
-                continue;
-            };
+        for (user, out) in users_in(v, slice) {
             let name = ir::op_name(user);
             match name.as_str() {
                 "tt.expand_dims" => {
@@ -423,14 +381,7 @@ fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
         if steps > 64 {
             return None;
         }
-        for (user, _) in ir::uses(v) {
-            let Some(out) = ir::results(user)
-                .first()
-                .copied()
-                .filter(|r| in_slice(slice, *r))
-            else {
-                continue;
-            };
+        for (user, out) in users_in(v, slice) {
             if ir::op_name(user) == "tt.expand_dims" {
                 let inserted = ir::int_attr(user, "axis")? as usize;
                 return Some(usize::from(inserted == 0));
@@ -441,4 +392,26 @@ fn expanded_axis(v: Value, slice: &[Value]) -> Option<usize> {
         }
     }
     Some(0)
+}
+
+/// The users of `v` whose (first) result lies in the address `slice`, with
+/// that result.
+fn users_in(v: Value, slice: &[Value]) -> Vec<(ir::Op, Value)> {
+    ir::uses(v)
+        .into_iter()
+        .filter_map(|(user, _)| {
+            let out = ir::results(user).first().copied()?;
+            in_slice(slice, out).then_some((user, out))
+        })
+        .collect()
+}
+
+/// The operand of binary op `op` that is not `v` (its first, if both are).
+fn other_operand(op: ir::Op, v: Value) -> Value {
+    let operands = ir::operands(op);
+    if ir::same_value(operands[0], v) {
+        operands[1]
+    } else {
+        operands[0]
+    }
 }
