@@ -135,10 +135,13 @@ ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, caus
 plan = (ring.folder / "plan.mlir").read_text()
 expect("a ring AllGatherAttention gathers K and V by a ring",
        plan.count("algorithm(ring)") == 2 and ring.folder != attn.folder, plan)
-ok, got = raises(ValueError, "chunks='auto' for attention needs loop=",
-                 lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2,
-                                                          head_dim=64, chunks="auto"))
-expect("attention refuses chunks(auto) without the kernel's loop", ok, got)
+auto_found = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,
+                                            chunks="auto", cache_dir=scratch / "cache")
+plan = (auto_found.folder / "plan.mlir").read_text()
+copies = json.loads(Path(auto_found.manifest.path).read_text())["fused"]["copies"]
+expect("attention's chunks(auto) without a loop name gives one chunk per rank (K and V)",
+       "loop(" not in plan and "chunks(auto)" in plan and [len(c) for c in copies] == [2, 2],
+       str([len(c) for c in copies]))
 auto = synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
                                         chunks="auto", loop="start_n")
 expect("attention's chunks(auto) names the loop", 'chunks(auto)' in auto

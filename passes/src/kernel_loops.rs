@@ -175,6 +175,31 @@ fn moved_by(next: Value, carried: Value, step: i64, for_op: Op) -> Option<Value>
     (!inside && ir::constant_int(x).is_none()).then_some(x)
 }
 
+/// Whether block argument `arg` is an iteration value its `scf.for`
+/// carries in step with the variable (starts at the lower bound, grows by
+/// the step): the variable under another name, as
+/// [`carried_offsets_to_variable`] finds them.
+pub fn is_in_step_offset(arg: Value) -> bool {
+    let (Some(block), Some(i)) = (ir::block_arg_owner(arg), ir::block_arg_number(arg)) else {
+        return false;
+    };
+    let Some(op) = ir::block_parent_op(block).filter(|op| ir::op_name(*op) == "scf.for") else {
+        return false;
+    };
+    let Some(body) = loop_body(op) else {
+        return false;
+    };
+    let operands = ir::operands(op);
+    i > 0
+        && operands
+            .get(2 + i)
+            .is_some_and(|init| starts_at(*init, operands[0]))
+        && body
+            .yielded
+            .get(i - 1)
+            .is_some_and(|next| steps_by(*next, arg, operands[2]))
+}
+
 /// Whether `init` is the loop's lower bound `lower`: the same value, its
 /// `arith.extsi`, or a constant of the same value.
 fn starts_at(init: Value, lower: Value) -> bool {

@@ -53,7 +53,7 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
                     select_gathered_output(&plan, module, op, forced, &machine)?
                 }
                 CollectiveKind::AllGather | CollectiveKind::AllToAll => {
-                    if let Some(walked) = walked_by_loop(&plan) {
+                    if let Some(walked) = walked_by_loop(&plan, module) {
                         select_for_loop(&plan, op, forced, &walked)?
                     } else if op.blocks() == BlockLayout::Zigzag {
                         return Err(fail(
@@ -81,11 +81,28 @@ fn run(module: OperationRef, options: &ChunkSelectChunkSizeOptions) -> Result<()
     Ok(())
 }
 
-/// The kernel loop a consumer of `plan` names (`loop("start_n")`: an
-/// attention kernel's loop over the keys and values); buffers read in one
-/// loop share its split, so every gather of the plan goes by it.
-fn walked_by_loop(plan: &Plan) -> Option<String> {
-    plan.consumes().into_iter().find_map(|c| c.loop_var())
+/// How remarks name the kernel loop that walks a consumer of `plan`: the
+/// one a consume names (`loop("start_n")`: an attention kernel's loop
+/// over the keys and values), or, in a kernel of the module, a loop that
+/// must walk a consumed buffer because no program tile indexes it (a
+/// consume with a tile and no `index`, `source` or `loop`, whose loads
+/// multiply no program-id value by the tile: `chunk-bind-kernel` finds the
+/// loop). Buffers read in one loop share its split, so every gather of
+/// the plan goes by it.
+fn walked_by_loop(plan: &Plan, module: Op) -> Option<String> {
+    if let Some(name) = plan.consumes().into_iter().find_map(|c| c.loop_var()) {
+        return Some(format!("the kernel's loop over '{name}'"));
+    }
+    let kernel = plan.kernel_op_in(module)?;
+    plan.consumes().into_iter().find_map(|c| {
+        let (name, tile) = (c.buffer()?, c.tile()?);
+        let arg = plan.buffer(&name)?.arg?;
+        let walked = c.index().is_none()
+            && c.source().is_none()
+            && !crate::tiles::loads_of(kernel, arg).is_empty()
+            && !crate::tiles::tiled_by_program(kernel, arg, tile);
+        walked.then(|| "a kernel loop (no program id indexes the consumers' tiles)".to_string())
+    })
 }
 
 /// `chunks(auto)` for a gather a kernel loop walks: one chunk per rank
@@ -98,7 +115,7 @@ fn select_for_loop(
     plan: &Plan,
     op: Collective,
     forced: Option<i64>,
-    var: &str,
+    walker: &str,
 ) -> Result<(), PassFailed> {
     let (buffer, block, tile) = collective_blocks(plan, op, op.dst(), TilesOf::Consumers)?;
     // Zigzag: each rank's two half-blocks are cut alike.
@@ -127,7 +144,7 @@ fn select_for_loop(
             Diagnostic::remark(
                 loc(op),
                 format!(
-                    "chunks(auto) -> chunks({halves}) for @{}{per}: the kernel's loop over '{var}' walks it, and each chunk is a loop of its own (one chunk per rank cost the least on an H200, benches/attention/README.md)",
+                    "chunks(auto) -> chunks({halves}) for @{}{per}: {walker} walks it, and each chunk is a loop of its own (one chunk per rank cost the least on an H200, benches/attention/README.md)",
                     buffer.name
                 ),
             )

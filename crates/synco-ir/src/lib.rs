@@ -562,17 +562,6 @@ pub fn dense_splat_int(dense: Attr) -> Option<i64> {
 /// from: an iteration argument for its initial value, the induction variable
 /// for the lower bound and the step.
 pub fn backward_slice(value: Value) -> Vec<Value> {
-    backward_slice_with(value, true)
-}
-
-/// [`backward_slice`], but an induction variable stands for itself alone
-/// (the slice stops there): what an address computes from a loop's
-/// variable, not from where the loop starts.
-pub fn backward_slice_to_loop_variables(value: Value) -> Vec<Value> {
-    backward_slice_with(value, false)
-}
-
-fn backward_slice_with(value: Value, through_induction: bool) -> Vec<Value> {
     let mut seen: Vec<Value> = Vec::new();
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
@@ -590,9 +579,7 @@ fn backward_slice_with(value: Value, through_induction: bool) -> Vec<Value> {
             // values from the lower bound and the step.
             let loop_operands = operands(owner);
             if index == 0 {
-                if through_induction {
-                    stack.extend([loop_operands[0], loop_operands[2]]);
-                }
+                stack.extend([loop_operands[0], loop_operands[2]]);
             } else if let Some(init) = loop_operands.get(2 + index) {
                 stack.push(*init);
             }

@@ -254,6 +254,18 @@ impl Plan {
         }
     }
 
+    /// The plan's kernel (`tt.func`) in `module`, if the module has it (a
+    /// plan without `kernel(@...)`: the module's only `tt.func`).
+    pub fn kernel_op_in(&self, module: Op) -> Option<Op> {
+        match &self.kernel {
+            Some(kernel) => find_kernel(module, kernel),
+            None => match ir::find_all(module, "tt.func")[..] {
+                [only] => Some(only),
+                _ => None,
+            },
+        }
+    }
+
     /// The plan's kernel (`tt.func`) in `module`, or an error at the plan.
     /// A plan without `kernel(@...)` fuses into the module's only `tt.func`.
     pub fn kernel_in(&self, module: Op) -> Result<Op, PassFailed> {

@@ -139,11 +139,41 @@ pub fn find_tile_loops(
 /// not count.
 pub fn tiled_by_program(kernel: Op, arg: usize, tile: i64) -> bool {
     loads_of(kernel, arg).iter().any(|load| {
-        let slice = ir::backward_slice_to_loop_variables(ir::operands(*load)[0]);
+        let slice = slice_to_loop_values(ir::operands(*load)[0]);
         constant_products(&slice)
             .into_iter()
             .any(|(x, c, _)| c == tile && depends_on_program_id(x))
     })
+}
+
+/// What `address` is computed from, back to the loops' variables (and
+/// the offsets a loop carries in step with its variable, which
+/// `chunk-bind-kernel` makes the variable): not where the loops start.
+fn slice_to_loop_values(address: Value) -> Vec<Value> {
+    let mut seen: Vec<Value> = Vec::new();
+    let mut stack = vec![address];
+    while let Some(v) = stack.pop() {
+        if seen.iter().any(|s| ir::same_value(*s, v)) {
+            continue;
+        }
+        seen.push(v);
+        if let Some(op) = ir::defining_op(v) {
+            stack.extend(ir::operands(op));
+            continue;
+        }
+        let Some(index) = ir::block_arg_number(v) else {
+            continue;
+        };
+        let owner = ir::block_arg_owner(v).and_then(ir::block_parent_op);
+        let Some(for_op) = owner.filter(|op| ir::op_name(*op) == "scf.for") else {
+            continue;
+        };
+        if index > 0 && !crate::kernel_loops::is_in_step_offset(v) {
+            // An iteration value: what it starts from.
+            stack.extend(ir::operands(for_op).get(2 + index).copied());
+        }
+    }
+    seen
 }
 
 /// The variable of the kernel's loop over `name` (a consumer's

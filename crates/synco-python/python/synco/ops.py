@@ -296,13 +296,10 @@ class AllGatherAttention:
             kernel = kernels.attention_zigzag if zigzag else kernels.attention
         if chunks is None:
             chunks = 2 if zigzag else 1
-        # chunks="auto" needs the kernel loop's name: the bundled kernels'.
-        bundled = kernel in (kernels.attention, kernels.attention_zigzag)
-        loop = "start_n" if chunks == "auto" and bundled else None
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
                                           chunks=chunks, backend=backend, algorithm=algorithm,
-                                          loop=loop, zigzag=zigzag)
+                                          zigzag=zigzag)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         signature = cls.SIGNATURE + (["i32"] if zigzag else [])
         return compile(kernel, signature=signature, plan=plan, pipeline="synco-fuse",

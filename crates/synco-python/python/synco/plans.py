@@ -79,9 +79,10 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     order they arrive (`algorithm`: `direct`, or `ring`, whose blocks come
     from rank r - 1, r - 2, ...). K and V are arguments `k_arg` and
     `v_arg`. `loop`: the name of the kernel's loop variable, written into
-    the plan (`loop("start_n")` for `synco.kernels.attention`); needed for
-    `chunks="auto"`, which then picks one chunk per rank (see
-    `chunk-select-chunk-size`). `zigzag`: rank r holds parts r and
+    the plan (`loop("start_n")` for `synco.kernels.attention`), if the
+    kernel's addresses should not be trusted to show it; `chunks="auto"`
+    picks one chunk per rank either way (see `chunk-select-chunk-size`:
+    the loop's consumers have no program tile). `zigzag`: rank r holds parts r and
     2W - 1 - r of the sequence cut in 2W (`blocks(zigzag)`, the
     load-balanced sharding of causal attention; `chunks` even, 2 for
     "auto")."""
@@ -93,9 +94,6 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
         raise ValueError(f"zigzag needs an even chunk count (not {chunks}) and a sequence "
                          f"({seq}) of 2 x world_size parts of whole {block_n}-row blocks")
     blocks = " blocks(zigzag)" if zigzag else ""
-    if chunks == "auto" and loop is None:
-        raise ValueError("chunks='auto' for attention needs loop= (the kernel's loop variable "
-                         "over the keys and values): the GEMM cost model does not apply")
     walked = f' loop("{loop}")' if loop is not None else ""
     columns = kv_heads * head_dim
     buffers = "".join(

@@ -143,7 +143,10 @@ slower, see passes/docs/reduce-chunk-tiles.md; those finer chunks also split the
 kernel's swizzle groups, which is now refused).
 
 A plan whose consumer names a kernel loop (`loop("start_n")`: an
-attention kernel's loop over the keys and values) is not a GEMM: each
+attention kernel's loop over the keys and values), or whose kernel (if
+the module has it) indexes no consumer's tiles by a program id (a
+consume with a tile and no `index`, `source` or `loop`, which
+`chunk-bind-kernel` then finds a loop for), is not a GEMM: each
 chunk becomes a software-pipelined loop of its own, whose prologue and
 drain cost more with every chunk, and a peer's block arrives while the
 loop reads the rank's own. Its gathers get one chunk per rank (two for
