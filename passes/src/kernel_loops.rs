@@ -37,21 +37,20 @@ pub fn carried_offsets_to_variable(kernel: Op) -> usize {
             let (Some(&init), Some(&next)) = (operands.get(2 + i), yielded.get(i - 1)) else {
                 continue;
             };
-            let ty = ir::type_of(arg);
-            let integer = ir::is_integer_type(ty, 32) || ir::is_integer_type(ty, 64);
-            if !integer
-                || !ir::uses(ir::result(op, i - 1)).is_empty()
+            // (The variable as wide as the offset: the same, or widened.)
+            let widen = match (int_width(iv), int_width(arg)) {
+                (Some(v), Some(a)) if v == a => false,
+                (Some(32), Some(64)) => true,
+                _ => continue,
+            };
+            if !ir::uses(ir::result(op, i - 1)).is_empty()
                 || !starts_at(init, operands[0])
                 || !steps_by(next, arg, operands[2])
             {
                 continue;
             }
             let b = Builder::before(first).with_loc(ir::location_of(op));
-            let variable = if ir::is_integer_type(ty, 64) {
-                b.to_i64(iv)
-            } else {
-                iv
-            };
+            let variable = if widen { b.to_i64(iv) } else { iv };
             ir::replace_all_uses(arg, variable);
             rewritten += 1;
         }
@@ -111,12 +110,7 @@ pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
             let Some(shape) = ir::tensor_shape(ir::type_of(carried)) else {
                 continue;
             };
-            let width = |v: Value| {
-                [32, 64]
-                    .into_iter()
-                    .find(|w| ir::is_integer_type(ir::type_of(v), *w))
-            };
-            let v = match (width(iv), width(x)) {
+            let v = match (int_width(iv), int_width(x)) {
                 (Some(iv_width), Some(x_width)) if iv_width == x_width => iv,
                 (Some(32), Some(64)) => b.to_i64(iv),
                 _ => continue,
@@ -127,6 +121,13 @@ pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
         }
     }
     rewritten
+}
+
+/// The width of scalar integer `v`, if it is an i32 or an i64.
+fn int_width(v: Value) -> Option<u32> {
+    [32, 64]
+        .into_iter()
+        .find(|w| ir::is_integer_type(ir::type_of(v), *w))
 }
 
 /// An `scf.for`'s body: its arguments (the variable, then the iteration
