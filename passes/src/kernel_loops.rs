@@ -19,43 +19,23 @@ use synco_ir::{self as ir, Builder, Op, Value};
 /// that starts at the lower bound (or its `arith.extsi`), grows by the
 /// step each iteration, and whose final value nothing reads, into the
 /// loop's variable (sign-extended to its type): exact, since the variable
-/// runs over the same values in i32. Returns how many were rewritten.
-pub fn carried_offsets_to_variable(kernel: Op) -> usize {
-    let mut rewritten = 0;
+/// runs over the same values in i32.
+pub fn carried_offsets_to_variable(kernel: Op) {
     for op in ir::find_all(kernel, "scf.for") {
-        let operands = ir::operands(op);
-        let Some(LoopBody {
-            args,
-            first,
-            yielded,
-        }) = loop_body(op)
-        else {
+        let Some(LoopBody { args, first, .. }) = loop_body(op) else {
             continue;
         };
-        let iv = args[0];
+        let b = Builder::before(first).with_loc(ir::location_of(op));
         for (i, &arg) in args.iter().enumerate().skip(1) {
-            let (Some(&init), Some(&next)) = (operands.get(2 + i), yielded.get(i - 1)) else {
-                continue;
-            };
-            // (The variable as wide as the offset: the same, or widened.)
-            let widen = match (int_width(iv), int_width(arg)) {
-                (Some(v), Some(a)) if v == a => false,
-                (Some(32), Some(64)) => true,
-                _ => continue,
-            };
-            if !ir::uses(ir::result(op, i - 1)).is_empty()
-                || !starts_at(init, operands[0])
-                || !steps_by(next, arg, operands[2])
-            {
+            let unread = ir::uses(ir::result(op, i - 1)).is_empty();
+            if !unread || !is_in_step_offset(arg) {
                 continue;
             }
-            let b = Builder::before(first).with_loc(ir::location_of(op));
-            let variable = if widen { b.to_i64(iv) } else { iv };
-            ir::replace_all_uses(arg, variable);
-            rewritten += 1;
+            if let Some(variable) = variable_as_wide_as(&b, args[0], arg) {
+                ir::replace_all_uses(arg, variable);
+            }
         }
     }
-    rewritten
 }
 
 /// Rewrites, in each `scf.for` from 0 that carries a pointer into kernel
@@ -66,9 +46,7 @@ pub fn carried_offsets_to_variable(kernel: Op) -> usize {
 /// for the loop's variable `v`: exact, since after `v / step` iterations
 /// the pointer has moved by `v * x`. Only such loops are touched (a GEMM's
 /// loop over K that walks no consumed argument keeps its pointers).
-/// Returns how many pointers were rewritten.
-pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
-    let mut rewritten = 0;
+pub fn carried_pointers_to_variable(kernel: Op, arg: Value) {
     for op in ir::find_all(kernel, "scf.for") {
         let operands = ir::operands(op);
         let Some(step) = ir::constant_int(operands[2]) else {
@@ -110,24 +88,28 @@ pub fn carried_pointers_to_variable(kernel: Op, arg: Value) -> usize {
             let Some(shape) = ir::tensor_shape(ir::type_of(carried)) else {
                 continue;
             };
-            let v = match (int_width(iv), int_width(x)) {
-                (Some(iv_width), Some(x_width)) if iv_width == x_width => iv,
-                (Some(32), Some(64)) => b.to_i64(iv),
-                _ => continue,
+            let Some(v) = variable_as_wide_as(&b, iv, x) else {
+                continue;
             };
             let offsets = b.splat(b.muli(v, x), &shape);
             ir::replace_all_uses(carried, b.addptr(init, offsets));
-            rewritten += 1;
         }
     }
-    rewritten
 }
 
-/// The width of scalar integer `v`, if it is an i32 or an i64.
-fn int_width(v: Value) -> Option<u32> {
-    [32, 64]
-        .into_iter()
-        .find(|w| ir::is_integer_type(ir::type_of(v), *w))
+/// Loop variable `iv` as wide as the integer `other`: itself, or
+/// sign-extended from i32 to i64 (built by `b`); none otherwise.
+fn variable_as_wide_as(b: &Builder, iv: Value, other: Value) -> Option<Value> {
+    let width = |v: Value| {
+        [32, 64]
+            .into_iter()
+            .find(|w| ir::is_integer_type(ir::type_of(v), *w))
+    };
+    match (width(iv)?, width(other)?) {
+        (iv_width, other_width) if iv_width == other_width => Some(iv),
+        (32, 64) => Some(b.to_i64(iv)),
+        _ => None,
+    }
 }
 
 /// An `scf.for`'s body: its arguments (the variable, then the iteration

@@ -424,10 +424,9 @@ fn source_loop(
     world_size: i64,
 ) -> Result<Value, PassFailed> {
     let kernel_name = ir::str_attr(kernel, "sym_name").unwrap_or_default();
-    let found = ir::find_all(kernel, "scf.for").into_iter().find_map(|l| {
-        let body = *ir::blocks(*ir::regions(l).first()?).first()?;
-        let iv = *ir::block_args(body).first()?;
-        (synco_ir::loc::value_variable_name(iv).as_deref() == Some(source)).then_some((l, iv))
+    let found = crate::tiles::loop_variable_named(kernel, source).and_then(|iv| {
+        let l = ir::block_arg_owner(iv).and_then(ir::block_parent_op)?;
+        Some((l, iv))
     });
     let Some((l, iv)) = found else {
         return Err(fail(
