@@ -33,7 +33,6 @@ over the local kernel's.
 """
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -43,6 +42,9 @@ import torch
 
 import synco
 from synco import kernels, ops
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "attention"))
+import attention_styles  # noqa: E402
 
 #: (name, query heads, key/value heads, head dim): the attention issue's
 #: shapes, batch 1.
@@ -61,23 +63,9 @@ TOLERANCE = 1e-2
 STYLE_FUSED = [("direct", 1)]
 
 
-#: The attention kernels of examples/attention/ written the other usual
-#: ways: (file, kernel) by style.
-EXAMPLE_KERNELS = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
-                   "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
-                   "moved": ("flash_attn_strided.py", "attn_fwd_moved")}
-
-
 def style_kernel(style):
     """`synco.kernels.attention` (`bundled`), or an example kernel."""
-    if style == "bundled":
-        return kernels.attention
-    file, name = EXAMPLE_KERNELS[style]
-    path = Path(__file__).resolve().parents[2] / "examples" / "attention" / file
-    spec = importlib.util.spec_from_file_location(file[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
+    return kernels.attention if style == "bundled" else attention_styles.kernel(style)
 
 
 def local_kernel(style, head_dim, causal, cache):

@@ -58,6 +58,10 @@ import synco
 import synco.fx
 from synco import ops
 
+# The attention kernels of examples/attention/ written the other usual ways.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "attention"))
+import attention_styles  # noqa: E402
+
 # Small shapes: every rank's programs fit on one GPU with the others'.
 M_PER_RANK, K, N = 256, 512, 512
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}
@@ -121,13 +125,6 @@ def fx_layer(group_name, world):
     return layer
 
 
-# The attention kernels of examples/attention/ written the other usual
-# ways: block pointers with causal attention in two stages; pointers read
-# at start_n * stride; pointers moved by BLOCK_N * stride.
-EXAMPLE_KERNELS = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
-                   "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
-                   "moved": ("flash_attn_strided.py", "attn_fwd_moved")}
-
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
 # key/value heads, head dim 64; blocks of 64 queries and 64 keys.
 # Each: (causal, backend, algorithm, zigzag, chunks per rank). Zigzag: the
@@ -140,26 +137,14 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
     + [(causal, "tma", algorithm, False, 2) for algorithm, causal in (("direct", True),
                                                                       ("ring", False))] \
     + [(True, "tma", "direct", True, 2)] \
-    + [(causal, backend, "direct", False, 2, style) for style in EXAMPLE_KERNELS
+    + [(causal, backend, "direct", False, 2, style) for style in attention_styles.STYLES
        for causal in (False, True) for backend in ("copy_engine", "ldst")]
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
-def example_kernel(style):
-    """An attention kernel of examples/attention/ written another usual way
-    (see EXAMPLE_KERNELS), as a user brings their own."""
-    import importlib.util
-    file, name = EXAMPLE_KERNELS[style]
-    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / file
-    spec = importlib.util.spec_from_file_location(file[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
-
-
 def attention_options(world, variant, cache):
     causal, backend, algorithm, zigzag, chunks, *style = variant
-    kernel = example_kernel(style[0]) if style else None
+    kernel = attention_styles.kernel(style[0]) if style else None
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
                 config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=chunks, backend=backend,
                 algorithm=algorithm, zigzag=zigzag, kernel=kernel, num_warps=4, num_stages=2,

@@ -1,0 +1,29 @@
+"""The attention kernels of this folder written other usual ways than
+`flash_attn.py`, by style, for the checks and benchmarks that run each
+one as a user's own kernel (crates/synco-python/tests/ranks.py,
+benches/attention/overhead.py):
+
+* `blocks`: block pointers advanced in a helper's loop, causal attention
+  in two stages (`flash_attn_blocks.py`);
+* `strided`: pointers read at `start_n * stride` (`flash_attn_strided.py`);
+* `moved`: pointers moved by `BLOCK_N * stride` each iteration (the same
+  file).
+"""
+
+import importlib.util
+from pathlib import Path
+
+#: (file in this folder, kernel) by style.
+STYLES = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
+          "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
+          "moved": ("flash_attn_strided.py", "attn_fwd_moved")}
+
+
+def kernel(style):
+    """The `@triton.jit` kernel of `style`."""
+    file, name = STYLES[style]
+    spec = importlib.util.spec_from_file_location(file[:-3], Path(__file__).parent / file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
