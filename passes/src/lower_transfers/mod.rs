@@ -322,6 +322,13 @@ mod tests {
     /// the module it leaves.
     fn lower_gather(copy_programs: &str) -> (Result<(), PassFailed>, String) {
         let context = synco_chunk::create_context();
+        // The pass's dependent dialects, as the pass manager loads them
+        // before a chunk pass runs (ChunkPasses.td). Without them the body
+        // builds arith ops as unregistered, and their op name dangles once
+        // the dialect loads (a use after free that crashed 1 run in 10).
+        for dialect in ["arith", "scf", "gpu"] {
+            context.get_or_load_dialect(dialect);
+        }
         let module = Module::parse(&context, GATHER).expect("parses");
         let options = ChunkLowerTransfersOptions {
             copy_programs: copy_programs.to_string(),
