@@ -7,7 +7,9 @@ benches/attention/overhead.py):
   in two stages (`flash_attn_blocks.py`);
 * `strided`: pointers read at `start_n * stride` (`flash_attn_strided.py`);
 * `moved`: pointers moved by `BLOCK_N * stride` each iteration (the same
-  file).
+  file);
+* `descriptors`: tensor descriptors read at an offset the loop carries,
+  causal attention in two stages (`flash_attn_desc.py`).
 """
 
 import importlib.util
@@ -16,7 +18,8 @@ from pathlib import Path
 #: (file in this folder, kernel) by style.
 STYLES = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
           "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
-          "moved": ("flash_attn_strided.py", "attn_fwd_moved")}
+          "moved": ("flash_attn_strided.py", "attn_fwd_moved"),
+          "descriptors": ("flash_attn_desc.py", "attn_fwd_desc")}
 
 
 def kernel(style):

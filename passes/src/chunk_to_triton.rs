@@ -214,6 +214,19 @@ fn scope_of(op: Op) -> Scope {
 /// Nanoseconds a waiting program sleeps between two reads of its flag.
 const BACKOFF_NS: u32 = 64;
 
+/// Whether `kernel` reads through tensor descriptors: its bulk tensor
+/// copies read global memory in the async proxy, so what a wait acquired
+/// (chunks written in the generic proxy, by copies or other GPUs' stores)
+/// reaches them only across a proxy fence.
+fn reads_through_descriptors(kernel: Op) -> bool {
+    ir::walk(kernel).into_iter().any(|op| {
+        matches!(
+            ir::op_name(op).as_str(),
+            "tt.descriptor_load" | "tt.descriptor_gather"
+        )
+    })
+}
+
 /// The PTX of a bounded wait: read the flag `$1` with `ld.<sem>.<scope>`
 /// until it reaches `$2` (signed), the launch's error word `$3` is set, or
 /// `timeout_ns` pass on `%globaltimer`, sleeping `BACKOFF_NS` between reads;
@@ -221,7 +234,14 @@ const BACKOFF_NS: u32 = 64;
 /// software pipeliner leaves a loop alone when its body holds another loop,
 /// and a wait sits inside the tile loop of a persistent kernel. Labels and
 /// registers are scoped by the braces, so copies of the block may coexist.
-fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64) -> String {
+/// With `proxy_fence`, the wait ends with `fence.proxy.async.global`
+/// (see [`reads_through_descriptors`]).
+fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64, proxy_fence: bool) -> String {
+    let fence = if proxy_fence {
+        "\n\tfence.proxy.async.global;"
+    } else {
+        ""
+    };
     format!(
         "{{\n\t.reg .pred %done;\n\t.reg .u32 %err;\n\t.reg .u64 %t0, %t;\n\t\
          mov.u64 %t0, %globaltimer;\n\
@@ -233,7 +253,7 @@ fn spin_wait_ptx(sem: &str, scope: &str, timeout_ns: i64) -> String {
          mov.u64 %t, %globaltimer;\n\tsub.u64 %t, %t, %t0;\n\t\
          setp.ge.u64 %done, %t, {timeout_ns};\n\t@%done bra SYNCO_DONE;\n\t\
          nanosleep.u32 {BACKOFF_NS};\n\tbra SYNCO_WAIT;\n\
-         SYNCO_DONE:\n\t}}"
+         SYNCO_DONE:{fence}\n\t}}"
     )
 }
 
@@ -340,10 +360,11 @@ fn lower_wait(
         Scope::Sys => "sys",
     };
     let flag = b.addptr(flags, chunk);
+    let proxy_fence = enclosing_kernel(op).is_some_and(reads_through_descriptors);
     // Once any wait of the launch failed (the error word is set), later
     // waits fall through.
     let seen = b.inline_asm(
-        &spin_wait_ptx(sem, scope, timeout_ns),
+        &spin_wait_ptx(sem, scope, timeout_ns, proxy_fence),
         "=r,l,r,l",
         &[flag, target, abi.errors],
         ir::i32_type(b.ctx),

@@ -425,6 +425,9 @@ fn cdiv_numerator(v: Value, c: i64) -> Option<Value> {
 /// A descriptor access's layout, from the `tt.make_tensor_descriptor` that
 /// made its descriptor: `(dim, role, value)` for each dimension's shape and
 /// stride (nothing for a descriptor of another rank than the buffer's).
+/// A descriptor made at an offset into the buffer (`K + off_h *
+/// stride_kh`, one head's columns) views part of it: its shape is at most
+/// the buffer's, not all of it.
 fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, KernelValue)> {
     if !ir::op_name(op).starts_with("tt.descriptor_") {
         return Vec::new();
@@ -444,10 +447,16 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, KernelValue
     if operands.len() != 1 + 2 * rank {
         return Vec::new();
     }
+    let at_offset = ir::defining_op(operands[0]).is_some_and(|o| ir::op_name(o) == "tt.addptr");
+    let extent = if at_offset {
+        ScalarRole::MaxExtent
+    } else {
+        ScalarRole::Extent
+    };
     (0..rank)
         .flat_map(|d| {
             [
-                (d, ScalarRole::Extent, KernelValue::Scalar(operands[1 + d])),
+                (d, extent, KernelValue::Scalar(operands[1 + d])),
                 (
                     d,
                     ScalarRole::Stride,

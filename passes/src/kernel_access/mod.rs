@@ -29,8 +29,8 @@ pub use layout::fixed_args;
 
 use crate::plan::{Plan, TileMap, fail};
 use crate::tiles::{
-    Access, TileLoop, constant_products, find_tile_index, find_tile_loops, in_slice, loads_of,
-    ranges_added_to, rows_shifted, rows_walked_by, stores_of,
+    Access, TileLoop, constant_products, descriptor_block, descriptor_rows_at, find_tile_index,
+    find_tile_loops, in_slice, loads_of, ranges_added_to, rows_shifted, rows_walked_by, stores_of,
 };
 use axes::buffer_dim;
 use synco_chunk::PassFailed;
@@ -245,48 +245,6 @@ fn check_tile_loops(
 ) -> Result<(), PassFailed> {
     let dim = tiles.dim();
     let tile = tiles.tile().unwrap_or(1);
-    for &op in accesses {
-        let slice = ir::backward_slice(ir::operands(op)[0]);
-        let inside = loops.iter().find(|l| ir::is_ancestor(l.op, op));
-        let Some(&first) = inside.or(loops.first()) else {
-            return Ok(());
-        };
-        let (subject, var) = (first.subject(), first.variable());
-        let ranges = inside
-            .map(|l| rows_walked_by(l.iv, &slice))
-            .unwrap_or_default();
-        let problem = if inside.is_none() {
-            Some(format!("is outside {subject}"))
-        } else if ranges.is_empty() {
-            Some(format!("does not add {var} to a range of rows"))
-        } else if !ranges.iter().any(|(n, _)| *n == tile) {
-            let lengths: Vec<i64> = ranges.iter().map(|(n, _)| *n).collect();
-            Some(format!(
-                "covers {} rows from {var}, not tile({tile})",
-                join(&lengths)
-            ))
-        } else if inside.is_some_and(|l| rows_shifted(l.iv, ir::operands(op)[0], &slice, None)) {
-            Some(format!(
-                "adds another offset to the rows it reads from {var}: they are not the rows whose chunk it waits for"
-            ))
-        } else {
-            ranges
-                .iter()
-                .filter_map(|(_, axis)| axis.and_then(|a| buffer_dim(a, &slice, rank)))
-                .find(|d| *d != dim)
-                .map(|d| format!("walks dimension {d} of @{name} with {var}, not dim({dim})"))
-        };
-        if let Some(problem) = problem {
-            return Err(refuse_access(
-                tiles,
-                op,
-                format!(
-                    "{pass}: the plan says {subject} walks @{name} in blocks of {tile} along dim({dim}), but this {} of argument {arg} {problem}",
-                    ir::op_name(op)
-                ),
-            ));
-        }
-    }
     for tile_loop in loops {
         if let Some(access) = carried_address(*tile_loop) {
             return Err(refuse_access(
@@ -301,7 +259,94 @@ fn check_tile_loops(
             ));
         }
     }
+    for &op in accesses {
+        let slice = ir::backward_slice(ir::operands(op)[0]);
+        let inside = loops.iter().find(|l| ir::is_ancestor(l.op, op));
+        let Some(&first) = inside.or(loops.first()) else {
+            return Ok(());
+        };
+        let (subject, var) = (first.subject(), first.variable());
+        let problem = if inside.is_none() {
+            Some(format!("is outside {subject}"))
+        } else if descriptor_block(op).is_some() {
+            inside.and_then(|l| descriptor_loop_problem(op, l.iv, &var, tiles))
+        } else {
+            pointer_loop_problem(op, inside.map(|l| l.iv), &slice, &var, tiles, name, rank)
+        };
+        if let Some(problem) = problem {
+            return Err(refuse_access(
+                tiles,
+                op,
+                format!(
+                    "{pass}: the plan says {subject} walks @{name} in blocks of {tile} along dim({dim}), but this {} of argument {arg} {problem}",
+                    ir::op_name(op)
+                ),
+            ));
+        }
+    }
     Ok(())
+}
+
+/// What is wrong with a pointer access in a tile loop over `iv` (named
+/// `var` in messages), if anything: it must add `iv` to a range of
+/// tile(n) rows of the tile map's dim, with nothing else added to them.
+fn pointer_loop_problem(
+    op: Op,
+    iv: Option<Value>,
+    slice: &[Value],
+    var: &str,
+    tiles: TileMap,
+    name: &str,
+    rank: usize,
+) -> Option<String> {
+    let (dim, tile) = (tiles.dim(), tiles.tile().unwrap_or(1));
+    let ranges = iv.map(|v| rows_walked_by(v, slice)).unwrap_or_default();
+    if ranges.is_empty() {
+        Some(format!("does not add {var} to a range of rows"))
+    } else if !ranges.iter().any(|(n, _)| *n == tile) {
+        let lengths: Vec<i64> = ranges.iter().map(|(n, _)| *n).collect();
+        Some(format!(
+            "covers {} rows from {var}, not tile({tile})",
+            join(&lengths)
+        ))
+    } else if iv.is_some_and(|v| rows_shifted(v, ir::operands(op)[0], slice, None)) {
+        Some(format!(
+            "adds another offset to the rows it reads from {var}: they are not the rows whose chunk it waits for"
+        ))
+    } else {
+        ranges
+            .iter()
+            .filter_map(|(_, axis)| axis.and_then(|a| buffer_dim(a, slice, rank)))
+            .find(|d| *d != dim)
+            .map(|d| format!("walks dimension {d} of @{name} with {var}, not dim({dim})"))
+    }
+}
+
+/// What is wrong with a tensor-descriptor access in a tile loop over `iv`
+/// (named `var` in messages), if anything: its offset along the tile
+/// map's dim must be `iv` itself and its block tile(n) rows tall there
+/// (the descriptor's dimensions are the buffer's).
+fn descriptor_loop_problem(op: Op, iv: Value, var: &str, tiles: TileMap) -> Option<String> {
+    let (dim, tile) = (tiles.dim(), tiles.tile().unwrap_or(1));
+    let seen = tile_access(op, iv, 0, None);
+    let exact = descriptor_rows_at(op, iv);
+    if !seen.uses_index {
+        Some(format!("does not read at an offset from {var}"))
+    } else if seen.shifted || exact.is_empty() {
+        Some(format!(
+            "reads at an offset computed from {var}, not at {var} itself: the rows are not those whose chunk it waits for"
+        ))
+    } else if let Some((n, _)) = exact.iter().find(|(n, _)| *n != tile) {
+        Some(format!(
+            "reads blocks of {n} rows at {var}, not tile({tile})"
+        ))
+    } else {
+        exact
+            .iter()
+            .map(|(_, d)| *d)
+            .find(|d| *d != dim)
+            .map(|d| format!("walks dimension {d} of the descriptor with {var}, not dim({dim})"))
+    }
 }
 
 /// The first load or store in `tile_loop` whose address depends on one of
@@ -347,11 +392,10 @@ fn join(values: &[i64]) -> String {
 /// `rank` dimensions; `per_source`: the variable of the consumer's loop
 /// over source ranks, whose blocks may offset the rows).
 fn tile_access(op: Op, t: Value, rank: usize, per_source: Option<Value>) -> TileAccess {
-    let operands = ir::operands(op);
-    if ir::op_name(op).starts_with("tt.descriptor_") {
-        return descriptor_access(op, &operands, t);
+    if descriptor_block(op).is_some() {
+        return descriptor_access(op, t);
     }
-    let Some(ptr) = operands.first().copied() else {
+    let Some(ptr) = ir::operands(op).first().copied() else {
         return TileAccess::default();
     };
     let slice = ir::backward_slice(ptr);
@@ -402,22 +446,11 @@ fn scales_only(v: Value, t: Value) -> bool {
 
 /// A `tt.descriptor_load`/`_store`: offsets follow the descriptor (and, for
 /// a store, the value) in dimension order; the block shape is the tile.
-fn descriptor_access(op: Op, operands: &[Value], t: Value) -> TileAccess {
-    let first_offset = if ir::op_name(op) == "tt.descriptor_store" {
-        2
-    } else {
-        1
-    };
-    let offsets = operands.get(first_offset..).unwrap_or_default();
+fn descriptor_access(op: Op, t: Value) -> TileAccess {
+    let (offsets, block) = descriptor_block(op).unwrap_or_default();
     let dims: Vec<usize> = (0..offsets.len())
         .filter(|i| in_slice(&ir::backward_slice(offsets[*i]), t))
         .collect();
-    let block = ir::tensor_shape(ir::type_of(if ir::op_name(op) == "tt.descriptor_store" {
-        operands[1]
-    } else {
-        ir::result(op, 0)
-    }))
-    .unwrap_or_default();
     TileAccess {
         uses_index: !dims.is_empty(),
         scales: Vec::new(),

@@ -2,7 +2,7 @@
 //! loop over the keys and values): found by name or from the addresses,
 //! checked to step by the tile, and named in messages.
 
-use super::rows::rows_walked_by;
+use super::rows::{descriptor_block, descriptor_rows_at, rows_walked_by, uncast};
 use super::{CHUNK_LOOP_ATTR, constant_products, depends_on_program_id, loads_of};
 use crate::plan::fail;
 use synco_chunk::PassFailed;
@@ -11,7 +11,8 @@ use synco_ir::{self as ir, Op, Value};
 /// A kernel loop that walks a consumed buffer's blocks (`loop(...)`): an
 /// `scf.for` from 0 (or a multiple of the tile) in steps of the tile whose
 /// iteration at `v` reads `[v, v + tile)` (`splat(v) + make_range(tile)`
-/// in the address, or `v * x` added to `make_range(tile) * x`).
+/// in the address, `v * x` added to `make_range(tile) * x`, or a tensor
+/// descriptor's block of `tile` rows at offset `v`).
 #[derive(Clone, Copy)]
 pub struct TileLoop {
     pub op: Op,
@@ -82,7 +83,9 @@ pub fn loops_doing(count: usize, first: TileLoop, singular: &str, plural: &str) 
 /// consume with no `index`, `source` or `loop`, the `scf.for` loops whose
 /// variable the loads' addresses add to a `tt.make_range` of `tile`, one
 /// per load, when no program-id-derived value multiplied by `tile` tiles
-/// them. Each loop must step by the tile from 0 or from a multiple of it.
+/// them (or whose variable is the offset of a tensor descriptor's block of
+/// `tile` rows). Each loop must step by the tile from 0 or from a multiple
+/// of it.
 /// Empty when no loop walks the tiles. Errors are reported at `consume`.
 pub fn find_tile_loops(
     kernel: Op,
@@ -254,10 +257,27 @@ fn loop_variable(op: Op) -> Option<Value> {
 
 /// The `scf.for` loops whose induction variable the addresses of
 /// `accesses` add to a `tt.make_range` of `tile` (`splat(v) + [0, tile)`),
-/// each once.
+/// or that a tensor descriptor reads a block of `tile` rows at
+/// (`desc.load([v, ...])`), each once.
 fn offset_loops(accesses: &[Op], tile: i64) -> Vec<TileLoop> {
     let mut found: Vec<TileLoop> = Vec::new();
     for access in accesses {
+        if let Some((offsets, _)) = descriptor_block(*access) {
+            for offset in offsets {
+                let iv = uncast(offset);
+                let Some(op) = ir::block_arg_owner(iv).and_then(ir::block_parent_op) else {
+                    continue;
+                };
+                let is_iv = ir::op_name(op) == "scf.for" && ir::block_arg_number(iv) == Some(0);
+                let walks = descriptor_rows_at(*access, iv)
+                    .iter()
+                    .any(|(n, _)| *n == tile);
+                if is_iv && walks && !found.iter().any(|l| ir::same_op(l.op, op)) {
+                    found.push(TileLoop { op, iv });
+                }
+            }
+            continue;
+        }
         let slice = ir::backward_slice(ir::operands(*access)[0]);
         for v in &slice {
             let Some(op) = ir::block_arg_owner(*v).and_then(ir::block_parent_op) else {

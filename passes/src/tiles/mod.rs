@@ -7,7 +7,10 @@ mod loops;
 mod rows;
 
 pub use loops::{TileLoop, find_tile_loops, loop_variable_named, loops_doing, tiled_by_program};
-pub use rows::{in_slice, ranges_added_to, rows_shifted, rows_walked_by};
+pub use rows::{
+    descriptor_block, descriptor_rows_at, in_slice, ranges_added_to, rows_shifted, rows_walked_by,
+    uncast,
+};
 
 use crate::plan::{AsOp, fail};
 use synco_chunk::PassFailed;
@@ -245,7 +248,7 @@ pub fn find_tile_index(
         0 if loads.iter().any(|op| descriptor_in_loop(*op)) => Err(fail(
             consume,
             format!(
-                "kernel @{kernel_name} reads argument {arg} through a tensor descriptor at offsets a loop walks: a loop over a descriptor's blocks is not split by chunk yet; read it with tl.load at pointers (or block pointers) in that loop"
+                "kernel @{kernel_name} reads argument {arg} through a tensor descriptor at offsets a loop walks, but no loop walks it in blocks of tile({tile}): a loop split by chunk must read a block of {tile} rows at its own variable (`desc.load([v, ...])`, or at an offset it carries from its start in step with it)"
             ),
         )),
         0 => Err(fail(
@@ -273,8 +276,8 @@ fn descriptor_in_loop(op: Op) -> bool {
     ir::operands(op).into_iter().skip(1).any(|offset| {
         ir::backward_slice(offset).into_iter().any(|v| {
             ir::block_arg_owner(v)
-                    .and_then(ir::block_parent_op)
-                    .is_some_and(|l| ir::op_name(l) == "scf.for" && ir::is_ancestor(l, op))
+                .and_then(ir::block_parent_op)
+                .is_some_and(|l| ir::op_name(l) == "scf.for" && ir::is_ancestor(l, op))
         })
     })
 }

@@ -1,7 +1,7 @@
 //! Which rows an index walks in an address: `splat(v) + [0, n)`, or `v *
 //! x` added to offsets `[0, n) * x`; and whether anything else shifts them.
 
-use synco_ir::{self as ir, Value};
+use synco_ir::{self as ir, Op, Value};
 
 /// For `scaled` (`t * scale`): each `tt.make_range` of length `n` added to
 /// its splat inside `slice`, with the tensor axis the sum is expanded to
@@ -41,6 +41,52 @@ pub fn rows_walked_by(v: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
     let mut rows = ranges_added_to(v, slice);
     rows.extend(ranges_scaled_alike(v, slice));
     rows
+}
+
+/// A tensor-descriptor access's offsets (one per dimension of the
+/// descriptor, in order: they follow the descriptor, and for a store the
+/// value) and its block's shape; `None` for a pointer access.
+pub fn descriptor_block(op: Op) -> Option<(Vec<Value>, Vec<i64>)> {
+    let operands = ir::operands(op);
+    let (first_offset, block) = match ir::op_name(op).as_str() {
+        "tt.descriptor_load" => (1, ir::result(op, 0)),
+        "tt.descriptor_store" => (2, *operands.get(1)?),
+        _ => return None,
+    };
+    let offsets = operands.get(first_offset..).unwrap_or_default().to_vec();
+    Some((
+        offsets,
+        ir::tensor_shape(ir::type_of(block)).unwrap_or_default(),
+    ))
+}
+
+/// For a tensor-descriptor access: the dimensions whose offset is loop
+/// variable `v` itself (through integer casts), each with the block's
+/// extent along it: the access reads rows `[v, v + n)` of that dimension.
+pub fn descriptor_rows_at(op: Op, v: Value) -> Vec<(i64, usize)> {
+    let Some((offsets, block)) = descriptor_block(op) else {
+        return Vec::new();
+    };
+    offsets
+        .iter()
+        .enumerate()
+        .filter(|(_, offset)| ir::same_value(uncast(**offset), v))
+        .filter_map(|(d, _)| Some((*block.get(d)?, d)))
+        .collect()
+}
+
+/// `v` without its integer extensions and truncations.
+pub fn uncast(v: Value) -> Value {
+    let mut v = v;
+    while let Some(op) = ir::defining_op(v).filter(|op| {
+        matches!(
+            ir::op_name(*op).as_str(),
+            "arith.extsi" | "arith.extui" | "arith.trunci"
+        )
+    }) {
+        v = ir::operands(op)[0];
+    }
+    v
 }
 
 /// For a loop variable `v` that an address adds as `v * x` (a pointer
