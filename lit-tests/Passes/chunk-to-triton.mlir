@@ -198,3 +198,23 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   chunk.trace tile_begin %trace[%record], %record records(128) : !tt.ptr<i32>
   "tt.return"() : () -> ()
 }) {chunk.abi_first_arg = 0 : i32} : () -> ()
+
+// -----
+
+// A kernel that reads through a tensor descriptor: its waits end with a
+// proxy fence (the bulk tensor copies read in the async proxy what the
+// wait acquired). The kernels above read through pointers: no fence.
+// CHECK-LABEL: sym_name = "described"
+// CHECK:       "tt.elementwise_inline_asm"
+// CHECK-SAME:    bra SYNCO_WAIT;\0ASYNCO_DONE:\0A\09fence.proxy.async.global;\0A\09}"
+// CHECK:       "tt.descriptor_load"
+"tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "described", sym_visibility = "public"}> ({
+^bb0(%k: !tt.ptr<bf16>, %rank: i32, %w: i32, %heap: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %c1 = arith.constant 1 : i64
+  %desc = "tt.make_tensor_descriptor"(%k, %c64, %c64, %c1, %c1) <{padding = 1 : i32}> : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<64x64xbf16>>
+  chunk.wait %flags[%c0], %epoch : !tt.ptr<i32>
+  %x = "tt.descriptor_load"(%desc, %c0, %c0) <{cache = 1 : i32, evict = 1 : i32}> : (!tt.tensordesc<tensor<64x64xbf16>>, i32, i32) -> tensor<64x64xbf16>
+  "tt.return"() : () -> ()
+}) {chunk.abi_first_arg = 1 : i32} : () -> ()

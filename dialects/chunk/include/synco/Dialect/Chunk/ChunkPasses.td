@@ -442,9 +442,12 @@ and refuses, at the op that disagrees, with what the kernel does instead:
 * for a consumer whose blocks kernel loops walk (`loop("...")`, or found:
   the loops whose variable an access's address adds to a range of the
   tile, `splat(v) + [0, T)`, or adds times a stride to a range times the
-  same stride, `p + v * s` with `p`'s offsets `[0, T) * s`; one loop per
-  access, as the two stages of a causal kernel), an access
-  outside those loops, a loop that does not step by the tile from 0 or
+  same stride, `p + v * s` with `p`'s offsets `[0, T) * s`, or that is a
+  tensor descriptor's offset for a block of `T` rows, `desc.load([v,
+  ...])`; one loop per access, as the two stages of a causal kernel), an
+  access outside those loops, a descriptor access in them at an offset
+  computed from the variable but not the variable itself or with a block
+  of another height, a loop that does not step by the tile from 0 or
   from a value the arithmetic shows to be a multiple of it (a constant,
   `tl.multiple_of`, sums and products of such), and a load or store in
   those loops whose address depends on a value the loop carries from one
@@ -463,7 +466,9 @@ and refuses, at the op that disagrees, with what the kernel does instead:
 
 Where the kernel takes such a value from one of its arguments instead, the
 pass records it (`chunk.scalar_args`, then the manifest's `scalar_args`):
-exactly the plan's value for strides, descriptor shapes and the extents the
+exactly the plan's value for strides, shapes of descriptors made at the
+buffer's start (at most the buffer's extent for one made at an offset
+into it, `K + off_h * stride_kh`: it views part of the buffer) and the extents the
 plan's tiles walk (one source's rows for tiles that read a block per
 source; where several values are counted in tiles of one size, the one
 the tile index walks, found by evaluating its arithmetic over a launch's
@@ -1086,7 +1091,11 @@ Kernel-level ops are rewritten against the kernel's ABI arguments (see
   (`nanosleep`) between reads; if the flag fell short, claim the error
   buffer with an acq_rel/sys compare-and-swap and record
   `[1, rank, c, epoch]`. Once an error is recorded, later waits fall
-  through, so the kernel ends and the host reports it;
+  through, so the kernel ends and the host reports it. In a kernel that
+  reads through tensor descriptors (`tt.descriptor_load`,
+  `tt.descriptor_gather`), the spin ends with `fence.proxy.async.global`:
+  their bulk tensor copies read in the async proxy what the wait acquired
+  in the generic one;
 * `chunk.signal %flags[%c], %epoch` -> CTA barrier (`bar.sync 0`),
   then one thread's atomic exchange of the epoch into the flag with the
   op's semantic and scope (release: its fence covers the whole
