@@ -269,9 +269,9 @@ fn check_tile_loops(
         let problem = if inside.is_none() {
             Some(format!("is outside {subject}"))
         } else if descriptor_block(op).is_some() {
-            inside.and_then(|l| descriptor_loop_problem(op, l.iv, &var, tiles))
+            descriptor_loop_problem(op, first.iv, &var, tiles)
         } else {
-            pointer_loop_problem(op, inside.map(|l| l.iv), &slice, &var, tiles, name, rank)
+            pointer_loop_problem(op, first.iv, &slice, &var, tiles, name, rank)
         };
         if let Some(problem) = problem {
             return Err(refuse_access(
@@ -292,7 +292,7 @@ fn check_tile_loops(
 /// tile(n) rows of the tile map's dim, with nothing else added to them.
 fn pointer_loop_problem(
     op: Op,
-    iv: Option<Value>,
+    iv: Value,
     slice: &[Value],
     var: &str,
     tiles: TileMap,
@@ -300,7 +300,7 @@ fn pointer_loop_problem(
     rank: usize,
 ) -> Option<String> {
     let (dim, tile) = (tiles.dim(), tiles.tile().unwrap_or(1));
-    let ranges = iv.map(|v| rows_walked_by(v, slice)).unwrap_or_default();
+    let ranges = rows_walked_by(iv, slice);
     if ranges.is_empty() {
         Some(format!("does not add {var} to a range of rows"))
     } else if !ranges.iter().any(|(n, _)| *n == tile) {
@@ -309,7 +309,7 @@ fn pointer_loop_problem(
             "covers {} rows from {var}, not tile({tile})",
             join(&lengths)
         ))
-    } else if iv.is_some_and(|v| rows_shifted(v, ir::operands(op)[0], slice, None)) {
+    } else if rows_shifted(iv, ir::operands(op)[0], slice, None) {
         Some(format!(
             "adds another offset to the rows it reads from {var}: they are not the rows whose chunk it waits for"
         ))

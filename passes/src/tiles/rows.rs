@@ -1,5 +1,6 @@
-//! Which rows an index walks in an address: `splat(v) + [0, n)`, or `v *
-//! x` added to offsets `[0, n) * x`; and whether anything else shifts them.
+//! Which rows an index walks in an address: `splat(v) + [0, n)`, `v * x`
+//! added to offsets `[0, n) * x`, or a tensor descriptor's block of `n`
+//! rows at offset `v`; and whether anything else shifts them.
 
 use synco_ir::{self as ir, Op, Value};
 
