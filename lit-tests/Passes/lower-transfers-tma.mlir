@@ -74,6 +74,44 @@ module {
 
 // -----
 
+// Two buffers gathered in place (an attention kernel's K and V): each gets
+// tensor maps of its own. V's source map is made over V's peer mapping:
+// sharing K's, V's copies would move K's rows.
+// CHECK-LABEL: sym_name = "two"
+// CHECK:      %[[KPEER:.*]] = "tt.addptr"(%arg0, %{{.*}}) : (!tt.ptr<bf16>, i64)
+// CHECK:      "tt.make_tensor_descriptor"(%[[KPEER]],
+// CHECK:      "tt.make_tensor_descriptor"(%arg0,
+// CHECK:      %[[VPEER:.*]] = "tt.addptr"(%arg1, %{{.*}}) : (!tt.ptr<bf16>, i64)
+// CHECK:      "tt.make_tensor_descriptor"(%[[VPEER]],
+// CHECK:      "tt.make_tensor_descriptor"(%arg1,
+module {
+  chunk.plan @p world_size(2) {
+    chunk.buffer @K : !chunk.buffer<512x64xbf16> bind(0)
+    chunk.buffer @V : !chunk.buffer<512x64xbf16> bind(1)
+    chunk.transfer @K_p0_c0 local copy_engine from <@K[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@K[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_K"}
+    chunk.transfer @K_p1_c0 pull tma from <@K[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@K[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_K"}
+    chunk.transfer @V_p0_c0 local copy_engine from <@V[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) to <@V[(d0) -> (d0 * 256, 0)] [256, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_V"}
+    chunk.transfer @V_p1_c0 pull tma from <@V[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@V[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_V"}
+    chunk.consume @K dim(0) tile(128)
+    chunk.consume @V dim(0) tile(128)
+  }
+  "tt.func"() <{arg_attrs = [{tt.divisibility = 16 : i32}, {tt.divisibility = 16 : i32}, {}, {}, {}, {}, {}, {}], function_type = (!tt.ptr<bf16>, !tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "two", sym_visibility = "public"}> ({
+  ^bb0(%k: !tt.ptr<bf16>, %v: !tt.ptr<bf16>, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    %c128 = arith.constant 128 : i32
+    %pid = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %row = arith.muli %pid, %c128 : i32
+    %pk = "tt.addptr"(%k, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %pv = "tt.addptr"(%v, %row) : (!tt.ptr<bf16>, i32) -> !tt.ptr<bf16>
+    %x = "tt.load"(%pk) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    %y = "tt.load"(%pv) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<bf16>) -> bf16
+    %z = arith.addf %x, %y : bf16
+    "tt.store"(%pk, %z) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<bf16>, bf16) -> ()
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
+}
+
+// -----
+
 // Gathering columns: each chunk is a box of 512 rows of 4096 elements, 8192
 // apart in the buffer; the tensor maps are the buffer (512 rows of 8192,
 // pitch 8192, unit stride) and the blocks 128 x 64: four down, 64 across,

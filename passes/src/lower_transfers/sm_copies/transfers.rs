@@ -287,11 +287,10 @@ fn emit_copy(
         // One tensor map per buffer and source rank, made at its first
         // chunk, and the chunk's place in it.
         Some((geometry, Some((src_view, dst_view)))) => {
-            let src_key = format!(
-                "src {} {}",
-                copy.src.as_ref().map_or("own", |(name, _)| name.as_str()),
-                copy.src_rank_map
-            );
+            // (An all-gather in place reads the peers' copies of the
+            // buffer it writes: its source is named by that buffer.)
+            let src_name = copy.src.as_ref().unwrap_or(&copy.dst).0.as_str();
+            let src_key = format!("src {src_name} {}", copy.src_rank_map);
             let src = maps.whole_buffer(&b, src_key, peer_buffer, src_view, &geometry, element);
             let dst_key = format!("dst {}", copy.dst.0);
             let dst = maps.whole_buffer(&b, dst_key, base, dst_view, &geometry, element);
