@@ -70,7 +70,10 @@ pub fn register_all_dialects(registry: &DialectRegistry) {
 }
 
 /// A context with every dialect `synco-opt` knows, loaded lazily, and
-/// unregistered dialects (Triton's `tt`) allowed.
+/// unregistered dialects (Triton's `tt`) allowed. `chunk` and the dialects
+/// the chunk passes create ops of (their `dependentDialects`: arith, scf,
+/// gpu) are loaded now, as a pass manager would load them, so that a pass
+/// body called directly (an embedder's, a test's) builds registered ops.
 pub fn create_context() -> Context {
     let registry = DialectRegistry::new();
     register_all_dialects(&registry);
@@ -78,6 +81,13 @@ pub fn create_context() -> Context {
     context.append_dialect_registry(&registry);
     context.set_allow_unregistered_dialects(true);
     dialect_handle().load_dialect(&context);
+    for dependent in [
+        DialectHandle::arith(),
+        DialectHandle::scf(),
+        DialectHandle::gpu(),
+    ] {
+        dependent.load_dialect(&context);
+    }
     context
 }
 
@@ -262,6 +272,14 @@ mod tests {
             text.contains("chunk.all_gather @A dim(0) chunks(2)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn context_loads_the_dialects_pass_bodies_build() {
+        let context = create_context();
+        for op in ["arith.addi", "scf.for", "gpu.barrier", "chunk.plan"] {
+            assert!(context.is_registered_operation(op), "{op} is not loaded");
+        }
     }
 
     #[test]
