@@ -9,7 +9,6 @@ mod rows;
 pub use loops::{TileLoop, find_tile_loops, loop_variable_named, loops_doing, tiled_by_program};
 pub use rows::{
     descriptor_block, descriptor_rows_at, in_slice, ranges_added_to, rows_shifted, rows_walked_by,
-    uncast,
 };
 
 use crate::plan::{AsOp, fail};
@@ -270,10 +269,10 @@ pub fn find_tile_index(
 /// variable or an iteration value of an enclosing `scf.for` (the loop
 /// walks its blocks).
 fn descriptor_in_loop(op: Op) -> bool {
-    if !ir::op_name(op).starts_with("tt.descriptor_") {
+    let Some((offsets, _)) = descriptor_block(op) else {
         return false;
-    }
-    ir::operands(op).into_iter().skip(1).any(|offset| {
+    };
+    offsets.into_iter().any(|offset| {
         ir::backward_slice(offset).into_iter().any(|v| {
             ir::block_arg_owner(v)
                 .and_then(ir::block_parent_op)
