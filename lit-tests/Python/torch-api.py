@@ -269,5 +269,12 @@ expect("matmul_reduce_scatter's is [m / W, n]", tuple(scattered.shape) == (128, 
 expect("matmul_all_reduce's is [m, n]", tuple(reduced.shape) == (128, 512))
 expect("all_gather_attention's is q's", tuple(attended.shape) == (128, 512))
 
+# A fused launch cannot be captured (its epoch is an argument): Inductor's
+# CUDA graphs must leave every custom op out.
+for name in ("all_gather_matmul", "matmul_reduce_scatter", "matmul_all_reduce",
+             "all_gather_attention"):
+    tags = getattr(torch.ops.synco, name).default.tags
+    expect(f"{name} is tagged cudagraph_unsafe", torch.Tag.cudagraph_unsafe in tags)
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -22,7 +22,9 @@ having it copied there.
 The functions are registered as `torch.library` custom ops
 (`torch.ops.synco.all_gather_matmul`, ...; a process group's name
 identifies the group), so `torch.compile` traces them; their results are
-fresh tensors.
+fresh tensors. They are tagged `torch.Tag.cudagraph_unsafe`: under
+`torch.compile(mode="reduce-overhead")` Inductor runs them outside its
+CUDA graphs and captures the rest.
 """
 
 import math
@@ -509,6 +511,13 @@ def _check_operand(name, tensor, shape, dtype):
 
 # The functional forms: one operator per group, shape and dtype, made on
 # first use.
+#
+# Each launch passes its epoch as an argument, so a fused launch cannot be
+# captured in a CUDA graph (`Kernel.__call__` refuses): the custom ops are
+# tagged cudagraph-unsafe, and Inductor's CUDA graphs
+# (`torch.compile(mode="reduce-overhead")`) leave them out, capturing the
+# rest of the model around them.
+_TAGS = (torch.Tag.cudagraph_unsafe,)
 _OPERATORS = {}
 
 
@@ -526,7 +535,7 @@ def _group_name(group):
     return group.process_group.group_name
 
 
-@torch.library.custom_op("synco::all_gather_matmul", mutates_args=())
+@torch.library.custom_op("synco::all_gather_matmul", mutates_args=(), tags=_TAGS)
 def _all_gather_matmul(a_shard: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
     world = GROUPS[group_name].world_size if group_name in GROUPS else 1
     op = _operator(AllGatherMatmul, group_name, m=a_shard.shape[0] * world, k=a_shard.shape[1],
@@ -540,7 +549,7 @@ def _(a_shard, b, group_name):
     return a_shard.new_empty((a_shard.shape[0] * world, b.shape[1]))
 
 
-@torch.library.custom_op("synco::matmul_reduce_scatter", mutates_args=())
+@torch.library.custom_op("synco::matmul_reduce_scatter", mutates_args=(), tags=_TAGS)
 def _matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
     op = _operator(MatmulReduceScatter, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
                    dtype=a.dtype)
@@ -552,7 +561,7 @@ def _(a, b, group_name):
     return a.new_empty((a.shape[0] // GROUPS[group_name].world_size, b.shape[1]))
 
 
-@torch.library.custom_op("synco::matmul_all_reduce", mutates_args=())
+@torch.library.custom_op("synco::matmul_all_reduce", mutates_args=(), tags=_TAGS)
 def _matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
     op = _operator(MatmulAllReduce, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
                    dtype=a.dtype)
@@ -564,7 +573,7 @@ def _(a, b, group_name):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
-@torch.library.custom_op("synco::all_gather_attention", mutates_args=())
+@torch.library.custom_op("synco::all_gather_attention", mutates_args=(), tags=_TAGS)
 def _all_gather_attention(q: torch.Tensor, k_shard: torch.Tensor, v_shard: torch.Tensor,
                           group_name: str, head_dim: int, causal: bool,
                           zigzag: bool = False) -> torch.Tensor:
