@@ -27,7 +27,8 @@ all-to-all (each in chunks, sent by the copy engine or pulled by the
 copy programs); plans
 imported from JAX's StableHLO
 (W = 4) and a torch.fx layer fused by synco.fx (traced, and through
-torch.compile), against the unfused
+torch.compile), and the same layer written with the functional operators
+through Inductor's CUDA graphs (`mode="reduce-overhead"`), against the unfused
 layers (with W = 3 the re-sharding operators, whose heads do not divide,
 are skipped); then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
@@ -365,6 +366,43 @@ def check_fx(group, seed, report):
     err = rel_error(got.cpu(), total[r * FX_TOKENS:(r + 1) * FX_TOKENS])
     report("fx layer under torch.compile (synco.fx.backend)", err < TOLERANCE,
            f"rel err {err:.2e}")
+    check_cuda_graphs(group, shapes, seed, report)
+
+
+def check_cuda_graphs(group, shapes, seed, report):
+    """The fx layer written with the functional operators, through
+    Inductor with CUDA graphs (`mode="reduce-overhead"`): the operators are
+    tagged cudagraph-unsafe, so Inductor captures the ReLU between them and
+    runs them outside its graphs. Three calls on fresh data (warm-up,
+    capture, replay), each against PyTorch in fp32."""
+    w, r, dev = group.world_size, group.rank, group.device
+    name = group.process_group.group_name
+
+    def layer(x, w_up, w_down):
+        hidden = torch.relu(torch.ops.synco.all_gather_matmul(x, w_up, name))
+        return torch.ops.synco.matmul_reduce_scatter(hidden, w_down, name)
+
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(layer, mode="reduce-overhead", fullgraph=True)
+    for call in range(3):
+        data = inputs(seed + 13 + 1000 * call, w, shapes)
+        try:
+            got = compiled(*(t.to(dev) for t in data[r])).clone()
+        except Exception as e:  # noqa: BLE001 (reported; the other checks go on)
+            report("functional layer under torch.compile(mode='reduce-overhead')", False,
+                   f"{type(e).__name__}: {str(e)[:400]}")
+            return
+        group.wait(60)
+        gathered = torch.cat([d[0] for d in data]).float()
+        total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
+                    for _, up, down in data)
+        err = rel_error(got.cpu(), total[r * FX_TOKENS:(r + 1) * FX_TOKENS])
+        report(f"functional layer under torch.compile(mode='reduce-overhead') (call {call + 1})",
+               err < TOLERANCE, f"rel err {err:.2e}")
+    skips = dict(torch._dynamo.utils.counters["inductor"])
+    report("Inductor captured the layer around the fused operators (no CUDA graph skipped)",
+           not any(k.startswith("cudagraph_skips") and v for k, v in skips.items()),
+           f"inductor counters {skips}")
 
 
 def check_gemm(group, name, cls, opts, seed, report):
