@@ -38,9 +38,9 @@ gm = make_fx(mlp, tracing_mode="fake")(bf16(4, 8), bf16(8, 16), bf16(16, 8))
 show(gm, synco.fx.fuse_collectives(gm))
 # CHECK: report: fused all_gather_into_tensor and mm into synco.all_gather_matmul (all_gather_matmul)
 # CHECK-NEXT: report: fused mm_1 and reduce_scatter_tensor into synco.matmul_reduce_scatter (matmul_reduce_scatter)
-# CHECK-NEXT: node: synco.all_gather_matmul ['x_1', 'w_up_1', 'tp']
+# CHECK-NEXT: node: synco.all_gather_matmul ['x_1', 'w_up_1', '2', 'tp']
 # CHECK-NEXT: node: aten.relu.default ['all_gather_matmul']
-# CHECK-NEXT: node: synco.matmul_reduce_scatter ['relu', 'w_down_1', 'tp']
+# CHECK-NEXT: node: synco.matmul_reduce_scatter ['relu', 'w_down_1', '2', 'tp']
 # CHECK-NOT: node:
 
 # The same from symbolic_trace (torch-level ops), and an all-reduce.

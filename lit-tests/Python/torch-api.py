@@ -258,9 +258,12 @@ runtime.GROUPS["fake"] = types.SimpleNamespace(world_size=4)
 with FakeTensorMode():
     shard = torch.empty((128, 256), dtype=torch.bfloat16)
     weight = torch.empty((256, 512), dtype=torch.bfloat16)
-    gathered = torch.ops.synco.all_gather_matmul(shard, weight, "fake")
+    gathered = torch.ops.synco.all_gather_matmul(shard, weight, 4, "fake")
     scattered = torch.ops.synco.matmul_reduce_scatter(torch.empty((512, 256), dtype=torch.bfloat16),
-                                                      weight, "fake")
+                                                      weight, 4, "fake")
+    # The result's shape follows the group_size argument, not the open
+    # groups (torch.compile caches graphs by their arguments).
+    gathered2 = torch.ops.synco.all_gather_matmul(shard, weight, 2, "fake")
     reduced = torch.ops.synco.matmul_all_reduce(shard, weight, "fake")
     attended = torch.ops.synco.all_gather_attention(
         torch.empty((128, 512), dtype=torch.bfloat16), shard, shard, "fake", 64, True)
@@ -268,6 +271,12 @@ expect("all_gather_matmul's fake result is [W rows, n]", tuple(gathered.shape) =
 expect("matmul_reduce_scatter's is [m / W, n]", tuple(scattered.shape) == (128, 512))
 expect("matmul_all_reduce's is [m, n]", tuple(reduced.shape) == (128, 512))
 expect("all_gather_attention's is q's", tuple(attended.shape) == (128, 512))
+expect("all_gather_matmul's follows group_size", tuple(gathered2.shape) == (256, 512))
+ok, got = raises(runtime.LaunchError, "group_size is 2, but process group 'fake' has 4 ranks",
+                 lambda: torch.ops.synco.all_gather_matmul(torch.empty((128, 256), dtype=torch.bfloat16),
+                                                           torch.empty((256, 512), dtype=torch.bfloat16),
+                                                           2, "fake"))
+expect("a group_size other than the group's is refused, naming it", ok, got)
 
 # A fused launch cannot be captured (its epoch is an argument): Inductor's
 # CUDA graphs must leave every custom op out.

@@ -379,8 +379,8 @@ def check_cuda_graphs(group, shapes, seed, report):
     name = group.process_group.group_name
 
     def layer(x, w_up, w_down):
-        hidden = torch.relu(torch.ops.synco.all_gather_matmul(x, w_up, name))
-        return torch.ops.synco.matmul_reduce_scatter(hidden, w_down, name)
+        hidden = torch.relu(torch.ops.synco.all_gather_matmul(x, w_up, w, name))
+        return torch.ops.synco.matmul_reduce_scatter(hidden, w_down, w, name)
 
     torch._dynamo.utils.counters.clear()
     compiled = torch.compile(layer, mode="reduce-overhead", fullgraph=True)

@@ -4,9 +4,9 @@ collectives next to the matrix products that consume or produce them, as
 rewritten into `torch.ops.synco.*`, the rest of the graph untouched:
 
     all_gather_into_tensor(x, W, g) -> wait_tensor -> mm(., b)
-        => synco.all_gather_matmul(x, b, g)
+        => synco.all_gather_matmul(x, b, W, g)
     mm(a, b) -> reduce_scatter_tensor(., "sum", W, g) -> wait_tensor
-        => synco.matmul_reduce_scatter(a, b, g)
+        => synco.matmul_reduce_scatter(a, b, W, g)
     mm(a, b) -> all_reduce(., "sum", g) -> wait_tensor
         => synco.matmul_all_reduce(a, b, g)
 
@@ -83,10 +83,11 @@ def _fuse_gather(gm, gather):
     product = _only_user(wait)
     if product is None or not _is_matmul(product) or product.args[0] is not wait:
         return f"left {name}: the gathered tensor is not the left operand of one matmul alone"
-    x, group = _arg(gather, 0, "input"), _arg(gather, 2, "group_name")
+    x, size = _arg(gather, 0, "input"), _arg(gather, 1, "group_size")
+    group = _arg(gather, 2, "group_name")
     with gm.graph.inserting_before(product):
         fused = gm.graph.call_function(torch.ops.synco.all_gather_matmul,
-                                       (x, product.args[1], group))
+                                       (x, product.args[1], size, group))
     product.replace_all_uses_with(fused)
     matmul = product.name
     for dead in (product, wait, gather):
@@ -111,8 +112,9 @@ def _fuse_reduction(gm, collective):
         return f"left {name}: its result is not awaited by one wait_tensor"
     fused_op = "matmul_reduce_scatter" if scatter else "matmul_all_reduce"
     with gm.graph.inserting_before(wait):
+        sized = (_arg(collective, 2, "group_size"),) if scatter else ()
         fused = gm.graph.call_function(getattr(torch.ops.synco, fused_op),
-                                       (product.args[0], product.args[1], group))
+                                       (product.args[0], product.args[1], *sized, group))
     wait.replace_all_uses_with(fused)
     matmul = product.name
     for dead in (wait, collective, product):

@@ -510,7 +510,9 @@ def _check_operand(name, tensor, shape, dtype):
 
 
 # The functional forms: one operator per group, shape and dtype, made on
-# first use.
+# first use. Those whose result's shape depends on the group's size take it
+# as an argument (as PyTorch's functional collectives do): a compiled graph
+# cached by torch.compile is keyed by its arguments, not by the open groups.
 #
 # Each launch passes its epoch as an argument, so a fused launch cannot be
 # captured in a CUDA graph (`Kernel.__call__` refuses): the custom ops are
@@ -535,30 +537,39 @@ def _group_name(group):
     return group.process_group.group_name
 
 
+def _check_group_size(group_size, group_name):
+    group = GROUPS.get(group_name)
+    if group is not None and group.world_size != group_size:
+        raise LaunchError(f"group_size is {group_size}, but process group '{group_name}' has "
+                          f"{group.world_size} ranks")
+
+
 @torch.library.custom_op("synco::all_gather_matmul", mutates_args=(), tags=_TAGS)
-def _all_gather_matmul(a_shard: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
-    world = GROUPS[group_name].world_size if group_name in GROUPS else 1
-    op = _operator(AllGatherMatmul, group_name, m=a_shard.shape[0] * world, k=a_shard.shape[1],
-                   n=b.shape[1], dtype=a_shard.dtype)
+def _all_gather_matmul(a_shard: torch.Tensor, b: torch.Tensor, group_size: int,
+                       group_name: str) -> torch.Tensor:
+    _check_group_size(group_size, group_name)
+    op = _operator(AllGatherMatmul, group_name, m=a_shard.shape[0] * group_size,
+                   k=a_shard.shape[1], n=b.shape[1], dtype=a_shard.dtype)
     return op(b, a_shard=a_shard)
 
 
 @_all_gather_matmul.register_fake
-def _(a_shard, b, group_name):
-    world = GROUPS[group_name].world_size
-    return a_shard.new_empty((a_shard.shape[0] * world, b.shape[1]))
+def _(a_shard, b, group_size, group_name):
+    return a_shard.new_empty((a_shard.shape[0] * group_size, b.shape[1]))
 
 
 @torch.library.custom_op("synco::matmul_reduce_scatter", mutates_args=(), tags=_TAGS)
-def _matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
+def _matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group_size: int,
+                           group_name: str) -> torch.Tensor:
+    _check_group_size(group_size, group_name)
     op = _operator(MatmulReduceScatter, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
                    dtype=a.dtype)
     return op(a, b).clone()
 
 
 @_matmul_reduce_scatter.register_fake
-def _(a, b, group_name):
-    return a.new_empty((a.shape[0] // GROUPS[group_name].world_size, b.shape[1]))
+def _(a, b, group_size, group_name):
+    return a.new_empty((a.shape[0] // group_size, b.shape[1]))
 
 
 @torch.library.custom_op("synco::matmul_all_reduce", mutates_args=(), tags=_TAGS)
@@ -600,12 +611,12 @@ def all_gather_attention(q, k_shard, v_shard, group, *, head_dim, causal=False, 
 
 def all_gather_matmul(a_shard, b, group):
     """all_gather(a_shard) @ b over `group` (a `synco.Group`)."""
-    return torch.ops.synco.all_gather_matmul(a_shard, b, _group_name(group))
+    return torch.ops.synco.all_gather_matmul(a_shard, b, group.world_size, _group_name(group))
 
 
 def matmul_reduce_scatter(a, b, group):
     """This rank's rows of reduce_scatter(a @ b) over `group`."""
-    return torch.ops.synco.matmul_reduce_scatter(a, b, _group_name(group))
+    return torch.ops.synco.matmul_reduce_scatter(a, b, group.world_size, _group_name(group))
 
 
 def matmul_all_reduce(a, b, group):
