@@ -330,6 +330,16 @@ def check_imported(group, cache, seed, report):
         check_gemm(group, f"imported {name}", cls, opts, seed, report)
 
 
+def fx_reference(data, rank):
+    """`rank`'s rows of the fx layer computed by PyTorch in fp32 from every
+    rank's inputs `data` (the hidden activations rounded to bf16, as the
+    fused all-gather + matmul stores them)."""
+    gathered = torch.cat([d[0] for d in data]).float()
+    total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
+                for _, up, down in data)
+    return total[rank * FX_TOKENS:(rank + 1) * FX_TOKENS]
+
+
 def check_fx(group, seed, report):
     """`fx_layer` traced at aten level (make_fx, fake tensors), its
     collectives fused by synco.fx, run on this rank's tensors against the
@@ -348,11 +358,7 @@ def check_fx(group, seed, report):
         data = inputs(seed + 7 + 1000 * launch, w, shapes)
         got = gm(*(t.to(dev) for t in data[r]))
         group.wait(60)
-        gathered = torch.cat([d[0] for d in data]).float()
-        total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
-                    for _, up, down in data)
-        want = total[r * FX_TOKENS:(r + 1) * FX_TOKENS]
-        err = rel_error(got.cpu(), want)
+        err = rel_error(got.cpu(), fx_reference(data, r))
         report(f"fx layer (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     # The same layer through torch.compile: Dynamo's graph (torch-level
     # ops) fused by synco.fx.backend.
@@ -360,10 +366,7 @@ def check_fx(group, seed, report):
     data = inputs(seed + 11, w, shapes)
     got = compiled(*(t.to(dev) for t in data[r]))
     group.wait(60)
-    gathered = torch.cat([d[0] for d in data]).float()
-    total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
-                for _, up, down in data)
-    err = rel_error(got.cpu(), total[r * FX_TOKENS:(r + 1) * FX_TOKENS])
+    err = rel_error(got.cpu(), fx_reference(data, r))
     report("fx layer under torch.compile (synco.fx.backend)", err < TOLERANCE,
            f"rel err {err:.2e}")
     check_cuda_graphs(group, shapes, seed, report)
@@ -393,10 +396,7 @@ def check_cuda_graphs(group, shapes, seed, report):
                    f"{type(e).__name__}: {str(e)[:400]}")
             return
         group.wait(60)
-        gathered = torch.cat([d[0] for d in data]).float()
-        total = sum(torch.relu((gathered @ up.float()).to(torch.bfloat16).float()) @ down.float()
-                    for _, up, down in data)
-        err = rel_error(got.cpu(), total[r * FX_TOKENS:(r + 1) * FX_TOKENS])
+        err = rel_error(got.cpu(), fx_reference(data, r))
         report(f"functional layer under torch.compile(mode='reduce-overhead') (call {call + 1})",
                err < TOLERANCE, f"rel err {err:.2e}")
     skips = dict(torch._dynamo.utils.counters["inductor"])
