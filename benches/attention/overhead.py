@@ -210,7 +210,8 @@ def main():
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--out")
     parser.add_argument("--styles", default="bundled",
-                        help="comma-separated: bundled, blocks, strided, moved (default: bundled)")
+                        help="comma-separated: bundled, "
+                             f"{', '.join(attention_styles.STYLES)} (default: bundled)")
     parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
     args = parser.parse_args()
     styles = args.styles.split(",")

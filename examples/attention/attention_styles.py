@@ -9,7 +9,9 @@ benches/attention/overhead.py):
 * `moved`: pointers moved by `BLOCK_N * stride` each iteration (the same
   file);
 * `descriptors`: tensor descriptors read at an offset the loop carries,
-  causal attention in two stages (`flash_attn_desc.py`).
+  causal attention in two stages (`flash_attn_desc.py`);
+* `rows`: one descriptor over the whole K and V tensors, each head's
+  columns read at its offset (`flash_attn_desc_rows.py`).
 """
 
 import importlib.util
@@ -19,7 +21,8 @@ from pathlib import Path
 STYLES = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
           "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
           "moved": ("flash_attn_strided.py", "attn_fwd_moved"),
-          "descriptors": ("flash_attn_desc.py", "attn_fwd_desc")}
+          "descriptors": ("flash_attn_desc.py", "attn_fwd_desc"),
+          "rows": ("flash_attn_desc_rows.py", "attn_fwd_desc_rows")}
 
 
 def kernel(style):
