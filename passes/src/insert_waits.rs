@@ -192,7 +192,7 @@ fn wait_per_chunk(
             range.buffer,
             if loops == 1 { "it reads" } else { "they read" },
             range.rows_per_chunk,
-            crate::plan::extent_word(range.dim),
+            crate::plan::extent_word(range.dim, plan.rank_of(&range.buffer)),
             range.base,
             range.base + range.count(plan.world_size)
         ),

@@ -16,10 +16,13 @@
 use synco_ir::{self as ir, Builder, Op, Value};
 
 /// Rewrites, in every `scf.for` of `kernel`, each integer iteration value
-/// that starts at the lower bound (or its `arith.extsi`), grows by the
-/// step each iteration, and whose final value nothing reads, into the
-/// loop's variable (sign-extended to its type): exact, since the variable
-/// runs over the same values in i32.
+/// that grows by the step each iteration, whose final value nothing reads
+/// and that starts at the lower bound (or its `arith.extsi`), into the
+/// loop's variable (sign-extended to its type); one that starts at `base`
+/// plus the lower bound (or at `base` where the loop starts at 0; `base`
+/// defined before the loop: the tutorial's `offset_y + lo`, a head's first
+/// row in a descriptor over every head's rows), into `base` plus the
+/// variable. Exact, since the variable runs over the same values in i32.
 pub fn carried_offsets_to_variable(kernel: Op) {
     for op in ir::find_all(kernel, "scf.for") {
         let Some(LoopBody { args, first, .. }) = loop_body(op) else {
@@ -28,11 +31,15 @@ pub fn carried_offsets_to_variable(kernel: Op) {
         let b = Builder::before(first).with_loc(ir::location_of(op));
         for (i, &arg) in args.iter().enumerate().skip(1) {
             let unread = ir::uses(ir::result(op, i - 1)).is_empty();
-            if !unread || !is_in_step_offset(arg) {
+            let Some(start) = in_step_start(arg).filter(|_| unread) else {
                 continue;
-            }
-            if let Some(variable) = variable_as_wide_as(&b, args[0], arg) {
-                ir::replace_all_uses(arg, variable);
+            };
+            let Some(variable) = variable_as_wide_as(&b, args[0], arg) else {
+                continue;
+            };
+            match start {
+                InStepStart::LowerBound => ir::replace_all_uses(arg, variable),
+                InStepStart::Plus(base) => ir::replace_all_uses(arg, b.addi(base, variable)),
             }
         }
     }
@@ -163,24 +170,43 @@ fn moved_by(next: Value, carried: Value, step: i64, for_op: Op) -> Option<Value>
 /// the step): the variable under another name, as
 /// [`carried_offsets_to_variable`] finds them.
 pub fn is_in_step_offset(arg: Value) -> bool {
-    let (Some(block), Some(i)) = (ir::block_arg_owner(arg), ir::block_arg_number(arg)) else {
-        return false;
-    };
-    let Some(op) = ir::block_parent_op(block).filter(|op| ir::op_name(*op) == "scf.for") else {
-        return false;
-    };
-    let Some(body) = loop_body(op) else {
-        return false;
-    };
+    matches!(in_step_start(arg), Some(InStepStart::LowerBound))
+}
+
+/// Where an iteration value that grows by its loop's step starts, relative
+/// to the loop's variable.
+enum InStepStart {
+    /// At the lower bound: it is the variable.
+    LowerBound,
+    /// At a value defined before the loop plus the lower bound: it is that
+    /// value plus the variable.
+    Plus(Value),
+}
+
+/// How block argument `arg`, an iteration value of its `scf.for` that grows
+/// by the loop's constant step, starts (see [`InStepStart`]); none for any
+/// other value.
+fn in_step_start(arg: Value) -> Option<InStepStart> {
+    let (block, i) = (ir::block_arg_owner(arg)?, ir::block_arg_number(arg)?);
+    let op = ir::block_parent_op(block).filter(|op| ir::op_name(*op) == "scf.for")?;
+    let body = loop_body(op)?;
     let operands = ir::operands(op);
-    i > 0
-        && operands
-            .get(2 + i)
-            .is_some_and(|init| starts_at(*init, operands[0]))
-        && body
-            .yielded
-            .get(i - 1)
-            .is_some_and(|next| steps_by(*next, arg, operands[2]))
+    let (lower, step) = (operands[0], operands[2]);
+    let init = *operands.get(2 + i).filter(|_| i > 0)?;
+    if !steps_by(*body.yielded.get(i - 1)?, arg, step) {
+        return None;
+    }
+    if starts_at(init, lower) {
+        return Some(InStepStart::LowerBound);
+    }
+    if ir::constant_int(lower) == Some(0) {
+        return Some(InStepStart::Plus(init));
+    }
+    let add = ir::defining_op(init).filter(|o| ir::op_name(*o) == "arith.addi")?;
+    match ir::operands(add)[..] {
+        [base, l] | [l, base] if starts_at(l, lower) => Some(InStepStart::Plus(base)),
+        _ => None,
+    }
 }
 
 /// Whether `init` is the loop's lower bound `lower`: the same value, its

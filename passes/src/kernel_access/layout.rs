@@ -19,9 +19,10 @@
 
 use super::TileIndex;
 use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
+use super::merged_rows::{WholeRows, whole_rows};
 use super::walked_count::walked_count;
 use crate::plan::{BufferDecl, Plan, fail};
-use crate::tiles::ranges_added_to;
+use crate::tiles::{TileLoop, descriptor_rows_at, ranges_added_to};
 use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
@@ -78,12 +79,7 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
                     buffer.shape[dim],
                 )?;
             }
-            for (dim, role, value) in descriptor_layout(op, buffer.shape.len()) {
-                let expected = match role {
-                    ScalarRole::Extent | ScalarRole::MaxExtent => buffer.shape[dim],
-                    // (A suffix of a shape whose product fits an i64.)
-                    ScalarRole::Stride => buffer.shape[dim + 1..].iter().product(),
-                };
+            for (dim, role, value, expected) in descriptor_layout(op, &buffer.shape) {
                 fixed.require(buffer, op, value, role, dim, expected)?;
             }
         }
@@ -129,6 +125,9 @@ fn fix_tile_map_extents(
                     dim,
                     rows,
                 )?;
+                for (access, heads) in whole_heads(kernel, arg, tile_loop, rows) {
+                    fixed.require(buffer, access, heads, ScalarRole::Extent, dim, rows)?;
+                }
             }
             continue;
         }
@@ -151,6 +150,21 @@ fn fix_tile_map_extents(
         fixed.require(buffer, count, extent, ScalarRole::Extent, dim, expected)?;
     }
     Ok(())
+}
+
+/// The kernel arguments that make the row offsets of descriptor accesses
+/// of argument `arg` in `tile_loop` whole heads of `rows` rows (see
+/// [`super::merged_rows`]), each with its access.
+fn whole_heads(kernel: Op, arg: usize, tile_loop: &TileLoop, rows: i64) -> Vec<(Op, KernelValue)> {
+    let mut found = Vec::new();
+    for op in [loads_of(kernel, arg), stores_of(kernel, arg)].concat() {
+        for (_, _, base) in descriptor_rows_at(op, tile_loop.iv) {
+            if let Some(WholeRows::Times(x)) = base.and_then(|b| whole_rows(b, rows)) {
+                found.push((op, KernelValue::Scalar(x)));
+            }
+        }
+    }
+    found
 }
 
 /// Whether some load or store of argument `arg` multiplies its address by
@@ -423,12 +437,16 @@ fn cdiv_numerator(v: Value, c: i64) -> Option<Value> {
 }
 
 /// A descriptor access's layout, from the `tt.make_tensor_descriptor` that
-/// made its descriptor: `(dim, role, value)` for each dimension's shape and
-/// stride (nothing for a descriptor of another rank than the buffer's).
-/// A descriptor made at an offset into the buffer (`K + off_h *
-/// stride_kh`, one head's columns) views part of it: its shape is at most
-/// the buffer's, not all of it.
-fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, KernelValue)> {
+/// made its descriptor: `(dim, role, value, expected)` for each dimension's
+/// shape and stride, the descriptor's dimensions the buffer's last ones
+/// (nothing for a descriptor of more dimensions than the buffer). A
+/// descriptor made at an offset into the buffer (`K + off_h * stride_kh`,
+/// one head's columns or rows) views part of it: its shape is at most the
+/// buffer's, not all of it. One of fewer dimensions made at the buffer's
+/// address views the rows of its leading dimensions too (Triton's
+/// tutorial's `[Z * H * N, D]`): its first extent is at most their
+/// product.
+fn descriptor_layout(op: Op, shape: &[i64]) -> Vec<(usize, ScalarRole, KernelValue, i64)> {
     if !ir::op_name(op).starts_with("tt.descriptor_") {
         return Vec::new();
     }
@@ -444,27 +462,31 @@ fn descriptor_layout(op: Op, rank: usize) -> Vec<(usize, ScalarRole, KernelValue
         return Vec::new();
     };
     let operands = ir::operands(maker);
-    if operands.len() != 1 + 2 * rank {
+    let rank = operands.len().saturating_sub(1) / 2;
+    let Some(first) = shape.len().checked_sub(rank).filter(|_| rank > 0) else {
         return Vec::new();
-    }
+    };
     let at_offset = ir::defining_op(operands[0]).is_some_and(|o| ir::op_name(o) == "tt.addptr");
     let extent = if at_offset {
         ScalarRole::MaxExtent
     } else {
         ScalarRole::Extent
     };
-    (0..rank)
-        .flat_map(|d| {
-            [
-                (d, extent, KernelValue::Scalar(operands[1 + d])),
-                (
-                    d,
-                    ScalarRole::Stride,
-                    KernelValue::Scalar(operands[1 + rank + d]),
-                ),
-            ]
-        })
-        .collect()
+    let mut layout = Vec::new();
+    for d in 0..rank {
+        let dim = first + d;
+        // (Suffixes and prefixes of a shape whose product fits an i64.)
+        let value = KernelValue::Scalar(operands[1 + d]);
+        if d == 0 && first > 0 && !at_offset {
+            let rows = shape[..=dim].iter().product();
+            layout.push((0, ScalarRole::MaxExtent, value, rows));
+        } else {
+            layout.push((dim, extent, value, shape[dim]));
+        }
+        let stride = shape[dim + 1..].iter().product();
+        layout.push((dim, ScalarRole::Stride, KernelValue::Scalar(operands[1 + rank + d]), stride));
+    }
+    layout
 }
 
 /// The value tile index `t` counts its tiles of, as `cdiv(x, tile)`, with

@@ -23,6 +23,7 @@
 
 mod axes;
 mod layout;
+mod merged_rows;
 mod walked_count;
 
 pub use layout::fixed_args;
@@ -173,7 +174,7 @@ fn check_tile_map(
                 tiles,
                 &name,
                 arg,
-                buffer.shape.len(),
+                &buffer.shape,
                 &loops,
                 &accesses,
                 pass,
@@ -238,7 +239,7 @@ fn check_tile_loops(
     tiles: TileMap,
     name: &str,
     arg: usize,
-    rank: usize,
+    shape: &[i64],
     loops: &[TileLoop],
     accesses: &[Op],
     pass: &str,
@@ -269,9 +270,9 @@ fn check_tile_loops(
         let problem = if inside.is_none() {
             Some(format!("is outside {subject}"))
         } else if descriptor_block(op).is_some() {
-            descriptor_loop_problem(op, first.iv, &var, tiles)
+            descriptor_loop_problem(op, first.iv, &var, tiles, shape)
         } else {
-            pointer_loop_problem(op, first.iv, &slice, &var, tiles, name, rank)
+            pointer_loop_problem(op, first.iv, &slice, &var, tiles, name, shape.len())
         };
         if let Some(problem) = problem {
             return Err(refuse_access(
@@ -324,29 +325,62 @@ fn pointer_loop_problem(
 
 /// What is wrong with a tensor-descriptor access in a tile loop over `iv`
 /// (named `var` in messages), if anything: its offset along the tile
-/// map's dim must be `iv` itself and its block tile(n) rows tall there
-/// (the descriptor's dimensions are the buffer's).
-fn descriptor_loop_problem(op: Op, iv: Value, var: &str, tiles: TileMap) -> Option<String> {
+/// map's dim must be `iv` itself, or `iv` plus whole heads of a
+/// descriptor over several of the buffer's dimensions ([`merged_rows`]),
+/// and its block tile(n) rows tall there (the descriptor's dimensions are
+/// the buffer's last ones).
+fn descriptor_loop_problem(
+    op: Op,
+    iv: Value,
+    var: &str,
+    tiles: TileMap,
+    shape: &[i64],
+) -> Option<String> {
     let (dim, tile) = (tiles.dim(), tiles.tile().unwrap_or(1));
-    let seen = tile_access(op, iv, 0, None);
-    let exact = descriptor_rows_at(op, iv);
-    if !seen.uses_index {
-        Some(format!("does not read at an offset from {var}"))
-    } else if seen.shifted || exact.is_empty() {
-        Some(format!(
-            "reads at an offset computed from {var}, not at {var} itself: the rows are not those whose chunk it waits for"
-        ))
-    } else if let Some((n, _)) = exact.iter().find(|(n, _)| *n != tile) {
-        Some(format!(
-            "reads blocks of {n} rows at {var}, not tile({tile})"
-        ))
-    } else {
-        exact
-            .iter()
-            .map(|(_, d)| *d)
-            .find(|d| *d != dim)
-            .map(|d| format!("walks dimension {d} of the descriptor with {var}, not dim({dim})"))
+    let (offsets, _) = descriptor_block(op)?;
+    let at = descriptor_rows_at(op, iv);
+    let computed = (0..offsets.len()).any(|d| {
+        in_slice(&ir::backward_slice(offsets[d]), iv) && !at.iter().any(|(_, e, _)| *e == d)
+    });
+    if !tile_access(op, iv, 0, None).uses_index {
+        return Some(format!("does not read at an offset from {var}"));
     }
+    if computed || at.is_empty() {
+        return Some(format!(
+            "reads at an offset computed from {var}, not at {var} itself: the rows are not those whose chunk it waits for"
+        ));
+    }
+    if let Some((n, _, _)) = at.iter().find(|(n, _, _)| *n != tile) {
+        return Some(format!(
+            "reads blocks of {n} rows at {var}, not tile({tile})"
+        ));
+    }
+    for &(_, d, base) in &at {
+        let walked = merged_rows::buffer_dim_of(d, offsets.len(), shape.len());
+        if walked != Some(dim) {
+            let of_buffer = match walked {
+                Some(w) if offsets.len() != shape.len() => format!(" (dimension {w} of the buffer)"),
+                _ => String::new(),
+            };
+            return Some(format!(
+                "walks dimension {d} of the descriptor{of_buffer} with {var}, not dim({dim})"
+            ));
+        }
+        let rows = shape.get(dim).copied().unwrap_or_default();
+        let merged = d == 0 && offsets.len() < shape.len();
+        if base.is_some_and(|b| !merged || merged_rows::whole_rows(b, rows).is_none()) {
+            return Some(if merged {
+                format!(
+                    "reads at {var} plus an offset that is not a whole number of the buffer's {rows} rows along dim({dim}) (a multiple of a constant or of an argument the plan can fix): the rows are not those whose chunk it waits for"
+                )
+            } else {
+                format!(
+                    "reads at an offset computed from {var}, not at {var} itself: the rows are not those whose chunk it waits for"
+                )
+            });
+        }
+    }
+    None
 }
 
 /// The first load or store in `tile_loop` whose address depends on one of
@@ -393,7 +427,7 @@ fn join(values: &[i64]) -> String {
 /// over source ranks, whose blocks may offset the rows).
 fn tile_access(op: Op, t: Value, rank: usize, per_source: Option<Value>) -> TileAccess {
     if descriptor_block(op).is_some() {
-        return descriptor_access(op, t);
+        return descriptor_access(op, t, rank);
     }
     let Some(ptr) = ir::operands(op).first().copied() else {
         return TileAccess::default();
@@ -445,8 +479,9 @@ fn scales_only(v: Value, t: Value) -> bool {
 }
 
 /// A `tt.descriptor_load`/`_store`: offsets follow the descriptor (and, for
-/// a store, the value) in dimension order; the block shape is the tile.
-fn descriptor_access(op: Op, t: Value) -> TileAccess {
+/// a store, the value) in dimension order, the descriptor's dimensions the
+/// last of the buffer's `rank`; the block shape is the tile.
+fn descriptor_access(op: Op, t: Value, rank: usize) -> TileAccess {
     let (offsets, block) = descriptor_block(op).unwrap_or_default();
     let dims: Vec<usize> = (0..offsets.len())
         .filter(|i| in_slice(&ir::backward_slice(offsets[*i]), t))
@@ -456,7 +491,7 @@ fn descriptor_access(op: Op, t: Value) -> TileAccess {
         scales: Vec::new(),
         extents: dims.iter().filter_map(|d| block.get(*d).copied()).collect(),
         dim: match dims[..] {
-            [d] => Some(d),
+            [d] => merged_rows::buffer_dim_of(d, offsets.len(), rank),
             _ => None,
         },
         shifted: dims.iter().any(|d| !scales_only(offsets[*d], t)),

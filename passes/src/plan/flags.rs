@@ -69,13 +69,15 @@ impl Owners {
     }
 }
 
-/// What a chunk's extent along dimension `dim` counts, in messages:
-/// `rows` along dimension 0, `columns` along 1, else elements.
-pub fn extent_word(dim: usize) -> String {
+/// What a chunk's extent along dimension `dim` of a buffer of `rank`
+/// dimensions counts, in messages: `rows` along the first, `columns` along
+/// the last, else positions along the dimension (a `[heads, tokens,
+/// head_dim]` buffer's tokens).
+pub fn extent_word(dim: usize, rank: usize) -> String {
     match dim {
         0 => "rows".into(),
-        1 => "columns".into(),
-        d => format!("elements along dimension {d}"),
+        d if d + 1 == rank => "columns".into(),
+        d => format!("positions along dimension {d}"),
     }
 }
 

@@ -202,6 +202,11 @@ impl Plan {
         self.buffers.iter().find(|b| b.name == name)
     }
 
+    /// How many dimensions buffer `name` has (0 if it is not declared).
+    pub fn rank_of(&self, name: &str) -> usize {
+        self.buffer(name).map_or(0, |b| b.shape.len())
+    }
+
     /// The transfers `t` forwards rows of: those of its `after` list that
     /// are transfers (a ring's earlier step, which brought the rows to the
     /// rank `t` reads from); the rest of the list are producers.

@@ -2,7 +2,7 @@
 //! loop over the keys and values): found by name or from the addresses,
 //! checked to step by the tile, and named in messages.
 
-use super::rows::{descriptor_block, descriptor_rows_at, rows_walked_by, uncast};
+use super::rows::{descriptor_block, descriptor_rows_at, offset_terms, rows_walked_by};
 use super::{CHUNK_LOOP_ATTR, constant_products, depends_on_program_id, loads_of};
 use crate::plan::fail;
 use synco_chunk::PassFailed;
@@ -263,15 +263,14 @@ fn offset_loops(accesses: &[Op], tile: i64) -> Vec<TileLoop> {
     let mut found: Vec<TileLoop> = Vec::new();
     for access in accesses {
         if let Some((offsets, _)) = descriptor_block(*access) {
-            for offset in offsets {
-                let iv = uncast(offset);
+            for iv in offsets.into_iter().flat_map(offset_terms) {
                 let Some(op) = ir::block_arg_owner(iv).and_then(ir::block_parent_op) else {
                     continue;
                 };
                 let is_iv = ir::op_name(op) == "scf.for" && ir::block_arg_number(iv) == Some(0);
                 let walks = descriptor_rows_at(*access, iv)
                     .iter()
-                    .any(|(n, _)| *n == tile);
+                    .any(|(n, _, _)| *n == tile);
                 if is_iv && walks && !found.iter().any(|l| ir::same_op(l.op, op)) {
                     found.push(TileLoop { op, iv });
                 }

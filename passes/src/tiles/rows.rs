@@ -62,18 +62,48 @@ pub fn descriptor_block(op: Op) -> Option<(Vec<Value>, Vec<i64>)> {
 }
 
 /// For a tensor-descriptor access: the dimensions whose offset is loop
-/// variable `v` itself (through integer casts), each with the block's
-/// extent along it: the access reads rows `[v, v + n)` of that dimension.
-pub fn descriptor_rows_at(op: Op, v: Value) -> Vec<(i64, usize)> {
+/// variable `v` itself (through integer casts), or `base + v` with a
+/// `base` that does not depend on `v`, each with the block's extent along
+/// it and the base: the access reads rows `[base + v, base + v + n)` of
+/// that dimension.
+pub fn descriptor_rows_at(op: Op, v: Value) -> Vec<(i64, usize, Option<Value>)> {
     let Some((offsets, block)) = descriptor_block(op) else {
         return Vec::new();
     };
     offsets
         .iter()
         .enumerate()
-        .filter(|(_, offset)| ir::same_value(uncast(**offset), v))
-        .filter_map(|(d, _)| Some((*block.get(d)?, d)))
+        .filter_map(|(d, offset)| Some((*block.get(d)?, d, offset_from(*offset, v)?)))
         .collect()
+}
+
+/// Whether offset `offset` is `v` (`Some(None)`) or `base + v` (`Some(Some(base))`,
+/// `base` independent of `v`), through integer casts.
+fn offset_from(offset: Value, v: Value) -> Option<Option<Value>> {
+    let offset = uncast(offset);
+    if ir::same_value(offset, v) {
+        return Some(None);
+    }
+    let add = ir::defining_op(offset).filter(|o| ir::op_name(*o) == "arith.addi")?;
+    match ir::operands(add)[..] {
+        [a, base] | [base, a]
+            if ir::same_value(uncast(a), v) && !in_slice(&ir::backward_slice(base), v) =>
+        {
+            Some(Some(base))
+        }
+        _ => None,
+    }
+}
+
+/// The loop variables a tensor-descriptor offset may be read at: the
+/// offset itself, or either term of a sum (through integer casts).
+pub fn offset_terms(offset: Value) -> Vec<Value> {
+    let offset = uncast(offset);
+    let mut terms = vec![offset];
+    if let Some(add) = ir::defining_op(offset).filter(|o| ir::op_name(*o) == "arith.addi") {
+        terms.extend(ir::operands(add).into_iter().map(uncast));
+    }
+    terms
 }
 
 /// `v` without its integer extensions and truncations.

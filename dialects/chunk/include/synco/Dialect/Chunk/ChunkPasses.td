@@ -411,8 +411,11 @@ First it makes the kernel's loops say what they walk
 the loop's lower bound (or its sign extension) and grows by the loop's
 constant step each iteration, its final value unread, is the loop's
 variable under another name (what Triton makes of a block pointer that
-`tl.advance` moves by the step, as in Triton's fused-attention tutorial);
-its uses become the variable (sign-extended to its type). And in a loop
+`tl.advance` moves by the step); one that starts at a value defined
+before the loop plus the lower bound (or at any such value, for a loop
+from 0) is that value plus the variable (the row offsets of Triton's
+fused-attention tutorial, `offsetk_y = offset_y + lo`); its uses become
+the variable (sign-extended to its type), or the sum. And in a loop
 from 0 that walks a consumed argument no program tile indexes, a pointer
 tensor the loop moves by its step times a stride defined outside it
 (`k_ptrs += BLOCK_N * stride_kn`, the style of Triton's early tutorials)
@@ -431,7 +434,9 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   another dimension than `dim(d)` (where the strides show the dimension:
   the axis without a stride is the last, and where both axes have one
   the axes are the dimensions in order; a descriptor's offsets are the
-  dimensions in order);
+  buffer's last dimensions in order, so that a `[N, D]` descriptor of one
+  head, or a `[Z * H * N, D]` one over every head's rows, walks dim(1) of
+  a `[Z * H, N, D]` buffer);
 * an access that adds another offset to the rows of its tile or loop
   iteration (`t * T + [0, T) + 8`, `start_n + offs_n + past`, or a pointer
   term that is a multiple of the rows' stride, `K + past * stride_kn`):
@@ -444,10 +449,16 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   tile, `splat(v) + [0, T)`, or adds times a stride to a range times the
   same stride, `p + v * s` with `p`'s offsets `[0, T) * s`, or that is a
   tensor descriptor's offset for a block of `T` rows, `desc.load([v,
-  ...])`; one loop per access, as the two stages of a causal kernel), an
+  ...])`, or at the variable plus a base, `desc.load([base + v, ...])`;
+  one loop per access, as the two stages of a causal kernel), an
   access outside those loops, a descriptor access in them at an offset
   computed from the variable but not the variable itself or with a block
-  of another height, a loop that does not step by the tile from 0 or
+  of another height, one at the variable plus a base unless the
+  descriptor has fewer dimensions than the buffer and the base is a whole
+  number of the walked dimension's extent (a multiple the arithmetic
+  shows, or every term a multiple of one kernel argument, which the plan
+  then fixes to that extent: the tutorial's `off_z * (N_CTX * H) + off_h *
+  N_CTX`), a loop that does not step by the tile from 0 or
   from a value the arithmetic shows to be a multiple of it (a constant,
   `tl.multiple_of`, sums and products of such), and a load or store in
   those loops whose address depends on a value the loop carries from one
@@ -468,7 +479,10 @@ Where the kernel takes such a value from one of its arguments instead, the
 pass records it (`chunk.scalar_args`, then the manifest's `scalar_args`):
 exactly the plan's value for strides, shapes of descriptors made at the
 buffer's start (at most the buffer's extent for one made at an offset
-into it, `K + off_h * stride_kh`: it views part of the buffer) and the extents the
+into it, `K + off_h * stride_kh`: it views part of the buffer; at most
+the product of the leading extents for the first dimension of one with
+fewer dimensions than the buffer), the factor that makes a descriptor
+row base whole heads, and the extents the
 plan's tiles walk (one source's rows for tiles that read a block per
 source; where several values are counted in tiles of one size, the one
 the tile index walks, found by evaluating its arithmetic over a launch's
