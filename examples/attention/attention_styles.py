@@ -11,7 +11,11 @@ benches/attention/overhead.py):
 * `descriptors`: tensor descriptors read at an offset the loop carries,
   causal attention in two stages (`flash_attn_desc.py`);
 * `rows`: one descriptor over the whole K and V tensors, each head's
-  columns read at its offset (`flash_attn_desc_rows.py`).
+  columns read at its offset (`flash_attn_desc_rows.py`);
+* `tutorial`: Triton's fused-attention tutorial's form, one descriptor over
+  every head's rows of [heads, tokens, head_dim] tensors, read at offsets
+  the loop carries from the head's first row (`flash_attn_tutorial.py`;
+  layout `bhsd`: see `LAYOUTS`).
 """
 
 import importlib.util
@@ -22,7 +26,17 @@ STYLES = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
           "strided": ("flash_attn_strided.py", "attn_fwd_strided"),
           "moved": ("flash_attn_strided.py", "attn_fwd_moved"),
           "descriptors": ("flash_attn_desc.py", "attn_fwd_desc"),
-          "rows": ("flash_attn_desc_rows.py", "attn_fwd_desc_rows")}
+          "rows": ("flash_attn_desc_rows.py", "attn_fwd_desc_rows"),
+          "tutorial": ("flash_attn_tutorial.py", "attn_fwd_tutorial")}
+
+#: The layout of Q, K, V and the output each style reads, where it is not
+#: [tokens, heads * head_dim] (`synco.ops.AllGatherAttention`'s `layout`).
+LAYOUTS = {"tutorial": "bhsd"}
+
+
+def layout(style):
+    """`style`'s layout: "bshd" or "bhsd"."""
+    return LAYOUTS.get(style, "bshd")
 
 
 def kernel(style):
