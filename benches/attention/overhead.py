@@ -76,11 +76,17 @@ def local_kernel(style, head_dim, causal, cache):
                          num_stages=NUM_STAGES, cache_dir=cache)
 
 
+def style_layout(style):
+    """The layout of `style`'s tensors ("bshd" or "bhsd")."""
+    return "bshd" if style == "bundled" else attention_styles.layout(style)
+
+
 def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
         chunks=chunks, backend="copy_engine", algorithm=algorithm, kernel=style_kernel(style),
-        num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
+        layout=style_layout(style), num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+        cache_dir=cache)
 
 
 def variant_kernels(style, seq, heads_kv, head_dim, causal, cache):
@@ -165,28 +171,43 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
         t.copy_(torch.randn(t.shape, generator=g, device=device, dtype=torch.bfloat16))
     q = torch.randn((tokens, q_cols), generator=g, device=device, dtype=torch.bfloat16)
     n_kv = seq  # the last rank's queries see every key, causal or not
-    scalars = [head_dim ** -0.5, tokens * q_cols, head_dim, q_cols, seq * kv_cols, head_dim,
-               kv_cols, seq * kv_cols, head_dim, kv_cols, tokens * q_cols, head_dim, q_cols,
-               heads, heads_kv, tokens, n_kv]
+    # The same data in each layout: [tokens, heads * head_dim] (bshd), or
+    # [heads, tokens, head_dim] (bhsd), the heap's K and V copied.
+    by_heads = lambda x: x.view(x.shape[0], -1, head_dim).transpose(0, 1)  # noqa: E731
+    tensors = {"bshd": (q, k, v)}
+    if any(style_layout(s) == "bhsd" for s in styles):
+        k_h, v_h = (in_heap(seq * heads_kv, head_dim).view(heads_kv, seq, head_dim)
+                    for _ in range(2))
+        k_h.copy_(by_heads(k))
+        v_h.copy_(by_heads(v))
+        tensors["bhsd"] = (by_heads(q).contiguous(), k_h, v_h)
+    strides = {"bshd": lambda rows, cols: [rows * cols, head_dim, cols],
+               "bhsd": lambda rows, cols: [rows * cols, rows * head_dim, head_dim]}
+    scalars = {layout: [head_dim ** -0.5, *stride(tokens, q_cols), *stride(seq, kv_cols),
+                        *stride(seq, kv_cols), *stride(tokens, q_cols), heads, heads_kv,
+                        tokens, n_kv] for layout, stride in strides.items()}
     grid = (tokens // CONFIG["BLOCK_M"], heads, 1)
     stream = torch.cuda.current_stream().cuda_stream
     heap = synco.runtime.Heap(base, heap_bytes)
     outs, launches = {}, {}
     # Each variant, and the local kernel it is compared with.
-    variants, local_of = {}, {}
+    variants, local_of, layout_of = {}, {}, {}
     for style in styles:
         found = variant_kernels(style, seq, heads_kv, head_dim, causal, cache)
         local = next(iter(found))
         variants.update(found)
         local_of.update({name: local for name in found if name != local})
+        layout_of.update({name: style_layout(style) for name in found})
     loaded = []
     for name, compiled in variants.items():
         kernel = node.load(str(compiled.manifest.path))
         loaded.append(kernel)
         kernel.mark_chunks_present(rank)
-        out = torch.full((tokens, q_cols), float("nan"), device=device, dtype=torch.bfloat16)
+        layout = layout_of[name]
+        q_in, k_in, v_in = tensors[layout]
+        out = torch.full_like(q_in, float("nan"))
         values, bindings = synco.runtime.LaunchArguments(compiled.manifest, device, heap)(
-            [q, k, v, out, *scalars])
+            [q_in, k_in, v_in, out, *scalars[layout]])
         launch = (lambda kernel=kernel, values=values, bindings=bindings:
                   kernel.launch_alone(rank, grid, values, bindings, stream))
         launch()

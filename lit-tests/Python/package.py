@@ -46,6 +46,8 @@ for name, plan in [
         world_size=4, m=8192, k=4096, n=7168, chunks=2, backend="ldst", algorithm="ring")),
     ("all_gather_attention ring", synco.plans.all_gather_attention(
         world_size=4, seq=4096, kv_heads=8, head_dim=128, algorithm="ring")),
+    ("all_gather_attention bhsd", synco.plans.all_gather_attention(
+        world_size=4, seq=4096, kv_heads=8, head_dim=128, layout="bhsd")),
 ]:
     run = subprocess.run(["synco-opt", "-", "-o", "/dev/null"], input=plan, text=True,
                          capture_output=True)
@@ -63,9 +65,20 @@ for call, text in [
     (lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
                                               algorithm="two_shot"),
      "algorithm must be one of ('direct', 'ring'), not 'two_shot'"),
+    (lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
+                                              layout="sbhd"),
+     "layout must be 'bshd' or 'bhsd', not 'sbhd'"),
 ]:
     ok, got = raises(ValueError, text, call)
     expect(f"template refuses: {text}", ok, got)
+
+# The [heads, tokens, head_dim] layout: K and V gathered along dim(1).
+bhsd = synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
+                                        layout="bhsd")
+expect("bhsd template: [kv_heads, seq, head_dim] gathered along dim(1)",
+       "!chunk.buffer<2x1024x64xbf16> bind(1)" in bhsd
+       and "chunk.all_gather @K dim(1)" in bhsd and "chunk.consume @V dim(1) tile(64)" in bhsd,
+       bhsd)
 
 # Compiling, cached: scalars of several types (Triton/scalar-params.test).
 scale = (repo / "lit-tests/Inputs/scale_kernel.py", "scale_kernel")
@@ -126,6 +139,24 @@ ok, got = raises(synco.LaunchError, "argument 7 ('stride_xm')",
 expect("a row stride the plan does not fix is refused", ok, got)
 ok, got = raises(synco.LaunchError, "'M'", lambda: tutorial.check_args(0, [*good[:4], 16384, *good[5:]]))
 expect("an M beyond X's rows is refused", ok, got)
+
+# Triton's attention tutorial's form (examples/attention/flash_attn_tutorial.py)
+# fused with a [kv_heads, seq, head_dim] plan: each head's rows start at
+# `head * N_CTX_KV`, so the plan fixes N_CTX_KV (argument 20) to the whole
+# sequence; a causal rank's own prefix there is refused at launch.
+sys.path.insert(0, str(repo / "examples/attention"))
+import attention_styles  # noqa: E402
+
+attention = synco.ops.AllGatherAttention.compile(
+    2, seq=1024, kv_heads=2, head_dim=64, causal=True, config={"BLOCK_M": 64, "BLOCK_N": 64},
+    chunks=2, layout="bhsd", kernel=attention_styles.kernel("tutorial"), num_warps=4,
+    num_stages=2, cache_dir=cache)
+strides = [4 * 512 * 64, 512 * 64, 64, 2 * 1024 * 64, 1024 * 64, 64] * 2
+whole = [0x1000, 0x2000, 0x3000, 0x4000, 0.125, *strides, 4, 2, 512, 1024]
+attention.check_args(0, whole)
+ok, got = raises(synco.LaunchError, "'N_CTX_KV'",
+                 lambda: attention.check_args(0, whole[:-1] + [512]))
+expect("the tutorial kernel with N_CTX_KV other than the sequence is refused", ok, got)
 
 # A manifest that does not load.
 broken = scratch / "broken.json"

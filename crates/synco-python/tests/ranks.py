@@ -139,24 +139,44 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
                                                                       ("ring", False))] \
     + [(True, "tma", "direct", True, 2)] \
     + [(causal, backend, "direct", False, 2, style) for style in attention_styles.STYLES
-       for causal in (False, True) for backend in ("copy_engine", "ldst")]
+       for causal in (False, True) for backend in ("copy_engine", "ldst")
+       if style != "tutorial"] \
+    + [(False, backend, "direct", False, 2, "tutorial")
+       for backend in ("copy_engine", "ldst", "tma")] \
+    + [(causal, backend, algorithm, zigzag, 2, None, "bhsd")
+       for causal, backend, algorithm, zigzag in (
+           (False, "copy_engine", "direct", False), (True, "ldst", "direct", False),
+           (False, "ldst", "ring", False), (True, "copy_engine", "direct", True),
+           (True, "tma", "direct", False))]
+#: The tutorial kernel, causal with contiguous shards: refused at launch.
+TUTORIAL_CAUSAL = (True, "copy_engine", "direct", False, 2, "tutorial")
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
 
 
+def attention_variant(variant):
+    """(causal, backend, algorithm, zigzag, chunks, style, layout) of an
+    ATTENTION entry: the style of kernel (None: the bundled one) and the
+    layout, "bshd" unless the entry or the style says otherwise."""
+    causal, backend, algorithm, zigzag, chunks, *rest = variant
+    style = rest[0] if rest else None
+    layout = rest[1] if len(rest) > 1 else attention_styles.layout(style) if style else "bshd"
+    return causal, backend, algorithm, zigzag, chunks, style, layout
+
+
 def attention_options(world, variant, cache):
-    causal, backend, algorithm, zigzag, chunks, *style = variant
-    kernel = attention_styles.kernel(style[0]) if style else None
+    causal, backend, algorithm, zigzag, chunks, style, layout = attention_variant(variant)
+    kernel = attention_styles.kernel(style) if style else None
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
                 config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=chunks, backend=backend,
-                algorithm=algorithm, zigzag=zigzag, kernel=kernel, num_warps=4, num_stages=2,
-                cache_dir=cache)
+                algorithm=algorithm, zigzag=zigzag, layout=layout, kernel=kernel, num_warps=4,
+                num_stages=2, cache_dir=cache)
 
 
 def attention_name(variant):
-    causal, backend, algorithm, zigzag, chunks, *style = variant
+    causal, backend, algorithm, zigzag, chunks, style, layout = attention_variant(variant)
     return (f"attention {'causal' if causal else 'full'} {backend} {algorithm}"
             f"{' zigzag' if zigzag else ''}{f' chunks={chunks}' if chunks != 2 else ''}"
-            f"{f' ({style[0]} kernel)' if style else ''}")
+            f"{f' ({style} kernel)' if style else ''}{f' {layout}' if layout != 'bshd' else ''}")
 
 
 # Ulysses attention: Q, K and V re-sharded from tokens to heads by
@@ -273,7 +293,7 @@ def build(args):
             compiled = cls.compile(world, **options(world, extra, args.cache))
             print(f"built W={world} {name}: {compiled.folder.name} "
                   f"({'cached' if compiled.cached else f'{time.perf_counter() - start:.1f} s'})")
-        for variant in ATTENTION:
+        for variant in ATTENTION + [TUTORIAL_CAUSAL]:
             compiled = ops.AllGatherAttention.compile(
                 world, **attention_options(world, variant, args.cache))
             print(f"built W={world} {attention_name(variant)}: {compiled.folder.name}")
@@ -442,19 +462,25 @@ def check_gemm(group, name, cls, opts, seed, report):
 
 
 def check_attention(group, cache, seed, report):
-    """AllGatherAttention, causal or not, on each transport, twice on
-    fresh random data with the output and the gathered K and V poisoned,
-    against PyTorch's attention over the whole sequence in fp32."""
+    """AllGatherAttention, causal or not, on each transport, in each layout,
+    twice on fresh random data with the output and the gathered K and V
+    poisoned, against PyTorch's attention over the whole sequence in fp32."""
     w, r, dev = group.world_size, group.rank, group.device
     seq = TOKENS * w
     for variant in ATTENTION:
-        name, causal, zigzag = attention_name(variant), variant[0], variant[3]
+        name = attention_name(variant)
+        causal, _, _, zigzag, _, _, layout = attention_variant(variant)
         try:
             op = ops.AllGatherAttention(group, heads=HEADS,
                                         **attention_options(w, variant, cache))
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue
+        # bhsd: [heads, tokens, head_dim] of the [tokens, heads * head_dim] data.
+        to_layout = ((lambda x: x) if layout == "bshd" else
+                     (lambda x: x.view(x.shape[0], -1, HEAD_DIM).transpose(0, 1).contiguous()))
+        from_layout = ((lambda x: x) if layout == "bshd" else
+                       (lambda x: x.transpose(0, 1).reshape(x.shape[1], -1)))
         for launch in range(2):
             s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
             g = torch.Generator(device="cpu").manual_seed(s)
@@ -463,16 +489,39 @@ def check_attention(group, cache, seed, report):
             own = own_rows(w, r, zigzag)
             for buffer in (op.k, op.v):
                 buffer.fill_(float("nan"))
-            out = torch.full((TOKENS, HEADS * HEAD_DIM), float("nan"), dtype=torch.bfloat16,
-                             device=dev)
-            got = op(q[own].to(dev), k_shard=k[own].to(dev), v_shard=v[own].to(dev), out=out)
+            out = to_layout(torch.full((TOKENS, HEADS * HEAD_DIM), float("nan"),
+                                       dtype=torch.bfloat16, device=dev))
+            got = op(to_layout(q[own].to(dev)), k_shard=to_layout(k[own].to(dev)),
+                     v_shard=to_layout(v[own].to(dev)), out=out)
             group.wait(60)
             heads = lambda x, n: x.float().view(seq, n, HEAD_DIM).transpose(0, 1)[None]  # noqa: E731
             want = torch.nn.functional.scaled_dot_product_attention(
                 heads(q, HEADS), heads(k, KV_HEADS), heads(v, KV_HEADS), is_causal=causal,
                 enable_gqa=True)[0].transpose(0, 1).reshape(seq, HEADS * HEAD_DIM)[own]
-            err = rel_error(got.cpu(), want)
+            err = rel_error(from_layout(got).cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+    check_tutorial_causal_refused(group, cache, report)
+
+
+def check_tutorial_causal_refused(group, cache, report):
+    """The tutorial kernel reads each head's rows at `head * N_CTX_KV`, so
+    the plan fixes N_CTX_KV to the whole sequence; causal attention with
+    contiguous shards passes a rank's own prefix there (the queries are
+    the last N_CTX_Q of N_CTX_KV). Refused at launch, naming the argument,
+    before any work is issued, on every rank but the last (whose prefix is
+    the whole sequence: it does not launch, its peers would never come)."""
+    variant = TUTORIAL_CAUSAL
+    name = f"{attention_name(variant)} refused at launch"
+    w, r, dev = group.world_size, group.rank, group.device
+    op = ops.AllGatherAttention(group, heads=HEADS, **attention_options(w, variant, cache))
+    if r == w - 1:
+        return
+    try:
+        op(torch.zeros((HEADS, TOKENS, HEAD_DIM), dtype=torch.bfloat16, device=dev))
+        refused = None
+    except Exception as e:  # noqa: BLE001 - what was raised is the check
+        refused = f"{type(e).__name__}: {e}"
+    report(name, refused is not None and "N_CTX_KV" in refused, refused or "it launched")
 
 
 def check_ulysses(group, cache, seed, report):

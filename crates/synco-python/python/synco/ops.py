@@ -279,7 +279,13 @@ class AllGatherAttention:
     k_shard, v_shard and output rows are those two parts, in that order),
     so that every rank's queries see as many keys; the kernel (default
     `synco.kernels.attention_zigzag`) takes the rank as its last
-    argument."""
+    argument.
+
+    `layout`: `"bshd"` (the default) holds each tensor as [tokens, heads *
+    head_dim]; `"bhsd"` as [heads, tokens, head_dim], the layout of
+    PyTorch's `scaled_dot_product_attention` (batch 1) and of Triton's
+    fused-attention tutorial, whose K and V the plan gathers along their
+    second dimension. The kernel gets the layout's strides either way."""
 
     CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
     SIGNATURE = ["*bf16"] * 4 + ["fp32"] + ["i32"] * 16
@@ -291,7 +297,7 @@ class AllGatherAttention:
     @classmethod
     def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=None, backend="copy_engine", algorithm="direct",
-                zigzag=False, num_warps=8, num_stages=3, cache_dir=None):
+                zigzag=False, layout="bshd", num_warps=8, num_stages=3, cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
         if kernel is None:
@@ -301,7 +307,7 @@ class AllGatherAttention:
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
                                           chunks=chunks, backend=backend, algorithm=algorithm,
-                                          zigzag=zigzag)
+                                          zigzag=zigzag, layout=layout)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         signature = cls.SIGNATURE + (["i32"] if zigzag else [])
         return compile(kernel, signature=signature, plan=plan, pipeline="synco-fuse",
@@ -309,11 +315,14 @@ class AllGatherAttention:
                        num_stages=num_stages, cache_dir=cache_dir)
 
     def __init__(self, group, *, seq, heads, kv_heads, head_dim, causal=False, zigzag=False,
-                 **options):
+                 layout="bshd", **options):
         if heads % kv_heads != 0:
             raise LaunchError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+        if layout not in ("bshd", "bhsd"):
+            raise LaunchError(f"layout must be 'bshd' or 'bhsd', not {layout!r}")
         w = group.world_size
         self.group, self.seq, self.causal, self.zigzag = group, seq, causal, zigzag
+        self.layout = layout
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         self.tokens = seq // w
         self.config = {**self.CONFIG, **(options.get("config") or {})}
@@ -323,40 +332,62 @@ class AllGatherAttention:
             raise LaunchError(f"{what} {seq} / {w} tokens must be whole blocks of "
                               f"BLOCK_M ({self.config['BLOCK_M']})")
         compiled = self.compile(w, seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
-                                zigzag=zigzag, **options)
+                                zigzag=zigzag, layout=layout, **options)
         self.kernel = group.load(compiled)
-        #: K and V of the whole sequence, symmetric; `own` are the rows of
-        #: this rank's tokens in them (one slice, or two with `zigzag`).
-        self.k = group.empty((seq, kv_heads * head_dim), torch.bfloat16)
-        self.v = group.empty((seq, kv_heads * head_dim), torch.bfloat16)
+        #: K and V of the whole sequence, symmetric; `own` are this rank's
+        #: tokens in them (one slice, or two with `zigzag`), along dim 0
+        #: ("bshd") or 1 ("bhsd").
+        self.k = group.empty(self._shape(seq, kv_heads), torch.bfloat16)
+        self.v = group.empty(self._shape(seq, kv_heads), torch.bfloat16)
         r = group.rank
         self.own = ([slice(r * part, (r + 1) * part),
                      slice((2 * w - 1 - r) * part, (2 * w - r) * part)] if zigzag
                     else [slice(r * part, (r + 1) * part)])
         if not zigzag:
-            self.k_shard, self.v_shard = self.k[self.own[0]], self.v[self.own[0]]
+            self.k_shard, self.v_shard = self._tokens(self.k, self.own[0]), \
+                self._tokens(self.v, self.own[0])
+
+    def _shape(self, tokens, heads):
+        """A tensor of `tokens` tokens of `heads` heads in the layout."""
+        if self.layout == "bshd":
+            return (tokens, heads * self.head_dim)
+        return (heads, tokens, self.head_dim)
+
+    def _tokens(self, tensor, tokens):
+        """The `tokens` (a slice) of `tensor`, in the layout."""
+        return tensor[tokens] if self.layout == "bshd" else tensor[:, tokens]
+
+    def _strides(self, tokens, heads):
+        """The kernel's (batch, head, token) strides of a tensor of
+        `tokens` tokens of `heads` heads in the layout."""
+        d = self.head_dim
+        if self.layout == "bshd":
+            return (tokens * heads * d, d, heads * d)
+        return (heads * tokens * d, tokens * d, d)
 
     def __call__(self, q, k_shard=None, v_shard=None, sm_scale=None, out=None):
-        """Attention of this rank's queries `q` [tokens, heads * head_dim]
-        over the gathered keys and values (`k_shard`, `v_shard`: this
-        rank's, copied into `k_shard`/`v_shard` unless they are them)."""
-        rows, kv_cols = self.tokens, self.kv_heads * self.head_dim
+        """Attention of this rank's queries `q` ([tokens, heads * head_dim],
+        or [heads, tokens, head_dim] with `layout="bhsd"`) over the
+        gathered keys and values (`k_shard`, `v_shard`: this rank's, copied
+        into `k_shard`/`v_shard` unless they are them)."""
+        rows = self.tokens
         for name, given, gathered in (("k_shard", k_shard, self.k), ("v_shard", v_shard, self.v)):
             if given is None:
                 continue
-            _check_operand(name, given, (rows, kv_cols), torch.bfloat16)
+            _check_operand(name, given, self._shape(rows, self.kv_heads), torch.bfloat16)
             start = 0
             for own in self.own:
-                part = gathered[own]
-                piece = given[start:start + part.shape[0]]
+                part = self._tokens(gathered, own)
+                count = own.stop - own.start
+                piece = self._tokens(given, slice(start, start + count))
                 if piece.data_ptr() != part.data_ptr():
                     part.copy_(piece)
-                start += part.shape[0]
-        q_cols = self.heads * self.head_dim
-        _check_operand("q", q, (rows, q_cols), torch.bfloat16)
+                start += count
+        q_shape = self._shape(rows, self.heads)
+        _check_operand("q", q, q_shape, torch.bfloat16)
         if out is None:
             out = torch.empty_like(q)
-        _check_operand("out", out, (rows, q_cols), torch.bfloat16)
+        _check_operand("out", out, q_shape, torch.bfloat16)
         d = self.head_dim
         # Causal: this rank's queries are the last of the first (r + 1) / W
         # of the sequence, as the kernel takes them (zigzag: the kernel
@@ -366,10 +397,10 @@ class AllGatherAttention:
         rank = [self.group.rank] if self.zigzag else []
         scale = sm_scale if sm_scale is not None else d ** -0.5
         grid = (rows // self.config["BLOCK_M"], self.heads)
-        self.kernel(grid, q, self.k, self.v, out, scale,
-                    rows * q_cols, d, q_cols, self.seq * kv_cols, d, kv_cols,
-                    self.seq * kv_cols, d, kv_cols, rows * q_cols, d, q_cols,
-                    self.heads, self.kv_heads, rows, n_kv, *rank)
+        q_strides = self._strides(rows, self.heads)
+        kv_strides = self._strides(self.seq, self.kv_heads)
+        self.kernel(grid, q, self.k, self.v, out, scale, *q_strides, *kv_strides, *kv_strides,
+                    *q_strides, self.heads, self.kv_heads, rows, n_kv, *rank)
         return out
 
 

@@ -69,8 +69,10 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
 
 def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
                          chunks=1, backend="copy_engine", algorithm="direct", loop=None,
-                         k_arg=1, v_arg=2, zigzag=False):
-    """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1)
+                         k_arg=1, v_arg=2, zigzag=False, layout="bshd"):
+    """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1;
+    `layout="bhsd"`: [kv_heads, seq, head_dim], PyTorch's [H_KV, S, D]
+    with batch 1, gathered along dim(1))
     all-gathered along the sequence into an attention kernel whose loop
     over the keys and values reads blocks of `block_n` rows (the loop found
     in the kernel: the one that adds its variable to a range of `block_n`
@@ -93,16 +95,19 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     if zigzag and chunks != "auto" and (chunks % 2 != 0 or seq % (2 * world_size * block_n)):
         raise ValueError(f"zigzag needs an even chunk count (not {chunks}) and a sequence "
                          f"({seq}) of 2 x world_size parts of whole {block_n}-row blocks")
+    if layout not in ("bshd", "bhsd"):
+        raise ValueError(f"layout must be 'bshd' or 'bhsd', not {layout!r}")
     blocks = " blocks(zigzag)" if zigzag else ""
     walked = f' loop("{loop}")' if loop is not None else ""
-    columns = kv_heads * head_dim
+    shape, dim = ((f"{seq}x{kv_heads * head_dim}", 0) if layout == "bshd"
+                  else (f"{kv_heads}x{seq}x{head_dim}", 1))
     buffers = "".join(
-        f"  chunk.buffer @{name} : !chunk.buffer<{seq}x{columns}x{dtype}>{_bind(arg)}\n"
+        f"  chunk.buffer @{name} : !chunk.buffer<{shape}x{dtype}>{_bind(arg)}\n"
         for name, arg in (("K", k_arg), ("V", v_arg)))
     gathers = "".join(
-        f"  chunk.all_gather @{name} dim(0) chunks({chunks}) backend({backend})"
+        f"  chunk.all_gather @{name} dim({dim}) chunks({chunks}) backend({backend})"
         f"{_gather_algorithm(algorithm)}{blocks}\n"
-        f"  chunk.consume @{name} dim(0) tile({block_n}){walked if name == 'K' else ''}\n"
+        f"  chunk.consume @{name} dim({dim}) tile({block_n}){walked if name == 'K' else ''}\n"
         for name in ("K", "V"))
     return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"
 
