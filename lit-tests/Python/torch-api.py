@@ -267,16 +267,32 @@ with FakeTensorMode():
     reduced = torch.ops.synco.matmul_all_reduce(shard, weight, "fake")
     attended = torch.ops.synco.all_gather_attention(
         torch.empty((128, 512), dtype=torch.bfloat16), shard, shard, "fake", 64, True)
+    heads_first = torch.ops.synco.all_gather_attention(
+        torch.empty((8, 128, 64), dtype=torch.bfloat16),
+        torch.empty((2, 128, 64), dtype=torch.bfloat16),
+        torch.empty((2, 128, 64), dtype=torch.bfloat16), "fake", 64, False, False, "bhsd", 0.125)
 expect("all_gather_matmul's fake result is [W rows, n]", tuple(gathered.shape) == (512, 512))
 expect("matmul_reduce_scatter's is [m / W, n]", tuple(scattered.shape) == (128, 512))
 expect("matmul_all_reduce's is [m, n]", tuple(reduced.shape) == (128, 512))
 expect("all_gather_attention's is q's", tuple(attended.shape) == (128, 512))
+expect("all_gather_attention's is q's in the bhsd layout", tuple(heads_first.shape) == (8, 128, 64))
 expect("all_gather_matmul's follows group_size", tuple(gathered2.shape) == (256, 512))
 ok, got = raises(runtime.LaunchError, "group_size is 2, but process group 'fake' has 4 ranks",
                  lambda: torch.ops.synco.all_gather_matmul(torch.empty((128, 256), dtype=torch.bfloat16),
                                                            torch.empty((256, 512), dtype=torch.bfloat16),
                                                            2, "fake"))
 expect("a group_size other than the group's is refused, naming it", ok, got)
+
+# all_gather_sdpa takes SDPA's layout with batch 1, and says so otherwise.
+group = types.SimpleNamespace(process_group=types.SimpleNamespace(group_name="fake"))
+batch2 = torch.empty((2, 8, 128, 64), dtype=torch.bfloat16)
+ok, got = raises(runtime.LaunchError, "query has shape (2, 8, 128, 64): all_gather_sdpa takes "
+                 "[1, heads, tokens, head_dim] (batch 1)",
+                 lambda: synco.ops.all_gather_sdpa(batch2, batch2, batch2, group))
+expect("all_gather_sdpa refuses a batch of 2, naming the argument", ok, got)
+ok, got = raises(runtime.LaunchError, "key has shape (8, 128, 64)",
+                 lambda: synco.ops.all_gather_sdpa(batch2[:1], batch2[0], batch2[0], group))
+expect("all_gather_sdpa refuses tensors of different ranks", ok, got)
 
 # A fused launch cannot be captured (its epoch is an argument): Inductor's
 # CUDA graphs must leave every custom op out.

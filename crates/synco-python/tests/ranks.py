@@ -297,6 +297,13 @@ def build(args):
             compiled = ops.AllGatherAttention.compile(
                 world, **attention_options(world, variant, args.cache))
             print(f"built W={world} {attention_name(variant)}: {compiled.folder.name}")
+        for causal in (False, True):
+            # (What synco.ops.all_gather_sdpa compiles, with its defaults.)
+            compiled = ops.AllGatherAttention.compile(
+                world, seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
+                layout="bhsd", cache_dir=args.cache)
+            print(f"built W={world} all_gather_sdpa {'causal' if causal else 'full'}: "
+                  f"{compiled.folder.name}")
         if not reshards(world):
             print(f"W={world}: the re-sharding operators' heads do not divide; not built")
             continue
@@ -501,6 +508,33 @@ def check_attention(group, cache, seed, report):
             err = rel_error(from_layout(got).cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     check_tutorial_causal_refused(group, cache, report)
+
+
+def check_sdpa(group, seed, report):
+    """synco.ops.all_gather_sdpa (the functional operator, SDPA's layout
+    with batch 1), causal or not, against SDPA over the whole sequence."""
+    w, r, dev = group.world_size, group.rank, group.device
+    seq, own = TOKENS * w, slice(r * TOKENS, (r + 1) * TOKENS)
+    for causal in (False, True):
+        name = f"all_gather_sdpa {'causal' if causal else 'full'}"
+
+        def launch(g, causal=causal):
+            q, k, v = (torch.randn((1, h, seq, HEAD_DIM), generator=g).to(torch.bfloat16)
+                       for h in (HEADS, KV_HEADS, KV_HEADS))
+            for op in ops._OPERATORS.values():  # the gathered K and V of earlier calls
+                if isinstance(op, ops.AllGatherAttention):
+                    op.k.fill_(float("nan"))
+                    op.v.fill_(float("nan"))
+            got = synco.ops.all_gather_sdpa(q[:, :, own].to(dev), k[:, :, own].to(dev),
+                                            v[:, :, own].to(dev), group, is_causal=causal)
+            want = torch.nn.functional.scaled_dot_product_attention(
+                q.float(), k.float(), v.float(), is_causal=causal, enable_gqa=True)[:, :, own]
+            return got, want
+
+        try:
+            check_twice(group, name, seed, report, launch)
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"{type(e).__name__}: {e}")
 
 
 def check_tutorial_causal_refused(group, cache, report):
@@ -764,6 +798,7 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_imported(group, cache, seed, report)
             check_fx(group, seed, report)
             check_attention(group, cache, seed, report)
+            check_sdpa(group, seed, report)
             check_ulysses(group, cache, seed, report)
             check_all_to_all_matmul(group, cache, seed, report)
             check_refusals(group, cache, report)

@@ -5,6 +5,7 @@
     c = synco.ops.matmul_reduce_scatter(a, b, group)       # reduce_scatter(A @ B)
     c = synco.ops.matmul_all_reduce(a, b, group)           # all_reduce(A @ B)
     o = synco.ops.all_gather_attention(q, k, v, group, head_dim=128)  # context parallel
+    o = synco.ops.all_gather_sdpa(q, k, v, group, is_causal=True)     # the same, SDPA's layout
 
 and, as classes, Ulysses (head-parallel) attention and the GEMMs around a
 re-shard between tokens and heads (`UlyssesAttention`, `AllToAllMatmul`,
@@ -28,6 +29,7 @@ CUDA graphs and captures the rest.
 """
 
 import math
+from typing import Optional
 
 import torch
 
@@ -617,17 +619,22 @@ def _(a, b, group_name):
 
 @torch.library.custom_op("synco::all_gather_attention", mutates_args=(), tags=_TAGS)
 def _all_gather_attention(q: torch.Tensor, k_shard: torch.Tensor, v_shard: torch.Tensor,
-                          group_name: str, head_dim: int, causal: bool,
-                          zigzag: bool = False) -> torch.Tensor:
+                          group_name: str, head_dim: int, causal: bool, zigzag: bool = False,
+                          layout: str = "bshd", scale: Optional[float] = None) -> torch.Tensor:
     world = GROUPS[group_name].world_size if group_name in GROUPS else 1
-    op = _operator(AllGatherAttention, group_name, seq=q.shape[0] * world,
-                   heads=q.shape[1] // head_dim, kv_heads=k_shard.shape[1] // head_dim,
-                   head_dim=head_dim, causal=causal, zigzag=zigzag)
-    return op(q, k_shard=k_shard, v_shard=v_shard)
+    if layout == "bhsd":
+        heads, tokens, kv_heads = q.shape[0], q.shape[1], k_shard.shape[0]
+    else:
+        heads, tokens, kv_heads = q.shape[1] // head_dim, q.shape[0], k_shard.shape[1] // head_dim
+    op = _operator(AllGatherAttention, group_name, seq=tokens * world, heads=heads,
+                   kv_heads=kv_heads, head_dim=head_dim, causal=causal, zigzag=zigzag,
+                   layout=layout)
+    return op(q, k_shard=k_shard, v_shard=v_shard, sm_scale=scale)
 
 
 @_all_gather_attention.register_fake
-def _(q, k_shard, v_shard, group_name, head_dim, causal, zigzag=False):
+def _(q, k_shard, v_shard, group_name, head_dim, causal, zigzag=False, layout="bshd",
+      scale=None):
     return q.new_empty(q.shape)
 
 
@@ -638,6 +645,29 @@ def all_gather_attention(q, k_shard, v_shard, group, *, head_dim, causal=False, 
     `zigzag`: each rank holds parts r and 2W - 1 - r of the sequence)."""
     return torch.ops.synco.all_gather_attention(q, k_shard, v_shard, _group_name(group),
                                                 head_dim, causal, zigzag)
+
+
+def all_gather_sdpa(query, key, value, group, *, is_causal=False, scale=None, zigzag=False):
+    """Context-parallel `torch.nn.functional.scaled_dot_product_attention`:
+    this rank's `query`, `key` and `value` in SDPA's layout, [1, heads,
+    tokens, head_dim] (batch 1) or [heads, tokens, head_dim], the rank's
+    slice of the sequence (rank r the r-th; `zigzag`: parts r and 2W - 1 -
+    r of the sequence cut in 2W, for causal attention); its queries attend
+    to every rank's keys and values, gathered inside the attention kernel
+    (grouped-query heads when `key` has fewer heads than `query`). Returns
+    the rank's output rows in `query`'s shape."""
+    batched = query.dim() == 4
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
+        if tensor.dim() != (4 if batched else 3) or (batched and tensor.shape[0] != 1):
+            raise LaunchError(f"{name} has shape {tuple(tensor.shape)}: all_gather_sdpa takes "
+                              "[1, heads, tokens, head_dim] (batch 1) or [heads, tokens, "
+                              "head_dim], the same for query, key and value")
+    if batched:
+        query, key, value = query[0], key[0], value[0]
+    out = torch.ops.synco.all_gather_attention(
+        query.contiguous(), key, value, _group_name(group), query.shape[-1], is_causal, zigzag,
+        "bhsd", scale)
+    return out[None] if batched else out
 
 
 def all_gather_matmul(a_shard, b, group):
