@@ -241,7 +241,9 @@ def main():
         compile_all(args.cache, styles, seqs)
         return 0
     largest = max(seqs)
-    heap = 2 * 2 * largest * max(h_kv * d for _, _, h_kv, d in MODELS) + (64 << 20)
+    # K and V, in each layout a style reads.
+    layouts = len({style_layout(s) for s in styles})
+    heap = layouts * 2 * 2 * largest * max(h_kv * d for _, _, h_kv, d in MODELS) + (64 << 20)
     node = synco._native.Node.open_shared(WORLD, 1, heap)
     rows, failed = [], 0
     for case in cases(seqs):

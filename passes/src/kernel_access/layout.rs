@@ -440,9 +440,11 @@ fn cdiv_numerator(v: Value, c: i64) -> Option<Value> {
 /// made its descriptor: `(dim, role, value, expected)` for each dimension's
 /// shape and stride, the descriptor's dimensions the buffer's last ones
 /// (nothing for a descriptor of more dimensions than the buffer). A
-/// descriptor made at an offset into the buffer (`K + off_h * stride_kh`,
-/// one head's columns or rows) views part of it: its shape is at most the
-/// buffer's, not all of it. One of fewer dimensions made at the buffer's
+/// descriptor that a load reads through, or made at an offset into the
+/// buffer (`K + off_h * stride_kh`, one head's columns or rows), views part
+/// of it: its shape is at most the buffer's (a causal rank's keys, the
+/// first N_CTX_KV rows); one a store writes through from the buffer's start
+/// has exactly its shape. One of fewer dimensions made at the buffer's
 /// address views the rows of its leading dimensions too (Triton's
 /// tutorial's `[Z * H * N, D]`): its first extent is at most their
 /// product.
@@ -467,10 +469,15 @@ fn descriptor_layout(op: Op, shape: &[i64]) -> Vec<(usize, ScalarRole, KernelVal
         return Vec::new();
     };
     let at_offset = ir::defining_op(operands[0]).is_some_and(|o| ir::op_name(o) == "tt.addptr");
-    let extent = if at_offset {
-        ScalarRole::MaxExtent
-    } else {
+    // A load may view fewer rows than the buffer has (bulk copies read
+    // zeros past its shape, never past the buffer); a store through a
+    // descriptor of the whole buffer must cover it, or rows the plan sends
+    // would stay unwritten.
+    let stores = ir::op_name(op) == "tt.descriptor_store";
+    let extent = if stores && !at_offset {
         ScalarRole::Extent
+    } else {
+        ScalarRole::MaxExtent
     };
     let mut layout = Vec::new();
     for d in 0..rank {

@@ -477,12 +477,13 @@ and refuses, at the op that disagrees, with what the kernel does instead:
 
 Where the kernel takes such a value from one of its arguments instead, the
 pass records it (`chunk.scalar_args`, then the manifest's `scalar_args`):
-exactly the plan's value for strides, shapes of descriptors made at the
-buffer's start (at most the buffer's extent for one made at an offset
-into it, `K + off_h * stride_kh`: it views part of the buffer; at most
-the product of the leading extents for the first dimension of one with
-fewer dimensions than the buffer), the factor that makes a descriptor
-row base whole heads, and the extents the
+exactly the plan's value for strides, shapes of descriptors a store
+writes through from the buffer's start (at most the buffer's extent for
+one a load reads through, which may view fewer rows, or one made at an
+offset into it, `K + off_h * stride_kh`: it views part of the buffer; at
+most the product of the leading extents for the first dimension of one
+with fewer dimensions than the buffer), the factor that makes a
+descriptor row base whole heads, and the extents the
 plan's tiles walk (one source's rows for tiles that read a block per
 source; where several values are counted in tiles of one size, the one
 the tile index walks, found by evaluating its arithmetic over a launch's
