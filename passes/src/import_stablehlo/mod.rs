@@ -37,6 +37,14 @@ const COLLECTIVES: [&str; 4] = [
     "stablehlo.all_to_all",
 ];
 
+/// StableHLO's other collectives: reported, never imported.
+const OTHER_COLLECTIVES: [&str; 4] = [
+    "stablehlo.collective_permute",
+    "stablehlo.collective_broadcast",
+    "stablehlo.send",
+    "stablehlo.recv",
+];
+
 fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     let Some(world) = ir::attr(module, "mhlo.num_partitions").and_then(ir::int_value) else {
@@ -57,6 +65,19 @@ fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<()
         .into_iter()
         .filter(|op| COLLECTIVES.contains(&ir::op_name(*op).as_str()))
         .collect();
+    for op in ir::walk(module)
+        .into_iter()
+        .filter(|op| OTHER_COLLECTIVES.contains(&ir::op_name(*op).as_str()))
+    {
+        let what = ir::op_name(op).trim_start_matches("stablehlo.").to_string();
+        Diagnostic::warning(
+            loc(op),
+            format!(
+                "{NAME}: {what} not imported: plans are imported from all_gather, reduce_scatter, all_reduce and all_to_all"
+            ),
+        )
+        .emit();
+    }
     let mut made = 0;
     // Ulysses attentions first: several all-to-alls make one plan.
     let mut handled: Vec<Op> = Vec::new();
@@ -74,6 +95,12 @@ fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<()
             checked.is_err()
         }) {
             let why = check_whole_world(op, world).err().unwrap_or_default();
+            reasons.push((attention.all_to_alls[0], why));
+            continue;
+        }
+        let tiles = whole_tiles(attention.seq / world, options.tile_rows, "tile-rows")
+            .and_then(|()| whole_tiles(attention.seq / world, options.kv_tile, "kv-tile"));
+        if let Err(why) = tiles {
             reasons.push((attention.all_to_alls[0], why));
             continue;
         }
@@ -108,7 +135,10 @@ fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<()
             Diagnostic::warning(loc(op), format!("{NAME}: {what} not imported: {why}")).emit();
             continue;
         }
-        match matched(op, world) {
+        let found = matched(op, world).and_then(|found| {
+            whole_tiles(found.m / world, options.tile_rows, "tile-rows").map(|()| found)
+        });
+        match found {
             Ok(found) => {
                 let name = format!("{}_{made}", found.kind.name());
                 let text = found.plan_text(&name, world, options.tile_rows);
@@ -118,6 +148,7 @@ fn run(module: OperationRef, options: &ChunkImportStablehloOptions) -> Result<()
                     format!("{NAME}: {what} {} -> plan @{name}", found.describe()),
                 )
                 .emit();
+                report_other_readers(op, &name);
                 made += 1;
             }
             Err(why) => {
@@ -227,6 +258,43 @@ fn matched(op: Op, world: i64) -> Result<Found, String> {
         "stablehlo.reduce_scatter" | "stablehlo.all_reduce" => reduced_product(op, world),
         other => Err(format!("{other} is not imported")),
     }
+}
+
+/// A warning at each op besides the fused product that reads an imported
+/// all_gather's result: the plan fuses the gather into one kernel, whose
+/// gathered operand the others read only once it is done.
+fn report_other_readers(op: Op, plan: &str) {
+    if ir::op_name(op) != "stablehlo.all_gather" {
+        return;
+    }
+    let readers = ir::uses(ir::results(op)[0]);
+    let fused = readers
+        .iter()
+        .position(|(user, index)| ir::op_name(*user) == "stablehlo.dot_general" && *index == 0);
+    for (i, (user, _)) in readers.iter().enumerate() {
+        if Some(i) != fused {
+            Diagnostic::warning(
+                loc(*user),
+                format!(
+                    "{NAME}: this {} also reads the all_gather that plan @{plan} fuses into one dot_general's kernel: it is not fused, and reads the gathered operand after that kernel",
+                    ir::op_name(*user).trim_start_matches("stablehlo.")
+                ),
+            )
+            .emit();
+        }
+    }
+}
+
+/// Refuses a plan whose tiles of `tile` rows (the pass option `option`)
+/// would not cut each rank's `rows` into whole tiles: a tile waits for one
+/// chunk, so it cannot span two ranks' rows.
+fn whole_tiles(rows: i64, tile: i64, option: &str) -> Result<(), String> {
+    if tile > 0 && rows % tile == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "each rank's {rows} rows are not whole tiles of {tile} (option {option}): a tile would span two ranks' rows"
+    ))
 }
 
 /// Refuses replica groups other than one group of every device.

@@ -343,12 +343,16 @@ row tile index `pid_m`), with `chunks(auto)` and `backend(auto)` for the
 cost model to choose; `<i>` counts the plans made. The StableHLO is left
 as it was.
 
-Every other collective, and one that does not fit (replica groups other
-than one group of all W devices, a reduction that is not a sum, another
+Every other collective (`collective_permute`, `collective_broadcast`,
+`send`, `recv`), and one that does not fit (replica groups other than one
+group of all W devices, a reduction that is not a sum, another
 dimension, a product with batch dimensions, rows that do not divide by
-W, an `all_to_all` around no attention, heads that do not divide by W),
-gets a warning at it saying why it was not imported: nothing is dropped
-silently.
+W, rows per rank that are not whole tiles of `tile-rows` (or, for
+Ulysses, `kv-tile`), an `all_to_all` around no attention, heads that do
+not divide by W), gets a warning at it saying why it was not imported;
+so does each op besides the fused product that reads an imported
+all_gather's result (the plan fuses the gather into one kernel): nothing
+is dropped silently.
 
 Options:
 * `tile-rows=T` (default 128): the row tile of the GEMM kernel the plans
