@@ -43,6 +43,46 @@ show(gm, synco.fx.fuse_collectives(gm))
 # CHECK-NEXT: node: synco.matmul_reduce_scatter ['relu', 'w_down_1', '2', 'tp']
 # CHECK-NOT: node:
 
+# Sequence-parallel activations [S / W, B, H]: the gathered [S, B, H]
+# reaches the product through a view that merges its leading dimensions,
+# and the product leaves through one that splits them again before the
+# reduce-scatter. The views move outside the fused operators (the same
+# rows, in order); the graph's result keeps its shape.
+def mlp_3d(x, w_up, w_down):
+    g = F.wait_tensor(F.all_gather_into_tensor(x, 2, "tp"))
+    hidden = torch.relu(g.view(-1, 8) @ w_up)
+    out = (hidden @ w_down).view(8, 2, 8)
+    return F.wait_tensor(F.reduce_scatter_tensor(out, "sum", 2, "tp"))
+
+
+gm = make_fx(mlp_3d, tracing_mode="fake")(bf16(4, 2, 8), bf16(8, 16), bf16(16, 8))
+show(gm, synco.fx.fuse_collectives(gm))
+# CHECK: report: fused all_gather_into_tensor and mm into synco.all_gather_matmul (all_gather_matmul)
+# CHECK-NEXT: report: fused mm_1 and reduce_scatter_tensor into synco.matmul_reduce_scatter ({{reshape[_a-z0-9]*}})
+# CHECK-NEXT: node: aten.reshape.default ['x_1', '[-1, 8]']
+# CHECK-NEXT: node: synco.all_gather_matmul ['[[FLAT:reshape[_a-z]*]]', 'w_up_1', '2', 'tp']
+# CHECK-NEXT: node: aten.relu.default ['all_gather_matmul']
+# CHECK-NEXT: node: synco.matmul_reduce_scatter ['relu', 'w_down_1', '2', 'tp']
+# CHECK-NEXT: node: aten.reshape.default ['matmul_reduce_scatter', '[4, 2, 8]']
+# CHECK-NOT: node:
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+with FakeTensorMode():
+    print("3-d result:", tuple(gm(bf16(4, 2, 8), bf16(8, 16), bf16(16, 8)).shape))
+# CHECK: 3-d result: (4, 2, 8)
+
+# A view that merges the last dimension (rows are no longer rows): left.
+def merged_columns(x, w):
+    g = F.wait_tensor(F.all_gather_into_tensor(x, 2, "tp"))
+    return g.view(8, 16) @ w
+
+
+gm = make_fx(merged_columns, tracing_mode="fake")(bf16(4, 2, 8), bf16(16, 8))
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    print("report:", synco.fx.fuse_collectives(gm)[0])
+# CHECK: report: left all_gather_into_tensor: view reshapes the gathered tensor other than by merging its leading dimensions (or the graph records no shapes)
+
 # The same from symbolic_trace (torch-level ops), and an all-reduce.
 def row_parallel(a, b):
     return F.wait_tensor(F.all_reduce(torch.matmul(a, b), "sum", "tp")) + 1

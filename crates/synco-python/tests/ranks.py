@@ -126,6 +126,22 @@ def fx_layer(group_name, world):
     return layer
 
 
+def fx_layer_3d(group_name, world):
+    """`fx_layer` on sequence-parallel activations [tokens / 2, 2, hidden]:
+    views merge their leading dimensions before the up projection and
+    split them again before the reduce-scatter."""
+    functional = torch.ops._c10d_functional
+
+    def layer(x, w_up, w_down):
+        gathered = functional.wait_tensor(functional.all_gather_into_tensor(x, world, group_name))
+        hidden = torch.relu(gathered.view(-1, FX_HIDDEN) @ w_up)
+        out = (hidden @ w_down).view(world * FX_TOKENS // 2, 2, FX_HIDDEN)
+        return functional.wait_tensor(
+            functional.reduce_scatter_tensor(out, "sum", world, group_name))
+
+    return layer
+
+
 # Context-parallel attention: 256 tokens per rank, 4 query heads sharing 2
 # key/value heads, head dim 64; blocks of 64 queries and 64 keys.
 # Each: (causal, backend, algorithm, zigzag, chunks per rank). Zigzag: the
@@ -396,6 +412,21 @@ def check_fx(group, seed, report):
     err = rel_error(got.cpu(), fx_reference(data, r))
     report("fx layer under torch.compile (synco.fx.backend)", err < TOLERANCE,
            f"rel err {err:.2e}")
+    # The same on [tokens / 2, 2, hidden] activations (views around the
+    # products, moved outside the fused operators by synco.fx).
+    gm = make_fx(fx_layer_3d(group.process_group.group_name, w), tracing_mode="fake")(
+        torch.empty((FX_TOKENS // 2, 2, FX_HIDDEN), dtype=torch.bfloat16),
+        *(torch.empty(s, dtype=torch.bfloat16) for s in shapes[1:]))
+    fused = synco.fx.fuse_collectives(gm)
+    report("fx 3-d: both collectives fused", [line.split()[0] for line in fused] == ["fused"] * 2,
+           "; ".join(fused))
+    data = inputs(seed + 13, w, shapes)
+    x, up, down = (t.to(dev) for t in data[r])
+    got = gm(x.view(FX_TOKENS // 2, 2, FX_HIDDEN), up, down)
+    group.wait(60)
+    err = rel_error(got.reshape(FX_TOKENS, FX_HIDDEN).cpu(), fx_reference(data, r))
+    report("fx layer on 3-d activations", tuple(got.shape) == (FX_TOKENS // 2, 2, FX_HIDDEN)
+           and err < TOLERANCE, f"shape {tuple(got.shape)}, rel err {err:.2e}")
     check_cuda_graphs(group, shapes, seed, report)
 
 
