@@ -194,6 +194,23 @@ chunk.plan @reshard world_size(2) {
 
 // -----
 
+// The same re-shard on 3-D buffers, sequence-sharded [S / W, H, D] into
+// head-sharded [S, H / W, D]: rank r takes heads r * 4 of rank r+k's
+// tokens c * 128 (2 chunks) into its tokens (r+k) * 256 + c * 128, every
+// head dimension; boxes of [128, 4, 64].
+// CHECK-LABEL: chunk.plan @reshard_3d world_size(2)
+// CHECK:       chunk.transfer @Qh_p0_c0 local copy_engine from <@Qs[(d0) -> (0, d0 * 4, 0)] [128, 4, 64]> on (d0) -> (d0) to <@Qh[(d0) -> (d0 * 256, 0, 0)] [128, 4, 64]> on (d0) -> (d0) order(0) collective(all_to_all)
+// CHECK-NEXT:  chunk.transfer @Qh_p0_c1 local copy_engine from <@Qs[(d0) -> (128, d0 * 4, 0)] [128, 4, 64]> on (d0) -> (d0) to <@Qh[(d0) -> (d0 * 256 + 128, 0, 0)] [128, 4, 64]>
+// CHECK-NEXT:  chunk.transfer @Qh_p1_c0 push copy_engine from <@Qs[(d0) -> (0, d0 * 4, 0)] [128, 4, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Qh[(d0) -> (((d0 + 1) mod 2) * 256, 0, 0)] [128, 4, 64]> on (d0) -> (d0) order(2)
+// CHECK-NEXT:  chunk.transfer @Qh_p1_c1 push copy_engine from <@Qs[(d0) -> (128, d0 * 4, 0)] [128, 4, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Qh[(d0) -> (((d0 + 1) mod 2) * 256 + 128, 0, 0)] [128, 4, 64]> on (d0) -> (d0) order(3)
+chunk.plan @reshard_3d world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x8x64xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x4x64xbf16>
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
+}
+
+// -----
+
 // A re-shard of what kernel tiles produce (attention's output by heads,
 // back by tokens): its chunks cut each rank's block along dim(0), the
 // rows the tiles finish, not along to(1). Rank r takes chunk c (128 rows)

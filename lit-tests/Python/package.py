@@ -68,6 +68,12 @@ for call, text in [
     (lambda: synco.plans.all_gather_attention(world_size=2, seq=1024, kv_heads=2, head_dim=64,
                                               layout="sbhd"),
      "layout must be 'bshd' or 'bhsd', not 'sbhd'"),
+    (lambda: synco.plans.ulysses_attention(world_size=4, seq=1000, heads=8, kv_heads=4,
+                                           head_dim=64),
+     "m (1000) must split into whole tiles of block_m (128) rows on each of the 4 ranks"),
+    (lambda: synco.plans.ulysses_attention(world_size=4, seq=1024, heads=6, kv_heads=2,
+                                           head_dim=64),
+     "heads (6) must be a multiple of world_size (4)"),
 ]:
     ok, got = raises(ValueError, text, call)
     expect(f"template refuses: {text}", ok, got)

@@ -505,6 +505,17 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+// The same on 3-D buffers ([tokens, heads, head_dim]): a destination whose
+// head dimension differs covers another box.
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x8x64xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x4x32xbf16>
+  // expected-error @below {{'chunk.all_to_all' op destination @Qh must have shape 512x4x64 (@Qs with dimension 1 divided and 0 multiplied by the world size)}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
+}
+
+// -----
+
 chunk.plan @p world_size(2) {
   chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
   chunk.buffer @Qh : !chunk.buffer<512x256xbf16>
