@@ -275,6 +275,19 @@ expect("all_gather_matmul's fake result is [W rows, n]", tuple(gathered.shape) =
 expect("matmul_reduce_scatter's is [m / W, n]", tuple(scattered.shape) == (128, 512))
 expect("matmul_all_reduce's is [m, n]", tuple(reduced.shape) == (128, 512))
 expect("all_gather_attention's is q's", tuple(attended.shape) == (128, 512))
+with FakeTensorMode():
+    tokens = torch.empty((128, 512), dtype=torch.bfloat16)
+    kv = torch.empty((128, 256), dtype=torch.bfloat16)
+    by_heads = torch.ops.synco.ulysses_attention(tokens, kv, kv, 4, "fake", 64, True, False)
+    by_tokens = torch.ops.synco.ulysses_attention(tokens, kv, kv, 4, "fake", 64, True, True)
+    resharded = torch.ops.synco.matmul_all_to_all(tokens, torch.empty((512, 1024), dtype=torch.bfloat16), 4,
+                                                  "fake")
+    projected = torch.ops.synco.all_to_all_matmul(resharded, torch.empty((1024, 512), dtype=torch.bfloat16), 4,
+                                                  "fake")
+expect("ulysses_attention's is [seq, heads / W * head_dim]", tuple(by_heads.shape) == (512, 128))
+expect("ulysses_attention's, re-sharded back, is q's", tuple(by_tokens.shape) == (128, 512))
+expect("matmul_all_to_all's is [tokens * W, n / W]", tuple(resharded.shape) == (512, 256))
+expect("all_to_all_matmul's is [tokens, n]", tuple(projected.shape) == (128, 512))
 expect("all_gather_attention's is q's in the bhsd layout", tuple(heads_first.shape) == (8, 128, 64))
 expect("all_gather_matmul's follows group_size", tuple(gathered2.shape) == (256, 512))
 ok, got = raises(runtime.LaunchError, "group_size is 2, but process group 'fake' has 4 ranks",
@@ -297,7 +310,8 @@ expect("all_gather_sdpa refuses tensors of different ranks", ok, got)
 # A fused launch cannot be captured (its epoch is an argument): Inductor's
 # CUDA graphs must leave every custom op out.
 for name in ("all_gather_matmul", "matmul_reduce_scatter", "matmul_all_reduce",
-             "all_gather_attention"):
+             "all_gather_attention", "ulysses_attention", "all_to_all_matmul",
+             "matmul_all_to_all"):
     tags = getattr(torch.ops.synco, name).default.tags
     expect(f"{name} is tagged cudagraph_unsafe", torch.Tag.cudagraph_unsafe in tags)
 

@@ -236,6 +236,10 @@ def ulysses_name(variant):
 A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
     + [("tma", 2)]
 A2A_N = 512
+#: GEMM + all-to-all + GEMM through the functional operators, with their
+#: default tiles: tokens per rank, hidden, the re-sharded columns (whole
+#: tiles of 256 per rank for W up to 4), the output projection's columns.
+CHAIN = (TOKENS, 512, 1024, 512)
 
 
 def gemm_a2a_options(cache, chunks=1, backend="copy_engine"):
@@ -333,6 +337,18 @@ def build(args):
                 out_chunks=out_chunks, out_backend=out_backend)
             print(f"built W={world} ulysses in and out {causal} {backend} out_chunks="
                   f"{out_chunks} out_backend={out_backend}: {compiled.folder.name}")
+        # What the functional re-sharding operators compile, with their defaults.
+        for reshard_out in (False, True):
+            compiled = ops.UlyssesAttention.compile(
+                world, seq=TOKENS * world, heads=ULYSSES_HEADS, kv_heads=ULYSSES_KV_HEADS,
+                head_dim=HEAD_DIM, causal=True, reshard_out=reshard_out, cache_dir=args.cache)
+            print(f"built W={world} functional ulysses_attention reshard_out={reshard_out}: "
+                  f"{compiled.folder.name}")
+        m, k, n, n2 = CHAIN
+        compiled = ops.MatmulAllToAll.compile(world, m=m, k=k, n=n, cache_dir=args.cache)
+        print(f"built W={world} functional matmul_all_to_all: {compiled.folder.name}")
+        compiled = ops.AllToAllMatmul.compile(world, m=m, k=n, n=n2, cache_dir=args.cache)
+        print(f"built W={world} functional all_to_all_matmul: {compiled.folder.name}")
         for variant in A2A_GEMM:
             compiled = ops.AllToAllMatmul.compile(world, **a2a_gemm_options(world, variant,
                                                                             args.cache))
@@ -644,6 +660,56 @@ def check_ulysses(group, cache, seed, report):
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
+def check_functional_reshards(group, seed, report):
+    """The functional re-sharding operators (torch.ops.synco.*): GEMM +
+    all-to-all + GEMM as two fused kernels (tokens to columns, then back
+    inside the second GEMM), against this rank's tokens of the two
+    products in fp32 (the first rounded to bf16, as it is stored); and
+    Ulysses attention, by heads and re-sharded back, against SDPA."""
+    w, r, dev = group.world_size, group.rank, group.device
+    m, k, n, n2 = CHAIN
+
+    def chain(g):
+        a = torch.randn((m * w, k), generator=g).to(torch.bfloat16)
+        w1 = (torch.randn((k, n), generator=g) / k ** 0.5).to(torch.bfloat16)
+        w2 = (torch.randn((n, n2), generator=g) / n ** 0.5).to(torch.bfloat16)
+        mine = a[r * m:(r + 1) * m]
+        heads = synco.ops.matmul_all_to_all(mine.to(dev), w1.to(dev), group)
+        got = synco.ops.all_to_all_matmul(heads, w2.to(dev), group)
+        hidden = (mine.float() @ w1.float()).to(torch.bfloat16).float()
+        return got, hidden @ w2.float()
+
+    try:
+        check_twice(group, "functional matmul_all_to_all then all_to_all_matmul", seed, report,
+                    chain)
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        report("functional matmul_all_to_all then all_to_all_matmul", False,
+               f"{type(e).__name__}: {e}")
+    seq, d = TOKENS * w, HEAD_DIM
+    own = slice(r * TOKENS, (r + 1) * TOKENS)
+    for reshard_out in (False, True):
+        def attention(g, reshard_out=reshard_out):
+            q, kk, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
+                        for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+            got = synco.ops.ulysses_attention(q[own].to(dev), kk[own].to(dev), v[own].to(dev),
+                                              group, head_dim=d, causal=True,
+                                              reshard_out=reshard_out)
+            split = lambda x, h: x.float().view(seq, h, d).transpose(0, 1)[None]  # noqa: E731
+            o = torch.nn.functional.scaled_dot_product_attention(
+                split(q, ULYSSES_HEADS), split(kk, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
+                is_causal=True, enable_gqa=True)[0].transpose(0, 1)
+            if reshard_out:
+                return got, o.reshape(seq, ULYSSES_HEADS * d)[own]
+            mine = slice(r * ULYSSES_HEADS // w, (r + 1) * ULYSSES_HEADS // w)
+            return got, o[:, mine].reshape(seq, ULYSSES_HEADS // w * d)
+
+        name = f"functional ulysses_attention reshard_out={reshard_out}"
+        try:
+            check_twice(group, name, seed, report, attention)
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"{type(e).__name__}: {e}")
+
+
 def check_all_to_all_matmul(group, cache, seed, report):
     """AllToAllMatmul on each transport and chunk count (twice, fresh random
     data, outputs and the re-sharded A poisoned) against PyTorch's product
@@ -674,6 +740,7 @@ def check_all_to_all_matmul(group, cache, seed, report):
     # GEMM + all-to-all, into every token of this rank's columns.
     for backend, chunks in gemm_a2a_variants(w):
         check_gemm_all_to_all(group, cache, seed, report, chunks, backend)
+    check_functional_reshards(group, seed, report)
     # The layer: Ulysses attention (tokens -> heads), then the output
     # projection (heads -> tokens), both fused, no copy in between.
     name = "ulysses layer copy_engine"

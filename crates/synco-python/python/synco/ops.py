@@ -7,9 +7,14 @@
     o = synco.ops.all_gather_attention(q, k, v, group, head_dim=128)  # context parallel
     o = synco.ops.all_gather_sdpa(q, k, v, group, is_causal=True)     # the same, SDPA's layout
 
-and, as classes, Ulysses (head-parallel) attention and the GEMMs around a
-re-shard between tokens and heads (`UlyssesAttention`, `AllToAllMatmul`,
-`MatmulAllToAll`).
+and Ulysses (head-parallel) attention and the GEMMs around a re-shard
+between tokens and heads:
+
+    o = synco.ops.ulysses_attention(q, k, v, group, head_dim=128)
+    h = synco.ops.matmul_all_to_all(x, w_qkv, group)   # tokens -> heads
+    y = synco.ops.all_to_all_matmul(o, w_o, group)     # heads -> tokens
+
+(classes `UlyssesAttention`, `MatmulAllToAll`, `AllToAllMatmul`).
 
 Each call compiles its fused kernel once per shape, dtype and options (the
 plan written by `synco.plans`, the result cached on disk by
@@ -668,6 +673,77 @@ def all_gather_sdpa(query, key, value, group, *, is_causal=False, scale=None, zi
         query.contiguous(), key, value, _group_name(group), query.shape[-1], is_causal, zigzag,
         "bhsd", scale)
     return out[None] if batched else out
+
+
+@torch.library.custom_op("synco::ulysses_attention", mutates_args=(), tags=_TAGS)
+def _ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group_size: int,
+                       group_name: str, head_dim: int, causal: bool,
+                       reshard_out: bool) -> torch.Tensor:
+    _check_group_size(group_size, group_name)
+    op = _operator(UlyssesAttention, group_name, seq=q.shape[0] * group_size,
+                   heads=q.shape[1] // head_dim, kv_heads=k.shape[1] // head_dim,
+                   head_dim=head_dim, causal=causal, reshard_out=reshard_out)
+    out = op(q, k, v)
+    # (Re-sharded back, the output is the operator's symmetric buffer.)
+    return out.clone() if reshard_out else out
+
+
+@_ulysses_attention.register_fake
+def _(q, k, v, group_size, group_name, head_dim, causal, reshard_out):
+    if reshard_out:
+        return q.new_empty(q.shape)
+    return q.new_empty((q.shape[0] * group_size, q.shape[1] // group_size))
+
+
+@torch.library.custom_op("synco::all_to_all_matmul", mutates_args=(), tags=_TAGS)
+def _all_to_all_matmul(x: torch.Tensor, b: torch.Tensor, group_size: int,
+                       group_name: str) -> torch.Tensor:
+    _check_group_size(group_size, group_name)
+    op = _operator(AllToAllMatmul, group_name, m=x.shape[0] // group_size,
+                   k=x.shape[1] * group_size, n=b.shape[1], dtype=x.dtype)
+    return op(x, b)
+
+
+@_all_to_all_matmul.register_fake
+def _(x, b, group_size, group_name):
+    return x.new_empty((x.shape[0] // group_size, b.shape[1]))
+
+
+@torch.library.custom_op("synco::matmul_all_to_all", mutates_args=(), tags=_TAGS)
+def _matmul_all_to_all(a: torch.Tensor, b: torch.Tensor, group_size: int,
+                       group_name: str) -> torch.Tensor:
+    _check_group_size(group_size, group_name)
+    op = _operator(MatmulAllToAll, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
+                   dtype=a.dtype)
+    return op(a, b).clone()
+
+
+@_matmul_all_to_all.register_fake
+def _(a, b, group_size, group_name):
+    return a.new_empty((a.shape[0] * group_size, b.shape[1] // group_size))
+
+
+def ulysses_attention(q, k, v, group, *, head_dim, causal=False, reshard_out=False):
+    """Ulysses attention of this rank's tokens q [tokens, heads *
+    head_dim], k, v [tokens, kv_heads * head_dim] (see UlyssesAttention):
+    this rank's heads of every token, [seq, heads / W * head_dim], or with
+    `reshard_out` this rank's tokens of every head, q's shape."""
+    return torch.ops.synco.ulysses_attention(q, k, v, group.world_size, _group_name(group),
+                                             head_dim, causal, reshard_out)
+
+
+def all_to_all_matmul(x, b, group):
+    """A @ b, A this rank's tokens of every column, re-sharded inside the
+    GEMM from x [tokens * W, columns / W], this rank's columns of every
+    token (see AllToAllMatmul)."""
+    return torch.ops.synco.all_to_all_matmul(x, b, group.world_size, _group_name(group))
+
+
+def matmul_all_to_all(a, b, group):
+    """a @ b re-sharded from this rank's tokens of every column into every
+    rank's tokens of this rank's columns, [tokens * W, n / W] (see
+    MatmulAllToAll)."""
+    return torch.ops.synco.matmul_all_to_all(a, b, group.world_size, _group_name(group))
 
 
 def all_gather_matmul(a_shard, b, group):
