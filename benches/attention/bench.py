@@ -404,7 +404,10 @@ def run_projections(row, group, nccl, cache, shape):
     rand = lambda *s: torch.randn(s, generator=g, device=dev, dtype=torch.bfloat16)  # noqa: E731
     by_heads = rand(seq, cols)  # every token of this rank's heads (attention's output)
     x = rand(tokens, hidden)  # this rank's tokens (the projection's input)
-    weight = rand(hidden, hidden) / hidden ** 0.5
+    # The weight is every rank's (replicated, as a projection's is).
+    same = torch.Generator(device=dev).manual_seed(7 * seq)
+    weight = torch.randn((hidden, hidden), generator=same, device=dev,
+                         dtype=torch.bfloat16) / hidden ** 0.5
     every = torch.empty((w * seq, cols), device=dev, dtype=torch.bfloat16)
     gather = (dist.all_gather_into_tensor if nccl else _gather_via_objects)
     gather(every, by_heads)
