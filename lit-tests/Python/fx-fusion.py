@@ -81,7 +81,20 @@ gm = make_fx(merged_columns, tracing_mode="fake")(bf16(4, 2, 8), bf16(16, 8))
 with warnings.catch_warnings(record=True):
     warnings.simplefilter("always")
     print("report:", synco.fx.fuse_collectives(gm)[0])
-# CHECK: report: left all_gather_into_tensor: view reshapes the gathered tensor other than by merging its leading dimensions (or the graph records no shapes)
+# CHECK: report: left all_gather_into_tensor: view reshapes the gathered tensor other than by merging its leading dimensions into a matrix's rows (or the graph records no shapes)
+
+# A view that splits the gathered rows into a 3-D operand (the product
+# would be 3-D, the fused operator's 2-D): left.
+def split_rows(x, w):
+    g = F.wait_tensor(F.all_gather_into_tensor(x, 2, "tp"))
+    return torch.matmul(g.view(4, 2, 8), w)
+
+
+gm = make_fx(split_rows, tracing_mode="fake")(bf16(4, 8), bf16(8, 8))
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    print("report:", synco.fx.fuse_collectives(gm)[0])
+# CHECK: report: left all_gather_into_tensor: {{.*}} reshapes the gathered tensor other than by merging its leading dimensions into a matrix's rows
 
 # The same from symbolic_trace (torch-level ops), and an all-reduce.
 def row_parallel(a, b):

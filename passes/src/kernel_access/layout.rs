@@ -19,7 +19,7 @@
 
 use super::TileIndex;
 use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
-use super::merged_rows::{WholeRows, whole_rows};
+use super::merged_rows::{WholeRows, descriptor_maker, whole_rows};
 use super::walked_count::walked_count;
 use crate::plan::{BufferDecl, Plan, fail};
 use crate::tiles::{TileLoop, descriptor_rows_at, ranges_added_to};
@@ -452,15 +452,7 @@ fn descriptor_layout(op: Op, shape: &[i64]) -> Vec<(usize, ScalarRole, KernelVal
     if !ir::op_name(op).starts_with("tt.descriptor_") {
         return Vec::new();
     }
-    let Some(descriptor) = ir::operands(op).first().copied() else {
-        return Vec::new();
-    };
-    let makers: Vec<Op> = ir::backward_slice(descriptor)
-        .into_iter()
-        .filter_map(ir::defining_op)
-        .filter(|o| ir::op_name(*o) == "tt.make_tensor_descriptor")
-        .collect();
-    let [maker] = makers[..] else {
+    let Some(maker) = descriptor_maker(op) else {
         return Vec::new();
     };
     let operands = ir::operands(maker);
@@ -486,7 +478,8 @@ fn descriptor_layout(op: Op, shape: &[i64]) -> Vec<(usize, ScalarRole, KernelVal
         let value = KernelValue::Scalar(operands[1 + d]);
         if d == 0 && first > 0 && !at_offset {
             let rows = shape[..=dim].iter().product();
-            layout.push((0, ScalarRole::MaxExtent, value, rows));
+            let role = if stores { ScalarRole::Extent } else { ScalarRole::MaxExtent };
+            layout.push((0, role, value, rows));
         } else {
             layout.push((dim, extent, value, shape[dim]));
         }

@@ -1,7 +1,8 @@
 //! Tensor descriptors with fewer dimensions than their buffer: the 2-D
 //! `[Z * H * N, D]` view of a `[Z * H, N, D]` (or `[Z, H, N, D]`) buffer
-//! that Triton's fused-attention tutorial reads K and V through, or a
-//! descriptor of one head's `[N, D]` made at the head's address.
+//! that Triton's fused-attention tutorial reads K and V through. (One made
+//! at an offset into the buffer, one head's `[N, D]` at the head's
+//! address, is refused: that the offset is whole heads is not checked.)
 //!
 //! The descriptor's dimensions are the buffer's last ones, in order; its
 //! first also runs over the buffer's leading dimensions (their rows
@@ -15,7 +16,31 @@
 
 use super::axes::root;
 use crate::kernel_loops::is_multiple_of;
-use synco_ir::{self as ir, Value};
+use synco_ir::{self as ir, Op, Value};
+
+/// The `tt.make_tensor_descriptor` that made the descriptor a
+/// `tt.descriptor_load`/`_store` reads or writes through, if one alone did.
+pub(super) fn descriptor_maker(op: Op) -> Option<Op> {
+    let descriptor = ir::operands(op).first().copied()?;
+    let makers: Vec<Op> = ir::backward_slice(descriptor)
+        .into_iter()
+        .filter_map(ir::defining_op)
+        .filter(|o| ir::op_name(*o) == "tt.make_tensor_descriptor")
+        .collect();
+    match makers[..] {
+        [maker] => Some(maker),
+        _ => None,
+    }
+}
+
+/// Whether the descriptor `op` goes through was made at an offset into its
+/// buffer (`K + off`), not at the buffer's start.
+pub(super) fn made_at_offset(op: Op) -> bool {
+    descriptor_maker(op)
+        .and_then(|maker| ir::operands(maker).first().copied())
+        .and_then(ir::defining_op)
+        .is_some_and(|o| ir::op_name(o) == "tt.addptr")
+}
 
 /// The buffer dimension that dimension `d` of a descriptor of
 /// `descriptor_rank` dimensions walks, in a buffer of `rank`: the

@@ -355,6 +355,13 @@ fn descriptor_loop_problem(
             "reads blocks of {n} rows at {var}, not tile({tile})"
         ));
     }
+    if offsets.len() < shape.len() && merged_rows::made_at_offset(op) {
+        return Some(format!(
+            "goes through a {}-D descriptor made at an offset into the {}-D buffer: that the offset selects whole rows of the leading dimensions is not checked; make the descriptor at the buffer's start, over all its rows, and add the first row to the offset it reads at",
+            offsets.len(),
+            shape.len()
+        ));
+    }
     for &(_, d, base) in &at {
         let walked = merged_rows::buffer_dim_of(d, offsets.len(), shape.len());
         if walked != Some(dim) {

@@ -127,9 +127,10 @@ def _fuse_gather(gm, gather):
     product, view = _only_user(wait), None
     if product is not None and _is_view(product):
         view, product = product, _only_user(product)
-        if not _flattens_rows(_shape(wait), _shape(view)):
+        if not _flattens_rows(_shape(wait), _shape(view)) or len(_shape(view)) != 2:
             return (f"left {name}: {view.name} reshapes the gathered tensor other than by "
-                    "merging its leading dimensions (or the graph records no shapes)")
+                    "merging its leading dimensions into a matrix's rows (or the graph "
+                    "records no shapes)")
     operand = view if view is not None else wait
     if product is None or not _is_matmul(product) or product.args[0] is not operand:
         return f"left {name}: the gathered tensor is not the left operand of one matmul alone"
@@ -162,9 +163,10 @@ def _fuse_reduction(gm, collective):
         if _only_user(view) is not collective:
             return f"left {name}: something else also reads {view.name}'s partial sums"
         if not isinstance(product, torch.fx.Node) or not _flattens_rows(_shape(product),
-                                                                          _shape(view)):
+                                                                          _shape(view)) \
+                or len(_shape(product)) != 2:
             return (f"left {name}: {view.name} reshapes the product other than by splitting "
-                    "its rows (or the graph records no shapes)")
+                    "a matrix's rows (or the graph records no shapes)")
     if not isinstance(product, torch.fx.Node) or not _is_matmul(product):
         return f"left {name}: its input is no matmul's result"
     if _only_user(product) is not (view or collective):

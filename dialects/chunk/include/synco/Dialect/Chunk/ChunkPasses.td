@@ -438,9 +438,10 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   another dimension than `dim(d)` (where the strides show the dimension:
   the axis without a stride is the last, and where both axes have one
   the axes are the dimensions in order; a descriptor's offsets are the
-  buffer's last dimensions in order, so that a `[N, D]` descriptor of one
-  head, or a `[Z * H * N, D]` one over every head's rows, walks dim(1) of
-  a `[Z * H, N, D]` buffer);
+  buffer's last dimensions in order, so that a `[Z * H * N, D]` one over
+  every head's rows walks dim(1) of a `[Z * H, N, D]` buffer; one of
+  fewer dimensions than its buffer made at an offset into it, `K + off_h
+  * stride_kh`, is refused: that the offset is whole heads is not checked);
 * an access that adds another offset to the rows of its tile or loop
   iteration (`t * T + [0, T) + 8`, `start_n + offs_n + past`, or a pointer
   term that is a multiple of the rows' stride, `K + past * stride_kn`):
