@@ -181,11 +181,13 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
         k_h.copy_(by_heads(k))
         v_h.copy_(by_heads(v))
         tensors["bhsd"] = (by_heads(q).contiguous(), k_h, v_h)
-    strides = {"bshd": lambda rows, cols: [rows * cols, head_dim, cols],
-               "bhsd": lambda rows, cols: [rows * cols, rows * head_dim, head_dim]}
-    scalars = {layout: [head_dim ** -0.5, *stride(tokens, q_cols), *stride(seq, kv_cols),
-                        *stride(seq, kv_cols), *stride(tokens, q_cols), heads, heads_kv,
-                        tokens, n_kv] for layout, stride in strides.items()}
+    def scalars_of(layout):
+        q_strides = ops.attention_strides(layout, tokens, heads, head_dim)
+        kv_strides = ops.attention_strides(layout, seq, heads_kv, head_dim)
+        return [head_dim ** -0.5, *q_strides, *kv_strides, *kv_strides, *q_strides, heads,
+                heads_kv, tokens, n_kv]
+
+    scalars = {layout: scalars_of(layout) for layout in ("bshd", "bhsd")}
     grid = (tokens // CONFIG["BLOCK_M"], heads, 1)
     stream = torch.cuda.current_stream().cuda_stream
     heap = synco.runtime.Heap(base, heap_bytes)

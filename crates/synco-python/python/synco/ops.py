@@ -365,12 +365,7 @@ class AllGatherAttention:
         return tensor[tokens] if self.layout == "bshd" else tensor[:, tokens]
 
     def _strides(self, tokens, heads):
-        """The kernel's (batch, head, token) strides of a tensor of
-        `tokens` tokens of `heads` heads in the layout."""
-        d = self.head_dim
-        if self.layout == "bshd":
-            return (tokens * heads * d, d, heads * d)
-        return (heads * tokens * d, tokens * d, d)
+        return attention_strides(self.layout, tokens, heads, self.head_dim)
 
     def __call__(self, q, k_shard=None, v_shard=None, sm_scale=None, out=None):
         """Attention of this rank's queries `q` ([tokens, heads * head_dim],
@@ -516,6 +511,16 @@ class UlyssesAttention:
                     s * q_cols, d, q_cols, s * kv_cols, d, kv_cols, s * kv_cols, d, kv_cols,
                     s * q_cols, d, q_cols, self.heads, self.kv_heads, s, s, buffers=buffers)
         return self.by_tokens["O"] if self.reshard_out else out
+
+
+def attention_strides(layout, tokens, heads, head_dim):
+    """The attention kernels' (batch, head, token) strides of a contiguous
+    tensor of `tokens` tokens of `heads` heads of `head_dim`, batch 1, in
+    `layout`: "bshd" ([tokens, heads * head_dim]) or "bhsd" ([heads,
+    tokens, head_dim])."""
+    if layout == "bshd":
+        return (tokens * heads * head_dim, head_dim, heads * head_dim)
+    return (heads * tokens * head_dim, tokens * head_dim, head_dim)
 
 
 def _default_config(m, world_size):
