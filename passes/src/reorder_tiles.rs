@@ -318,7 +318,7 @@ fn split_tile_loop(
         format!(
             "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
             crate::tiles::loops_doing(loops, tile_loop, "reads", "read"),
-            crate::plan::extent_word(range.dim, plan.rank_of(&name)),
+            crate::plan::extent_word(range.dim, plan.rank_of(name)),
             match order {
                 LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
                 LoopOrder::Blocks(BlockOrder::Backward) =>

@@ -1,16 +1,23 @@
 //! How a 2-D pointer access's tensor axes land on its buffer's dimensions,
 //! read from what its address multiplies each axis's offsets by.
 //!
-//! An axis whose expanded offsets are used as they are (or times 1) is the
-//! buffer's last dimension, the contiguous one, and the other axis its
-//! first, whose stride is the row stride. Where both axes are multiplied by
-//! a kernel argument or a constant (a kernel compiled without Triton's
-//! specialisation of unit strides), the axes are the buffer's dimensions in
-//! order and the strides must be the plan buffer's row-major ones: the
-//! runtime refuses a launch that passes others, so the order holds on
-//! every launch that runs. Anything else (an axis with two strides, a
-//! stride computed in the kernel) leaves the dimensions unknown.
+//! An axis whose expanded offsets are used as they are (or times 1) walks
+//! the buffer's last dimension, the contiguous one; the other axis, whose
+//! offsets the address multiplies by a stride, walks the dimension before
+//! it in a 2-D buffer. In a buffer of three or more (an attention's K as
+//! [heads, tokens, head_dim] or [tokens, heads, head_dim]) the leading
+//! dimensions offset the tile's base pointer, and the strided axis walks
+//! the dimension the plan's tile map names: the plan's claim, which its
+//! row-major stride then checks. Where both axes are multiplied by a kernel
+//! argument or a constant (a kernel compiled without Triton's
+//! specialisation of unit strides), the axes are those dimensions in
+//! order. Either way the strides must be the plan buffer's row-major ones
+//! (the runtime refuses a launch that passes others), so the dimensions
+//! hold on every launch that runs. Anything else (an axis with two
+//! strides, a stride computed in the kernel, a buffer of three or more
+//! dimensions tiled along its last) leaves the dimensions unknown.
 
+use crate::plan::{BufferDecl, Plan};
 use crate::tiles::in_slice;
 use synco_ir::{self as ir, Value};
 
@@ -62,12 +69,29 @@ pub(super) struct AxisLayout {
 }
 
 impl AxisLayout {
-    /// The strides the address multiplies by, with the buffer dimension
-    /// each belongs to.
-    pub(super) fn scaled(&self) -> Vec<(usize, KernelValue)> {
+    /// The dimensions of `buffer` that the two axes walk (see the module
+    /// docs), if they are known.
+    pub(super) fn buffer_dims(&self, buffer: BufferDims) -> Option<[usize; 2]> {
+        match buffer.rank {
+            2 => Some(self.dims),
+            rank if rank >= 3 => {
+                let last = rank - 1;
+                let tiled = buffer.tiled.filter(|d| *d < last)?;
+                Some(self.dims.map(|d| if d == 1 { last } else { tiled }))
+            }
+            _ => None,
+        }
+    }
+
+    /// The strides the address multiplies by, with the dimension of
+    /// `buffer` each belongs to (none where the dimensions are unknown).
+    pub(super) fn scaled(&self, buffer: BufferDims) -> Vec<(usize, KernelValue)> {
+        let Some(dims) = self.buffer_dims(buffer) else {
+            return Vec::new();
+        };
         (0..2)
             .filter_map(|axis| match self.strides[axis] {
-                AxisStride::By(stride) => Some((self.dims[axis], stride)),
+                AxisStride::By(stride) => Some((dims[axis], stride)),
                 AxisStride::Unit => None,
             })
             .collect()
@@ -129,14 +153,44 @@ fn one_stride(seen: &[AxisStride]) -> Option<AxisStride> {
     rest.iter().all(agrees).then_some(*first)
 }
 
-/// The buffer dimension of tensor axis `axis` in an access of a buffer of
-/// `rank` dimensions whose address is `slice`: a 1-D buffer's one, a 2-D
-/// buffer's where [`axis_layout`] tells.
-pub(super) fn buffer_dim(axis: usize, slice: &[Value], rank: usize) -> Option<usize> {
-    match rank {
+/// A plan buffer as its accesses are read: its number of dimensions, and
+/// the one its tile map (`chunk.consume` or `chunk.produce`) walks.
+#[derive(Clone, Copy)]
+pub(super) struct BufferDims {
+    pub(super) rank: usize,
+    pub(super) tiled: Option<usize>,
+}
+
+impl BufferDims {
+    /// Nothing known: no dimension is found.
+    pub(super) const UNKNOWN: BufferDims = BufferDims {
+        rank: 0,
+        tiled: None,
+    };
+
+    /// Plan buffer `buffer`'s (see the struct docs).
+    pub(super) fn of(plan: &Plan, buffer: &BufferDecl) -> BufferDims {
+        let tiled = plan
+            .consumer_of(&buffer.name)
+            .map(|c| c.dim())
+            .or_else(|| plan.producer_of(&buffer.name).map(|p| p.dim()));
+        BufferDims {
+            rank: buffer.shape.len(),
+            tiled,
+        }
+    }
+}
+
+/// The dimension of `buffer` that tensor axis `axis` walks in an access
+/// whose address is `slice`: a 1-D buffer's one; in a buffer of two or
+/// more, where [`AxisLayout::buffer_dims`] tells.
+pub(super) fn buffer_dim(axis: usize, slice: &[Value], buffer: BufferDims) -> Option<usize> {
+    match buffer.rank {
+        0 => None,
         1 => Some(0),
-        2 => axis_layout(slice).and_then(|layout| layout.dims.get(axis).copied()),
-        _ => None,
+        _ => axis_layout(slice)
+            .and_then(|layout| layout.buffer_dims(buffer))
+            .and_then(|dims| dims.get(axis).copied()),
     }
 }
 

@@ -18,9 +18,10 @@
 //! the program id (or a persistent kernel's tile loop).
 
 use super::TileIndex;
-use super::axes::{KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
+use super::axes::{BufferDims, KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
 use super::merged_rows::{WholeRows, descriptor_maker, whole_rows};
 use super::walked_count::walked_count;
+use crate::checked;
 use crate::plan::{BufferDecl, Plan, fail};
 use crate::tiles::{TileLoop, descriptor_rows_at, ranges_added_to};
 use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
@@ -58,16 +59,16 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
         let Some(arg) = buffer.arg else {
             continue;
         };
+        let dims = BufferDims::of(plan, buffer);
         for op in [loads_of(kernel, arg), stores_of(kernel, arg)].concat() {
-            for (dim, stride) in row_major_strides(op, &buffer.shape) {
-                let expected = if dim == 0 { buffer.shape[1] } else { 1 };
+            for (dim, stride) in row_major_strides(op, dims) {
+                let expected = row_major_stride(buffer, dim)?;
                 fixed.require(buffer, op, stride, ScalarRole::Stride, dim, expected)?;
             }
-            let rank = buffer.shape.len();
             let bounds = [
-                mask_extents(op, rank),
-                tile_extents(op, &buffer.shape),
-                loop_extents(op, rank),
+                mask_extents(op, dims),
+                tile_extents(op, dims, &buffer.shape),
+                loop_extents(op, dims.rank),
             ];
             for (dim, value) in bounds.concat() {
                 fixed.require(
@@ -283,7 +284,7 @@ impl FixedArgs<'_> {
 /// `offsets < x` in its mask (`arith.cmpi slt` or `ult` of expanded offsets
 /// and a splat scalar), with the buffer dimension the offsets walk (see
 /// [`buffer_dim`]).
-fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
+fn mask_extents(op: Op, dims: BufferDims) -> Vec<(usize, KernelValue)> {
     let operands = ir::operands(op);
     let mask = match ir::op_name(op).as_str() {
         "tt.load" => operands.get(1),
@@ -321,10 +322,10 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
         let offsets = unbroadcast(sides[0]);
         let axis = match ir::defining_op(offsets).filter(|o| ir::op_name(*o) == "tt.expand_dims") {
             Some(expand) => ir::int_attr(expand, "axis").map(|inserted| usize::from(inserted == 0)),
-            None if rank == 1 => Some(0),
+            None if dims.rank == 1 => Some(0),
             None => None,
         };
-        if let Some(dim) = axis.and_then(|a| buffer_dim(a, &address, rank)) {
+        if let Some(dim) = axis.and_then(|a| buffer_dim(a, &address, dims)) {
             extents.push((dim, bound));
         }
     }
@@ -338,7 +339,7 @@ fn mask_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
 /// walks `shape[dim] / c` tiles of: [`walked_count`]). Not where `x` also
 /// scales the address (`src * M + rows`: the dimension holds several
 /// blocks of `x`).
-fn tile_extents(op: Op, shape: &[i64]) -> Vec<(usize, KernelValue)> {
+fn tile_extents(op: Op, dims: BufferDims, shape: &[i64]) -> Vec<(usize, KernelValue)> {
     let Some(ptr) = ir::operands(op).first().copied() else {
         return Vec::new();
     };
@@ -352,7 +353,7 @@ fn tile_extents(op: Op, shape: &[i64]) -> Vec<(usize, KernelValue)> {
             continue;
         }
         for (_, axis) in ranges_added_to(scaled, &slice) {
-            let Some(dim) = axis.and_then(|a| buffer_dim(a, &slice, shape.len())) else {
+            let Some(dim) = axis.and_then(|a| buffer_dim(a, &slice, dims)) else {
                 continue;
             };
             let walked = counted_extent(t, scale, &[shape[dim]]).map(|(x, _)| x);
@@ -400,7 +401,7 @@ fn loop_extents(op: Op, rank: usize) -> Vec<(usize, KernelValue)> {
                 let initial = *bounds.get(3 + index)?;
                 let layout = axis_layout(&ir::backward_slice(initial))?;
                 let (dim, _) = layout
-                    .scaled()
+                    .scaled(BufferDims { rank, tiled: None })
                     .into_iter()
                     .find(|(_, s)| s.same(KernelValue::Scalar(stride)))?;
                 (dim, c)
@@ -530,15 +531,23 @@ fn tile_counts(t: Value, tile: i64) -> Vec<(Value, Op)> {
     counted
 }
 
+/// The stride of dimension `dim` of the plan's row-major `buffer`: the
+/// product of the later dimensions.
+fn row_major_stride(buffer: &BufferDecl, dim: usize) -> Result<i64, PassFailed> {
+    let later = buffer.shape.get(dim + 1..).unwrap_or_default();
+    checked::product(later, buffer.op, "a stride of the buffer")
+}
+
 /// The strides a 2-D pointer access multiplies its axes' offsets by, with
-/// the buffer dimension each walks ([`axis_layout`]): for the plan's
-/// row-major buffer, the row stride is its columns and the column stride 1.
-fn row_major_strides(op: Op, shape: &[i64]) -> Vec<(usize, KernelValue)> {
-    if shape.len() != 2 || ir::op_name(op).starts_with("tt.descriptor_") {
+/// the buffer dimension each walks ([`axis_layout`]; a buffer's last two):
+/// for the plan's row-major buffer, the row stride is the product of the
+/// later dimensions and the column stride 1.
+fn row_major_strides(op: Op, dims: BufferDims) -> Vec<(usize, KernelValue)> {
+    if dims.rank < 2 || ir::op_name(op).starts_with("tt.descriptor_") {
         return Vec::new(); // A descriptor carries its own strides.
     }
     let Some(ptr) = ir::operands(op).first().copied() else {
         return Vec::new();
     };
-    axis_layout(&ir::backward_slice(ptr)).map_or_else(Vec::new, |layout| layout.scaled())
+    axis_layout(&ir::backward_slice(ptr)).map_or_else(Vec::new, |layout| layout.scaled(dims))
 }

@@ -33,7 +33,7 @@ use crate::tiles::{
     Access, TileLoop, constant_products, descriptor_block, descriptor_rows_at, find_tile_index,
     find_tile_loops, in_slice, loads_of, ranges_added_to, rows_shifted, rows_walked_by, stores_of,
 };
-use axes::buffer_dim;
+use axes::{BufferDims, buffer_dim};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
 
@@ -193,7 +193,11 @@ fn check_tile_map(
         .source()
         .and_then(|name| crate::tiles::loop_variable_named(kernel, &name));
     for op in accesses {
-        let seen = tile_access(op, t, buffer.shape.len(), per_source);
+        let dims = BufferDims {
+            rank: buffer.shape.len(),
+            tiled: Some(dim),
+        };
+        let seen = tile_access(op, t, dims, per_source);
         let problem = if !seen.uses_index {
             Some(format!("does not use {what}"))
         } else if !seen.scales.is_empty() && !seen.scales.contains(&tile) {
@@ -317,7 +321,13 @@ fn pointer_loop_problem(
     } else {
         ranges
             .iter()
-            .filter_map(|(_, axis)| axis.and_then(|a| buffer_dim(a, slice, rank)))
+            .filter_map(|(_, axis)| {
+                let dims = BufferDims {
+                    rank,
+                    tiled: Some(dim),
+                };
+                axis.and_then(|a| buffer_dim(a, slice, dims))
+            })
             .find(|d| *d != dim)
             .map(|d| format!("walks dimension {d} of @{name} with {var}, not dim({dim})"))
     }
@@ -342,7 +352,7 @@ fn descriptor_loop_problem(
     let computed = (0..offsets.len()).any(|d| {
         in_slice(&ir::backward_slice(offsets[d]), iv) && !at.iter().any(|(_, e, _)| *e == d)
     });
-    if !tile_access(op, iv, 0, None).uses_index {
+    if !tile_access(op, iv, BufferDims::UNKNOWN, None).uses_index {
         return Some(format!("does not read at an offset from {var}"));
     }
     if computed || at.is_empty() {
@@ -432,9 +442,9 @@ fn join(values: &[i64]) -> String {
 /// What access `op`'s address says about tile index `t` (in a buffer of
 /// `rank` dimensions; `per_source`: the variable of the consumer's loop
 /// over source ranks, whose blocks may offset the rows).
-fn tile_access(op: Op, t: Value, rank: usize, per_source: Option<Value>) -> TileAccess {
+fn tile_access(op: Op, t: Value, dims: BufferDims, per_source: Option<Value>) -> TileAccess {
     if descriptor_block(op).is_some() {
-        return descriptor_access(op, t, rank);
+        return descriptor_access(op, t, dims.rank);
     }
     let Some(ptr) = ir::operands(op).first().copied() else {
         return TileAccess::default();
@@ -453,7 +463,7 @@ fn tile_access(op: Op, t: Value, rank: usize, per_source: Option<Value>) -> Tile
         for (extent, axis) in ranges_added_to(scaled, &slice) {
             seen.extents.push(extent);
             if seen.dim.is_none() {
-                seen.dim = axis.and_then(|a| buffer_dim(a, &slice, rank));
+                seen.dim = axis.and_then(|a| buffer_dim(a, &slice, dims));
             }
         }
     }

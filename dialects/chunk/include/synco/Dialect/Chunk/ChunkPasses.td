@@ -436,8 +436,12 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   kernel's accesses of that argument do not use, multiply by another
   constant than `tile(n)`, add a range of another length to, or use along
   another dimension than `dim(d)` (where the strides show the dimension:
-  the axis without a stride is the last, and where both axes have one
-  the axes are the dimensions in order; a descriptor's offsets are the
+  a pointer access's 2-D tile walks the buffer's last two dimensions, the
+  axis without a stride the last; in a buffer of three or more, whose
+  leading dimensions offset the tile's base pointer (`K + off_h *
+  stride_kh`), the strided axis walks `dim(d)`, which its stride, fixed
+  below, then checks; where both axes have one the axes are those
+  dimensions in order; a descriptor's offsets are the
   buffer's last dimensions in order, so that a `[Z * H * N, D]` one over
   every head's rows walks dim(1) of a `[Z * H, N, D]` buffer; one of
   fewer dimensions than its buffer made at an offset into it, `K + off_h
@@ -473,8 +477,9 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   `chunk.consume` (its tiles would read rows before they arrive);
 * a buffer of more elements than 32-bit element offsets reach;
 * a constant that disagrees with the plan's row-major buffer where the
-  kernel uses it as a bound buffer's stride (the row stride, or a column
-  stride other than 1), a tensor descriptor's shape or stride, or an
+  kernel uses it as a bound buffer's stride (the strided axis's, the
+  product of the later dimensions, or a contiguous axis's other than 1),
+  a tensor descriptor's shape or stride, or an
   extent (a tile count `cdiv(x, tile)`), or that exceeds the buffer's
   extent as a mask's bound (`offsets < x`);
 * a module with no plan at all (a fusing pipeline would hand the kernel
