@@ -14,7 +14,12 @@ count), each through `synco.Group`, and for every operator below:
   its arguments already converted (the Rust runtime's `Node::launch`
   behind one PyO3 call), the three in turn. Each call only issues work;
   the ranks are drained (`Group.wait`) between calls, outside the timed
-  region. Medians, after 20 warm-up rounds.
+  region. Medians, after 20 warm-up rounds;
+* times the Python layer alone, the native launch replaced by one that
+  issues nothing: `op(...)`, `Kernel.__call__`, and the latter's parts
+  (argument checks, the CUDA-graph check, the current stream's query).
+  The difference of the first timings carries the driver's run-to-run
+  spread; this one does not.
 
 Phase 2, in this process once the ranks are gone: the runtime's
 single-process node (`Node.open_shared`: every rank in one process, as the
@@ -102,6 +107,34 @@ def profile(name, call, drain, show):
         print(f"profile of {name}, {CALLS} calls:\n{out.getvalue()}", flush=True)
 
 
+class _NoLaunch:
+    """Stands in for a loaded kernel: takes a launch's arguments, issues
+    nothing."""
+
+    def launch(self, grid, values, bindings, stream):
+        pass
+
+
+def python_only(op, full, args, buffers, device):
+    """The Python layer's own time per call (us, medians), measured with
+    the native launch replaced by one that issues nothing (so without the
+    driver's time, which varies from run to run far more than the Python
+    layer costs): `op(...)`, `Kernel.__call__`, and the parts of the
+    latter: the argument checks (`LaunchArguments`), the CUDA-graph check
+    and the current stream's query."""
+    native, op.kernel._kernel = op.kernel._kernel, _NoLaunch()
+    try:
+        return {f"{name}_python": us for name, us in median_us({
+            "operator": full,
+            "kernel_call": lambda: op.kernel(op.grid, *args, buffers=buffers),
+            "arguments": lambda: op.kernel.arguments(args, buffers),
+            "capture_check": torch.cuda.is_current_stream_capturing,
+            "stream_query": lambda: torch._C._cuda_getCurrentRawStream(device.index),
+        }, lambda: None).items()}
+    finally:
+        op.kernel._kernel = native
+
+
 def worker(rank, world, cache, port, folder, profiled):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.cuda.set_device(rank % torch.cuda.device_count())
@@ -140,6 +173,7 @@ def worker(rank, world, cache, port, folder, profiled):
             "kernel_call": lambda: op.kernel(op.grid, *args, buffers=buffers),
             "native_launch": lambda: op.kernel._kernel.launch(grid, values, bindings, stream),
         }, drain)
+        times[name].update(python_only(op, full, args, buffers, dev))
     gathered = [None] * world
     dist.all_gather_object(gathered, times)
     if rank == 0:
@@ -237,14 +271,18 @@ def main():
     rows = []
     print(f"host time per call, us (median of {CALLS}; W = {args.world} processes, "
           f"{torch.cuda.get_device_name()})")
-    print("| operator | op(...) | Kernel.__call__ | native launch | Python's share |")
-    print("|---|---|---|---|---|")
+    print("| operator | op(...) | Kernel.__call__ | native launch | op - native | "
+          "Python alone: op(...) | Kernel.__call__ | argument checks | graph check | "
+          "stream query |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in OPS:
         t = {k: max(r[name][k] for r in per_rank) for k in per_rank[0][name]}
         share = t["operator"] - t["native_launch"]
         rows.append({"operator": name, **t, "python_us": share})
         print(f"| {name} | {t['operator']:.1f} | {t['kernel_call']:.1f} | "
-              f"{t['native_launch']:.1f} | {share:.1f} |")
+              f"{t['native_launch']:.1f} | {share:.1f} | {t['operator_python']:.1f} | "
+              f"{t['kernel_call_python']:.1f} | {t['arguments_python']:.1f} | "
+              f"{t['capture_check_python']:.1f} | {t['stream_query_python']:.1f} |")
     print(f"bit-identical to the single-process runtime: "
           f"{'yes' if not differ else 'NO: ' + ', '.join(differ)} "
           f"({len(OPS) * args.world} outputs)")

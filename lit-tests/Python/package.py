@@ -74,6 +74,9 @@ for call, text in [
     (lambda: synco.plans.ulysses_attention(world_size=4, seq=1024, heads=6, kv_heads=2,
                                            head_dim=64),
      "heads (6) must be a multiple of world_size (4)"),
+    (lambda: synco.plans.ulysses_attention(world_size=2, seq=1024, heads=8, kv_heads=4,
+                                           head_dim=64, reshard_in=False),
+     "reshard_in=False needs reshard_out=True: the plan would move nothing"),
 ]:
     ok, got = raises(ValueError, text, call)
     expect(f"template refuses: {text}", ok, got)
@@ -85,6 +88,16 @@ expect("bhsd template: [kv_heads, seq, head_dim] gathered along dim(1)",
        "!chunk.buffer<2x1024x64xbf16> bind(1)" in bhsd
        and "chunk.all_gather @K dim(1)" in bhsd and "chunk.consume @V dim(1) tile(64)" in bhsd,
        bhsd)
+
+# Attention + all-to-all alone: only the output's buffers and its
+# all-to-all, Q, K and V left to the kernel's arguments.
+back = synco.plans.ulysses_attention(world_size=2, seq=1024, heads=8, kv_heads=4, head_dim=64,
+                                     reshard_in=False, reshard_out=True, out_backend="ldst")
+expect("attention + all-to-all template: the output re-sharded, nothing gathered in",
+       "chunk.plan @attention_all_to_all" in back
+       and "chunk.produce @tiles @Oh dim(0) tile(128)" in back
+       and "chunk.all_to_all @Oh into @Os dim(0) chunks(1) to(1) backend(ldst)" in back
+       and "@Qh" not in back and "chunk.consume" not in back, back)
 
 # Compiling, cached: scalars of several types (Triton/scalar-params.test).
 scale = (repo / "lit-tests/Inputs/scale_kernel.py", "scale_kernel")

@@ -280,12 +280,17 @@ with FakeTensorMode():
     kv = torch.empty((128, 256), dtype=torch.bfloat16)
     by_heads = torch.ops.synco.ulysses_attention(tokens, kv, kv, 4, "fake", 64, True, False)
     by_tokens = torch.ops.synco.ulysses_attention(tokens, kv, kv, 4, "fake", 64, True, True)
+    attended_back = torch.ops.synco.attention_all_to_all(
+        torch.empty((512, 128), dtype=torch.bfloat16), torch.empty((512, 64), dtype=torch.bfloat16),
+        torch.empty((512, 64), dtype=torch.bfloat16), 4, "fake", 64, True)
     resharded = torch.ops.synco.matmul_all_to_all(tokens, torch.empty((512, 1024), dtype=torch.bfloat16), 4,
                                                   "fake")
     projected = torch.ops.synco.all_to_all_matmul(resharded, torch.empty((1024, 512), dtype=torch.bfloat16), 4,
                                                   "fake")
 expect("ulysses_attention's is [seq, heads / W * head_dim]", tuple(by_heads.shape) == (512, 128))
 expect("ulysses_attention's, re-sharded back, is q's", tuple(by_tokens.shape) == (128, 512))
+expect("attention_all_to_all's is [seq / W, heads * head_dim]",
+       tuple(attended_back.shape) == (128, 512))
 expect("matmul_all_to_all's is [tokens * W, n / W]", tuple(resharded.shape) == (512, 256))
 expect("all_to_all_matmul's is [tokens, n]", tuple(projected.shape) == (128, 512))
 expect("all_gather_attention's is q's in the bhsd layout", tuple(heads_first.shape) == (8, 128, 64))
@@ -310,8 +315,8 @@ expect("all_gather_sdpa refuses tensors of different ranks", ok, got)
 # A fused launch cannot be captured (its epoch is an argument): Inductor's
 # CUDA graphs must leave every custom op out.
 for name in ("all_gather_matmul", "matmul_reduce_scatter", "matmul_all_reduce",
-             "all_gather_attention", "ulysses_attention", "all_to_all_matmul",
-             "matmul_all_to_all"):
+             "all_gather_attention", "ulysses_attention", "attention_all_to_all",
+             "all_to_all_matmul", "matmul_all_to_all"):
     tags = getattr(torch.ops.synco, name).default.tags
     expect(f"{name} is tagged cudagraph_unsafe", torch.Tag.cudagraph_unsafe in tags)
 

@@ -209,6 +209,11 @@ ULYSSES_OUT = [(causal, backend, 1, "copy_engine") for causal in (False, True)
     + [(True, "copy_engine", 2, "copy_engine"), (True, "ldst", 2, "ldst"),
        (False, "tma", 2, "tma")]
 ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
+# Attention + all-to-all alone (`reshard_in=False`): Q, K and V head-sharded
+# already, the output re-sharded by tokens. Each: (causal, chunks of each
+# rank's output rows, the output's backend).
+ATTENTION_A2A = [(False, 1, "copy_engine"), (True, 2, "copy_engine"), (True, 2, "ldst"),
+                 (False, 1, "ldst"), (True, 2, "tma")]
 
 
 def reshards(world):
@@ -223,6 +228,11 @@ def ulysses_options(world, variant, cache, reshard_out=False):
                 head_dim=HEAD_DIM, causal=causal, config={"BLOCK_M": 64, "BLOCK_N": 64},
                 chunks=chunks, backend=backend, reshard_out=reshard_out, num_warps=4,
                 num_stages=2, cache_dir=cache)
+
+
+def attention_a2a_name(causal, out_chunks, out_backend):
+    return (f"attention + all-to-all {'causal' if causal else 'full'} {out_backend} "
+            f"out_chunks={out_chunks}")
 
 
 def ulysses_name(variant):
@@ -337,6 +347,17 @@ def build(args):
                 out_chunks=out_chunks, out_backend=out_backend)
             print(f"built W={world} ulysses in and out {causal} {backend} out_chunks="
                   f"{out_chunks} out_backend={out_backend}: {compiled.folder.name}")
+        for causal, out_chunks, out_backend in ATTENTION_A2A:
+            compiled = ops.UlyssesAttention.compile(world, **ulysses_options(
+                world, (causal, "copy_engine", 1), args.cache, reshard_out=True),
+                out_chunks=out_chunks, out_backend=out_backend, reshard_in=False)
+            print(f"built W={world} {attention_a2a_name(causal, out_chunks, out_backend)}: "
+                  f"{compiled.folder.name}")
+        compiled = ops.UlyssesAttention.compile(
+            world, seq=TOKENS * world, heads=ULYSSES_HEADS, kv_heads=ULYSSES_KV_HEADS,
+            head_dim=HEAD_DIM, causal=True, reshard_in=False, reshard_out=True,
+            cache_dir=args.cache)
+        print(f"built W={world} functional attention_all_to_all: {compiled.folder.name}")
         # What the functional re-sharding operators compile, with their defaults.
         for reshard_out in (False, True):
             compiled = ops.UlyssesAttention.compile(
@@ -660,6 +681,53 @@ def check_ulysses(group, cache, seed, report):
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
+def ulysses_reference(q, k, v, causal):
+    """SDPA over the whole sequence of q [seq, heads * d], k, v [seq,
+    kv_heads * d] (fp32): [seq, heads, d]."""
+    seq, d = q.shape[0], HEAD_DIM
+    split = lambda x: x.float().view(seq, -1, d).transpose(0, 1)[None]  # noqa: E731
+    return torch.nn.functional.scaled_dot_product_attention(
+        split(q), split(k), split(v), is_causal=causal, enable_gqa=True)[0].transpose(0, 1)
+
+
+def check_attention_all_to_all(group, cache, seed, report):
+    """Attention + all-to-all alone (`UlyssesAttention(reshard_in=False)`)
+    on each output transport and chunk count, causal or not, twice each on
+    fresh random data with the outputs poisoned: from this rank's heads of
+    every token, this rank's tokens of every head, against SDPA over the
+    whole sequence (fp32)."""
+    w, r, dev = group.world_size, group.rank, group.device
+    if not reshards(w):
+        print(f"rank {r}: skipped attention + all-to-all: {ULYSSES_HEADS} heads do not divide "
+              f"by {w}")
+        return
+    seq, d = TOKENS * w, HEAD_DIM
+    own = slice(r * TOKENS, (r + 1) * TOKENS)
+    mine = lambda x, h: x[:, r * h // w * d:(r + 1) * h // w * d]  # noqa: E731
+    for causal, out_chunks, out_backend in ATTENTION_A2A:
+        name = attention_a2a_name(causal, out_chunks, out_backend)
+        try:
+            op = ops.UlyssesAttention(group, **ulysses_options(
+                w, (causal, "copy_engine", 1), cache, reshard_out=True),
+                out_chunks=out_chunks, out_backend=out_backend, reshard_in=False)
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(name, False, f"setup: {type(e).__name__}: {e}")
+            continue
+        for launch in range(2):
+            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
+            g = torch.Generator(device="cpu").manual_seed(s)
+            q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
+                       for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+            for buffer in (*op.by_heads.values(), *op.by_tokens.values()):
+                buffer.fill_(float("nan"))
+            got = op(*(mine(x, h).contiguous().to(dev) for x, h in
+                       ((q, ULYSSES_HEADS), (k, ULYSSES_KV_HEADS), (v, ULYSSES_KV_HEADS))))
+            group.wait(60)
+            want = ulysses_reference(q, k, v, causal).reshape(seq, -1)[own]
+            err = rel_error(got.cpu(), want)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
 def check_functional_reshards(group, seed, report):
     """The functional re-sharding operators (torch.ops.synco.*): GEMM +
     all-to-all + GEMM as two fused kernels (tokens to columns, then back
@@ -708,6 +776,20 @@ def check_functional_reshards(group, seed, report):
             check_twice(group, name, seed, report, attention)
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"{type(e).__name__}: {e}")
+
+    def attention_back(g):
+        q, kk, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
+                    for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+        heads = [x[:, r * h // w * d:(r + 1) * h // w * d].contiguous().to(dev)
+                 for x, h in ((q, ULYSSES_HEADS), (kk, ULYSSES_KV_HEADS), (v, ULYSSES_KV_HEADS))]
+        got = synco.ops.attention_all_to_all(*heads, group, head_dim=d, causal=True)
+        return got, ulysses_reference(q, kk, v, True).reshape(seq, -1)[own]
+
+    name = "functional attention_all_to_all"
+    try:
+        check_twice(group, name, seed, report, attention_back)
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        report(name, False, f"{type(e).__name__}: {e}")
 
 
 def check_all_to_all_matmul(group, cache, seed, report):
@@ -898,6 +980,7 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_attention(group, cache, seed, report)
             check_sdpa(group, seed, report)
             check_ulysses(group, cache, seed, report)
+            check_attention_all_to_all(group, cache, seed, report)
             check_all_to_all_matmul(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)

@@ -420,10 +420,13 @@ class UlyssesAttention:
     engine sends each rank's rows (in `out_chunks` chunks of them) as soon
     as the query blocks that write them are done (`out_backend`
     `copy_engine`), or each destination's copy programs pull them (`ldst`,
-    `tma`). Options: `config`
-    (BLOCK_M, BLOCK_N), `chunks` per rank, `backend` (`copy_engine`,
-    `ldst` or `tma`, for Q, K and V), `num_warps`, `num_stages`,
-    `cache_dir`."""
+    `tma`). With `reshard_in=False` (and `reshard_out=True`) the kernel
+    is attention + all-to-all alone: the call takes Q, K and V head-sharded
+    already ([seq, heads / W * head_dim], any tensors, as
+    `MatmulAllToAll` leaves them), and only the output moves. Options:
+    `config` (BLOCK_M, BLOCK_N), `chunks` per rank, `backend`
+    (`copy_engine`, `ldst` or `tma`, for Q, K and V), `num_warps`,
+    `num_stages`, `cache_dir`."""
 
     CONFIG = AllGatherAttention.CONFIG
     SIGNATURE = AllGatherAttention.SIGNATURE
@@ -432,7 +435,8 @@ class UlyssesAttention:
     @classmethod
     def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=1, backend="copy_engine", reshard_out=False, out_chunks=1,
-                out_backend="copy_engine", num_warps=8, num_stages=3, cache_dir=None, plan=None):
+                out_backend="copy_engine", reshard_in=True, num_warps=8, num_stages=3,
+                cache_dir=None, plan=None):
         """The fused kernel for `world_size` ranks, compiled or cached;
         `plan`: a plan's text to fuse instead of the template's (e.g. one
         of `synco.import_plans`)."""
@@ -443,7 +447,7 @@ class UlyssesAttention:
                                            block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
                                            chunks=chunks, backend=backend,
                                            reshard_out=reshard_out, out_chunks=out_chunks,
-                                           out_backend=out_backend)
+                                           out_backend=out_backend, reshard_in=reshard_in)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
                        pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,
@@ -467,14 +471,18 @@ class UlyssesAttention:
         compiled = self.compile(w, seq=seq, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                                 causal=causal, **options)
         self.kernel = group.load(compiled)
-        #: This rank's tokens of Q, K and V (sequence-sharded) and every
-        #: token of its heads (head-sharded), all symmetric.
-        self.sharded = {name: group.empty((self.tokens, count * head_dim), torch.bfloat16)
-                        for name, count in (("Q", heads), ("K", kv_heads), ("V", kv_heads))}
-        self.by_heads = {name: group.empty((seq, count * head_dim), torch.bfloat16)
-                         for name, count in (("Q", self.heads), ("K", self.kv_heads),
-                                             ("V", self.kv_heads))}
+        self.reshard_in = options.get("reshard_in", True)
         self.reshard_out = options.get("reshard_out", False)
+        #: This rank's tokens of Q, K and V (sequence-sharded) and every
+        #: token of its heads (head-sharded), all symmetric (none without
+        #: `reshard_in`).
+        self.sharded, self.by_heads = {}, {}
+        if self.reshard_in:
+            self.sharded = {name: group.empty((self.tokens, count * head_dim), torch.bfloat16)
+                            for name, count in (("Q", heads), ("K", kv_heads), ("V", kv_heads))}
+            self.by_heads = {name: group.empty((seq, count * head_dim), torch.bfloat16)
+                             for name, count in (("Q", self.heads), ("K", self.kv_heads),
+                                                 ("V", self.kv_heads))}
         #: With `reshard_out`: the output by heads (what the kernel writes)
         #: and by tokens (what the copy engine sends back), symmetric.
         self.by_tokens = {}
@@ -485,16 +493,23 @@ class UlyssesAttention:
     def __call__(self, q, k, v, sm_scale=None, out=None):
         """Attention of this rank's heads over every token, from this
         rank's tokens `q`, `k`, `v` (copied into the symmetric heap unless
-        they are `sharded[...]`); returns [seq, heads / W * head_dim], or,
-        with `reshard_out`, this rank's tokens of every head [seq / W,
-        heads * head_dim]."""
-        for name, given in (("Q", q), ("K", k), ("V", v)):
-            held = self.sharded[name]
-            _check_operand(name.lower(), given, tuple(held.shape), torch.bfloat16)
-            if given.data_ptr() != held.data_ptr():
-                held.copy_(given)
+        they are `sharded[...]`; without `reshard_in`, every token of this
+        rank's heads, [seq, heads / W * head_dim] and [seq, kv_heads / W *
+        head_dim]); returns [seq, heads / W * head_dim], or, with
+        `reshard_out`, this rank's tokens of every head [seq / W, heads *
+        head_dim]."""
         d, s = self.head_dim, self.seq
         q_cols, kv_cols = self.heads * d, self.kv_heads * d
+        if self.reshard_in:
+            for name, given in (("Q", q), ("K", k), ("V", v)):
+                held = self.sharded[name]
+                _check_operand(name.lower(), given, tuple(held.shape), torch.bfloat16)
+                if given.data_ptr() != held.data_ptr():
+                    held.copy_(given)
+            q, k, v = self.by_heads["Q"], self.by_heads["K"], self.by_heads["V"]
+        else:
+            for name, given, cols in (("q", q, q_cols), ("k", k, kv_cols), ("v", v, kv_cols)):
+                _check_operand(name, given, (s, cols), torch.bfloat16)
         buffers = {f"{name}s": held for name, held in self.sharded.items()}
         if self.reshard_out:
             if out is not None:
@@ -507,7 +522,7 @@ class UlyssesAttention:
         _check_operand("out", out, (s, q_cols), torch.bfloat16)
         scale = sm_scale if sm_scale is not None else d ** -0.5
         grid = (s // self.config["BLOCK_M"], self.heads)
-        self.kernel(grid, self.by_heads["Q"], self.by_heads["K"], self.by_heads["V"], out, scale,
+        self.kernel(grid, q, k, v, out, scale,
                     s * q_cols, d, q_cols, s * kv_cols, d, kv_cols, s * kv_cols, d, kv_cols,
                     s * q_cols, d, q_cols, self.heads, self.kv_heads, s, s, buffers=buffers)
         return self.by_tokens["O"] if self.reshard_out else out
@@ -700,6 +715,22 @@ def _(q, k, v, group_size, group_name, head_dim, causal, reshard_out):
     return q.new_empty((q.shape[0] * group_size, q.shape[1] // group_size))
 
 
+@torch.library.custom_op("synco::attention_all_to_all", mutates_args=(), tags=_TAGS)
+def _attention_all_to_all(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group_size: int,
+                          group_name: str, head_dim: int, causal: bool) -> torch.Tensor:
+    _check_group_size(group_size, group_name)
+    op = _operator(UlyssesAttention, group_name, seq=q.shape[0], heads=q.shape[1] // head_dim
+                   * group_size, kv_heads=k.shape[1] // head_dim * group_size,
+                   head_dim=head_dim, causal=causal, reshard_in=False, reshard_out=True)
+    # (The output is the operator's symmetric buffer.)
+    return op(q, k, v).clone()
+
+
+@_attention_all_to_all.register_fake
+def _(q, k, v, group_size, group_name, head_dim, causal):
+    return q.new_empty((q.shape[0] // group_size, q.shape[1] * group_size))
+
+
 @torch.library.custom_op("synco::all_to_all_matmul", mutates_args=(), tags=_TAGS)
 def _all_to_all_matmul(x: torch.Tensor, b: torch.Tensor, group_size: int,
                        group_name: str) -> torch.Tensor:
@@ -735,6 +766,16 @@ def ulysses_attention(q, k, v, group, *, head_dim, causal=False, reshard_out=Fal
     `reshard_out` this rank's tokens of every head, q's shape."""
     return torch.ops.synco.ulysses_attention(q, k, v, group.world_size, _group_name(group),
                                              head_dim, causal, reshard_out)
+
+
+def attention_all_to_all(q, k, v, group, *, head_dim, causal=False):
+    """Attention of this rank's heads over every token, q [seq, heads / W
+    * head_dim], k, v [seq, kv_heads / W * head_dim] (head-sharded, as
+    `matmul_all_to_all` leaves them), re-sharded back by tokens inside the
+    kernel: this rank's tokens of every head, [seq / W, heads *
+    head_dim] (see UlyssesAttention, `reshard_in=False`)."""
+    return torch.ops.synco.attention_all_to_all(q, k, v, group.world_size, _group_name(group),
+                                                head_dim, causal)
 
 
 def all_to_all_matmul(x, b, group):

@@ -114,7 +114,8 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
 
 def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16", block_m=128,
                       block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2,
-                      reshard_out=False, o_arg=3, out_chunks=1, out_backend="copy_engine"):
+                      reshard_out=False, o_arg=3, out_chunks=1, out_backend="copy_engine",
+                      reshard_in=True):
     """Ulysses attention: Q, K and V sequence-sharded ([seq / W, heads *
     head_dim] on each rank, unbound plan buffers @Qs, @Ks, @Vs) re-sharded
     by all-to-alls into head-sharded @Qh, @Kh, @Vh ([seq, heads / W *
@@ -128,16 +129,22 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
     goes back by tokens into @Os ([seq / W, heads * head_dim], unbound),
     each rank's rows (in `out_chunks` chunks of them) sent by the copy
     engine as soon as the query blocks that write them are done, or pulled
-    by the destinations' copy programs (`out_backend` `ldst` or `tma`)."""
+    by the destinations' copy programs (`out_backend` `ldst` or `tma`).
+    `reshard_in=False` (with `reshard_out`): attention + all-to-all alone,
+    Q, K and V already head-sharded in the kernel's arguments (not in the
+    plan), only the output re-sharded."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_m, chunks=chunks,
            backend=backend, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     for name, count in (("heads", heads), ("kv_heads", kv_heads)):
         if count % world_size != 0:
             raise ValueError(f"{name} ({count}) must be a multiple of world_size ({world_size}): "
                              "each rank takes heads / world_size of them")
+    if not (reshard_in or reshard_out):
+        raise ValueError("reshard_in=False needs reshard_out=True: the plan would move nothing")
     tokens = seq // world_size
     buffers, moves = "", ""
-    for name, count, arg in (("Q", heads, q_arg), ("K", kv_heads, k_arg), ("V", kv_heads, v_arg)):
+    inputs = (("Q", heads, q_arg), ("K", kv_heads, k_arg), ("V", kv_heads, v_arg))
+    for name, count, arg in inputs if reshard_in else ():
         cols = count * head_dim
         buffers += (f"  chunk.buffer @{name}s : !chunk.buffer<{tokens}x{cols}x{dtype}>\n"
                     f"  chunk.buffer @{name}h : !chunk.buffer<{seq}x{cols // world_size}x{dtype}>"
@@ -159,9 +166,9 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
                   f"backend({out_backend})\n")
     consumes = (f"  chunk.consume @Qh dim(0) tile({block_m})\n"
                 f"  chunk.consume @Kh dim(0) tile({block_n}) loop(\"start_n\")\n"
-                f"  chunk.consume @Vh dim(0) tile({block_n})\n")
-    return (f"chunk.plan @ulysses_attention world_size({world_size}) {{\n"
-            f"{buffers}{moves}{consumes}}}\n")
+                f"  chunk.consume @Vh dim(0) tile({block_n})\n") if reshard_in else ""
+    name = "ulysses_attention" if reshard_in else "attention_all_to_all"
+    return f"chunk.plan @{name} world_size({world_size}) {{\n{buffers}{moves}{consumes}}}\n"
 
 
 def all_to_all_matmul(*, world_size, m, k, n, dtype="bf16", block_m=128, block_k=64, chunks=1,
