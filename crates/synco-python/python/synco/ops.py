@@ -89,13 +89,33 @@ class _GemmOperator:
         self.kernel = group.load(compiled)
         block_m, block_n = self.config["BLOCK_M"], self.config["BLOCK_N"]
         self.grid = (-(-m // block_m) * -(-n // block_n),)
+        # The heap bindings of the operator's own buffers, from the first
+        # launch's full check (see `_launch`).
+        self._bindings = None
+
+    #: Which of the kernel's tensor arguments (a, b, c) are the operator's
+    #: own symmetric buffers, the same on every call.
+    OWN_ARGS = ()
 
     def _check(self, name, tensor, shape):
-        _check_operand(name, tensor, shape, self.dtype)
+        _check_operand(name, tensor, shape, self.dtype, self.group.device)
 
     def _launch(self, a, b, c, buffers=None):
+        """Launches on a, b and c, the ones the caller passes checked by
+        `_check` (shape, dtype, device, layout). Every argument is checked
+        in full on the first call; later calls reuse its heap bindings
+        when the plan binds only the operator's own buffers (`OWN_ARGS`,
+        and `buffers`), which do not change (a plan that binds an operand,
+        as an imported one may, has every call checked in full)."""
         m, n, k = self.m, self.n, self.k
-        self.kernel(self.grid, a, b, c, m, n, k, k, n, n, buffers=buffers)
+        if self._bindings is None:
+            values, bindings = self.kernel.arguments((a, b, c, m, n, k, k, n, n), buffers)
+            if set(self.kernel.arguments.bound_args) <= set(self.OWN_ARGS):
+                self._bindings = bindings
+        else:
+            values = [a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, k, n, n]
+            bindings = self._bindings
+        self.kernel.launch_checked(self.grid, values, bindings)
 
 
 class AllGatherMatmul(_GemmOperator):
@@ -105,6 +125,8 @@ class AllGatherMatmul(_GemmOperator):
     arguments), `config` (its constexprs), `chunks`, `backend`,
     `algorithm` (`direct` or `ring`), `num_warps`, `num_stages`,
     `cache_dir`."""
+
+    OWN_ARGS = (0,)  # the gathered A
 
     @staticmethod
     def _plan(**shape):
@@ -141,6 +163,8 @@ class AllToAllMatmul(_GemmOperator):
     reads the rank's own column block first and waits for each peer chunk
     before its blocks. Options as `AllGatherMatmul`'s (`chunks` per rank,
     default 1; `backend` `copy_engine`, `ldst` or `tma`)."""
+
+    OWN_ARGS = (0,)  # the re-sharded A
 
     @classmethod
     def compile(cls, world_size, *, m, k, n, kernel=kernels.matmul_k_indexed, chunks=1,
@@ -187,6 +211,8 @@ class MatmulAllToAll(_GemmOperator):
     it is done (`backend` `copy_engine`), or the destination's copy
     programs pull it (`ldst`, `tma`). Options as `AllGatherMatmul`'s."""
 
+    OWN_ARGS = (2,)  # the product by rows
+
     @classmethod
     def compile(cls, world_size, *, m, k, n, chunks=1, backend="copy_engine", config=None,
                 **options):
@@ -220,6 +246,8 @@ class MatmulAllToAll(_GemmOperator):
 class _ReducedMatmul(_GemmOperator):
     """A GEMM whose partial sums P[m, n] (symmetric) are reduced across the
     ranks into `result` (symmetric, valid until the next call)."""
+
+    OWN_ARGS = (2,)  # the partial sums
 
     def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, **options):
         super().__init__(group, m=m, k=k, n=n, dtype=dtype, **options)
@@ -557,7 +585,7 @@ def _check_whole_tiles(*, m, k, n, config):
                               f"({config[block]}): synco.kernels.matmul has no masks")
 
 
-def _check_operand(name, tensor, shape, dtype):
+def _check_operand(name, tensor, shape, dtype, device=None):
     if not isinstance(tensor, torch.Tensor):
         raise LaunchError(f"{name} must be a tensor, not {type(tensor).__name__}")
     if tuple(tensor.shape) != tuple(shape):
@@ -565,6 +593,11 @@ def _check_operand(name, tensor, shape, dtype):
                           f"{tuple(shape)}")
     if tensor.dtype != dtype:
         raise LaunchError(f"{name} is {tensor.dtype}, this operator takes {dtype}")
+    if device is not None and tensor.device != device:
+        raise LaunchError(f"{name} is on {tensor.device}, the group runs on {device}")
+    if device is not None and not tensor.is_contiguous():
+        raise LaunchError(f"{name} is not contiguous (strides {tensor.stride()}): the kernel "
+                          "reads it row-major")
 
 
 # The functional forms: one operator per group, shape and dtype, made on

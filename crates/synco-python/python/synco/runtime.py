@@ -157,6 +157,8 @@ class LaunchArguments:
 
     def __init__(self, manifest, device, heap):
         self.manifest, self.device, self.heap = manifest, torch.device(device), heap
+        # (A CUDA device's index: the quick pass compares `get_device()`.)
+        self._cuda_index = self.device.index if self.device.type == "cuda" else None
         self.params = manifest.user_params
         self.plan_buffers = {name: (tuple(shape), element, arg)
                              for name, shape, element, arg in manifest.buffers}
@@ -185,35 +187,46 @@ class LaunchArguments:
         if len(args) != len(self._specs):
             return None
         values, bindings = [], []
+        fits = self._fits
         for spec, value in zip(self._specs, args):
             if spec is None:
                 if isinstance(value, torch.Tensor):
                     return None
                 values.append(value)
-            elif not self._fits(value, spec, bindings):
+                continue
+            address = fits(value, spec, bindings)
+            if address is None:
                 return None
-            else:
-                values.append(value.data_ptr())
-        for name, tensor in (buffers or {}).items():
-            spec = self._unbound.get(name)
-            if spec is None or not self._fits(tensor, spec, bindings):
-                return None
+            values.append(address)
+        if buffers:
+            for name, tensor in buffers.items():
+                spec = self._unbound.get(name)
+                if spec is None or fits(tensor, spec, bindings) is None:
+                    return None
         return values, bindings
 
     def _fits(self, tensor, spec, bindings):
-        """Whether `tensor` is what `spec` asks for; its binding (if it is
-        a plan buffer's) appended to `bindings`."""
+        """`tensor`'s address if it is what `spec` asks for (its binding,
+        if it is a plan buffer's, appended to `bindings`); else None."""
         dtype, plan_buffer, shape = spec
-        if not (isinstance(tensor, torch.Tensor) and tensor.device == self.device
-                and (dtype is None or tensor.dtype == dtype) and tensor.is_contiguous()):
-            return False
+        if not isinstance(tensor, torch.Tensor):
+            return None
+        if self._cuda_index is not None:
+            if tensor.get_device() != self._cuda_index:
+                return None
+        elif tensor.device != self.device:
+            return None
+        if (dtype is not None and tensor.dtype is not dtype) or not tensor.is_contiguous():
+            return None
+        address = tensor.data_ptr()
         if plan_buffer is None:
-            return True
-        offset = tensor.data_ptr() - self.heap.base
-        if tensor.shape != shape or offset < 0 or offset + tensor.nbytes > self.heap.nbytes:
-            return False
-        bindings.append((plan_buffer, offset, tensor.nbytes))
-        return True
+            return address
+        offset = address - self.heap.base
+        nbytes = tensor.nbytes
+        if offset < 0 or offset + nbytes > self.heap.nbytes or tensor.shape != shape:
+            return None
+        bindings.append((plan_buffer, offset, nbytes))
+        return address
 
     def _checked(self, args, buffers):
         """`__call__`'s result, each argument checked in turn: the first
@@ -283,11 +296,18 @@ class Kernel:
         self._kernel = group._node.load(str(self.manifest.path))
 
     def __call__(self, grid, *args, buffers=None):
+        values, bindings = self.arguments(args, buffers)
+        self.launch_checked(grid, values, bindings)
+
+    def launch_checked(self, grid, values, bindings):
+        """Launches on the current stream with `values` and `bindings` as
+        `arguments` gives them, for a caller that has checked the tensors
+        behind them (an operator: its own buffers once, its operands on
+        every call)."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         if torch.cuda.is_current_stream_capturing():
             raise LaunchError("a fused kernel cannot be captured in a CUDA graph yet: each "
                               "launch passes its epoch as an argument")
-        values, bindings = self.arguments(args, buffers)
         stream = torch._C._cuda_getCurrentRawStream(self.group.device.index)
         self._kernel.launch(grid, values, bindings, stream)
 
