@@ -43,6 +43,7 @@ import argparse
 import datetime
 import faulthandler
 import os
+import queue
 import statistics
 import sys
 import time
@@ -87,7 +88,7 @@ OPS = [
 ]
 TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 #: Seconds the parent waits for the ranks of a run.
-WORKER_TIMEOUT = {"check": 300, "fault": 60}
+WORKER_TIMEOUT = {"check": 480, "fault": 60}
 
 
 # Plans imported from StableHLO that JAX exported for 4 devices
@@ -894,6 +895,10 @@ def check_refusals(group, cache, report):
     op = ops.AllGatherMatmul(group, **options(w, OPS[0][2], cache))
     b = torch.zeros((K, N), dtype=torch.bfloat16, device=dev)
     out = torch.empty((M_PER_RANK * w, N), dtype=torch.bfloat16, device=dev)
+    # One launch first: later calls of an operator check its operands, not
+    # its own buffers again (`_GemmOperator._launch`).
+    op(b, out=out)
+    group.wait(60)
     epoch = op.kernel.epoch
     not_symmetric = torch.empty_like(op.gathered)
     cases = [
@@ -907,6 +912,9 @@ def check_refusals(group, cache, report):
                                                    *op_scalars(op)), "contiguous"),
         ("a wrong M", lambda: op.kernel(op.grid, op.gathered, b, out, 2 * op.m, op.n, op.k,
                                         op.k, op.n, op.n), "compile for the shape"),
+        ("an operand on the CPU", lambda: op(b.cpu(), out=out), "is on cpu"),
+        ("a transposed operand (K = N)", lambda: op(b.t(), out=out), "not contiguous"),
+        ("an output on the CPU", lambda: op(b, out=out.cpu()), "is on cpu"),
     ]
     for what, call, needle in cases:
         try:
@@ -1067,14 +1075,22 @@ def spawn(world, mode, cache, fault=None):
     for p in procs:
         p.start()
     deadline = time.time() + WORKER_TIMEOUT[mode]
+    # Read the reports while the ranks run: a rank's process ends only once
+    # its report is through the queue's pipe, so joining first would hang on
+    # reports longer than the pipe holds (it did, with W = 4).
+    got = {}
+    while any(p.is_alive() for p in procs) and time.time() < deadline:
+        try:
+            rank, lines = results.get(timeout=1)
+            got[rank] = lines
+        except queue.Empty:
+            pass
     for p in procs:
         p.join(max(1, deadline - time.time()))
-    failed = 0
-    got = {}
     while not results.empty():
         rank, lines = results.get()
         got[rank] = lines
-        failed += sum(1 for _, ok, _ in lines if not ok)
+    failed = sum(1 for lines in got.values() for _, ok, _ in lines if not ok)
     expected = [0] if mode == "fault" else range(world)
     for rank in expected:
         if rank not in got:
