@@ -240,6 +240,11 @@ pub enum ScalarRole {
     /// count of an access the plan has no tile map for): at most `value`,
     /// the buffer's extent (the rest may be written by transfers).
     MaxExtent,
+    /// A factor of an offset into the buffer that must select whole
+    /// slices along `dim` (an attention's `off_h * stride_kh` in a
+    /// [heads, tokens, head_dim] K): a multiple of `value`, the stride of
+    /// `dim`, zero or more (a batch-1 launch's `stride_kz` is any multiple).
+    Multiple,
 }
 
 impl ScalarRole {
@@ -247,7 +252,18 @@ impl ScalarRole {
     pub fn allows(self, given: i64, value: i64) -> bool {
         match self {
             ScalarRole::MaxExtent => given <= value,
-            _ => given == value,
+            ScalarRole::Multiple => given >= 0 && value > 0 && given % value == 0,
+            ScalarRole::Stride | ScalarRole::Extent => given == value,
+        }
+    }
+
+    /// How a message says what this role allows for a value: "at most ",
+    /// "a multiple of " or nothing (exactly).
+    pub fn qualifier(self) -> &'static str {
+        match self {
+            ScalarRole::MaxExtent => "at most ",
+            ScalarRole::Multiple => "a multiple of ",
+            ScalarRole::Stride | ScalarRole::Extent => "",
         }
     }
 }
@@ -258,6 +274,7 @@ impl std::fmt::Display for ScalarRole {
             ScalarRole::Stride => "stride",
             ScalarRole::Extent => "extent",
             ScalarRole::MaxExtent => "bound",
+            ScalarRole::Multiple => "offset factor",
         })
     }
 }

@@ -84,7 +84,8 @@ impl Manifest {
     }
 
     /// The kernel arguments the plan fixes: `(argument, value, buffer,
-    /// dimension, role)`, role one of `stride`, `extent`, `max_extent`.
+    /// dimension, role)`, role one of `stride`, `extent`, `max_extent`,
+    /// `multiple`.
     #[getter]
     fn scalar_args(&self) -> Vec<(usize, i64, String, usize, String)> {
         let Some(fused) = &self.manifest.fused else {
@@ -98,6 +99,7 @@ impl Manifest {
                     synco_manifest::ScalarRole::Stride => "stride",
                     synco_manifest::ScalarRole::Extent => "extent",
                     synco_manifest::ScalarRole::MaxExtent => "max_extent",
+                    synco_manifest::ScalarRole::Multiple => "multiple",
                 };
                 (a.arg, a.value, a.buffer.clone(), a.dim, role.to_string())
             })

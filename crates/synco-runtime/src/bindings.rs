@@ -372,6 +372,42 @@ mod tests {
     }
 
     #[test]
+    fn takes_any_multiple_for_an_offset_factor() {
+        // The kernel offsets @P's tiles by argument 3 times a program's
+        // index: whole rows of 128 elements, or the offset would shift rows.
+        let mut m = manifest();
+        let fused = m.fused.as_mut().expect("the test manifest has a plan");
+        fused.scalar_args = vec![synco_manifest::ScalarArg {
+            arg: 3,
+            value: 128,
+            buffer: "P".into(),
+            dim: 0,
+            role: synco_manifest::ScalarRole::Multiple,
+        }];
+        let bindings = [("P", P), ("C", C)];
+        let factor = |value: i32| {
+            move |rank: usize| {
+                let mut args = args_pointing_at(P)(rank);
+                args[3] = Arg::I32(value);
+                args
+            }
+        };
+        for whole in [0, 128, 256 * 128] {
+            check(&m, 0..2, &bindings, &factor(whole), &address).expect("whole rows");
+        }
+        for shifted in [64, 129, -128] {
+            let e = check(&m, 0..2, &bindings, &factor(shifted), &address)
+                .expect_err("not whole rows");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "argument 3 ('M') of 'matmul' on rank 0 is {shifted}, but the kernel takes the offset factor of plan buffer @P along dimension 0 from it, which the plan makes a multiple of 128: compile for the shape you launch"
+                )
+            );
+        }
+    }
+
+    #[test]
     fn leaves_kernels_without_a_plan_alone() {
         let mut m = manifest();
         m.fused = None;

@@ -135,7 +135,7 @@ pub enum RuntimeError {
     },
     #[error(
         "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel takes the {role} of plan buffer @{buffer} along dimension {dim} from it, which the plan makes {}{expected}: compile for the shape you launch",
-        if *role == synco_manifest::ScalarRole::MaxExtent { "at most " } else { "" }
+        role.qualifier()
     )]
     ScalarArg {
         kernel: String,

@@ -1,7 +1,10 @@
 //! What a kernel's arithmetic takes from a value, for the plan to fix
 //! ([`fixed_args`], called by `chunk-bind-kernel`): the strides a 2-D
-//! access multiplies its axes' offsets by ([`super::axes`]: the row stride
-//! is the buffer's columns, the column stride 1); a
+//! access multiplies its axes' offsets by ([`super::axes`]: the strided
+//! axis's is the product of the later dimensions, the contiguous one's 1);
+//! the factors of the offset before the tile in a buffer of three or more
+//! dimensions, multiples of the leading dimension's stride
+//! ([`super::leading_offset`]); a
 //! `tt.make_tensor_descriptor`'s shape and strides; the extent a tile index
 //! computed from `cdiv(x, tile)` counts (one source's rows where tiles read
 //! a block per source); and upper bounds: a mask `offsets < x`, or a loop
@@ -19,6 +22,7 @@
 
 use super::TileIndex;
 use super::axes::{BufferDims, KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
+use super::leading_offset::{OffsetTerm, leading_terms, sliced_dim};
 use super::merged_rows::{WholeRows, descriptor_maker, whole_rows};
 use super::walked_count::walked_count;
 use crate::checked;
@@ -65,6 +69,7 @@ fn fix_access_layouts(fixed: &mut FixedArgs, plan: &Plan, kernel: Op) -> Result<
                 let expected = row_major_stride(buffer, dim)?;
                 fixed.require(buffer, op, stride, ScalarRole::Stride, dim, expected)?;
             }
+            fix_leading_offset(fixed, buffer, dims, op, arg)?;
             let bounds = [
                 mask_extents(op, dims),
                 tile_extents(op, dims, &buffer.shape),
@@ -209,7 +214,6 @@ impl FixedArgs<'_> {
         dim: usize,
         expected: i64,
     ) -> Result<(), PassFailed> {
-        let shape: Vec<String> = buffer.shape.iter().map(i64::to_string).collect();
         let wrong = |what: String| {
             fail(
                 buffer.op,
@@ -217,12 +221,8 @@ impl FixedArgs<'_> {
                     "{}: @{} is {} (row-major), so its {role} along dimension {dim} is {}{expected}, but the kernel's {} takes it from {what}",
                     self.pass,
                     buffer.name,
-                    shape.join("x"),
-                    if role == ScalarRole::MaxExtent {
-                        "at most "
-                    } else {
-                        ""
-                    },
+                    shape_text(&buffer.shape),
+                    role.qualifier(),
                     ir::op_name(at)
                 ),
             )
@@ -235,12 +235,10 @@ impl FixedArgs<'_> {
             }
         };
         // (A smaller constant bound leaves the rest of the buffer alone.)
-        let fits = |c: i64| match role {
-            ScalarRole::MaxExtent => c <= expected,
-            ScalarRole::Stride | ScalarRole::Extent => c == expected,
-        };
         let value = match value {
-            Err(constant) if !fits(constant) => return Err(wrong(constant.to_string())),
+            Err(constant) if !role.allows(constant, expected) => {
+                return Err(wrong(constant.to_string()));
+            }
             Err(_) => return Ok(()),
             Ok(value) => value,
         };
@@ -250,16 +248,8 @@ impl FixedArgs<'_> {
         else {
             return Ok(()); // Computed: not what the arithmetic shows.
         };
-        let exact = |r: ScalarRole| r != ScalarRole::MaxExtent;
-        let clashes = |f: &ScalarArg| {
-            f.arg == index
-                && match (exact(f.role), exact(role)) {
-                    (true, true) => f.value != expected,
-                    (true, false) => f.value > expected,
-                    (false, true) => expected > f.value,
-                    (false, false) => false,
-                }
-        };
+        let clashes =
+            |f: &ScalarArg| f.arg == index && contradicts((f.role, f.value), (role, expected));
         if let Some(other) = self.found.iter().find(|f| clashes(f)) {
             return Err(wrong(format!(
                 "argument {index}, which is also the {} of @{} along dimension {} ({})",
@@ -277,6 +267,19 @@ impl FixedArgs<'_> {
             self.found.push(required);
         }
         Ok(())
+    }
+}
+
+/// Whether no value meets both requirements (a role and its value) of one
+/// argument: two exact values that differ, or an exact value the other
+/// role does not allow (two bounds, or two multiples, always have one).
+fn contradicts(a: (ScalarRole, i64), b: (ScalarRole, i64)) -> bool {
+    let exact = |r: ScalarRole| matches!(r, ScalarRole::Stride | ScalarRole::Extent);
+    match (a, b) {
+        ((ra, va), (rb, vb)) if exact(ra) && exact(rb) => va != vb,
+        ((ra, va), (rb, vb)) if exact(ra) => !rb.allows(va, vb),
+        ((ra, va), (rb, vb)) if exact(rb) => !ra.allows(vb, va),
+        _ => false,
     }
 }
 
@@ -529,6 +532,52 @@ fn tile_counts(t: Value, tile: i64) -> Vec<(Value, Op)> {
         }
     }
     counted
+}
+
+/// What the offset before a pointer access's tile fixes, in a buffer of
+/// three or more dimensions ([`leading_offset`]): each term's argument
+/// factor a multiple of the sliced dimension's stride; a located error
+/// for a term that is not whole slices.
+fn fix_leading_offset(
+    fixed: &mut FixedArgs,
+    buffer: &BufferDecl,
+    dims: BufferDims,
+    op: Op,
+    arg: usize,
+) -> Result<(), PassFailed> {
+    let (Some(dim), Some(argument)) = (sliced_dim(dims), kernel_arg(fixed.kernel, arg)) else {
+        return Ok(());
+    };
+    let length = row_major_stride(buffer, dim)?;
+    for term in leading_terms(op, argument, length).unwrap_or_default() {
+        match term {
+            OffsetTerm::Shown => {}
+            OffsetTerm::Times(factor) => {
+                let value = KernelValue::Scalar(factor);
+                fixed.require(buffer, op, value, ScalarRole::Multiple, dim, length)?;
+            }
+            OffsetTerm::Unknown => {
+                let message = format!(
+                    "{}: @{} is {} (row-major) and the kernel's tiles walk its dimension {}, but this {} of argument {arg} offsets its tile by a term that is neither a multiple of {length} (whole slices along dimension {dim}) nor a kernel argument times something: its rows would not be those of the chunk it waits for",
+                    fixed.pass,
+                    buffer.name,
+                    shape_text(&buffer.shape),
+                    dim + 1,
+                    ir::op_name(op)
+                );
+                synco_chunk::Diagnostic::error(crate::plan::loc(buffer.op), message)
+                    .note(crate::plan::loc(op), "the kernel's access")
+                    .emit();
+                return Err(PassFailed);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn shape_text(shape: &[i64]) -> String {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    dims.join("x")
 }
 
 /// The stride of dimension `dim` of the plan's row-major `buffer`: the

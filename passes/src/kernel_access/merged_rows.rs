@@ -2,7 +2,8 @@
 //! `[Z * H * N, D]` view of a `[Z * H, N, D]` (or `[Z, H, N, D]`) buffer
 //! that Triton's fused-attention tutorial reads K and V through. (One made
 //! at an offset into the buffer, one head's `[N, D]` at the head's
-//! address, is refused: that the offset is whole heads is not checked.)
+//! address, is refused: that the offset is whole heads is checked for
+//! pointer accesses, [`super::leading_offset`], not for descriptors.)
 //!
 //! The descriptor's dimensions are the buffer's last ones, in order; its
 //! first also runs over the buffer's leading dimensions (their rows
@@ -83,7 +84,7 @@ pub(super) fn whole_rows(base: Value, rows: i64) -> Option<WholeRows> {
 
 /// The operands of the tree of `op_name` ops (an `arith.addi`'s terms, an
 /// `arith.muli`'s factors) that computes `v`, through integer casts.
-fn leaves(v: Value, op_name: &str) -> Vec<Value> {
+pub(super) fn leaves(v: Value, op_name: &str) -> Vec<Value> {
     let mut found = Vec::new();
     let mut stack = vec![root(v)];
     while let Some(v) = stack.pop() {
@@ -99,7 +100,7 @@ fn leaves(v: Value, op_name: &str) -> Vec<Value> {
 }
 
 /// Whether `v` is one of the kernel's arguments.
-fn is_kernel_arg(v: Value) -> bool {
+pub(super) fn is_kernel_arg(v: Value) -> bool {
     ir::block_arg_owner(v)
         .and_then(ir::block_parent_op)
         .is_some_and(|op| ir::op_name(op) == "tt.func")

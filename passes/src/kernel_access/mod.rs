@@ -23,6 +23,7 @@
 
 mod axes;
 mod layout;
+mod leading_offset;
 mod merged_rows;
 mod walked_count;
 

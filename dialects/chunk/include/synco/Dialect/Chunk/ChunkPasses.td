@@ -448,7 +448,12 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   * stride_kh`, is refused: that the offset is whole heads is not checked);
 * an access that adds another offset to the rows of its tile or loop
   iteration (`t * T + [0, T) + 8`, `start_n + offs_n + past`, or a pointer
-  term that is a multiple of the rows' stride, `K + past * stride_kn`):
+  term that is a multiple of the rows' stride, `K + past * stride_kn`; in
+  a buffer of three or more dimensions tiled along the one before the
+  last, a term of the tile's base offset, `K + off_h * stride_kh + 16`,
+  that is neither a multiple of the leading dimension's stride the
+  arithmetic shows nor a kernel argument times something, whose argument
+  the plan then requires to be such a multiple):
   its rows are not those of the chunk it waits for (a loop over source
   ranks' blocks, `src * M + rows` with `source("src")`, is the consumer's
   own offset);
@@ -487,7 +492,9 @@ and refuses, at the op that disagrees, with what the kernel does instead:
 
 Where the kernel takes such a value from one of its arguments instead, the
 pass records it (`chunk.scalar_args`, then the manifest's `scalar_args`):
-exactly the plan's value for strides, shapes of descriptors a store
+exactly the plan's value for strides (a multiple of it for the factor
+of a leading offset: `stride_kz` and `stride_kh` of [heads, tokens,
+head_dim] K, any multiple of tokens x head_dim), shapes of descriptors a store
 writes through from the buffer's start (at most the buffer's extent for
 one a load reads through, which may view fewer rows, or one made at an
 offset into it, `K + off_h * stride_kh`: it views part of the buffer; at

@@ -1,0 +1,92 @@
+//! The offset a pointer access adds to its buffer's argument before its
+//! 2-D tile, in a plan buffer of three or more dimensions whose tile map
+//! walks the dimension before the last: an attention's K as [heads,
+//! tokens, head_dim], read a head at a time as `K + off_z * stride_kz +
+//! off_h * stride_kh + rows * stride_kn + cols`. The rows a tile reads are
+//! those of the chunk it waits for only if that offset selects whole
+//! slices of the walked and last dimensions: a multiple of the stride of
+//! the dimension before the walked one (a shift of a few rows would read
+//! rows of another chunk, before they arrive).
+//!
+//! Each term of the offset must show it (constants, `tl.multiple_of`, the
+//! arithmetic of [`is_multiple_of`]), or have a kernel argument as a
+//! factor, which the plan then requires to be a multiple of that stride at
+//! every launch (`ScalarRole::Multiple`: a batch-1 launch's `stride_kz`,
+//! the whole buffer, is one). A term that does neither is refused.
+
+use super::axes::BufferDims;
+use super::merged_rows::{is_kernel_arg, leaves};
+use crate::kernel_loops::is_multiple_of;
+use synco_ir::{self as ir, Op, Value};
+
+/// Why one term of a leading offset selects whole slices.
+pub(super) enum OffsetTerm {
+    /// The arithmetic shows it.
+    Shown,
+    /// It has this kernel argument as a factor, which the plan requires to
+    /// be a multiple of the slices' length.
+    Times(Value),
+    /// Neither.
+    Unknown,
+}
+
+/// For a buffer whose tile map walks dimension `d` of `rank >= 3`, `d`
+/// the one before the last: the dimension before it, whose slices a
+/// leading offset selects.
+pub(super) fn sliced_dim(dims: BufferDims) -> Option<usize> {
+    let tiled = dims.tiled?;
+    (dims.rank >= 3 && tiled + 2 == dims.rank)
+        .then(|| tiled.checked_sub(1))
+        .flatten()
+}
+
+/// The terms of the offsets pointer access `op` adds to argument `arg`
+/// before it splats it into its tile (`arg + a + b`: the terms of `a` and
+/// of `b`), each with why it is whole slices of `length` elements. None
+/// where the tile's base is not `arg` plus scalar offsets (a pointer the
+/// kernel computes otherwise, or one a loop carries), which this does not
+/// check.
+pub(super) fn leading_terms(op: Op, arg: Value, length: i64) -> Option<Vec<OffsetTerm>> {
+    if !matches!(ir::op_name(op).as_str(), "tt.load" | "tt.store") {
+        return None;
+    }
+    let ptr = *ir::operands(op).first()?;
+    let offsets = ir::backward_slice(ptr)
+        .into_iter()
+        .filter_map(ir::defining_op)
+        .filter(|o| ir::op_name(*o) == "tt.splat")
+        .filter_map(|splat| ir::operands(splat).first().copied())
+        .find_map(|base| offsets_from(base, arg))?;
+    let mut terms = Vec::new();
+    for offset in offsets {
+        match leaves(offset, "arith.addi")[..] {
+            [] => terms.push(OffsetTerm::Unknown),
+            ref found => terms.extend(found.iter().map(|t| classify(*t, length))),
+        }
+    }
+    Some(terms)
+}
+
+/// The scalar offsets `tt.addptr`s add to `arg` to make `base`, if they do.
+fn offsets_from(base: Value, arg: Value) -> Option<Vec<Value>> {
+    let mut v = base;
+    let mut offsets = Vec::new();
+    while let Some(add) = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.addptr") {
+        let [pointer, offset] = ir::operands(add)[..] else {
+            return None;
+        };
+        offsets.push(offset);
+        v = pointer;
+    }
+    ir::same_value(v, arg).then_some(offsets)
+}
+
+fn classify(term: Value, length: i64) -> OffsetTerm {
+    if is_multiple_of(term, length) {
+        return OffsetTerm::Shown;
+    }
+    leaves(term, "arith.muli")
+        .into_iter()
+        .find(|f| is_kernel_arg(*f))
+        .map_or(OffsetTerm::Unknown, OffsetTerm::Times)
+}
