@@ -659,10 +659,7 @@ def check_ulysses(group, cache, seed, report):
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue
         for launch in range(2):
-            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
-            g = torch.Generator(device="cpu").manual_seed(s)
-            q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
-                       for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+            q, k, v = ulysses_inputs(seed, name, launch, seq)
             own = slice(r * TOKENS, (r + 1) * TOKENS)
             for buffer in (*op.by_heads.values(), *op.by_tokens.values()):
                 buffer.fill_(float("nan"))
@@ -670,16 +667,22 @@ def check_ulysses(group, cache, seed, report):
                                                       dtype=torch.bfloat16, device=dev)
             got = op(q[own].to(dev), k[own].to(dev), v[own].to(dev), out=out)
             group.wait(60)
-            split = lambda x, n: x.float().view(seq, n, d).transpose(0, 1)[None]  # noqa: E731
-            want = torch.nn.functional.scaled_dot_product_attention(
-                split(q, ULYSSES_HEADS), split(k, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
-                is_causal=variant[0], enable_gqa=True)[0]
+            want = ulysses_reference(q, k, v, variant[0])
             if reshard_out:
-                want = want.transpose(0, 1).reshape(seq, -1)[own]
+                want = want.reshape(seq, -1)[own]
             else:
-                want = want[r * heads:(r + 1) * heads].transpose(0, 1).reshape(seq, heads * d)
+                want = want[:, r * heads:(r + 1) * heads].reshape(seq, heads * d)
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+
+
+def ulysses_inputs(seed, name, launch, seq):
+    """Fresh random Q, K and V of check `name`'s launch: [seq, heads *
+    head_dim], [seq, kv_heads * head_dim] twice, bf16, on the CPU."""
+    g = torch.Generator(device="cpu").manual_seed(
+        seed + 1000 * launch + zlib.crc32(name.encode()) % 997)
+    return tuple(torch.randn((seq, h * HEAD_DIM), generator=g).to(torch.bfloat16)
+                 for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
 
 
 def ulysses_reference(q, k, v, causal):
@@ -715,10 +718,7 @@ def check_attention_all_to_all(group, cache, seed, report):
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue
         for launch in range(2):
-            s = seed + 1000 * launch + zlib.crc32(name.encode()) % 997
-            g = torch.Generator(device="cpu").manual_seed(s)
-            q, k, v = (torch.randn((seq, h * d), generator=g).to(torch.bfloat16)
-                       for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
+            q, k, v = ulysses_inputs(seed, name, launch, seq)
             for buffer in (*op.by_heads.values(), *op.by_tokens.values()):
                 buffer.fill_(float("nan"))
             got = op(*(mine(x, h).contiguous().to(dev) for x, h in
@@ -763,10 +763,7 @@ def check_functional_reshards(group, seed, report):
             got = synco.ops.ulysses_attention(q[own].to(dev), kk[own].to(dev), v[own].to(dev),
                                               group, head_dim=d, causal=True,
                                               reshard_out=reshard_out)
-            split = lambda x, h: x.float().view(seq, h, d).transpose(0, 1)[None]  # noqa: E731
-            o = torch.nn.functional.scaled_dot_product_attention(
-                split(q, ULYSSES_HEADS), split(kk, ULYSSES_KV_HEADS), split(v, ULYSSES_KV_HEADS),
-                is_causal=True, enable_gqa=True)[0].transpose(0, 1)
+            o = ulysses_reference(q, kk, v, True)
             if reshard_out:
                 return got, o.reshape(seq, ULYSSES_HEADS * d)[own]
             mine = slice(r * ULYSSES_HEADS // w, (r + 1) * ULYSSES_HEADS // w)

@@ -311,29 +311,40 @@ mod tests {
         );
     }
 
-    #[test]
-    fn refuses_a_row_stride_the_plan_does_not_have() {
-        // The kernel steps @P's rows by argument 3 (here named M): @P has
-        // 128 elements per row.
+    /// The test manifest with argument 3 fixed as `role` of @P's dimension
+    /// 0, `value`.
+    fn fixing_arg3(role: synco_manifest::ScalarRole, value: i64) -> LaunchManifest {
         let mut m = manifest();
         let fused = m.fused.as_mut().expect("the test manifest has a plan");
         fused.scalar_args = vec![synco_manifest::ScalarArg {
             arg: 3,
-            value: 128,
+            value,
             buffer: "P".into(),
             dim: 0,
-            role: synco_manifest::ScalarRole::Stride,
+            role,
         }];
+        m
+    }
+
+    /// Arguments pointing at @P with argument 3 `value` on `rank` (128 on
+    /// the others).
+    fn arg3_on(rank: usize, value: i32) -> impl Fn(usize) -> Vec<Arg> {
+        move |r: usize| {
+            let mut args = args_pointing_at(P)(r);
+            args[3] = Arg::I32(if r == rank { value } else { 128 });
+            args
+        }
+    }
+
+    #[test]
+    fn refuses_a_row_stride_the_plan_does_not_have() {
+        // The kernel steps @P's rows by argument 3 (here named M): @P has
+        // 128 elements per row.
+        let m = fixing_arg3(synco_manifest::ScalarRole::Stride, 128);
         let bindings = [("P", P), ("C", C)];
-        let stride = |value: i32| {
-            move |rank: usize| {
-                let mut args = args_pointing_at(P)(rank);
-                args[3] = Arg::I32(if rank == 1 { value } else { 128 });
-                args
-            }
-        };
-        check(&m, 0..2, &bindings, &stride(128), &address).expect("the plan's stride is accepted");
-        let e = check(&m, 0..2, &bindings, &stride(4096), &address)
+        check(&m, 0..2, &bindings, &arg3_on(1, 128), &address)
+            .expect("the plan's stride is accepted");
+        let e = check(&m, 0..2, &bindings, &arg3_on(1, 4096), &address)
             .expect_err("another stride on rank 1 is refused");
         assert_eq!(
             e.to_string(),
@@ -344,27 +355,13 @@ mod tests {
     #[test]
     fn bounds_an_extent_from_above() {
         // The kernel masks @P's rows by argument 3 (M): at most 256.
-        let mut m = manifest();
-        let fused = m.fused.as_mut().expect("the test manifest has a plan");
-        fused.scalar_args = vec![synco_manifest::ScalarArg {
-            arg: 3,
-            value: 256,
-            buffer: "P".into(),
-            dim: 0,
-            role: synco_manifest::ScalarRole::MaxExtent,
-        }];
+        let m = fixing_arg3(synco_manifest::ScalarRole::MaxExtent, 256);
         let bindings = [("P", P), ("C", C)];
-        let rows = |value: i32| {
-            move |rank: usize| {
-                let mut args = args_pointing_at(P)(rank);
-                args[3] = Arg::I32(value);
-                args
-            }
-        };
         for fewer in [1, 128, 256] {
-            check(&m, 0..2, &bindings, &rows(fewer), &address).expect("at most the plan's rows");
+            check(&m, 0..2, &bindings, &arg3_on(0, fewer), &address)
+                .expect("at most the plan's rows");
         }
-        let e = check(&m, 0..2, &bindings, &rows(257), &address).expect_err("past @P's rows");
+        let e = check(&m, 0..2, &bindings, &arg3_on(0, 257), &address).expect_err("past @P's rows");
         assert_eq!(
             e.to_string(),
             "argument 3 ('M') of 'matmul' on rank 0 is 257, but the kernel takes the bound of plan buffer @P along dimension 0 from it, which the plan makes at most 256: compile for the shape you launch"
@@ -375,28 +372,13 @@ mod tests {
     fn takes_any_multiple_for_an_offset_factor() {
         // The kernel offsets @P's tiles by argument 3 times a program's
         // index: whole rows of 128 elements, or the offset would shift rows.
-        let mut m = manifest();
-        let fused = m.fused.as_mut().expect("the test manifest has a plan");
-        fused.scalar_args = vec![synco_manifest::ScalarArg {
-            arg: 3,
-            value: 128,
-            buffer: "P".into(),
-            dim: 0,
-            role: synco_manifest::ScalarRole::Multiple,
-        }];
+        let m = fixing_arg3(synco_manifest::ScalarRole::Multiple, 128);
         let bindings = [("P", P), ("C", C)];
-        let factor = |value: i32| {
-            move |rank: usize| {
-                let mut args = args_pointing_at(P)(rank);
-                args[3] = Arg::I32(value);
-                args
-            }
-        };
         for whole in [0, 128, 256 * 128] {
-            check(&m, 0..2, &bindings, &factor(whole), &address).expect("whole rows");
+            check(&m, 0..2, &bindings, &arg3_on(0, whole), &address).expect("whole rows");
         }
         for shifted in [64, 129, -128] {
-            let e = check(&m, 0..2, &bindings, &factor(shifted), &address)
+            let e = check(&m, 0..2, &bindings, &arg3_on(0, shifted), &address)
                 .expect_err("not whole rows");
             assert_eq!(
                 e.to_string(),
