@@ -83,7 +83,7 @@ def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=N
     if manifest.exists():
         return Compiled.load(folder, name)
     root.mkdir(parents=True, exist_ok=True)
-    (root / IDENTITY).write_text(json.dumps(identity))
+    _write_atomically(root / IDENTITY, json.dumps(identity))
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
     try:
         _build(building, path, name, signature, constexprs, divisible, plan, pipeline, target,
@@ -182,6 +182,16 @@ def _binary_identity(root):
         return json.loads(recorded.read_text())
     stat = Path(binary).stat()
     return [binary, stat.st_size, stat.st_mtime_ns]
+
+
+def _write_atomically(path, text):
+    """`text` into `path` by a rename, so that a process reading it (another
+    rank on the same cache) sees the old text or the new, never an empty
+    file (it did: a rank failed with a JSON error reading the identity)."""
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(partial, path)
 
 
 #: The file in a cache's root naming the compiler that last built into it.
