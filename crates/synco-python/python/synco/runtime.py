@@ -157,8 +157,6 @@ class LaunchArguments:
 
     def __init__(self, manifest, device, heap):
         self.manifest, self.device, self.heap = manifest, torch.device(device), heap
-        # (A CUDA device's index: the quick pass compares `get_device()`.)
-        self._cuda_index = self.device.index if self.device.type == "cuda" else None
         self.params = manifest.user_params
         self.plan_buffers = {name: (tuple(shape), element, arg)
                              for name, shape, element, arg in manifest.buffers}
@@ -209,14 +207,8 @@ class LaunchArguments:
         """`tensor`'s address if it is what `spec` asks for (its binding,
         if it is a plan buffer's, appended to `bindings`); else None."""
         dtype, plan_buffer, shape = spec
-        if not isinstance(tensor, torch.Tensor):
-            return None
-        if self._cuda_index is not None:
-            if tensor.get_device() != self._cuda_index:
-                return None
-        elif tensor.device != self.device:
-            return None
-        if (dtype is not None and tensor.dtype is not dtype) or not tensor.is_contiguous():
+        if not (isinstance(tensor, torch.Tensor) and tensor.device == self.device
+                and (dtype is None or tensor.dtype == dtype) and tensor.is_contiguous()):
             return None
         address = tensor.data_ptr()
         if plan_buffer is None:
