@@ -552,9 +552,9 @@ fn fix_leading_offset(
     for term in leading_terms(op, argument, length).unwrap_or_default() {
         match term {
             OffsetTerm::Shown => {}
-            OffsetTerm::Times(factor) => {
+            OffsetTerm::Times(factor, multiple) => {
                 let value = KernelValue::Scalar(factor);
-                fixed.require(buffer, op, value, ScalarRole::Multiple, dim, length)?;
+                fixed.require(buffer, op, value, ScalarRole::Multiple, dim, multiple)?;
             }
             OffsetTerm::Unknown => {
                 let message = format!(

@@ -10,9 +10,12 @@
 //!
 //! Each term of the offset must show it (constants, `tl.multiple_of`, the
 //! arithmetic of [`is_multiple_of`]), or have a kernel argument as a
-//! factor, which the plan then requires to be a multiple of that stride at
-//! every launch (`ScalarRole::Multiple`: a batch-1 launch's `stride_kz`,
-//! the whole buffer, is one). A term that does neither is refused.
+//! factor, which the plan then requires at every launch to be a multiple
+//! of that stride over what the term's constant factors give
+//! (`ScalarRole::Multiple`: `stride_kh` a multiple of tokens x head_dim,
+//! as a batch-1 launch's `stride_kz`, the whole buffer, is; `N_CTX` in
+//! `off_h * N_CTX * 64` a multiple of the tokens). A term that does
+//! neither is refused.
 
 use super::axes::BufferDims;
 use super::merged_rows::{is_kernel_arg, leaves};
@@ -24,8 +27,10 @@ pub(super) enum OffsetTerm {
     /// The arithmetic shows it.
     Shown,
     /// It has this kernel argument as a factor, which the plan requires to
-    /// be a multiple of the slices' length.
-    Times(Value),
+    /// be a multiple of this (the slices' length over what the term's
+    /// constant factors give already: `off_h * N_CTX * 64` in slices of
+    /// 256 x 64 needs N_CTX a multiple of 256).
+    Times(Value, i64),
     /// Neither.
     Unknown,
 }
@@ -60,11 +65,47 @@ pub(super) fn leading_terms(op: Op, arg: Value, length: i64) -> Option<Vec<Offse
     let mut terms = Vec::new();
     for offset in offsets {
         match leaves(offset, "arith.addi")[..] {
-            [] => terms.push(OffsetTerm::Unknown),
-            ref found => terms.extend(found.iter().map(|t| classify(*t, length))),
+            [] => return Some(vec![OffsetTerm::Unknown]),
+            ref found => terms.extend_from_slice(found),
         }
     }
-    Some(terms)
+    let factors: Vec<Vec<Value>> = terms.iter().map(|t| leaves(*t, "arith.muli")).collect();
+    // An argument that is a factor of more terms is likelier the one that
+    // makes them whole (`off_z * H * N_CTX * D + off_h * N_CTX * D`: N_CTX).
+    let terms_with = |a: Value| {
+        factors
+            .iter()
+            .filter(|fs| fs.iter().any(|f| ir::same_value(*f, a)))
+            .count()
+    };
+    let classify = |term: &Value, factors: &Vec<Value>| {
+        if is_multiple_of(*term, length) {
+            return OffsetTerm::Shown;
+        }
+        let Some(arg) = factors
+            .iter()
+            .copied()
+            .filter(|f| is_kernel_arg(*f))
+            .max_by_key(|a| terms_with(*a))
+        else {
+            return OffsetTerm::Unknown;
+        };
+        let constant = factors
+            .iter()
+            .filter_map(|f| ir::constant_int(*f))
+            .try_fold(1i64, |p, c| p.checked_mul(c))
+            .unwrap_or(1);
+        OffsetTerm::Times(arg, length / gcd(length, constant))
+    };
+    Some(terms.iter().zip(&factors).map(|(t, fs)| classify(t, fs)).collect())
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    i64::try_from(a).unwrap_or(1).max(1)
 }
 
 /// The scalar offsets `tt.addptr`s add to `arg` to make `base`, if they do.
@@ -79,14 +120,4 @@ fn offsets_from(base: Value, arg: Value) -> Option<Vec<Value>> {
         v = pointer;
     }
     ir::same_value(v, arg).then_some(offsets)
-}
-
-fn classify(term: Value, length: i64) -> OffsetTerm {
-    if is_multiple_of(term, length) {
-        return OffsetTerm::Shown;
-    }
-    leaves(term, "arith.muli")
-        .into_iter()
-        .find(|f| is_kernel_arg(*f))
-        .map_or(OffsetTerm::Unknown, OffsetTerm::Times)
 }

@@ -494,7 +494,9 @@ Where the kernel takes such a value from one of its arguments instead, the
 pass records it (`chunk.scalar_args`, then the manifest's `scalar_args`):
 exactly the plan's value for strides (a multiple of it for the factor
 of a leading offset: `stride_kz` and `stride_kh` of [heads, tokens,
-head_dim] K, any multiple of tokens x head_dim), shapes of descriptors a store
+head_dim] K, any multiple of tokens x head_dim; a multiple of what the
+term's constants leave of it, `N_CTX` in `off_h * N_CTX * 64` a multiple
+of the tokens), shapes of descriptors a store
 writes through from the buffer's start (at most the buffer's extent for
 one a load reads through, which may view fewer rows, or one made at an
 offset into it, `K + off_h * stride_kh`: it views part of the buffer; at
