@@ -565,10 +565,7 @@ fn fix_leading_offset(
                     dim + 1,
                     ir::op_name(op)
                 );
-                synco_chunk::Diagnostic::error(crate::plan::loc(buffer.op), message)
-                    .note(crate::plan::loc(op), "the kernel's access")
-                    .emit();
-                return Err(PassFailed);
+                return Err(super::refuse_access(buffer.op, op, message));
             }
         }
     }

@@ -423,10 +423,10 @@ fn carried_address(tile_loop: TileLoop) -> Option<Op> {
     })
 }
 
-/// The error `message` at the plan's tile map `tiles`, with a note at the
-/// kernel's access `op` it is about.
-fn refuse_access(tiles: TileMap, op: Op, message: String) -> PassFailed {
-    synco_chunk::Diagnostic::error(crate::plan::loc(tiles), message)
+/// The error `message` at the plan's op `at` (a tile map, a buffer), with
+/// a note at the kernel's access `op` it is about.
+fn refuse_access(at: impl crate::plan::AsOp, op: Op, message: String) -> PassFailed {
+    synco_chunk::Diagnostic::error(crate::plan::loc(at), message)
         .note(crate::plan::loc(op), "the kernel's access")
         .emit();
     PassFailed
