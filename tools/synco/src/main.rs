@@ -90,9 +90,11 @@ struct ImportArgs {
     /// Which @triton.jit function (optional if the file has one).
     #[arg(long)]
     kernel: Option<String>,
-    /// Types of the runtime parameters, in order: '*bf16,*bf16,i32,...'.
-    #[arg(long, value_delimiter = ',')]
-    signature: Vec<String>,
+    /// Types of the runtime parameters, in order: '*bf16,*bf16,i32,...'
+    /// (a host tensor descriptor as Triton spells it:
+    /// 'tensordesc<bf16[64,128]>').
+    #[arg(long, value_parser = parse_signature)]
+    signature: Option<Signature>,
     /// Value of a tl.constexpr parameter, or of any parameter to specialise
     /// on (a unit stride), as NAME=VALUE (repeatable).
     #[arg(long = "constexpr", value_name = "NAME=VALUE")]
@@ -238,12 +240,46 @@ fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// A kernel's parameter types, in order.
+#[derive(Clone, Debug)]
+struct Signature(Vec<String>);
+
+/// Splits a signature at the commas between types, not those inside a
+/// type (`tensordesc<bf16[64,128]>`).
+fn parse_signature(text: &str) -> Result<Signature, String> {
+    let mut types = vec![String::new()];
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '<' | '[' => depth += 1,
+            '>' | ']' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("unbalanced '{c}' in '{text}'"));
+        }
+        match (c, types.last_mut()) {
+            (',', _) if depth == 0 => types.push(String::new()),
+            (c, Some(current)) => current.push(c),
+            (_, None) => {}
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unclosed '<' or '[' in '{text}'"));
+    }
+    let types: Vec<String> = types.into_iter().map(|t| t.trim().to_string()).collect();
+    match types.iter().position(String::is_empty) {
+        Some(i) => Err(format!("type {} of '{text}' is empty", i + 1)),
+        None => Ok(Signature(types)),
+    }
+}
+
 fn import(args: ImportArgs) -> Result<()> {
     let bridge = Bridge::locate()?;
     let imported = bridge.import(&ImportRequest {
         path: args.input.clone(),
         kernel: args.kernel.clone(),
-        signature: args.signature.clone(),
+        signature: args.signature.clone().map(|s| s.0).unwrap_or_default(),
         constexprs: parse_assignments(&args.constexprs, "--constexpr")?,
         divisible: args.divisible.clone(),
         target: parse_target(&args.triton.target)?,
