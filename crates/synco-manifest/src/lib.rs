@@ -33,7 +33,10 @@ pub use fused::{
     ChunkKind, ChunkLayout, Copy, CopyRows, FusedPlan, PlanBuffer, ReductionCopy, ScalarArg,
     ScalarRole,
 };
-pub use params::{Param, ParamRole, ScalarType, triton_type_name};
+pub use params::{
+    Param, ParamRole, ScalarType, TENSOR_MAP_BYTES, TensorDescriptor, descriptor_type,
+    triton_type_name,
+};
 
 pub const FORMAT: &str = "synco-launch-manifest";
 pub const VERSION: u32 = 1;
@@ -198,6 +201,7 @@ impl LaunchManifest {
             });
         }
         self.check_launch(path)?;
+        self.check_descriptor_parts(path)?;
         if let Some(fused) = &self.fused {
             fused.check_schedule(path)?;
         }
@@ -225,6 +229,51 @@ impl LaunchManifest {
             path: path.into(),
             what,
         })
+    }
+
+    /// Every host tensor descriptor parameter has its encoding and is
+    /// followed by its parts, `rank` `i32`s then `rank` `i64`s, and every
+    /// part follows its descriptor.
+    fn check_descriptor_parts(&self, path: &Path) -> Result<(), ManifestError> {
+        let mut i = 0;
+        while let Some(param) = self.params.get(i) {
+            let wrong = |what: String| ManifestError::Launch {
+                path: path.into(),
+                what: format!("parameter '{}': {what}", param.name),
+            };
+            if param.role == ParamRole::DescriptorPart {
+                return Err(wrong(
+                    "a descriptor's part that follows no descriptor".into(),
+                ));
+            }
+            let Some(descriptor) = &param.descriptor else {
+                if descriptor_type(&param.ty).is_some() {
+                    return Err(wrong("a tensor descriptor without its encoding".into()));
+                }
+                i += 1;
+                continue;
+            };
+            let rank = descriptor.block.len();
+            if rank == 0 || rank > 5 || descriptor.box_dims.len() != rank {
+                return Err(wrong(format!(
+                    "a descriptor of {rank} dimensions with a box of {}: tensor maps have 1 to 5",
+                    descriptor.box_dims.len()
+                )));
+            }
+            for k in 0..2 * rank {
+                let expected = if k < rank { "i32" } else { "i64" };
+                match self.params.get(i + 1 + k) {
+                    Some(p) if p.role == ParamRole::DescriptorPart && p.ty == expected => {}
+                    _ => {
+                        return Err(wrong(format!(
+                            "a descriptor of {rank} dimensions must be followed by {rank} i32 and {rank} i64 parts"
+                        )));
+                    }
+                }
+            }
+            i += 1 + 2 * rank;
+        }
+        Ok(())
     }
 
     /// The cubin's path, resolved against the manifest's directory.
@@ -261,18 +310,21 @@ mod tests {
                     ty: "*bf16".into(),
                     role: ParamRole::User,
                     divisible_by: None,
+                    descriptor: None,
                 },
                 Param {
                     name: "n".into(),
                     ty: "i32".into(),
                     role: ParamRole::User,
                     divisible_by: None,
+                    descriptor: None,
                 },
                 Param {
                     name: "global_scratch".into(),
                     ty: "*i8".into(),
                     role: ParamRole::GlobalScratch,
                     divisible_by: None,
+                    descriptor: None,
                 },
             ],
             global_scratch: Scratch { size: 0, align: 1 },
@@ -495,6 +547,7 @@ mod tests {
             ty: ty.into(),
             role: ParamRole::User,
             divisible_by: None,
+            descriptor: None,
         };
         assert_eq!(p("*fp32").size_bytes().unwrap(), 8);
         assert_eq!(p("i32").size_bytes().unwrap(), 4);

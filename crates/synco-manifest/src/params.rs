@@ -16,7 +16,31 @@ pub enum ParamRole {
     GlobalScratch,
     /// Triton's trailing profile scratch pointer.
     ProfileScratch,
+    /// The shape (`i32`s) and strides (`i64`s) Triton passes after a host
+    /// tensor descriptor, in that order: the runtime fills them from the
+    /// descriptor's value.
+    DescriptorPart,
 }
+
+/// How a host tensor descriptor parameter is encoded (a `CUtensorMap`), as
+/// Triton compiled the kernel to read it (its `tensordesc_meta`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorDescriptor {
+    /// The block one load or store moves, per dimension (the parameter
+    /// type's).
+    pub block: Vec<u32>,
+    /// The box one bulk copy moves, per dimension: the block, its last
+    /// dimension cut to the swizzle's width (Triton's `block_size`).
+    pub box_dims: Vec<u32>,
+    /// `CUtensorMapSwizzle`'s value.
+    pub swizzle: u32,
+    /// `CUtensorMapDataType`'s value.
+    pub data_type: u32,
+    pub element_bytes: u32,
+}
+
+/// Bytes a `CUtensorMap` takes (and its alignment in the parameters).
+pub const TENSOR_MAP_BYTES: usize = 128;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Param {
@@ -30,11 +54,18 @@ pub struct Param {
     /// specialises): the runtime refuses a launch with another value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub divisible_by: Option<u32>,
+    /// For a host tensor descriptor (`tensordesc<bf16[64,128]>`): its
+    /// encoding. The `2 * rank` parameters after it are its parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descriptor: Option<TensorDescriptor>,
 }
 
 impl Param {
     /// Bytes the parameter takes in the launch's argument buffer.
     pub fn size_bytes(&self) -> Result<usize, ManifestError> {
+        if self.descriptor.is_some() {
+            return Ok(TENSOR_MAP_BYTES);
+        }
         Ok(match self.scalar_type()? {
             None => 8,
             Some(scalar) => scalar.size_bytes(),
@@ -142,6 +173,14 @@ impl ScalarType {
 /// (a `.ttir` kernel's signature spells its types as MLIR does: `f32`,
 /// `*f16`); types it does not know are kept as they are.
 pub fn triton_type_name(ty: &str) -> String {
+    if let Some((block, element)) = descriptor_type(ty) {
+        let dims: Vec<String> = block.iter().map(u32::to_string).collect();
+        return format!(
+            "tensordesc<{}[{}]>",
+            triton_type_name(&element),
+            dims.join(",")
+        );
+    }
     let (pointer, scalar) = match ty.strip_prefix('*') {
         Some(element) => ("*", element),
         None => ("", ty),
@@ -150,4 +189,29 @@ pub fn triton_type_name(ty: &str) -> String {
         Some(t) => format!("{pointer}{}", t.triton_name()),
         None => ty.to_string(),
     }
+}
+
+/// The block and element type of a tensor descriptor type, in MLIR's
+/// spelling (`!tt.tensordesc<tensor<64x128xbf16>>`) or Triton's
+/// (`tensordesc<bf16[64,128]>`).
+pub fn descriptor_type(ty: &str) -> Option<(Vec<u32>, String)> {
+    if let Some(inner) = ty
+        .strip_prefix("!tt.tensordesc<tensor<")
+        .and_then(|t| t.strip_suffix(">>"))
+    {
+        let mut parts: Vec<&str> = inner.split('x').collect();
+        let element = parts.pop()?.to_string();
+        let block = parts
+            .iter()
+            .map(|d| d.parse().ok())
+            .collect::<Option<Vec<u32>>>()?;
+        return (!block.is_empty()).then_some((block, element));
+    }
+    let inner = ty.strip_prefix("tensordesc<")?.strip_suffix("]>")?;
+    let (element, dims) = inner.split_once('[')?;
+    let block = dims
+        .split(',')
+        .map(|d| d.trim().parse().ok())
+        .collect::<Option<Vec<u32>>>()?;
+    (!block.is_empty()).then_some((block, element.to_string()))
 }

@@ -88,13 +88,9 @@ pub(crate) fn check(
             });
         }
     }
-    // Kernel argument i of `bind(i)` is the i-th user parameter.
-    let user_params: Vec<&str> = m
-        .params
-        .iter()
-        .filter(|p| p.role == ParamRole::User)
-        .map(|p| p.name.as_str())
-        .collect();
+    // Kernel argument i of `bind(i)` is the i-th of the kernel's own
+    // parameters (a descriptor's parts count).
+    let user_params: Vec<&str> = own_params(m).map(|(_, p)| p.name.as_str()).collect();
     let pinned: Vec<(usize, &str, Buffer)> = fused
         .buffers
         .iter()
@@ -104,13 +100,18 @@ pub(crate) fn check(
         return Ok(());
     }
     for rank in ranks {
-        let given = args(rank);
+        let given = crate::descriptor::expand(m, &args(rank))?;
         check_scalar_args(m, fused, rank, &given, &user_params)?;
         for &(index, name, buffer) in &pinned {
             let expected = address(rank, &buffer);
             // A missing or non-pointer argument is the kernel's argument
             // check's to report (with the parameter's type).
-            if let Some(Arg::Ptr(pointer)) = given.get(index)
+            let pointer = match given.get(index) {
+                Some(Arg::Ptr(pointer)) => Some(pointer),
+                Some(Arg::Descriptor(view)) => Some(&view.base),
+                _ => None,
+            };
+            if let Some(pointer) = pointer
                 && *pointer != expected
             {
                 return Err(RuntimeError::ArgNotBuffer {
@@ -135,21 +136,26 @@ pub(crate) fn check(
 ///
 /// [`Node::launch`]: crate::Node::launch
 pub fn check_user_args(m: &LaunchManifest, rank: usize, args: &[Arg]) -> Result<()> {
-    let user: Vec<(usize, &Param)> = m
-        .params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.role == ParamRole::User)
-        .collect();
     crate::kernel::check_arg_count(m, args.len())?;
-    for (&(index, param), value) in user.iter().zip(args) {
+    let own = crate::descriptor::expand(m, args)?;
+    let params: Vec<(usize, &Param)> = own_params(m).collect();
+    for (&(index, param), value) in params.iter().zip(&own) {
         value.check_fits(m, index, param)?;
     }
-    let names: Vec<&str> = user.iter().map(|(_, p)| p.name.as_str()).collect();
+    let names: Vec<&str> = params.iter().map(|(_, p)| p.name.as_str()).collect();
     match &m.fused {
-        Some(fused) => check_scalar_args(m, fused, rank, args, &names),
+        Some(fused) => check_scalar_args(m, fused, rank, &own, &names),
         None => Ok(()),
     }
+}
+
+/// The kernel's own parameters with their indices: the user's, and the
+/// parts of the user's descriptors (index `i` is the kernel's argument `i`).
+fn own_params(m: &LaunchManifest) -> impl Iterator<Item = (usize, &Param)> {
+    m.params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.role, ParamRole::User | ParamRole::DescriptorPart))
 }
 
 /// The arguments the plan fixes (strides and extents of bound buffers) have

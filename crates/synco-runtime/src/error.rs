@@ -85,6 +85,14 @@ pub enum RuntimeError {
         value: i64,
         by: u32,
     },
+    #[error(
+        "kernel '{kernel}': the tensor descriptor given for '{name}' cannot be read by a bulk copy: {what}"
+    )]
+    Descriptor {
+        kernel: String,
+        name: String,
+        what: String,
+    },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("rank {rank} does not exist: the node has {world_size} ranks")]

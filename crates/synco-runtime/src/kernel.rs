@@ -1,5 +1,6 @@
 //! Loading a compiled kernel and building its launch arguments.
 
+use crate::descriptor::{self, TensorView};
 use crate::{
     error::{Result, RuntimeError},
     heap::{Buffer, aligned},
@@ -21,6 +22,8 @@ pub enum Arg {
     BF16(half::bf16),
     F32(f32),
     F64(f64),
+    /// A host tensor descriptor's view (see [`crate::TensorView`]).
+    Descriptor(TensorView),
 }
 
 impl Arg {
@@ -34,6 +37,7 @@ impl Arg {
             Arg::BF16(_) => "a bf16",
             Arg::F32(_) => "an fp32",
             Arg::F64(_) => "an fp64",
+            Arg::Descriptor(_) => "a tensor descriptor",
         }
     }
 
@@ -41,6 +45,9 @@ impl Arg {
     /// type; a signed or unsigned integer of the parameter's width).
     fn fits(&self, param: &Param) -> bool {
         use ScalarType as T;
+        if param.descriptor.is_some() || matches!(self, Arg::Descriptor(_)) {
+            return param.descriptor.is_some() && matches!(self, Arg::Descriptor(_));
+        }
         let Ok(scalar) = param.scalar_type() else {
             return false;
         };
@@ -54,7 +61,7 @@ impl Arg {
             (Arg::BF16(_), Some(t)) => t == T::BF16,
             (Arg::F32(_), Some(t)) => t == T::F32,
             (Arg::F64(_), Some(t)) => t == T::F64,
-            (Arg::Ptr(_), Some(_)) => false,
+            (Arg::Ptr(_), Some(_)) | (Arg::Descriptor(_), _) => false,
         }
     }
 
@@ -110,6 +117,7 @@ impl Arg {
             Arg::BF16(v) => put(&v.to_bits().to_ne_bytes()),
             Arg::F32(v) => put(&v.to_ne_bytes()),
             Arg::F64(v) => put(&v.to_ne_bytes()),
+            Arg::Descriptor(view) => put(&view.base.to_ne_bytes()),
         }
         out
     }
@@ -186,25 +194,53 @@ fn resident_programs(
     Ok((per_sm.max(0) * sms.max(0)) as u32)
 }
 
+/// One parameter's bytes as `cuLaunchKernel` reads them.
+pub(crate) enum ParamValue {
+    /// A pointer or scalar: its bytes first.
+    Word([u8; 8]),
+    /// A host tensor descriptor's map.
+    TensorMap(Box<sys::CUtensorMap>),
+}
+
+impl ParamValue {
+    fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            ParamValue::Word(bytes) => bytes.as_mut_ptr().cast(),
+            ParamValue::TensorMap(map) => std::ptr::from_mut(map.as_mut()).cast(),
+        }
+    }
+}
+
+/// Encodes a descriptor parameter's map from its view.
+pub(crate) type EncodeTensorMap<'a> = dyn Fn(
+        &LaunchManifest,
+        &Param,
+        &synco_manifest::TensorDescriptor,
+        &TensorView,
+    ) -> Result<sys::CUtensorMap>
+    + 'a;
+
 /// The launch's argument values, in the manifest's parameter order: the
-/// user's values for `user` parameters, `abi(name)` for `synco` ones (rank,
-/// world size, heap bases, flags, epoch, errors, plan buffers), then
-/// Triton's scratch pointers. Each value must fit its parameter's type; an
-/// ABI parameter `abi` does not know is an error.
+/// user's values for `user` parameters (each descriptor's map, `encode`d,
+/// and its parts after it), `abi(name)` for `synco` ones (rank, world
+/// size, heap bases, flags, epoch, errors, plan buffers), then Triton's
+/// scratch pointers. Each value must fit its parameter's type; an ABI
+/// parameter `abi` does not know is an error.
 pub(crate) fn kernel_params(
     m: &LaunchManifest,
     user: &[Arg],
     abi: &dyn Fn(&str) -> Option<Arg>,
     global_scratch: CUdeviceptr,
-) -> Result<Vec<[u8; 8]>> {
+    encode: &EncodeTensorMap,
+) -> Result<Vec<ParamValue>> {
     check_arg_count(m, user.len())?;
-    let mut user = user.iter();
+    let mut own = descriptor::expand(m, user)?.into_iter();
     m.params
         .iter()
         .enumerate()
         .map(|(index, param)| {
             let value = match param.role {
-                ParamRole::User => user.next().copied(),
+                ParamRole::User | ParamRole::DescriptorPart => own.next(),
                 ParamRole::Synco => {
                     Some(
                         abi(&param.name).ok_or_else(|| RuntimeError::MissingAbiValue {
@@ -218,7 +254,12 @@ pub(crate) fn kernel_params(
             }
             .unwrap_or(Arg::I32(0));
             value.check_fits(m, index, param)?;
-            Ok(value.bytes())
+            Ok(match (value, &param.descriptor) {
+                (Arg::Descriptor(view), Some(d)) => {
+                    ParamValue::TensorMap(Box::new(encode(m, param, d, &view)?))
+                }
+                _ => ParamValue::Word(value.bytes()),
+            })
         })
         .collect()
 }
@@ -444,9 +485,9 @@ impl FusedKernel {
         global_scratch: CUdeviceptr,
     ) -> Result<()> {
         let m = &self.manifest;
-        let mut values = kernel_params(m, user, abi, global_scratch)?;
+        let mut values = kernel_params(m, user, abi, global_scratch, &descriptor::encode)?;
         let mut pointers: Vec<*mut std::ffi::c_void> =
-            values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+            values.iter_mut().map(ParamValue::as_mut_ptr).collect();
         unsafe {
             check(
                 rank,
@@ -491,6 +532,7 @@ mod tests {
                     ty: (*ty).into(),
                     role: *role,
                     divisible_by: None,
+                    descriptor: None,
                 })
                 .collect(),
             global_scratch: Scratch::default(),
@@ -587,6 +629,74 @@ mod tests {
         ("profile_scratch", "*i8", ParamRole::ProfileScratch),
     ];
 
+    /// A tensor map that records the view's address, in place of the
+    /// driver's encoding.
+    fn fake_encode(
+        _: &LaunchManifest,
+        _: &Param,
+        _: &synco_manifest::TensorDescriptor,
+        view: &TensorView,
+    ) -> Result<sys::CUtensorMap> {
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        map.opaque[0] = view.base;
+        Ok(map)
+    }
+
+    /// [`kernel_params`]' words (a descriptor's map: its first 8 bytes).
+    fn words(
+        m: &LaunchManifest,
+        user: &[Arg],
+        abi: &dyn Fn(&str) -> Option<Arg>,
+        scratch: CUdeviceptr,
+    ) -> Result<Vec<[u8; 8]>> {
+        Ok(kernel_params(m, user, abi, scratch, &fake_encode)?
+            .into_iter()
+            .map(|v| match v {
+                ParamValue::Word(bytes) => bytes,
+                ParamValue::TensorMap(map) => map.opaque[0].to_ne_bytes(),
+            })
+            .collect())
+    }
+
+    /// A host tensor descriptor's map, then its parts (shape as i32s,
+    /// strides as i64s) from the same view; the caller passes only the view.
+    #[test]
+    fn descriptors_are_encoded_and_followed_by_their_parts() {
+        let mut m = manifest(&[
+            ("desc", "tensordesc<bf16[64,128]>", ParamRole::User),
+            ("desc_0", "i32", ParamRole::DescriptorPart),
+            ("desc_1", "i32", ParamRole::DescriptorPart),
+            ("desc_2", "i64", ParamRole::DescriptorPart),
+            ("desc_3", "i64", ParamRole::DescriptorPart),
+            ("n", "i32", ParamRole::User),
+        ]);
+        m.params[0].descriptor = Some(synco_manifest::TensorDescriptor {
+            block: vec![64, 128],
+            box_dims: vec![64, 64],
+            swizzle: 3,
+            data_type: 9,
+            element_bytes: 2,
+        });
+        let view = TensorView::new(0x4000, &[16384, 128], &[128, 1]).unwrap();
+        let values = words(&m, &[Arg::Descriptor(view), Arg::I32(5)], &abi, 0).unwrap();
+        assert_eq!(u64::from_ne_bytes(values[0]), 0x4000);
+        let int = |v: [u8; 8]| i32::from_ne_bytes(v[..4].try_into().unwrap());
+        assert_eq!((int(values[1]), int(values[2])), (16384, 128));
+        assert_eq!(
+            (i64::from_ne_bytes(values[3]), i64::from_ne_bytes(values[4])),
+            (128, 1)
+        );
+        assert_eq!(int(values[5]), 5);
+        let err = words(&m, &[Arg::Ptr(0x4000), Arg::I32(5)], &abi, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "argument 0 ('desc') of 'k' is tensordesc<bf16[64,128]>, but the value given is a pointer"
+        );
+        let huge = TensorView::new(0x4000, &[1 << 32, 128], &[128, 1]).unwrap();
+        let err = words(&m, &[Arg::Descriptor(huge), Arg::I32(5)], &abi, 0).unwrap_err();
+        assert!(err.to_string().contains("beyond an i32"), "{err}");
+    }
+
     fn abi(name: &str) -> Option<Arg> {
         match name {
             "synco_rank" => Some(Arg::I32(1)),
@@ -598,7 +708,7 @@ mod tests {
     #[test]
     fn arguments_follow_the_manifest_order() {
         let m = manifest(FUSED);
-        let values = kernel_params(&m, &[Arg::Ptr(0x1000), Arg::I32(7)], &abi, 0x3000).unwrap();
+        let values = words(&m, &[Arg::Ptr(0x1000), Arg::I32(7)], &abi, 0x3000).unwrap();
         assert_eq!(values.len(), 6);
         assert_eq!(u64::from_ne_bytes(values[0]), 0x1000);
         assert_eq!(i32::from_ne_bytes(values[1][..4].try_into().unwrap()), 7);
@@ -628,7 +738,7 @@ mod tests {
             Arg::I1(true),
             Arg::F64(1e-6),
         ];
-        let values = kernel_params(&m, &args, &abi, 0).unwrap();
+        let values = words(&m, &args, &abi, 0).unwrap();
         assert_eq!(
             f32::from_ne_bytes(values[0][..4].try_into().unwrap()),
             0.125
@@ -646,7 +756,7 @@ mod tests {
         assert_eq!(f64::from_ne_bytes(values[5]), 1e-6);
         let mut swapped = args;
         swapped.swap(1, 2);
-        let err = kernel_params(&m, &swapped, &abi, 0).unwrap_err();
+        let err = words(&m, &swapped, &abi, 0).unwrap_err();
         assert_eq!(
             err.to_string(),
             "argument 1 ('alpha') of 'k' is f16, but the value given is a bf16"
@@ -656,18 +766,18 @@ mod tests {
     #[test]
     fn wrong_counts_types_and_unknown_abi_values_are_errors() {
         let m = manifest(FUSED);
-        let err = kernel_params(&m, &[Arg::Ptr(1)], &abi, 0).unwrap_err();
+        let err = words(&m, &[Arg::Ptr(1)], &abi, 0).unwrap_err();
         assert_eq!(
             err.to_string(),
             "kernel 'k' takes 2 arguments of its own, 1 were given"
         );
-        let err = kernel_params(&m, &[Arg::I32(1), Arg::I32(7)], &abi, 0).unwrap_err();
+        let err = words(&m, &[Arg::I32(1), Arg::I32(7)], &abi, 0).unwrap_err();
         assert_eq!(
             err.to_string(),
             "argument 0 ('a_ptr') of 'k' is *bf16, but the value given is an i32"
         );
         let only_rank = |name: &str| (name == "synco_rank").then_some(Arg::I32(0));
-        let err = kernel_params(&m, &[Arg::Ptr(1), Arg::I32(7)], &only_rank, 0).unwrap_err();
+        let err = words(&m, &[Arg::Ptr(1), Arg::I32(7)], &only_rank, 0).unwrap_err();
         assert_eq!(
             err.to_string(),
             "kernel 'k' takes ABI argument 'synco_heap_bases', which this launch cannot provide \
@@ -678,11 +788,6 @@ mod tests {
             ("x", "*fp32", ParamRole::User),
             ("global_scratch", "*i8", ParamRole::GlobalScratch),
         ]);
-        assert_eq!(
-            kernel_params(&plain, &[Arg::Ptr(1)], &abi, 0)
-                .unwrap()
-                .len(),
-            2
-        );
+        assert_eq!(words(&plain, &[Arg::Ptr(1)], &abi, 0).unwrap().len(), 2);
     }
 }

@@ -118,6 +118,7 @@
 
 mod bindings;
 mod copies;
+mod descriptor;
 mod error;
 mod heap;
 mod kernel;
@@ -127,6 +128,7 @@ mod timeline;
 pub mod trace;
 
 pub use bindings::check_user_args;
+pub use descriptor::TensorView;
 pub use error::RuntimeError;
 pub use heap::Buffer;
 pub use kernel::{Arg, FusedKernel};

@@ -26,6 +26,9 @@ Requests:
   -> {"ok": true, "kernel": "name", "files": {"ttir": path, "ttgir": ...,
       "llir": ..., "ptx": ..., "cubin": ...}, "signature": ["*bf16", ...],
       "param_names": ["a_ptr", ...],
+      "tensordesc_meta": [{"swizzle": 3, "elem_size": 2, "data_type": 9,
+      "block_size": [64, 64], "fp4_padded": false}, ...] (per host tensor
+      descriptor parameter, the data type a CUtensorMapDataType),
       "metadata": {"shared": ..., "num_warps": ..., ...}}
 
 Errors: {"ok": false, "kind": "missing-triton" | "stage" | "round-trip" |
@@ -440,6 +443,7 @@ def compile_kernel(request):
     return {
         "ok": True,
         "kernel": metadata.get("name", name),
+        "tensordesc_meta": host_descriptor_meta(metadata.get("tensordesc_meta")),
         "files": files,
         "signature": signature,
         "param_names": param_names(src.src, name, len(signature)),
@@ -447,6 +451,22 @@ def compile_kernel(request):
         "metadata": keep,
         "triton_version": triton.__version__,
     }
+
+
+def host_descriptor_meta(metas):
+    """Triton's `tensordesc_meta` (how the kernel reads each host tensor
+    descriptor) with each data type as the host encodes it (a
+    `CUtensorMapDataType`, which numbers some types differently from the
+    device's)."""
+    if not metas:
+        return []
+    from triton.backends.nvidia.driver import TMA_DTYPE_DEVICE_TO_HOST
+
+    return [None if meta is None else {
+        "swizzle": meta["swizzle"], "elem_size": meta["elem_size"],
+        "data_type": TMA_DTYPE_DEVICE_TO_HOST[meta["elem_type"]],
+        "block_size": list(meta["block_size"]), "fp4_padded": bool(meta["fp4_padded"]),
+    } for meta in metas]
 
 
 def param_names(text, kernel, count):
