@@ -106,3 +106,76 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// A buffer bound to a host tensor descriptor (the tutorial's [Z * H * N, D]
+// view of a [Z * H, N, D] buffer, read in [64, 16] blocks) fits.
+// CHECK-LABEL: chunk.plan @host_descriptor
+// CHECK:       chunk.buffer @K : !chunk.buffer<4x256x16xbf16> bind(0)
+module {
+  chunk.plan @host_descriptor world_size(2) kernel(@k) {
+    chunk.buffer @K : !chunk.buffer<4x256x16xbf16> bind(0)
+    chunk.all_gather @K dim(1) chunks(2)
+    chunk.consume @K dim(1) tile(64)
+  }
+  "tt.func"() <{function_type = (!tt.tensordesc<tensor<64x16xbf16>>, i32, i32, i64, i64) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%k: !tt.tensordesc<tensor<64x16xbf16>>, %k0: i32, %k1: i32, %k2: i64, %k3: i64):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @descriptor_element world_size(2) kernel(@k) {
+    // expected-error @below {{buffer @K binds argument 0 of @k, a host tensor descriptor of 64x16xbf16 blocks, but the buffer holds f16}}
+    chunk.buffer @K : !chunk.buffer<4x256x16xf16> bind(0)
+  }
+  "tt.func"() <{function_type = (!tt.tensordesc<tensor<64x16xbf16>>, i32, i32, i64, i64) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%k: !tt.tensordesc<tensor<64x16xbf16>>, %k0: i32, %k1: i32, %k2: i64, %k3: i64):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @descriptor_rank world_size(2) kernel(@k) {
+    // expected-error @below {{a host tensor descriptor of 64x16xbf16 blocks, but the buffer has 1 dimensions: a descriptor views at most as many}}
+    chunk.buffer @K : !chunk.buffer<16384xbf16> bind(0)
+  }
+  "tt.func"() <{function_type = (!tt.tensordesc<tensor<64x16xbf16>>, i32, i32, i64, i64) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%k: !tt.tensordesc<tensor<64x16xbf16>>, %k0: i32, %k1: i32, %k2: i64, %k3: i64):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @descriptor_block world_size(2) kernel(@k) {
+    // expected-error @below {{but it views the buffer as 1024x8: a block does not fit}}
+    chunk.buffer @K : !chunk.buffer<4x256x8xbf16> bind(0)
+  }
+  "tt.func"() <{function_type = (!tt.tensordesc<tensor<64x16xbf16>>, i32, i32, i64, i64) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%k: !tt.tensordesc<tensor<64x16xbf16>>, %k0: i32, %k1: i32, %k2: i64, %k3: i64):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+module {
+  chunk.plan @descriptor_produced world_size(2) kernel(@k) {
+    chunk.buffer @P : !chunk.buffer<256x16xbf16> bind(0)
+    chunk.buffer @O : !chunk.buffer<128x16xbf16>
+    // expected-error @below {{@P is bound to a host tensor descriptor (argument 0 of @k): tiles that store through one cannot produce a plan buffer yet; pass the buffer as a pointer}}
+    chunk.produce @tiles @P dim(0) tile(64)
+    chunk.reduce_scatter @P into @O dim(0) chunks(1)
+  }
+  "tt.func"() <{function_type = (!tt.tensordesc<tensor<64x16xbf16>>, i32, i32, i64, i64) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%k: !tt.tensordesc<tensor<64x16xbf16>>, %k0: i32, %k1: i32, %k2: i64, %k3: i64):
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}

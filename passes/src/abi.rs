@@ -12,10 +12,12 @@
 //! | `synco_errors`     | `!tt.ptr<i32>`  | `[status, rank, chunk, epoch]`, status 0 = fine   |
 //!
 //! Then one `!tt.ptr<T>` argument `synco_buffer_<name>` for each buffer of
-//! the plan that is not bound to one of the user's arguments (for example
-//! the output of a reduce-scatter fused into a GEMM that only writes its
-//! partial), in plan order; their names are listed in the discardable
-//! attribute `chunk.abi_buffers`.
+//! the plan that is not bound to one of the user's pointer arguments (for
+//! example the output of a reduce-scatter fused into a GEMM that only
+//! writes its partial, or a buffer the kernel reads through a host tensor
+//! descriptor, which carries no address the kernel can compute with), in
+//! plan order; their names are listed in the discardable attribute
+//! `chunk.abi_buffers`.
 //!
 //! Symmetric buffers live at the same offset in every rank's heap, so a
 //! peer's copy of address `p` is `p - heap_bases[rank] + heap_bases[peer]`.
@@ -56,6 +58,31 @@ pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
     ir::block_args(entry)
         .get(first + ARGS.len() + index)
         .copied()
+}
+
+/// The pointer through which the fused kernel's own code (copy programs,
+/// reductions) reaches plan buffer `buffer`: the argument it binds where
+/// that is a pointer, else its `synco_buffer_<name>` argument.
+pub fn buffer_pointer(kernel: Op, buffer: &crate::plan::BufferDecl) -> Option<Value> {
+    buffer
+        .arg
+        .and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
+        .filter(|value| !is_descriptor(*value))
+        .or_else(|| buffer_arg(kernel, &buffer.name))
+}
+
+/// Whether `buffer` is bound to a kernel argument the kernel's code can
+/// address (a pointer, not a host tensor descriptor).
+pub fn bound_to_pointer(kernel: Op, buffer: &crate::plan::BufferDecl) -> bool {
+    buffer
+        .arg
+        .and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
+        .is_some_and(|value| !is_descriptor(value))
+}
+
+/// Whether `value` is a host tensor descriptor (`!tt.tensordesc<...>`).
+pub fn is_descriptor(value: Value) -> bool {
+    synco_manifest::descriptor_type(&ir::print_type(ir::type_of(value))).is_some()
 }
 
 /// Appends arguments `(name, type)` to the `tt.func` `kernel`: its

@@ -72,7 +72,12 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     let unbound: Vec<(&str, &str)> = plan
         .buffers
         .iter()
-        .filter(|b| b.arg.is_none() && (b.staging || b.trace || named.contains(&b.name)))
+        .filter(|b| {
+            let bound = crate::abi::bound_to_pointer(kernel, b);
+            let through_descriptor = b.arg.is_some() && !bound;
+            through_descriptor
+                || (b.arg.is_none() && (b.staging || b.trace || named.contains(&b.name)))
+        })
         .map(|b| (b.name.as_str(), b.element.as_str()))
         .collect();
     append_buffer_args(kernel, &unbound, NAME)?;

@@ -12,8 +12,12 @@ pub fn machine(at: impl AsOp, pass: &str, calibration: &str) -> Result<Machine, 
     if calibration.is_empty() {
         return Ok(Machine::H200_NVLINK);
     }
-    let text = std::fs::read_to_string(calibration)
-        .map_err(|e| fail(at, format!("{pass}: cannot read calibration {calibration}: {e}")))?;
+    let text = std::fs::read_to_string(calibration).map_err(|e| {
+        fail(
+            at,
+            format!("{pass}: cannot read calibration {calibration}: {e}"),
+        )
+    })?;
     Machine::from_json(&text)
         .map_err(|e| fail(at, format!("{pass}: bad calibration {calibration}: {e}")))
 }

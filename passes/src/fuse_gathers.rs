@@ -523,9 +523,12 @@ fn pull_reshard(
     }
     records::record_flag_layout(plan, &layout)?;
     let Some(target) = plan.buffer(into) else {
-        return Err(internal(produce, "the all-to-all's destination is not in the plan"));
+        return Err(internal(
+            produce,
+            "the all-to-all's destination is not in the plan",
+        ));
     };
-    if target.arg.is_none() && crate::abi::buffer_arg(kernel, into).is_none() {
+    if crate::abi::buffer_pointer(kernel, target).is_none() {
         crate::abi::append_buffer_args(kernel, &[(into, &target.element)], NAME)?;
     }
     let part = if range.dim == 0 { "rows" } else { "columns" };
@@ -557,16 +560,32 @@ fn record_reshard(
     element_bytes: i64,
 ) -> Result<(), PassFailed> {
     let w = plan.world_size;
-    let (block, chunk, per_rank) = (range.rank_block, range.rows_per_chunk, range.chunks_per_rank);
+    let (block, chunk, per_rank) = (
+        range.rank_block,
+        range.rows_per_chunk,
+        range.chunks_per_rank,
+    );
     let copy = |s: i64, d: i64, c: i64| {
         // Source and destination offsets, rows, their length and the
         // destination's row pitch (the source's is a row of @X), in
         // elements: chunk c of rank d's block.
         let (src, dst, count, row, dst_pitch) = if range.dim == 0 {
             let at = d * block + c * chunk;
-            (at * cols, c * chunk * w * cols + s * cols, chunk, cols, w * cols)
+            (
+                at * cols,
+                c * chunk * w * cols + s * cols,
+                chunk,
+                cols,
+                w * cols,
+            )
         } else {
-            (d * block + c * chunk, s * rows * block + c * chunk, rows, chunk, block)
+            (
+                d * block + c * chunk,
+                s * rows * block + c * chunk,
+                rows,
+                chunk,
+                block,
+            )
         };
         ReductionCopy {
             src_buffer: range.buffer.clone(),

@@ -46,7 +46,9 @@ fn run(module: OperationRef, _options: &ChunkVerifyPlanOptions) -> Result<(), Pa
             };
             let expected = format!("!tt.ptr<{}>", buffer.element);
             let actual = ir::print_type(*ty);
-            if actual != expected {
+            if let Some((block, element)) = synco_manifest::descriptor_type(&actual) {
+                check_descriptor_binding(&plan, buffer, &block, &element, &kernel_name)?;
+            } else if actual != expected {
                 return Err(fail(
                     buffer.op,
                     format!(
@@ -89,4 +91,71 @@ fn run(module: OperationRef, _options: &ChunkVerifyPlanOptions) -> Result<(), Pa
         }
     }
     Ok(())
+}
+
+/// A buffer bound to a host tensor descriptor (`!tt.tensordesc<tensor<64x
+/// 128xbf16>>`): the runtime makes the descriptor over the buffer, its
+/// dimensions the buffer's last ones and its first running over the
+/// leading ones too (`[Z * H * N, D]` of a `[Z * H, N, D]` buffer), so the
+/// element types must agree, the descriptor has at most the buffer's
+/// dimensions and each block fits in what it views. The kernel only reads
+/// through it: the plan cannot produce the buffer (the passes that fuse a
+/// producer rewrite its stores' addresses, which a descriptor hides).
+fn check_descriptor_binding(
+    plan: &crate::plan::Plan,
+    buffer: &crate::plan::BufferDecl,
+    block: &[u32],
+    element: &str,
+    kernel_name: &str,
+) -> Result<(), PassFailed> {
+    let name = &buffer.name;
+    let arg = buffer.arg.unwrap_or_default();
+    let refuse = |why: String| {
+        Err(fail(
+            buffer.op,
+            format!(
+                "buffer @{name} binds argument {arg} of @{kernel_name}, a host tensor descriptor of {}x{element} blocks, but {why}",
+                join_dims(block)
+            ),
+        ))
+    };
+    if element != buffer.element {
+        return refuse(format!("the buffer holds {}", buffer.element));
+    }
+    let Some(first) = buffer.shape.len().checked_sub(block.len()) else {
+        return refuse(format!(
+            "the buffer has {} dimensions: a descriptor views at most as many",
+            buffer.shape.len()
+        ));
+    };
+    let viewed: Option<Vec<i64>> = (0..block.len())
+        .map(|d| match d {
+            0 => buffer.shape[..=first]
+                .iter()
+                .try_fold(1i64, |n, &e| n.checked_mul(e)),
+            _ => Some(buffer.shape[first + d]),
+        })
+        .collect();
+    let Some(viewed) = viewed else {
+        return refuse("the buffer's rows overflow an i64".into());
+    };
+    if block.iter().zip(&viewed).any(|(b, v)| i64::from(*b) > *v) {
+        return refuse(format!(
+            "it views the buffer as {}: a block does not fit",
+            join_dims(&viewed)
+        ));
+    }
+    if let Some(produce) = plan.producer_of(name) {
+        return Err(fail(
+            produce,
+            format!(
+                "@{name} is bound to a host tensor descriptor (argument {arg} of @{kernel_name}): tiles that store through one cannot produce a plan buffer yet; pass the buffer as a pointer"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn join_dims<T: ToString>(dims: &[T]) -> String {
+    dims.iter().map(T::to_string).collect::<Vec<_>>().join("x")
 }

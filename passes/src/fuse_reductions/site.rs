@@ -189,11 +189,8 @@ impl<'a> Buffers<'a> {
                 ),
             ));
         }
-        let out_ptr = match out.arg {
-            Some(a) => kernel_arg(kernel, a),
-            None => buffer_arg(kernel, &out_name),
-        }
-        .ok_or_else(|| internal(kernel, "the reduction's output has no kernel argument"))?;
+        let out_ptr = crate::abi::buffer_pointer(kernel, out)
+            .ok_or_else(|| internal(kernel, "the reduction's output has no kernel argument"))?;
         let element_bytes = partial.element_bytes().ok_or_else(|| {
             fail(
                 produce,

@@ -482,13 +482,22 @@ fn descriptor_layout(op: Op, shape: &[i64]) -> Vec<(usize, ScalarRole, KernelVal
         let value = KernelValue::Scalar(operands[1 + d]);
         if d == 0 && first > 0 && !at_offset {
             let rows = shape[..=dim].iter().product();
-            let role = if stores { ScalarRole::Extent } else { ScalarRole::MaxExtent };
+            let role = if stores {
+                ScalarRole::Extent
+            } else {
+                ScalarRole::MaxExtent
+            };
             layout.push((0, role, value, rows));
         } else {
             layout.push((dim, extent, value, shape[dim]));
         }
         let stride = shape[dim + 1..].iter().product();
-        layout.push((dim, ScalarRole::Stride, KernelValue::Scalar(operands[1 + rank + d]), stride));
+        layout.push((
+            dim,
+            ScalarRole::Stride,
+            KernelValue::Scalar(operands[1 + rank + d]),
+            stride,
+        ));
     }
     layout
 }

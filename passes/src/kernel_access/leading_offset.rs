@@ -97,7 +97,13 @@ pub(super) fn leading_terms(op: Op, arg: Value, length: i64) -> Option<Vec<Offse
             .unwrap_or(1);
         OffsetTerm::Times(arg, length / gcd(length, constant))
     };
-    Some(terms.iter().zip(&factors).map(|(t, fs)| classify(t, fs)).collect())
+    Some(
+        terms
+            .iter()
+            .zip(&factors)
+            .map(|(t, fs)| classify(t, fs))
+            .collect(),
+    )
 }
 
 fn gcd(a: i64, b: i64) -> i64 {

@@ -171,15 +171,7 @@ fn check_tile_map(
     if access == Access::Load {
         let loops = find_tile_loops(kernel, arg, tile, tiles)?;
         if let Some(first) = loops.first() {
-            check_tile_loops(
-                tiles,
-                &name,
-                arg,
-                &buffer.shape,
-                &loops,
-                &accesses,
-                pass,
-            )?;
+            check_tile_loops(tiles, &name, arg, &buffer.shape, &loops, &accesses, pass)?;
             return Ok(Some((first.iv, loops)));
         }
     }
@@ -377,7 +369,9 @@ fn descriptor_loop_problem(
         let walked = merged_rows::buffer_dim_of(d, offsets.len(), shape.len());
         if walked != Some(dim) {
             let of_buffer = match walked {
-                Some(w) if offsets.len() != shape.len() => format!(" (dimension {w} of the buffer)"),
+                Some(w) if offsets.len() != shape.len() => {
+                    format!(" (dimension {w} of the buffer)")
+                }
                 _ => String::new(),
             };
             return Some(format!(

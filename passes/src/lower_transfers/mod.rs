@@ -231,8 +231,8 @@ fn copied_bytes(
 ) -> Result<(u64, i64), PassFailed> {
     let mut chunks: Vec<i64> = Vec::new();
     for t in transfers {
-        let bytes =
-            chunk_bytes(plan, *t).ok_or_else(|| internal(*t, "cannot size the transfer's chunk"))?;
+        let bytes = chunk_bytes(plan, *t)
+            .ok_or_else(|| internal(*t, "cannot size the transfer's chunk"))?;
         chunks.push(bytes);
     }
     chunks.extend(copies.iter().flatten().map(|c| c.bytes));

@@ -106,11 +106,8 @@ impl StagedCopy {
                     &format!("a reduction copy of @{name}, which is not in the plan"),
                 )
             })?;
-            let value = match buffer.arg {
-                Some(i) => crate::tiles::kernel_arg(kernel, i),
-                None => crate::abi::buffer_arg(kernel, name),
-            }
-            .ok_or_else(|| internal(kernel, &format!("@{name} has no kernel argument")))?;
+            let value = crate::abi::buffer_pointer(kernel, buffer)
+                .ok_or_else(|| internal(kernel, &format!("@{name} has no kernel argument")))?;
             let bytes = buffer.element_bytes().ok_or_else(|| {
                 fail(
                     plan.op,

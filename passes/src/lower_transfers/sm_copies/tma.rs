@@ -215,7 +215,13 @@ impl TensorMaps {
         if let Some((_, made)) = self.made.iter().find(|(k, _)| *k == key) {
             return *made;
         }
-        let made = make_descriptor(b, base, (view.rows, view.pitch), view.pitch, &block_type(tma, element));
+        let made = make_descriptor(
+            b,
+            base,
+            (view.rows, view.pitch),
+            view.pitch,
+            &block_type(tma, element),
+        );
         self.made.push((key, made));
         made
     }
@@ -223,7 +229,13 @@ impl TensorMaps {
     /// A tensor map of the chunk alone (its box at `base`, its first
     /// element), rows `pitch` apart.
     pub fn chunk(b: &Builder, base: Value, tma: &TmaBox, pitch: i64, element: ir::Type) -> Value {
-        make_descriptor(b, base, (tma.rows, tma.row_elems), pitch, &block_type(tma, element))
+        make_descriptor(
+            b,
+            base,
+            (tma.rows, tma.row_elems),
+            pitch,
+            &block_type(tma, element),
+        )
     }
 }
 
@@ -290,7 +302,12 @@ pub(super) fn copy_box(
             0,
         );
         let (store_row, store_col) = at((dst_row, dst_col));
-        body.op("tt.descriptor_store", &[dst, value, store_row, store_col], &[], &[]);
+        body.op(
+            "tt.descriptor_store",
+            &[dst, value, store_row, store_col],
+            &[],
+            &[],
+        );
     });
     // Triton pipelines a loop's bulk loads that feed no dot only where the
     // loop asks for stages: then `TMA_STAGES - 1` blocks are in flight

@@ -85,7 +85,10 @@ pub fn lower(
             layout
                 .iter()
                 .find(|r| r.kind == FlagKind::Output && r.buffer == src)
-                .and_then(|r| r.arrivals_per_chunk.map(|n| (r.base, r.dim, r.rows_per_chunk, n)))
+                .and_then(|r| {
+                    r.arrivals_per_chunk
+                        .map(|n| (r.base, r.dim, r.rows_per_chunk, n))
+                })
         });
         if t.reduces() || (t.after().len() > forwarded.len() && produced.is_none()) {
             return Err(fail(
@@ -117,7 +120,7 @@ pub fn lower(
         let (Some(buffer), Some(source)) = (plan.buffer(&dst_buf), plan.buffer(&src_buf)) else {
             return Err(internal(t, "the transfer's buffers are not in the plan"));
         };
-        if buffer.arg.is_none() && crate::abi::buffer_arg(kernel, &dst_buf).is_none() {
+        if crate::abi::buffer_pointer(kernel, buffer).is_none() {
             return Err(fail(
                 t,
                 format!("the ldst backend needs @{dst_buf} bound to a kernel argument"),
@@ -153,7 +156,8 @@ pub fn lower(
             let rows = (rows, row_elems, src_pitch, dst_pitch);
             let geometry = TmaBox::new(rows, block, element_bytes)
                 .and_then(|tma| {
-                    let starts = aligned_starts(t, plan.world_size, (source, buffer), element_bytes)?;
+                    let starts =
+                        aligned_starts(t, plan.world_size, (source, buffer), element_bytes)?;
                     Ok((tma, whole_buffer_views(&tma, (source, buffer), &starts)))
                 })
                 .map_err(|why| fail(t, format!("the tma backend cannot copy this chunk: {why}")))?;
@@ -225,6 +229,7 @@ fn emit_copy(
     let b = b.with_loc(ir::location_of(copy.op.0));
     let argument = |(name, arg): &(String, Option<usize>)| {
         arg.and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
+            .filter(|value| !crate::abi::is_descriptor(*value))
             .or_else(|| crate::abi::buffer_arg(kernel, name))
             .ok_or_else(|| internal(copy.op, &format!("no kernel argument carries @{name}")))
     };
@@ -265,7 +270,13 @@ fn emit_copy(
     if let Some((base, dim, rows, count)) = source_flag {
         let chunk = b.divsi(src_offsets[dim], b.const_i32(rows));
         let flag = b.addi(chunk, b.const_i32(base));
-        wait_on(&b, peer_ptr(&b, abi.flags, src_rank), flag, abi.epoch, count);
+        wait_on(
+            &b,
+            peer_ptr(&b, abi.flags, src_rank),
+            flag,
+            abi.epoch,
+            count,
+        );
     }
     let src_off = linear(src_offsets, &copy.src_strides);
     let dst_off = linear(dst_offsets, &copy.strides);
@@ -363,7 +374,9 @@ fn aligned_starts(
         let start = offsets
             .iter()
             .zip(&strides)
-            .try_fold(0i64, |sum, (o, s)| o.checked_mul(*s).and_then(|x| sum.checked_add(x)))
+            .try_fold(0i64, |sum, (o, s)| {
+                o.checked_mul(*s).and_then(|x| sum.checked_add(x))
+            })
             .ok_or_else(|| format!("its offset on rank {r} overflows 64 bits"))?;
         tma::check_aligned(start, element_bytes)
             .map_err(|why| format!("on rank {r} in @{}, {why}", buffer.name))?;

@@ -381,7 +381,15 @@ what needs the kernel too:
 
 * the plan names a `tt.func` of the module;
 * every `bind(i)` is an argument of that kernel, a `!tt.ptr<T>` whose `T`
-  is the buffer's element type;
+  is the buffer's element type, or a host tensor descriptor
+  (`!tt.tensordesc<tensor<64x128xT>>`, a `TensorDescriptor` the caller
+  makes, as Triton's fused-attention tutorial passes K and V on Hopper)
+  of the buffer's element type, of at most its dimensions, whose block
+  fits the view the runtime makes of it (the buffer's last dimensions,
+  the first running over the leading ones too: `[Z * H * N, D]` of a
+  `[Z * H, N, D]` buffer); the plan may not produce a buffer bound so
+  (the kernel would store through a descriptor, whose addresses the
+  reduction passes cannot rewrite);
 * no two buffers bind the same argument;
 * every consumed buffer is bound (the kernel must read it), and so is
   every produced one (the kernel must write it).
@@ -402,8 +410,9 @@ each plan's `kernel(@...)` (function type, entry block arguments named
 after them, `arg_attrs` extended), and records where they start in the
 discardable attribute `chunk.abi_first_arg`; then one pointer argument
 per plan buffer without `bind(i)` that is a staging buffer or that a
-transfer, collective, `chunk.consume` or `chunk.produce` names (listed in
-`chunk.abi_buffers`).
+transfer, collective, `chunk.consume` or `chunk.produce` names, and per
+buffer bound to a host tensor descriptor (which carries no address the
+copy programs could write through), listed in `chunk.abi_buffers`.
 A buffer the plan only declares (a GEMM's output, for the cost model's
 sake) gets none: the kernel writes it through its own argument, which
 need not be symmetric.
