@@ -15,7 +15,9 @@ benches/attention/overhead.py):
 * `tutorial`: Triton's fused-attention tutorial's form, one descriptor over
   every head's rows of [heads, tokens, head_dim] tensors, read at offsets
   the loop carries from the head's first row (`flash_attn_tutorial.py`;
-  layout `bhsd`: see `LAYOUTS`).
+  layout `bhsd`: see `LAYOUTS`);
+* `tutorial_host`: the same kernel as the tutorial runs it on Hopper, Q,
+  K, V and the output passed as host tensor descriptors (`DESCRIPTORS`).
 """
 
 import importlib.util
@@ -27,11 +29,16 @@ STYLES = {"blocks": ("flash_attn_blocks.py", "attn_fwd_blocks"),
           "moved": ("flash_attn_strided.py", "attn_fwd_moved"),
           "descriptors": ("flash_attn_desc.py", "attn_fwd_desc"),
           "rows": ("flash_attn_desc_rows.py", "attn_fwd_desc_rows"),
-          "tutorial": ("flash_attn_tutorial.py", "attn_fwd_tutorial")}
+          "tutorial": ("flash_attn_tutorial.py", "attn_fwd_tutorial"),
+          "tutorial_host": ("flash_attn_tutorial.py", "attn_fwd_tutorial_host")}
 
 #: The layout of Q, K, V and the output each style reads, where it is not
 #: [tokens, heads * head_dim] (`synco.ops.AllGatherAttention`'s `layout`).
-LAYOUTS = {"tutorial": "bhsd"}
+LAYOUTS = {"tutorial": "bhsd", "tutorial_host": "bhsd"}
+
+#: The styles whose Q, K, V and output are host tensor descriptors
+#: (`synco.ops.AllGatherAttention`'s `descriptors`).
+DESCRIPTORS = {"tutorial_host"}
 
 
 def layout(style):

@@ -27,6 +27,13 @@ block of BLOCK_N rows is the loop's tile within its head.
 * Descriptors made in a kernel live in Triton's global scratch: run alone
   through Triton, it needs `triton.set_allocator`; Synco's runtime gives
   each program its scratch.
+
+`attn_fwd_tutorial_host` is the same kernel as the tutorial runs it on
+Hopper: Q, K, V and the output come as host tensor descriptors (Triton's
+`TensorDescriptor`, each followed by the shape and strides Triton passes
+with it). Synco's runtime encodes their tensor maps; `synco.ops.
+AllGatherAttention(..., descriptors=True)` makes each over its tensor's
+rows, K's and V's over the gathered sequence.
 """
 
 import triton
@@ -121,3 +128,45 @@ def attn_fwd_tutorial(Q, K, V, Out, sm_scale,
                                         N_CTX_KV)
     acc = acc / l_i[:, None]
     desc_o.store([qo_offset_y, 0], acc.to(Out.type.element_ty))
+
+
+@triton.jit
+def attn_fwd_tutorial_host(desc_q, desc_k, desc_v, desc_o, sm_scale,
+                           stride_qz, stride_qh, stride_qm,
+                           stride_kz, stride_kh, stride_kn,
+                           stride_vz, stride_vh, stride_vn,
+                           stride_oz, stride_oh, stride_om,
+                           H, H_KV, N_CTX_Q, N_CTX_KV,
+                           HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           CAUSAL: tl.constexpr):
+    """`attn_fwd_tutorial` as the tutorial runs it on Hopper: Q, K, V and
+    the output come as host-made tensor descriptors (Triton's
+    `TensorDescriptor`: a 2-D [Z * H * N, HEAD_DIM] view of each tensor,
+    blocks of [BLOCK_M or BLOCK_N, HEAD_DIM]) instead of pointers."""
+    STAGE: tl.constexpr = 3 if CAUSAL else 1
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    off_h_kv = off_h // (H // H_KV)
+    offset_q = off_z * (N_CTX_Q * H) + off_h * N_CTX_Q
+    offset_kv = off_z * (N_CTX_KV * H_KV) + off_h_kv * N_CTX_KV
+    qo_offset_y = offset_q + start_m * BLOCK_M
+    past = tl.multiple_of(N_CTX_KV - N_CTX_Q, BLOCK_M)
+    offs_m = past + start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_kv, start_m,
+                                        past, qk_scale, BLOCK_M, BLOCK_N, 4 - STAGE, offs_m,
+                                        offs_n, N_CTX_KV)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_kv, start_m,
+                                        past, qk_scale, BLOCK_M, BLOCK_N, 2, offs_m, offs_n,
+                                        N_CTX_KV)
+    acc = acc / l_i[:, None]
+    desc_o.store([qo_offset_y, 0], acc.to(desc_o.dtype))

@@ -172,6 +172,61 @@ for what, text, kwargs in [
         world_size=4, seq=2048, kv_heads=2, head_dim=64, zigzag=True, **kwargs))
     expect(f"attention refuses {what}", ok, got)
 
+# Host tensor descriptors: Triton's fused-attention tutorial as it runs on
+# Hopper (examples/attention/flash_attn_tutorial.py, attn_fwd_tutorial_host)
+# takes Q, K, V and the output as `TensorDescriptor`s. Each is one
+# parameter to the caller; Triton passes its shape and strides after it,
+# so the plan binds K and V as the kernel's arguments 5 and 10. A tensor
+# passed for one is read by rows ([heads, tokens, head_dim] as [heads *
+# tokens, head_dim]); a TensorDescriptor gives its own view, its block
+# the kernel's; K and V must be the symmetric buffers, read by rows.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "attention"))
+import attention_styles  # noqa: E402
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
+host = ops.AllGatherAttention.compile(
+    2, seq=512, kv_heads=2, head_dim=64, config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=2,
+    backend="ldst", layout="bhsd", kernel=attention_styles.kernel("tutorial_host"),
+    descriptors=True, num_warps=4, num_stages=2, cache_dir=cache)
+expect("a kernel of host descriptors takes one parameter per descriptor",
+       [t for _, t in host.manifest.user_params[:5]]
+       == ["tensordesc<bf16[64,64]>"] * 4 + ["fp32"], str(host.manifest.user_params[:5]))
+expect("its plan binds K and V as the kernel's arguments 5 and 10",
+       [(n, a) for n, _, _, a in host.manifest.buffers] == [("K", 5), ("V", 10)]
+       and host.manifest.user_param_args[:5] == [0, 5, 10, 15, 20],
+       str(host.manifest.buffers))
+check_host = runtime.LaunchArguments(host.manifest, "cpu", heap)
+hk, hv = symmetric(1 << 20, (2, 512, 64)), symmetric(2 << 20, (2, 512, 64))
+hq, ho = torch.zeros((4, 256, 64), dtype=torch.bfloat16), torch.zeros((4, 256, 64),
+                                                                      dtype=torch.bfloat16)
+host_args = [hq, hk, hv, ho, 0.125] + [0] * 12 + [4, 2, 256, 512]
+values, bindings = check_host(host_args)
+expect("a tensor for a descriptor is read by rows",
+       values[:2] == [(hq.data_ptr(), [1024, 64], [64, 1]), (hk.data_ptr(), [1024, 64], [64, 1])]
+       and bindings == [("K", 1 << 20, hk.nbytes), ("V", 2 << 20, hv.nbytes)], str(values[:2]))
+expect("the quick pass and the checks one by one agree on descriptors",
+       check_host._checked(host_args, None) == (values, bindings))
+host.manifest.check_args(0, values)
+own = TensorDescriptor(hq, [1024, 64], [64, 1], [64, 64])
+expect("a TensorDescriptor gives its own view",
+       check_host([own, *host_args[1:]])[0][0] == (hq.data_ptr(), [1024, 64], [64, 1]))
+for what, args, text in [
+    ("a descriptor of other blocks", [TensorDescriptor(hq, [1024, 64], [64, 1], [32, 64]),
+                                      *host_args[1:]], "is a descriptor of [32, 64] blocks"),
+    ("K outside the heap", [hq, hk.clone(), *host_args[2:]], "argument 'desc_k' is not symmetric"),
+    ("K viewed from inside", [hq, TensorDescriptor(hk, [1023, 64], [64, 1], [64, 64]),
+                              *host_args[2:]], "views @K as [1023, 64] (strides [64, 1]): the plan "
+                                               "reads it by rows, [1024, 64]"),
+    ("a number for a descriptor", [7, *host_args[1:]], "argument 'desc_q' is a tensor descriptor"),
+    ("a wrong dtype", [hq.float(), *host_args[1:]], "argument 'desc_q' is torch.float32"),
+]:
+    ok, got = raises(synco.LaunchError, text, lambda args=args: check_host(args))
+    expect(f"refuses {what}", ok, got)
+short = list(values)
+short[-1] = 256
+ok, got = raises(synco.LaunchError, "'N_CTX_KV'", lambda: host.manifest.check_args(0, short))
+expect("the plan's fixed scalars count the descriptors' parts", ok, got)
+
 # Ulysses attention: Q, K, V held by tokens (unbound @Qs, @Ks, @Vs, passed
 # as buffers) and re-sharded into the kernel's arguments by heads.
 ulysses = ops.UlyssesAttention.compile(2, seq=1024, heads=4, kv_heads=2, head_dim=64,

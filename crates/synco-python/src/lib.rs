@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use synco_manifest::{LaunchManifest, ParamRole, ScalarType};
-use synco_runtime::Arg;
+use synco_runtime::{Arg, TensorView};
 
 create_exception!(
     _native,
@@ -62,10 +62,25 @@ impl Manifest {
     }
 
     /// The parameters the caller passes, in order: `(name, type)`, types
-    /// in Triton's spelling (`*bf16`, `i32`, `fp32`).
+    /// in Triton's spelling (`*bf16`, `i32`, `fp32`,
+    /// `tensordesc<bf16[64,128]>`).
     #[getter]
     fn user_params(&self) -> Vec<(String, String)> {
         user_params(&self.manifest)
+    }
+
+    /// The kernel argument each of `user_params` is (the two differ after
+    /// a host tensor descriptor, whose shape and strides Triton passes as
+    /// arguments of their own, filled by the runtime).
+    #[getter]
+    fn user_param_args(&self) -> Vec<usize> {
+        self.manifest
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.role == ParamRole::User)
+            .map(|(index, _)| index)
+            .collect()
     }
 
     /// The plan's buffers the caller binds (not the kernel's own staging
@@ -167,6 +182,20 @@ fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
     if ty.starts_with('*') {
         let address: u64 = value.extract().map_err(|_| wrong("an address (int)"))?;
         return Ok(Arg::Ptr(address));
+    }
+    if synco_manifest::descriptor_type(ty).is_some() {
+        let expected = "(address, shape, strides) of the tensor it views";
+        let (address, shape, strides): (u64, Vec<i64>, Vec<i64>) =
+            value.extract().map_err(|_| wrong(expected))?;
+        return TensorView::new(address, &shape, &strides)
+            .map(Arg::Descriptor)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "argument '{name}' views {} dimensions with {} strides: a tensor descriptor has 1 to 5, one stride each",
+                    shape.len(),
+                    strides.len()
+                ))
+            });
     }
     let Some(scalar) = ScalarType::parse(ty) else {
         return Err(wrong("a type the runtime can pass"));

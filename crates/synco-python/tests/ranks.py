@@ -157,8 +157,8 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
     + [(True, "tma", "direct", True, 2)] \
     + [(causal, backend, "direct", False, 2, style) for style in attention_styles.STYLES
        for causal in (False, True) for backend in ("copy_engine", "ldst")
-       if style != "tutorial"] \
-    + [(False, backend, "direct", False, 2, "tutorial")
+       if style not in ("tutorial", "tutorial_host")] \
+    + [(False, backend, "direct", False, 2, style) for style in ("tutorial", "tutorial_host")
        for backend in ("copy_engine", "ldst", "tma")] \
     + [(causal, backend, algorithm, zigzag, 2, None, "bhsd")
        for causal, backend, algorithm, zigzag in (
@@ -185,8 +185,9 @@ def attention_options(world, variant, cache):
     kernel = attention_styles.kernel(style) if style else None
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
                 config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=chunks, backend=backend,
-                algorithm=algorithm, zigzag=zigzag, layout=layout, kernel=kernel, num_warps=4,
-                num_stages=2, cache_dir=cache)
+                algorithm=algorithm, zigzag=zigzag, layout=layout, kernel=kernel,
+                descriptors=style in attention_styles.DESCRIPTORS, num_warps=4, num_stages=2,
+                cache_dir=cache)
 
 
 def attention_name(variant):

@@ -49,6 +49,18 @@ class Compiled:
         self.manifest.check_args(rank, list(args))
 
 
+def kernel_arg(signature, position):
+    """The kernel argument (the index a plan's `bind(i)` names) that
+    runtime parameter `position` of `signature` is: each host tensor
+    descriptor before it (`tensordesc<bf16[64,128]>`) counts its shape and
+    strides too, which Triton passes as arguments of their own."""
+    index = 0
+    for ty in signature[:position]:
+        rank = ty.count(",") + 1 if ty.startswith("tensordesc<") else 0
+        index += 1 + 2 * rank
+    return index
+
+
 def compile(kernel, *, signature, plan=None, pipeline="synco-fuse", constexprs=None,
             divisible=(), target="sm_90a", num_warps=None, num_stages=None, cache_dir=None):
     """Compiles `kernel` (a `@triton.jit` function, or `(path, name)` of

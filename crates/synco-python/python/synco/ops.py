@@ -39,7 +39,7 @@ from typing import Optional
 import torch
 
 from . import kernels, plans
-from .compiler import compile
+from .compiler import compile, kernel_arg
 from .runtime import GROUPS, LaunchError
 
 #: Triton's and the plans' names of the element types the operators take.
@@ -320,7 +320,13 @@ class AllGatherAttention:
     head_dim]; `"bhsd"` as [heads, tokens, head_dim], the layout of
     PyTorch's `scaled_dot_product_attention` (batch 1) and of Triton's
     fused-attention tutorial, whose K and V the plan gathers along their
-    second dimension. The kernel gets the layout's strides either way."""
+    second dimension. The kernel gets the layout's strides either way.
+
+    `descriptors`: the kernel takes Q, K, V and Out as host tensor
+    descriptors (Triton's `TensorDescriptor`, as the fused-attention
+    tutorial passes them on Hopper) instead of pointers; the op makes each
+    over its tensor's rows (`synco.runtime.rows_view`), K's and V's over
+    the gathered sequence."""
 
     CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
     SIGNATURE = ["*bf16"] * 4 + ["fp32"] + ["i32"] * 16
@@ -330,23 +336,41 @@ class AllGatherAttention:
         + ["N_CTX_Q", "N_CTX_KV"]
 
     @classmethod
+    def signature(cls, *, head_dim, config=None, descriptors=False, zigzag=False):
+        """Triton's types of the kernel's runtime parameters and the ones
+        that are multiples of 16: `SIGNATURE` and `DIVISIBLE`, or with
+        `descriptors` Q, K, V and Out as host tensor descriptors (blocks of
+        [BLOCK_M or BLOCK_N, head_dim]); the rank last with `zigzag`."""
+        config = {**cls.CONFIG, **(config or {})}
+        signature = cls.SIGNATURE + (["i32"] if zigzag else [])
+        if not descriptors:
+            return signature, cls.DIVISIBLE
+        rows = (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_N"], config["BLOCK_M"])
+        tensors = [f"tensordesc<bf16[{r},{head_dim}]>" for r in rows]
+        return tensors + signature[4:], [n for n in cls.DIVISIBLE if n not in ("Q", "K", "V", "Out")]
+
+    @classmethod
     def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=None, backend="copy_engine", algorithm="direct",
-                zigzag=False, layout="bshd", num_warps=8, num_stages=3, cache_dir=None):
+                zigzag=False, layout="bshd", descriptors=False, num_warps=8, num_stages=3,
+                cache_dir=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
         if kernel is None:
             kernel = kernels.attention_zigzag if zigzag else kernels.attention
         if chunks is None:
             chunks = 2 if zigzag else 1
+        signature, divisible = cls.signature(head_dim=head_dim, config=config,
+                                             descriptors=descriptors, zigzag=zigzag)
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
                                           chunks=chunks, backend=backend, algorithm=algorithm,
-                                          zigzag=zigzag, layout=layout)
+                                          zigzag=zigzag, layout=layout,
+                                          k_arg=kernel_arg(signature, 1),
+                                          v_arg=kernel_arg(signature, 2))
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
-        signature = cls.SIGNATURE + (["i32"] if zigzag else [])
         return compile(kernel, signature=signature, plan=plan, pipeline="synco-fuse",
-                       constexprs=constexprs, divisible=cls.DIVISIBLE, num_warps=num_warps,
+                       constexprs=constexprs, divisible=divisible, num_warps=num_warps,
                        num_stages=num_stages, cache_dir=cache_dir)
 
     def __init__(self, group, *, seq, heads, kv_heads, head_dim, causal=False, zigzag=False,

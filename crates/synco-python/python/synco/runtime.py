@@ -160,14 +160,27 @@ class LaunchArguments:
         self.params = manifest.user_params
         self.plan_buffers = {name: (tuple(shape), element, arg)
                              for name, shape, element, arg in manifest.buffers}
-        self.bound_args = {arg: name for name, (_, _, arg) in self.plan_buffers.items()
-                           if arg is not None}
+        # Plan buffers by the position of the user parameter they bind (a
+        # kernel argument index counts a host descriptor's parts too).
+        position = {arg: i for i, arg in enumerate(manifest.user_param_args)}
+        self.bound_args = {position[arg]: name for name, (_, _, arg) in self.plan_buffers.items()
+                           if arg in position}
         # What a valid argument is, per parameter (None: a scalar), and per
-        # plan buffer no argument carries: (dtype, plan buffer, its shape).
-        self._specs = [None if not ty.startswith("*") else self._spec(ty[1:], self.bound_args.get(i))
+        # plan buffer no argument carries: (dtype, plan buffer, its shape,
+        # and for a host tensor descriptor the block it reads).
+        self._specs = [self._param_spec(ty, self.bound_args.get(i))
                        for i, (_, ty) in enumerate(self.params)]
         self._unbound = {name: self._spec(element, name)
                          for name, (_, element, arg) in self.plan_buffers.items() if arg is None}
+
+    def _param_spec(self, ty, plan_buffer):
+        if ty.startswith("*"):
+            return self._spec(ty[1:], plan_buffer)
+        descriptor = descriptor_type(ty)
+        if descriptor is not None:
+            element, block = descriptor
+            return self._spec(element, plan_buffer) + (block,)
+        return None
 
     def _spec(self, element, plan_buffer):
         shape = self.plan_buffers[plan_buffer][0] if plan_buffer is not None else None
@@ -195,7 +208,7 @@ class LaunchArguments:
             address = fits(value, spec, bindings)
             if address is None:
                 return None
-            values.append(address)
+            values.append(address if len(spec) == 3 else rows_view(value, spec[3]))
         if buffers:
             for name, tensor in buffers.items():
                 spec = self._unbound.get(name)
@@ -206,7 +219,7 @@ class LaunchArguments:
     def _fits(self, tensor, spec, bindings):
         """`tensor`'s address if it is what `spec` asks for (its binding,
         if it is a plan buffer's, appended to `bindings`); else None."""
-        dtype, plan_buffer, shape = spec
+        dtype, plan_buffer, shape = spec[:3]
         if not (isinstance(tensor, torch.Tensor) and tensor.device == self.device
                 and (dtype is None or tensor.dtype == dtype) and tensor.is_contiguous()):
             return None
@@ -229,6 +242,9 @@ class LaunchArguments:
                               f"{len(args)} were given")
         values, bindings = [], []
         for index, ((name, ty), value) in enumerate(zip(self.params, args)):
+            if len(self._specs[index] or ()) == 4:
+                values.append(self._descriptor(name, value, self._specs[index], bindings))
+                continue
             if not ty.startswith("*"):
                 if isinstance(value, torch.Tensor):
                     raise LaunchError(f"argument '{name}' has type {ty}: pass a Python number, "
@@ -251,6 +267,36 @@ class LaunchArguments:
             bindings.append((name, self.heap.offset_of(tensor, what), tensor.nbytes))
         return values, bindings
 
+    def _descriptor(self, name, value, spec, bindings):
+        """The runtime's value of a host tensor descriptor parameter,
+        `(address, shape, strides)`: from a tensor, a view of its rows
+        (`rows_view`); from a Triton `TensorDescriptor` (anything with
+        `base`, `shape`, `strides` and `block_shape`), its own view, its
+        block the kernel's."""
+        dtype, plan_buffer, _, block = spec
+        what = f"argument '{name}'"
+        element = next((e for e, t in DTYPES.items() if t == dtype), None)
+        if isinstance(value, torch.Tensor):
+            tensor, view = value, None
+        elif all(hasattr(value, a) for a in ("base", "shape", "strides", "block_shape")):
+            tensor = value.base
+            if list(value.block_shape) != list(block):
+                raise LaunchError(f"{what} is a descriptor of {list(value.block_shape)} blocks, the "
+                                  f"kernel reads {list(block)}")
+            view = (tensor.data_ptr(), [int(n) for n in value.shape],
+                    [int(n) for n in value.strides])
+        else:
+            raise LaunchError(f"{what} is a tensor descriptor: pass a tensor (read by rows) or a "
+                              f"triton TensorDescriptor, not {type(value).__name__}")
+        self._check_tensor(what, element, tensor, plan_buffer)
+        rows = rows_view(tensor, block)
+        if plan_buffer is not None:
+            bindings.append((plan_buffer, self.heap.offset_of(tensor, what), tensor.nbytes))
+            if view is not None and view != rows:
+                raise LaunchError(f"{what} views @{plan_buffer} as {view[1]} (strides {view[2]}): "
+                                  f"the plan reads it by rows, {rows[1]} (strides {rows[2]})")
+        return view if view is not None else rows
+
     def _check_tensor(self, what, element, tensor, plan_buffer):
         if not isinstance(tensor, torch.Tensor):
             raise LaunchError(f"{what} is a pointer: pass a tensor, not {type(tensor).__name__}")
@@ -267,6 +313,32 @@ class LaunchArguments:
             if tuple(tensor.shape) != shape:
                 raise LaunchError(f"{what} has shape {tuple(tensor.shape)}, the plan's buffer "
                                   f"@{plan_buffer} is {shape}")
+
+
+def descriptor_type(ty):
+    """`(element, block)` of a host tensor descriptor type in Triton's
+    spelling (`tensordesc<bf16[64,128]>`: `("bf16", (64, 128))`), else
+    None."""
+    if not (ty.startswith("tensordesc<") and ty.endswith("]>")):
+        return None
+    element, _, dims = ty[len("tensordesc<"):-2].partition("[")
+    return element, tuple(int(d) for d in dims.split(","))
+
+
+def rows_view(tensor, block):
+    """The view a host tensor descriptor of `block`'s dimensions takes of a
+    contiguous `tensor`, as Triton's fused-attention tutorial makes its
+    descriptors: the tensor's last dimensions, its leading ones merged
+    into the first (a [Z, H, N, D] tensor read by [BLOCK, D] blocks is
+    [Z * H * N, D]), row-major; `(address, shape, strides)`."""
+    rank = len(block)
+    shape = list(tensor.shape)
+    if len(shape) < rank:
+        raise LaunchError(f"a tensor of {len(shape)} dimensions cannot be read by "
+                          f"{rank}-dimensional blocks {list(block)}")
+    rows = [math.prod(shape[:len(shape) - rank + 1]), *shape[len(shape) - rank + 1:]]
+    strides = [math.prod(rows[d + 1:]) for d in range(rank)]
+    return tensor.data_ptr(), rows, strides
 
 
 def check_world_size(manifest, world_size):
@@ -309,4 +381,4 @@ class Kernel:
 
 
 __all__ = ["DTYPES", "Group", "Heap", "Kernel", "LaunchArguments", "LaunchError", "SymmetryError",
-           "WatchdogError", "check_world_size"]
+           "WatchdogError", "check_world_size", "descriptor_type", "rows_view"]
