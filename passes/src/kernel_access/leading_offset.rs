@@ -2,7 +2,9 @@
 //! 2-D tile, in a plan buffer of three or more dimensions whose tile map
 //! walks the dimension before the last: an attention's K as [heads,
 //! tokens, head_dim], read a head at a time as `K + off_z * stride_kz +
-//! off_h * stride_kh + rows * stride_kn + cols`. The rows a tile reads are
+//! off_h * stride_kh + rows * stride_kn + cols`, or through a tensor
+//! descriptor of that head's [tokens, head_dim] made at `K + off_z *
+//! stride_kz + off_h * stride_kh`. The rows a tile reads are
 //! those of the chunk it waits for only if that offset selects whole
 //! slices of the walked and last dimensions: a multiple of the stride of
 //! the dimension before the walked one (a shift of a few rows would read
@@ -18,7 +20,7 @@
 //! neither is refused.
 
 use super::axes::BufferDims;
-use super::merged_rows::{is_kernel_arg, leaves};
+use super::merged_rows::{descriptor_maker, is_kernel_arg, leaves};
 use crate::kernel_loops::is_multiple_of;
 use synco_ir::{self as ir, Op, Value};
 
@@ -52,16 +54,7 @@ pub(super) fn sliced_dim(dims: BufferDims) -> Option<usize> {
 /// kernel computes otherwise, or one a loop carries), which this does not
 /// check.
 pub(super) fn leading_terms(op: Op, arg: Value, length: i64) -> Option<Vec<OffsetTerm>> {
-    if !matches!(ir::op_name(op).as_str(), "tt.load" | "tt.store") {
-        return None;
-    }
-    let ptr = *ir::operands(op).first()?;
-    let offsets = ir::backward_slice(ptr)
-        .into_iter()
-        .filter_map(ir::defining_op)
-        .filter(|o| ir::op_name(*o) == "tt.splat")
-        .filter_map(|splat| ir::operands(splat).first().copied())
-        .find_map(|base| offsets_from(base, arg))?;
+    let offsets = tile_base_offsets(op, arg)?;
     let mut terms = Vec::new();
     for offset in offsets {
         match leaves(offset, "arith.addi")[..] {
@@ -112,6 +105,45 @@ fn gcd(a: i64, b: i64) -> i64 {
         (a, b) = (b, a % b);
     }
     i64::try_from(a).unwrap_or(1).max(1)
+}
+
+/// The scalar offsets added to `arg` before access `op`'s tile: those of
+/// the base a pointer access splats into its tile, or those of the address
+/// the tensor descriptor it goes through was made at (`K + off_z *
+/// stride_kz + off_h * stride_kh`, one head's [tokens, head_dim]). None
+/// where the base is not `arg` plus scalar offsets.
+fn tile_base_offsets(op: Op, arg: Value) -> Option<Vec<Value>> {
+    match ir::op_name(op).as_str() {
+        "tt.load" | "tt.store" => {
+            let ptr = *ir::operands(op).first()?;
+            ir::backward_slice(ptr)
+                .into_iter()
+                .filter_map(ir::defining_op)
+                .filter(|o| ir::op_name(*o) == "tt.splat")
+                .filter_map(|splat| ir::operands(splat).first().copied())
+                .find_map(|base| offsets_from(base, arg))
+        }
+        "tt.descriptor_load" | "tt.descriptor_store" => {
+            let maker = descriptor_maker(op)?;
+            offsets_from(*ir::operands(maker).first()?, arg)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the descriptor access `op` goes through was made at its
+/// buffer's argument plus scalar offsets (which [`leading_terms`] reads),
+/// `arg` the kernel argument it reaches.
+pub(super) fn descriptor_made_at_offsets(op: Op) -> bool {
+    descriptor_maker(op)
+        .and_then(|maker| ir::operands(maker).first().copied())
+        .is_some_and(|base| {
+            let mut v = base;
+            while let Some(add) = ir::defining_op(v).filter(|o| ir::op_name(*o) == "tt.addptr") {
+                v = ir::operands(add)[0];
+            }
+            is_kernel_arg(v)
+        })
 }
 
 /// The scalar offsets `tt.addptr`s add to `arg` to make `base`, if they do.

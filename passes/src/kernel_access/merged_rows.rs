@@ -2,8 +2,8 @@
 //! `[Z * H * N, D]` view of a `[Z * H, N, D]` (or `[Z, H, N, D]`) buffer
 //! that Triton's fused-attention tutorial reads K and V through. (One made
 //! at an offset into the buffer, one head's `[N, D]` at the head's
-//! address, is refused: that the offset is whole heads is checked for
-//! pointer accesses, [`super::leading_offset`], not for descriptors.)
+//! address, is checked as a pointer access's offset is,
+//! [`super::leading_offset`].)
 //!
 //! The descriptor's dimensions are the buffer's last ones, in order; its
 //! first also runs over the buffer's leading dimensions (their rows

@@ -358,9 +358,19 @@ fn descriptor_loop_problem(
             "reads blocks of {n} rows at {var}, not tile({tile})"
         ));
     }
-    if offsets.len() < shape.len() && merged_rows::made_at_offset(op) {
+    // A descriptor of the last two dimensions made at an offset into the
+    // buffer (one head's [tokens, head_dim]) is checked where the layout
+    // is ([`leading_offset`]: the offset must be whole heads); others not.
+    let dims = BufferDims {
+        rank: shape.len(),
+        tiled: Some(dim),
+    };
+    let checked = offsets.len() == 2
+        && leading_offset::sliced_dim(dims).is_some()
+        && leading_offset::descriptor_made_at_offsets(op);
+    if offsets.len() < shape.len() && merged_rows::made_at_offset(op) && !checked {
         return Some(format!(
-            "goes through a {}-D descriptor made at an offset into the {}-D buffer: that the offset selects whole rows of the leading dimensions is not checked; make the descriptor at the buffer's start, over all its rows, and add the first row to the offset it reads at",
+            "goes through a {}-D descriptor made at an offset into the {}-D buffer: that the offset selects whole rows of the leading dimensions is checked only for a descriptor of the last two dimensions made at the buffer's argument plus offsets; make the descriptor at the buffer's start, over all its rows, and add the first row to the offset it reads at",
             offsets.len(),
             shape.len()
         ));

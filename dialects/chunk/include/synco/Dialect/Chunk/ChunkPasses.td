@@ -452,9 +452,11 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   below, then checks; where both axes have one the axes are those
   dimensions in order; a descriptor's offsets are the
   buffer's last dimensions in order, so that a `[Z * H * N, D]` one over
-  every head's rows walks dim(1) of a `[Z * H, N, D]` buffer; one of
-  fewer dimensions than its buffer made at an offset into it, `K + off_h
-  * stride_kh`, is refused: that the offset is whole heads is not checked);
+  every head's rows walks dim(1) of a `[Z * H, N, D]` buffer; one of a
+  buffer's last two dimensions made at an offset into it, one head's
+  `[N, D]` at `K + off_z * stride_kz + off_h * stride_kh`, has that offset
+  checked as a pointer access's base offset is, below; one of fewer
+  dimensions made at another offset is refused);
 * an access that adds another offset to the rows of its tile or loop
   iteration (`t * T + [0, T) + 8`, `start_n + offs_n + past`, or a pointer
   term that is a multiple of the rows' stride, `K + past * stride_kn`; in
@@ -462,7 +464,8 @@ and refuses, at the op that disagrees, with what the kernel does instead:
   last, a term of the tile's base offset, `K + off_h * stride_kh + 16`,
   that is neither a multiple of the leading dimension's stride the
   arithmetic shows nor a kernel argument times something, whose argument
-  the plan then requires to be such a multiple):
+  the plan then requires to be such a multiple; the same for the address
+  a tensor descriptor of one head is made at):
   its rows are not those of the chunk it waits for (a loop over source
   ranks' blocks, `src * M + rows` with `source("src")`, is the consumer's
   own offset);
