@@ -68,12 +68,19 @@ def style_kernel(style):
     return kernels.attention if style == "bundled" else attention_styles.kernel(style)
 
 
+def descriptors(style):
+    """Whether `style`'s kernel takes host tensor descriptors."""
+    return style in attention_styles.DESCRIPTORS
+
+
 def local_kernel(style, head_dim, causal, cache):
     """The attention kernel without a plan (what the fused one came from)."""
-    return synco.compile(style_kernel(style), signature=ops.AllGatherAttention.SIGNATURE,
+    signature, divisible = ops.AllGatherAttention.signature(
+        head_dim=head_dim, config=CONFIG, descriptors=descriptors(style))
+    return synco.compile(style_kernel(style), signature=signature,
                          constexprs={"HEAD_DIM": head_dim, "CAUSAL": int(causal), **CONFIG},
-                         divisible=ops.AllGatherAttention.DIVISIBLE, num_warps=NUM_WARPS,
-                         num_stages=NUM_STAGES, cache_dir=cache)
+                         divisible=divisible, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+                         cache_dir=cache)
 
 
 def style_layout(style):
@@ -85,8 +92,8 @@ def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cach
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
         chunks=chunks, backend="copy_engine", algorithm=algorithm, kernel=style_kernel(style),
-        layout=style_layout(style), num_warps=NUM_WARPS, num_stages=NUM_STAGES,
-        cache_dir=cache)
+        layout=style_layout(style), descriptors=descriptors(style), num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES, cache_dir=cache)
 
 
 def variant_kernels(style, seq, heads_kv, head_dim, causal, cache):
@@ -165,7 +172,11 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
         tensor = torch.as_tensor(_HeapBytes(base + offset, nbytes), device=device)
         return tensor.view(torch.bfloat16).view(rows, cols)
 
-    k, v = in_heap(seq, kv_cols), in_heap(seq, kv_cols)
+    # K and V [seq, kv_heads * head_dim]: in the heap where a style reads
+    # them so (bshd); else only the data the bhsd copies are made from.
+    bshd = any(style_layout(s) == "bshd" for s in styles)
+    k, v = ((in_heap(seq, kv_cols) if bshd else
+             torch.empty((seq, kv_cols), device=device, dtype=torch.bfloat16)) for _ in range(2))
     g = torch.Generator(device=device).manual_seed(seq + heads + causal)
     for t in (k, v):
         t.copy_(torch.randn(t.shape, generator=g, device=device, dtype=torch.bfloat16))

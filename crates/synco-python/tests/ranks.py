@@ -160,6 +160,8 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
        if style not in ("tutorial", "tutorial_host")] \
     + [(False, backend, "direct", False, 2, style) for style in ("tutorial", "tutorial_host")
        for backend in ("copy_engine", "ldst", "tma")] \
+    + [(causal, backend, "direct", False, 2, "descriptors", "bhsd")
+       for causal, backend in ((False, "copy_engine"), (True, "ldst"), (False, "tma"))] \
     + [(causal, backend, algorithm, zigzag, 2, None, "bhsd")
        for causal, backend, algorithm, zigzag in (
            (False, "copy_engine", "direct", False), (True, "ldst", "direct", False),
@@ -202,7 +204,7 @@ def attention_name(variant):
 # (each rank takes 8 / W and 4 / W). Each: (causal, backend, chunks).
 ULYSSES = [(causal, backend, chunks) for causal in (False, True)
            for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
-    + [(True, "tma", 1), (False, "tma", 2)]
+    + [(causal, "tma", chunks) for causal in (False, True) for chunks in (1, 2)]
 # With the output re-sharded back by tokens in the same kernel: (causal,
 # backend of Q, K and V, chunks of each rank's output rows, the output's
 # backend).
@@ -245,8 +247,7 @@ def ulysses_name(variant):
 # All-to-all + GEMM: A re-sharded from columns to rows, every token's
 # heads (k = 8 heads x 64) times an output projection of n columns. Each:
 # (backend, chunks per rank).
-A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
-    + [("tma", 2)]
+A2A_GEMM = [(backend, chunks) for backend in ("copy_engine", "ldst", "tma") for chunks in (1, 2)]
 A2A_N = 512
 #: GEMM + all-to-all + GEMM through the functional operators, with their
 #: default tiles: tokens per rank, hidden, the re-sharded columns (whole
