@@ -20,6 +20,13 @@ usual ways. Synco fuses an all-gather of A into each of them.
   Synco gathers the blocks from other ranks (a reduce-scatter computed
   from gathered operands) and makes each iteration wait for its block.
 
+* `matmul_kernel_tma_host`: the form of Triton's TMA matmul tutorial,
+  A, B and C as host tensor descriptors (`TensorDescriptor`s the caller
+  makes; Synco's runtime encodes their tensor maps), the GROUP_M
+  swizzle, C stored through its descriptor. It takes the arguments of
+  `synco.kernels.matmul` (its strides unused), so that
+  `synco.ops.AllGatherMatmul(..., kernel=..., descriptors=True)` runs it.
+
 All assume M, N, K are multiples of the block sizes (no masks), and
 row-major A, B, C given by their strides.
 """
@@ -172,3 +179,26 @@ def matmul_kernel_sources(a_ptr, b_ptr, c_ptr, M, N, K,
             b_ptrs += BLOCK_K * stride_bk
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(tl.bfloat16))
+
+
+@triton.jit
+def matmul_kernel_tma_host(a_desc, b_desc, c_desc, M, N, K, stride_am, stride_bk, stride_cm,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = pid_m * BLOCK_M
+    offs_bn = pid_n * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([offs_am, k])
+        b = b_desc.load([k, offs_bn])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([offs_am, offs_bn], acc.to(c_desc.dtype))

@@ -227,6 +227,33 @@ short[-1] = 256
 ok, got = raises(synco.LaunchError, "'N_CTX_KV'", lambda: host.manifest.check_args(0, short))
 expect("the plan's fixed scalars count the descriptors' parts", ok, got)
 
+# A GEMM of host descriptors (examples/ag_gemm/matmul.py's
+# matmul_kernel_tma_host, Triton's TMA matmul tutorial's form): A
+# all-gathered into it binds argument 0; a reduce-scatter of the partial
+# sums it would store through a descriptor is refused, naming the buffer.
+import importlib.util  # noqa: E402
+
+spec = importlib.util.spec_from_file_location(
+    "ag_gemm_matmul", Path(__file__).resolve().parents[2] / "examples" / "ag_gemm" / "matmul.py")
+gemm_examples = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gemm_examples)
+tma_shape = dict(shape, kernel=gemm_examples.matmul_kernel_tma_host, descriptors=True)
+ag_host = ops.AllGatherMatmul.compile(2, chunks=2, backend="ldst", **tma_shape)
+expect("AllGatherMatmul takes a GEMM of host descriptors",
+       [t for _, t in ag_host.manifest.user_params[:3]]
+       == ["tensordesc<bf16[128,64]>", "tensordesc<bf16[64,128]>", "tensordesc<bf16[128,128]>"]
+       and [(n, a) for n, _, _, a in ag_host.manifest.buffers] == [("A", 0), ("C", None)],
+       str(ag_host.manifest.user_params[:3]))
+values, bindings = runtime.LaunchArguments(ag_host.manifest, "cpu", heap)([a, b, c, *scalars])
+expect("its A, B and C are read by rows, A from the heap",
+       values[:3] == [(a.data_ptr(), [512, 256], [256, 1]), (b.data_ptr(), [256, 256], [256, 1]),
+                      (c.data_ptr(), [512, 256], [256, 1])]
+       and bindings == [("A", 4096, a.nbytes)], str(values[:3]))
+ok, got = raises(synco.CompileError, "@P is bound to a host tensor descriptor (argument 10 of "
+                 "@matmul_kernel_tma_host): tiles that store through one cannot produce a plan "
+                 "buffer yet", lambda: ops.MatmulReduceScatter.compile(2, chunks=2, **tma_shape))
+expect("a reduce-scatter of partial sums stored through a descriptor is refused", ok, got)
+
 # Ulysses attention: Q, K, V held by tokens (unbound @Qs, @Ks, @Vs, passed
 # as buffers) and re-sharded into the kernel's arguments by heads.
 ulysses = ops.UlyssesAttention.compile(2, seq=1024, heads=4, kv_heads=2, head_dim=64,

@@ -42,6 +42,7 @@ per check and exits non-zero if any failed.
 import argparse
 import datetime
 import faulthandler
+import importlib.util
 import os
 import queue
 import statistics
@@ -64,6 +65,13 @@ from synco import ops
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "attention"))
 import attention_styles  # noqa: E402
 
+# Triton's TMA matmul tutorial's form: A, B and C as host tensor descriptors.
+_gemm_examples = importlib.util.spec_from_file_location(
+    "ag_gemm_matmul", Path(__file__).resolve().parents[3] / "examples" / "ag_gemm" / "matmul.py")
+GEMM_EXAMPLES = importlib.util.module_from_spec(_gemm_examples)
+_gemm_examples.loader.exec_module(GEMM_EXAMPLES)
+HOST_DESCRIPTORS = {"kernel": GEMM_EXAMPLES.matmul_kernel_tma_host, "descriptors": True}
+
 # Small shapes: every rank's programs fit on one GPU with the others'.
 M_PER_RANK, K, N = 256, 512, 512
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}
@@ -85,7 +93,9 @@ OPS = [
     ("matmul_reduce_scatter tma", ops.MatmulReduceScatter, {"chunks": 2, "backend": "tma"}),
     ("matmul_all_reduce two_shot tma", ops.MatmulAllReduce,
      {"algorithm": "two_shot", "chunks": 2, "backend": "tma"}),
-]
+] + [(f"all_gather_matmul {backend} (host descriptors)", ops.AllGatherMatmul,
+      {"backend": backend, "chunks": 2, **HOST_DESCRIPTORS})
+     for backend in ("copy_engine", "ldst", "tma")]
 TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 #: Seconds the parent waits for the ranks of a run.
 WORKER_TIMEOUT = {"check": 480, "fault": 60}

@@ -40,7 +40,7 @@ import torch
 
 from . import kernels, plans
 from .compiler import compile, kernel_arg
-from .runtime import GROUPS, LaunchError
+from .runtime import GROUPS, LaunchError, descriptor_type, rows_view
 
 #: Triton's and the plans' names of the element types the operators take.
 ELEMENTS = {torch.bfloat16: ("bf16", "bf16"), torch.float16: ("fp16", "f16")}
@@ -61,25 +61,43 @@ class _GemmOperator:
     DIVISIBLE = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
 
     @classmethod
+    def signature(cls, *, dtype=torch.bfloat16, config=None, descriptors=False):
+        """Triton's types of the kernel's runtime parameters and the ones
+        that are multiples of 16: pointers to A, B and C and six i32s, or
+        with `descriptors` A, B and C as host tensor descriptors (blocks of
+        [BLOCK_M, BLOCK_K], [BLOCK_K, BLOCK_N], [BLOCK_M, BLOCK_N])."""
+        triton_type, _ = ELEMENTS[dtype]
+        if not descriptors:
+            return [f"*{triton_type}"] * 3 + ["i32"] * 6, cls.DIVISIBLE
+        m, n, k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+        blocks = ((m, k), (k, n), (m, n))
+        tensors = [f"tensordesc<{triton_type}[{r},{c}]>" for r, c in blocks]
+        return tensors + ["i32"] * 6, [d for d in cls.DIVISIBLE if not d.endswith("_ptr")]
+
+    @classmethod
     def compile(cls, world_size, *, m, k, n, dtype=torch.bfloat16, kernel=kernels.matmul,
-                config=None, chunks="auto", backend="auto", num_warps=NUM_WARPS,
-                num_stages=NUM_STAGES, cache_dir=None, plan=None, **plan_options):
+                config=None, chunks="auto", backend="auto", descriptors=False,
+                num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=None, plan=None,
+                **plan_options):
         """The fused kernel for `world_size` ranks, compiled or cached;
         `plan`: a plan's text to fuse instead of the template's (e.g. one
-        of `synco.import_plans`)."""
+        of `synco.import_plans`); `descriptors`: the kernel takes A, B and
+        C as host tensor descriptors (see `signature`)."""
         if dtype not in ELEMENTS:
             raise LaunchError(f"dtype must be one of {list(ELEMENTS)}, not {dtype}")
-        triton_type, element = ELEMENTS[dtype]
+        _, element = ELEMENTS[dtype]
         config = dict(config) if config else _default_config(m, world_size)
+        signature, divisible = cls.signature(dtype=dtype, config=config, descriptors=descriptors)
         if plan is None:
+            args = {name: kernel_arg(signature, i) for name, i in cls.PLAN_ARGS.items()}
             plan = cls._plan(world_size=world_size, m=m, k=k, n=n, dtype=element,
                              block_m=config["BLOCK_M"], chunks=chunks, backend=backend,
-                             **plan_options)
+                             **args, **plan_options)
         if kernel in (kernels.matmul, kernels.matmul_k_indexed):
             _check_whole_tiles(m=m, k=k, n=n, config=config)
-        return compile(kernel, signature=[f"*{triton_type}"] * 3 + ["i32"] * 6, plan=plan,
-                       pipeline="synco-fuse", constexprs=config, divisible=cls.DIVISIBLE,
-                       num_warps=num_warps, num_stages=num_stages, cache_dir=cache_dir)
+        return compile(kernel, signature=signature, plan=plan, pipeline="synco-fuse",
+                       constexprs=config, divisible=divisible, num_warps=num_warps,
+                       num_stages=num_stages, cache_dir=cache_dir)
 
     def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, config=None, **options):
         self.group, self.m, self.k, self.n, self.dtype = group, m, k, n, dtype
@@ -92,10 +110,17 @@ class _GemmOperator:
         # The heap bindings of the operator's own buffers, from the first
         # launch's full check (see `_launch`).
         self._bindings = None
+        # What later launches pass for a, b and c: their addresses, or the
+        # views of their rows a kernel of host descriptors reads.
+        self._blocks = [(descriptor_type(ty) or (None, None))[1]
+                        for _, ty in self.kernel.manifest.user_params[:3]]
 
     #: Which of the kernel's tensor arguments (a, b, c) are the operator's
     #: own symmetric buffers, the same on every call.
     OWN_ARGS = ()
+    #: The plan template's arguments that name the kernel argument a
+    #: buffer binds, by the position of the tensor (a, b, c) it is.
+    PLAN_ARGS = {}
 
     def _check(self, name, tensor, shape):
         _check_operand(name, tensor, shape, self.dtype, self.group.device)
@@ -113,7 +138,8 @@ class _GemmOperator:
             if set(self.kernel.arguments.bound_args) <= set(self.OWN_ARGS):
                 self._bindings = bindings
         else:
-            values = [a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, k, n, n]
+            values = [t.data_ptr() if block is None else rows_view(t, block)
+                      for t, block in zip((a, b, c), self._blocks)] + [m, n, k, k, n, n]
             bindings = self._bindings
         self.kernel.launch_checked(self.grid, values, bindings)
 
@@ -122,11 +148,14 @@ class AllGatherMatmul(_GemmOperator):
     """C[m, n] = all_gather(A)[m, k] @ B[k, n], A's rows split evenly
     across the ranks: each rank's tiles wait only for the chunk of A they
     read. Options: `kernel` (a GEMM with `synco.kernels.matmul`'s
-    arguments), `config` (its constexprs), `chunks`, `backend`,
-    `algorithm` (`direct` or `ring`), `num_warps`, `num_stages`,
-    `cache_dir`."""
+    arguments; with `descriptors=True`, A, B and C host tensor
+    descriptors, as `examples/ag_gemm/matmul.py`'s
+    `matmul_kernel_tma_host` takes them), `config` (its constexprs),
+    `chunks`, `backend`, `algorithm` (`direct` or `ring`), `num_warps`,
+    `num_stages`, `cache_dir`."""
 
     OWN_ARGS = (0,)  # the gathered A
+    PLAN_ARGS = {"a_arg": 0}
 
     @staticmethod
     def _plan(**shape):
@@ -165,6 +194,7 @@ class AllToAllMatmul(_GemmOperator):
     default 1; `backend` `copy_engine`, `ldst` or `tma`)."""
 
     OWN_ARGS = (0,)  # the re-sharded A
+    PLAN_ARGS = {"a_arg": 0}
 
     @classmethod
     def compile(cls, world_size, *, m, k, n, kernel=kernels.matmul_k_indexed, chunks=1,
@@ -212,6 +242,7 @@ class MatmulAllToAll(_GemmOperator):
     programs pull it (`ldst`, `tma`). Options as `AllGatherMatmul`'s."""
 
     OWN_ARGS = (2,)  # the product by rows
+    PLAN_ARGS = {"c_arg": 2}
 
     @classmethod
     def compile(cls, world_size, *, m, k, n, chunks=1, backend="copy_engine", config=None,
@@ -248,6 +279,7 @@ class _ReducedMatmul(_GemmOperator):
     ranks into `result` (symmetric, valid until the next call)."""
 
     OWN_ARGS = (2,)  # the partial sums
+    PLAN_ARGS = {"p_arg": 2}
 
     def __init__(self, group, *, m, k, n, dtype=torch.bfloat16, **options):
         super().__init__(group, m=m, k=k, n=n, dtype=dtype, **options)
