@@ -207,6 +207,12 @@ pub struct FusedPlan {
     /// runtime refuses a launch that passes another value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scalar_args: Vec<ScalarArg>,
+    /// Offsets the kernel adds to a plan buffer before its tiles (a head's
+    /// first element) that must stay within the buffer on every program of
+    /// a launch: the runtime evaluates them over the launch's grid and
+    /// arguments and refuses one that would go past it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offset_bounds: Vec<crate::OffsetBound>,
 }
 
 /// A kernel argument the plan fixes (`value`; see [`ScalarRole`]): the

@@ -589,6 +589,7 @@ def check_attention(group, cache, seed, report):
             err = rel_error(from_layout(got).cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     check_tutorial_causal_refused(group, cache, report)
+    check_heads_past_buffer_refused(group, cache, report)
 
 
 def check_sdpa(group, seed, report):
@@ -637,6 +638,36 @@ def check_tutorial_causal_refused(group, cache, report):
     except Exception as e:  # noqa: BLE001 - what was raised is the check
         refused = f"{type(e).__name__}: {e}"
     report(name, refused is not None and "N_CTX_KV" in refused, refused or "it launched")
+
+
+#: A kernel whose programs each read one head's [tokens, head_dim] of K
+#: and V through a descriptor made at the head's address (bhsd layout).
+HEAD_OFFSETS = (False, "copy_engine", "direct", False, 2, "descriptors", "bhsd")
+
+
+def check_heads_past_buffer_refused(group, cache, report):
+    """A launch whose arguments make programs read heads the plan's K does
+    not have (H_KV given as twice the KV heads: query head h then reads
+    KV head h, up to HEADS - 1, of a buffer of KV_HEADS) is refused
+    before any work is issued, naming a program and the buffer."""
+    w, dev = group.world_size, group.device
+    op = ops.AllGatherAttention(group, heads=HEADS,
+                                **attention_options(w, HEAD_OFFSETS, cache))
+    epoch = op.kernel.epoch
+    q = torch.zeros((HEADS, TOKENS, HEAD_DIM), dtype=torch.bfloat16, device=dev)
+    out = torch.empty_like(q)
+    q_strides = op._strides(TOKENS, HEADS)
+    kv_strides = op._strides(op.seq, KV_HEADS)
+    try:
+        op.kernel((TOKENS // op.config["BLOCK_M"], HEADS), q, op.k, op.v, out, 0.125,
+                  *q_strides, *kv_strides, *kv_strides, *q_strides, HEADS, 2 * KV_HEADS,
+                  TOKENS, op.seq)
+        refused = None
+    except synco.LaunchError as e:
+        refused = str(e)
+    report("refuses a launch whose heads go past the plan's K",
+           refused is not None and "would read @K" in refused and op.kernel.epoch == epoch,
+           refused or "it launched")
 
 
 def check_ulysses(group, cache, seed, report):

@@ -149,6 +149,41 @@ pub fn check_user_args(m: &LaunchManifest, rank: usize, args: &[Arg]) -> Result<
     }
 }
 
+/// Every offset the plan bounds (`FusedPlan::offset_bounds`: a head's
+/// first element in a bound buffer) stays within its buffer on every
+/// program of a launch of `m` on `grid` with `args` on `rank`, or the
+/// launch is refused naming the program.
+pub fn check_offset_bounds(
+    m: &LaunchManifest,
+    rank: usize,
+    grid: (u32, u32, u32),
+    args: &[Arg],
+) -> Result<()> {
+    let Some(fused) = m.fused.as_ref().filter(|f| !f.offset_bounds.is_empty()) else {
+        return Ok(());
+    };
+    let own = crate::descriptor::expand(m, args)?;
+    let value = |i: usize| match own.get(i) {
+        Some(Arg::I32(v)) => Some(i64::from(*v)),
+        Some(Arg::I64(v)) => Some(*v),
+        _ => None,
+    };
+    let grid = [grid.0, grid.1, grid.2].map(i64::from);
+    for bound in &fused.offset_bounds {
+        if let Some((program, offset)) = bound.violation(grid, &value) {
+            return Err(RuntimeError::OffsetOutOfBuffer {
+                kernel: m.kernel.clone(),
+                rank,
+                buffer: bound.buffer.clone(),
+                program,
+                offset,
+                limit: bound.limit,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The kernel's own parameters with their indices: the user's, and the
 /// parts of the user's descriptors (index `i` is the kernel's argument `i`).
 fn own_params(m: &LaunchManifest) -> impl Iterator<Item = (usize, &Param)> {
@@ -400,5 +435,31 @@ mod tests {
         let mut m = manifest();
         m.fused = None;
         check(&m, 0..2, &[], &|_| Vec::new(), &address).expect("no plan, nothing to check");
+    }
+
+    /// An attention's K [2 heads, 256, 64] read a head at a time at
+    /// `(program_id(1) % H) // (H // H_KV) * stride_kh` (arguments 0, 1, 2
+    /// of a kernel whose argument 3 is K).
+    #[test]
+    fn refuses_a_launch_whose_heads_go_past_the_buffer() {
+        let mut m = manifest();
+        let bound: synco_manifest::OffsetBound = serde_json::from_str(
+            r#"{"buffer": "K", "limit": 16384, "offset": {"mul": [
+                 {"div": [{"rem": [{"program_id": 1}, {"arg": 0}]},
+                          {"div": [{"arg": 0}, {"arg": 1}]}]},
+                 {"arg": 2}]}}"#,
+        )
+        .expect("the bound parses");
+        m.fused.as_mut().expect("fused").offset_bounds = vec![bound];
+        let args = |h: i32, h_kv: i32| [Arg::I32(h), Arg::I32(h_kv), Arg::I32(16384), Arg::Ptr(0)];
+        check_offset_bounds(&m, 1, (4, 8, 1), &args(8, 2)).expect("2 KV heads fit");
+        let err = check_offset_bounds(&m, 1, (4, 8, 1), &args(8, 4)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel 'matmul' on rank 1: program [0, 4, 0] would read @K from element 32768, past its last slice at element 16384: the grid or the arguments (head counts, strides) do not match the plan's buffer"
+        );
+        // 16 programs along axis 1 with H = 8: the offset (no batch term
+        // here) wraps around to the same heads.
+        assert!(check_offset_bounds(&m, 1, (4, 16, 1), &args(8, 2)).is_ok());
     }
 }

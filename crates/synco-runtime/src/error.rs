@@ -93,6 +93,18 @@ pub enum RuntimeError {
         name: String,
         what: String,
     },
+    #[error(
+        "kernel '{kernel}' on rank {rank}: program {program:?} would read @{buffer} {}, past its last slice at element {limit}: the grid or the arguments (head counts, strides) do not match the plan's buffer",
+        match offset { Some(o) => format!("from element {o}"), None => "at an offset that cannot be computed (an overflow or a division by zero)".to_string() }
+    )]
+    OffsetOutOfBuffer {
+        kernel: String,
+        rank: usize,
+        buffer: String,
+        program: [i64; 3],
+        offset: Option<i64>,
+        limit: i64,
+    },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("rank {rank} does not exist: the node has {world_size} ranks")]

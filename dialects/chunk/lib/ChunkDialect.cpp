@@ -457,7 +457,8 @@ std::optional<AttrValue> discardableAttrValue(StringRef name) {
       .Cases({"flag_implied_by", "tile_index", "source_index", "chunk_index",
               "chunk_loop"},
              AttrValue::String)
-      .Cases({"flag_layout", "reduction_copies", "completion", "scalar_args"},
+      .Cases({"flag_layout", "reduction_copies", "completion", "scalar_args",
+              "offset_bounds"},
              AttrValue::List)
       .Case("host_schedule", AttrValue::Dictionary)
       .Cases({"abi_first_arg", "chunk_rows", "chunk_count"},

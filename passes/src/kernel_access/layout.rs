@@ -22,7 +22,7 @@
 
 use super::TileIndex;
 use super::axes::{BufferDims, KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
-use super::leading_offset::{OffsetTerm, leading_terms, sliced_dim};
+use super::leading_offset::{OffsetTerm, leading_terms, offset_expr, sliced_dim};
 use super::merged_rows::{WholeRows, descriptor_maker, whole_rows};
 use super::walked_count::walked_count;
 use crate::checked;
@@ -31,7 +31,7 @@ use crate::tiles::{TileLoop, descriptor_rows_at, ranges_added_to};
 use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
-use synco_manifest::{ScalarArg, ScalarRole};
+use synco_manifest::{OffsetBound, ScalarArg, ScalarRole};
 
 /// The kernel arguments that the plan's bound buffers fix (see the module
 /// docs): from every load and store of a bound buffer, its row stride, a
@@ -45,15 +45,16 @@ pub fn fixed_args(
     kernel: Op,
     indices: &[TileIndex],
     pass: &str,
-) -> Result<Vec<ScalarArg>, PassFailed> {
+) -> Result<(Vec<ScalarArg>, Vec<OffsetBound>), PassFailed> {
     let mut fixed = FixedArgs {
         kernel,
         pass,
         found: Vec::new(),
+        bounds: Vec::new(),
     };
     fix_access_layouts(&mut fixed, plan, kernel)?;
     fix_tile_map_extents(&mut fixed, plan, kernel, indices)?;
-    Ok(fixed.found)
+    Ok((fixed.found, fixed.bounds))
 }
 
 /// What each access of a bound buffer fixes: row strides, descriptor
@@ -199,6 +200,8 @@ struct FixedArgs<'a> {
     kernel: Op,
     pass: &'a str,
     found: Vec<ScalarArg>,
+    /// Leading offsets the runtime keeps within their buffers.
+    bounds: Vec<OffsetBound>,
 }
 
 impl FixedArgs<'_> {
@@ -558,7 +561,10 @@ fn fix_leading_offset(
         return Ok(());
     };
     let length = row_major_stride(buffer, dim)?;
-    for term in leading_terms(op, argument, length).unwrap_or_default() {
+    let Some(terms) = leading_terms(op, argument, length) else {
+        return Ok(());
+    };
+    for term in terms {
         match term {
             OffsetTerm::Shown => {}
             OffsetTerm::Times(factor, multiple) => {
@@ -576,6 +582,18 @@ fn fix_leading_offset(
                 );
                 return Err(super::refuse_access(buffer.op, op, message));
             }
+        }
+    }
+    // Whole slices: the last must start within the buffer.
+    let elements = checked::product(&buffer.shape, buffer.op, "the buffer's elements")?;
+    if let Some(offset) = offset_expr(op, argument) {
+        let bound = OffsetBound {
+            buffer: buffer.name.clone(),
+            offset,
+            limit: elements - length,
+        };
+        if !fixed.bounds.contains(&bound) {
+            fixed.bounds.push(bound);
         }
     }
     Ok(())

@@ -161,7 +161,9 @@ impl Node {
         // Every rank's arguments (count, types, values the kernel assumes
         // divisible), before any rank's work is issued.
         for rank in self.local_ranks() {
-            crate::bindings::check_user_args(&kernel.manifest, rank, &args(rank))?;
+            let given = args(rank);
+            crate::bindings::check_user_args(&kernel.manifest, rank, &given)?;
+            crate::bindings::check_offset_bounds(&kernel.manifest, rank, grid, &given)?;
         }
         // Bindings and bound arguments, before any rank's work is issued.
         crate::bindings::check(
