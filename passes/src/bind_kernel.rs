@@ -55,7 +55,7 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
     let indices = crate::kernel_access::check_plan_fits_kernel(plan, kernel, NAME)?;
     let (fixed, bounds) = crate::kernel_access::fixed_args(plan, kernel, &indices, NAME)?;
     crate::plan::records::record_scalar_args(plan, &fixed)?;
-    crate::plan::records::record_offset_bounds(plan, &bounds)?;
+    crate::plan::records::record_index_bounds(plan, &bounds)?;
     let ctx = ir::context_of(kernel);
     let Some(fty) = ir::attr(kernel, "function_type").and_then(ir::type_attr_value) else {
         return Err(fail(

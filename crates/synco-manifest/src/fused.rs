@@ -207,12 +207,13 @@ pub struct FusedPlan {
     /// runtime refuses a launch that passes another value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scalar_args: Vec<ScalarArg>,
-    /// Offsets the kernel adds to a plan buffer before its tiles (a head's
-    /// first element) that must stay within the buffer on every program of
-    /// a launch: the runtime evaluates them over the launch's grid and
-    /// arguments and refuses one that would go past it.
+    /// Values the kernel computes from its program ids and arguments that
+    /// must stay within a plan buffer on every program of a launch (a
+    /// head's first element, the last row a loop reads): the runtime
+    /// evaluates them over the launch's grid and arguments and refuses one
+    /// that would go past it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub offset_bounds: Vec<crate::OffsetBound>,
+    pub index_bounds: Vec<crate::IndexBound>,
 }
 
 /// A kernel argument the plan fixes (`value`; see [`ScalarRole`]): the

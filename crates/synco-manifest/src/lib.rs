@@ -26,15 +26,15 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod bounds;
 mod fused;
-mod offsets;
 mod params;
 
+pub use bounds::{IndexBound, IndexExpr, MAX_EVALUATED_PROGRAMS, Program};
 pub use fused::{
     ChunkKind, ChunkLayout, Copy, CopyRows, FusedPlan, PlanBuffer, ReductionCopy, ScalarArg,
     ScalarRole,
 };
-pub use offsets::{IndexExpr, MAX_EVALUATED_PROGRAMS, OffsetBound, Program};
 pub use params::{
     Param, ParamRole, ScalarType, TENSOR_MAP_BYTES, TensorDescriptor, descriptor_type,
     triton_type_name,

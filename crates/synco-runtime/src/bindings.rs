@@ -149,17 +149,17 @@ pub fn check_user_args(m: &LaunchManifest, rank: usize, args: &[Arg]) -> Result<
     }
 }
 
-/// Every offset the plan bounds (`FusedPlan::offset_bounds`: a head's
-/// first element in a bound buffer) stays within its buffer on every
-/// program of a launch of `m` on `grid` with `args` on `rank`, or the
-/// launch is refused naming the program.
-pub fn check_offset_bounds(
+/// Every value the plan bounds (`FusedPlan::index_bounds`: a head's first
+/// element in a bound buffer, the last row a loop reads) is within its
+/// bounds on every program of a launch of `m` on `grid` with `args` on
+/// `rank`, or the launch is refused naming the program.
+pub fn check_index_bounds(
     m: &LaunchManifest,
     rank: usize,
     grid: (u32, u32, u32),
     args: &[Arg],
 ) -> Result<()> {
-    let Some(fused) = m.fused.as_ref().filter(|f| !f.offset_bounds.is_empty()) else {
+    let Some(fused) = m.fused.as_ref().filter(|f| !f.index_bounds.is_empty()) else {
         return Ok(());
     };
     let own = crate::descriptor::expand(m, args)?;
@@ -169,15 +169,17 @@ pub fn check_offset_bounds(
         _ => None,
     };
     let grid = [grid.0, grid.1, grid.2].map(i64::from);
-    for bound in &fused.offset_bounds {
-        if let Some((program, offset)) = bound.violation(grid, &value) {
-            return Err(RuntimeError::OffsetOutOfBuffer {
+    for bound in &fused.index_bounds {
+        if let Some((program, value)) = bound.violation(grid, &value) {
+            return Err(RuntimeError::IndexOutOfBuffer {
                 kernel: m.kernel.clone(),
                 rank,
                 buffer: bound.buffer.clone(),
+                what: bound.what.clone(),
                 program,
-                offset,
-                limit: bound.limit,
+                value,
+                lowest: bound.lowest,
+                highest: bound.highest,
             });
         }
     }
@@ -443,23 +445,24 @@ mod tests {
     #[test]
     fn refuses_a_launch_whose_heads_go_past_the_buffer() {
         let mut m = manifest();
-        let bound: synco_manifest::OffsetBound = serde_json::from_str(
-            r#"{"buffer": "K", "limit": 16384, "offset": {"mul": [
+        let bound: synco_manifest::IndexBound = serde_json::from_str(
+            r#"{"buffer": "K", "what": "the element its head starts at", "lowest": 0,
+                 "highest": 16384, "value": {"mul": [
                  {"div": [{"rem": [{"program_id": 1}, {"arg": 0}]},
                           {"div": [{"arg": 0}, {"arg": 1}]}]},
                  {"arg": 2}]}}"#,
         )
         .expect("the bound parses");
-        m.fused.as_mut().expect("fused").offset_bounds = vec![bound];
+        m.fused.as_mut().expect("fused").index_bounds = vec![bound];
         let args = |h: i32, h_kv: i32| [Arg::I32(h), Arg::I32(h_kv), Arg::I32(16384), Arg::Ptr(0)];
-        check_offset_bounds(&m, 1, (4, 8, 1), &args(8, 2)).expect("2 KV heads fit");
-        let err = check_offset_bounds(&m, 1, (4, 8, 1), &args(8, 4)).unwrap_err();
+        check_index_bounds(&m, 1, (4, 8, 1), &args(8, 2)).expect("2 KV heads fit");
+        let err = check_index_bounds(&m, 1, (4, 8, 1), &args(8, 4)).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "kernel 'matmul' on rank 1: program [0, 4, 0] would read @K from element 32768, past its last slice at element 16384: the grid or the arguments (head counts, strides) do not match the plan's buffer"
+            "kernel 'matmul' on rank 1: on program [0, 4, 0], the element its head starts at in @K is 32768, past 16384: the grid or the arguments (head counts, lengths, strides) do not match the plan's buffer"
         );
         // 16 programs along axis 1 with H = 8: the offset (no batch term
         // here) wraps around to the same heads.
-        assert!(check_offset_bounds(&m, 1, (4, 16, 1), &args(8, 2)).is_ok());
+        assert!(check_index_bounds(&m, 1, (4, 16, 1), &args(8, 2)).is_ok());
     }
 }

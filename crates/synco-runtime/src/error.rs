@@ -94,16 +94,18 @@ pub enum RuntimeError {
         what: String,
     },
     #[error(
-        "kernel '{kernel}' on rank {rank}: program {program:?} would read @{buffer} {}, past its last slice at element {limit}: the grid or the arguments (head counts, strides) do not match the plan's buffer",
-        match offset { Some(o) => format!("from element {o}"), None => "at an offset that cannot be computed (an overflow or a division by zero)".to_string() }
+        "kernel '{kernel}' on rank {rank}: on program {program:?}, {what} in @{buffer} is {}: the grid or the arguments (head counts, lengths, strides) do not match the plan's buffer",
+        out_of_bounds(*value, *lowest, *highest)
     )]
-    OffsetOutOfBuffer {
+    IndexOutOfBuffer {
         kernel: String,
         rank: usize,
         buffer: String,
+        what: String,
         program: [i64; 3],
-        offset: Option<i64>,
-        limit: i64,
+        value: Option<i64>,
+        lowest: i64,
+        highest: i64,
     },
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
@@ -198,3 +200,12 @@ pub enum RuntimeError {
 }
 
 pub type Result<T> = std::result::Result<T, RuntimeError>;
+
+/// What an [`RuntimeError::IndexOutOfBuffer`] value is against its bounds.
+fn out_of_bounds(value: Option<i64>, lowest: i64, highest: i64) -> String {
+    match value {
+        None => "not computable (an overflow or a division by zero)".into(),
+        Some(v) if v > highest => format!("{v}, past {highest}"),
+        Some(v) => format!("{v}, below {lowest}"),
+    }
+}

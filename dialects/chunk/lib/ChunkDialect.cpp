@@ -458,7 +458,7 @@ std::optional<AttrValue> discardableAttrValue(StringRef name) {
               "chunk_loop"},
              AttrValue::String)
       .Cases({"flag_layout", "reduction_copies", "completion", "scalar_args",
-              "offset_bounds"},
+              "index_bounds"},
              AttrValue::List)
       .Case("host_schedule", AttrValue::Dictionary)
       .Cases({"abi_first_arg", "chunk_rows", "chunk_count"},

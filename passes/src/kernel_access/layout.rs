@@ -22,7 +22,7 @@
 
 use super::TileIndex;
 use super::axes::{BufferDims, KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
-use super::leading_offset::{OffsetTerm, leading_terms, offset_expr, sliced_dim};
+use super::leading_offset::{OffsetTerm, index_expr, leading_terms, offset_expr, sliced_dim};
 use super::merged_rows::{WholeRows, descriptor_maker, whole_rows};
 use super::walked_count::walked_count;
 use crate::checked;
@@ -31,7 +31,7 @@ use crate::tiles::{TileLoop, descriptor_rows_at, ranges_added_to};
 use crate::tiles::{constant_products, depends_on_program_id, kernel_arg, loads_of, stores_of};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
-use synco_manifest::{OffsetBound, ScalarArg, ScalarRole};
+use synco_manifest::{IndexBound, ScalarArg, ScalarRole};
 
 /// The kernel arguments that the plan's bound buffers fix (see the module
 /// docs): from every load and store of a bound buffer, its row stride, a
@@ -45,7 +45,7 @@ pub fn fixed_args(
     kernel: Op,
     indices: &[TileIndex],
     pass: &str,
-) -> Result<(Vec<ScalarArg>, Vec<OffsetBound>), PassFailed> {
+) -> Result<(Vec<ScalarArg>, Vec<IndexBound>), PassFailed> {
     let mut fixed = FixedArgs {
         kernel,
         pass,
@@ -201,10 +201,17 @@ struct FixedArgs<'a> {
     pass: &'a str,
     found: Vec<ScalarArg>,
     /// Leading offsets the runtime keeps within their buffers.
-    bounds: Vec<OffsetBound>,
+    bounds: Vec<IndexBound>,
 }
 
 impl FixedArgs<'_> {
+    /// Records `bound` for the runtime (once).
+    fn bound(&mut self, bound: IndexBound) {
+        if !self.bounds.contains(&bound) {
+            self.bounds.push(bound);
+        }
+    }
+
     /// `value`, which `at` uses as the `role` of `buffer`'s dimension `dim`,
     /// must be `expected`: checked now for a constant, recorded for a
     /// kernel argument, left alone if computed.
@@ -249,7 +256,23 @@ impl FixedArgs<'_> {
             .map_while(|i| kernel_arg(self.kernel, i))
             .position(|a| ir::same_value(a, value))
         else {
-            return Ok(()); // Computed: not what the arithmetic shows.
+            // Computed: a bound the runtime evaluates over each launch,
+            // where the value is arithmetic of program ids and arguments.
+            if role == ScalarRole::MaxExtent
+                && let Some(expr) = index_expr(value)
+            {
+                self.bound(IndexBound {
+                    buffer: buffer.name.clone(),
+                    what: format!(
+                        "the extent its {} reaches along dimension {dim}",
+                        ir::op_name(at)
+                    ),
+                    value: expr,
+                    lowest: i64::MIN,
+                    highest: expected,
+                });
+            }
+            return Ok(());
         };
         let clashes =
             |f: &ScalarArg| f.arg == index && contradicts((f.role, f.value), (role, expected));
@@ -586,15 +609,14 @@ fn fix_leading_offset(
     }
     // Whole slices: the last must start within the buffer.
     let elements = checked::product(&buffer.shape, buffer.op, "the buffer's elements")?;
-    if let Some(offset) = offset_expr(op, argument) {
-        let bound = OffsetBound {
+    if let Some(value) = offset_expr(op, argument) {
+        fixed.bound(IndexBound {
             buffer: buffer.name.clone(),
-            offset,
-            limit: elements - length,
-        };
-        if !fixed.bounds.contains(&bound) {
-            fixed.bounds.push(bound);
-        }
+            what: format!("the element its slice of dimension {dim} starts at"),
+            value,
+            lowest: 0,
+            highest: elements - length,
+        });
     }
     Ok(())
 }

@@ -139,14 +139,20 @@ fn tile_base_offsets(op: Op, arg: Value) -> Option<Vec<Value>> {
 pub(super) fn offset_expr(op: Op, arg: Value) -> Option<IndexExpr> {
     tile_base_offsets(op, arg)?
         .into_iter()
-        .map(|offset| index_expr(offset, MAX_EXPR_DEPTH))
+        .map(index_expr)
         .reduce(|sum, term| Some(IndexExpr::Add(Box::new(sum?), Box::new(term?))))?
 }
 
-/// The deepest expression [`offset_expr`] follows.
+/// The deepest expression [`index_expr`] follows.
 const MAX_EXPR_DEPTH: usize = 32;
 
-fn index_expr(v: Value, depth: usize) -> Option<IndexExpr> {
+/// `v` as an expression of the program ids, the kernel's arguments and
+/// constants the runtime can evaluate, if it is one.
+pub(super) fn index_expr(v: Value) -> Option<IndexExpr> {
+    index_expr_within(v, MAX_EXPR_DEPTH)
+}
+
+fn index_expr_within(v: Value, depth: usize) -> Option<IndexExpr> {
     use IndexExpr as E;
     if let Some(c) = ir::constant_int(v) {
         return Some(E::Const(c));
@@ -159,7 +165,7 @@ fn index_expr(v: Value, depth: usize) -> Option<IndexExpr> {
     let operand = |i: usize| {
         ir::operands(op)
             .get(i)
-            .and_then(|x| index_expr(*x, depth))
+            .and_then(|x| index_expr_within(*x, depth))
             .map(Box::new)
     };
     let axis = || ir::int_attr(op, "axis").and_then(|a| usize::try_from(a).ok());

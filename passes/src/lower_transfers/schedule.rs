@@ -163,7 +163,7 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
         reduction_copies: records::reduction_copies(plan)?,
         // What chunk-bind-kernel found the kernel's strides must be.
         scalar_args: records::scalar_args(plan)?,
-        offset_bounds: records::offset_bounds(plan)?,
+        index_bounds: records::index_bounds(plan)?,
     })
 }
 

@@ -9,7 +9,7 @@
 //! | [`REDUCTION_COPIES_ATTR`] | `chunk.plan` | per rank, its side stream's [`ReductionCopy`]s | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
 //! | [`COMPLETION_ATTR`] | `chunk.plan` | per rank, `(flag, count)` waits after the kernel | `chunk-fuse-reductions` |
 //! | [`SCALAR_ARGS_ATTR`] | `chunk.plan` | the kernel arguments the plan fixes ([`ScalarArg`]s) | `chunk-bind-kernel` |
-//! | [`OFFSET_BOUNDS_ATTR`] | `chunk.plan` | leading offsets the runtime keeps within their buffers ([`OffsetBound`]s) | `chunk-bind-kernel` |
+//! | [`INDEX_BOUNDS_ATTR`] | `chunk.plan` | leading offsets the runtime keeps within their buffers ([`IndexBound`]s) | `chunk-bind-kernel` |
 //! | [`HOST_SCHEDULE_ATTR`] | `builtin.module` | the [`FusedPlan`] of the launch manifest | `chunk-lower-transfers` |
 //!
 //! And two marks on `chunk.transfer`s: [`FUSED_ATTR`] (a fusing pass
@@ -20,7 +20,7 @@ use super::{FlagRange, Plan, Transfer, fail};
 use serde::{Serialize, de::DeserializeOwned};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, structured};
-use synco_manifest::{FusedPlan, OffsetBound, ReductionCopy, ScalarArg};
+use synco_manifest::{FusedPlan, IndexBound, ReductionCopy, ScalarArg};
 
 /// The plan's flag and counter layout.
 pub const FLAG_LAYOUT_ATTR: &str = "chunk.flag_layout";
@@ -34,7 +34,7 @@ pub const COMPLETION_ATTR: &str = "chunk.completion";
 /// bound buffers), for the runtime to check at launch.
 pub const SCALAR_ARGS_ATTR: &str = "chunk.scalar_args";
 /// Offsets into bound buffers the runtime evaluates over each launch.
-pub const OFFSET_BOUNDS_ATTR: &str = "chunk.offset_bounds";
+pub const INDEX_BOUNDS_ATTR: &str = "chunk.index_bounds";
 /// The host's schedule of the fused launch, for its manifest.
 pub const HOST_SCHEDULE_ATTR: &str = "chunk.host_schedule";
 
@@ -134,16 +134,16 @@ pub fn has_completion(plan: &Plan) -> bool {
 }
 
 /// Records `bounds` (none: nothing recorded).
-pub fn record_offset_bounds(plan: &Plan, bounds: &[OffsetBound]) -> Result<(), PassFailed> {
+pub fn record_index_bounds(plan: &Plan, bounds: &[IndexBound]) -> Result<(), PassFailed> {
     if bounds.is_empty() {
         return Ok(());
     }
-    record(plan.op, OFFSET_BOUNDS_ATTR, &bounds)
+    record(plan.op, INDEX_BOUNDS_ATTR, &bounds)
 }
 
 /// The offsets `chunk-bind-kernel` recorded (empty if none).
-pub fn offset_bounds(plan: &Plan) -> Result<Vec<OffsetBound>, PassFailed> {
-    Ok(recorded(plan.op, OFFSET_BOUNDS_ATTR)?.unwrap_or_default())
+pub fn index_bounds(plan: &Plan) -> Result<Vec<IndexBound>, PassFailed> {
+    Ok(recorded(plan.op, INDEX_BOUNDS_ATTR)?.unwrap_or_default())
 }
 
 pub fn record_scalar_args(plan: &Plan, args: &[ScalarArg]) -> Result<(), PassFailed> {

@@ -58,7 +58,7 @@ impl Node {
         }
         crate::kernel::check_persistent_grid(&kernel.manifest, grid)?;
         crate::bindings::check_user_args(&kernel.manifest, rank, args)?;
-        crate::bindings::check_offset_bounds(&kernel.manifest, rank, grid, args)?;
+        crate::bindings::check_index_bounds(&kernel.manifest, rank, grid, args)?;
         let bindings = kernel.with_staging(bindings);
         let epoch = kernel.next_epoch();
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;

@@ -163,7 +163,7 @@ impl Node {
         for rank in self.local_ranks() {
             let given = args(rank);
             crate::bindings::check_user_args(&kernel.manifest, rank, &given)?;
-            crate::bindings::check_offset_bounds(&kernel.manifest, rank, grid, &given)?;
+            crate::bindings::check_index_bounds(&kernel.manifest, rank, grid, &given)?;
         }
         // Bindings and bound arguments, before any rank's work is issued.
         crate::bindings::check(

@@ -521,7 +521,7 @@ the tile index walks, found by evaluating its arithmetic over a launch's
 programs), at most the buffer's extent for masks, loops that step an
 access's pointers and other tile counts. The runtime refuses a launch
 that passes anything else. It also records each such leading offset
-(`chunk.offset_bounds`, then the manifest's `offset_bounds`) as an
+(`chunk.index_bounds`, then the manifest's `index_bounds`) as an
 expression of the program ids, the kernel's arguments and constants,
 where it is one: the runtime evaluates it over each launch's grid and
 refuses a launch on which a program would start a slice past the

@@ -1,9 +1,10 @@
-//! Offsets a kernel adds to a plan buffer before its tiles, as integer
-//! expressions of the program ids and the kernel's arguments, which the
-//! runtime evaluates over a launch to keep every program within the
-//! buffer: an attention's `off_z * stride_kz + off_h * stride_kh`, whose
-//! head `off_h = program_id(1) % H` comes from the grid and the
-//! arguments the caller passes.
+//! Values a kernel computes from its program ids and arguments that must
+//! stay within a plan buffer, as integer expressions the runtime
+//! evaluates over each launch: an attention's head offset `off_z *
+//! stride_kz + off_h * stride_kh` (its head `off_h = program_id(1) % H`
+//! comes from the grid and the arguments the caller passes), or the last
+//! row a causal stage's loop reads, `N_CTX_KV - N_CTX_Q + (start_m + 1) *
+//! BLOCK_M`.
 
 use serde::{Deserialize, Serialize};
 
@@ -75,25 +76,28 @@ impl IndexExpr {
     }
 }
 
-/// An offset (in elements) the kernel adds to plan buffer `buffer` before
-/// a tile that reads a slice of it: every program of a launch must have
-/// `0 <= offset <= limit` (the buffer's elements less the slice's).
+/// A value the kernel computes (`value`) that must be within
+/// `lowest..=highest` on every program of a launch, or it would address
+/// plan buffer `buffer` outside what the plan holds: `what` says which
+/// value it is, for the runtime's message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OffsetBound {
+pub struct IndexBound {
     pub buffer: String,
-    pub offset: IndexExpr,
-    pub limit: i64,
+    pub what: String,
+    pub value: IndexExpr,
+    pub lowest: i64,
+    pub highest: i64,
 }
 
-/// The most programs whose offsets the runtime evaluates for one bound on
-/// one launch (the grid along the axes the offset depends on): beyond, it
-/// evaluates the corners and edges of that grid only.
+/// The most programs whose values the runtime evaluates for one bound on
+/// one launch (the grid along the axes the value depends on): beyond, it
+/// evaluates the corners and the middle of that grid only.
 pub const MAX_EVALUATED_PROGRAMS: i64 = 1 << 16;
 
-impl OffsetBound {
+impl IndexBound {
     /// The first program of a launch on `grid` (ids along the axes the
-    /// offset uses, others 0) whose offset is outside `0..=limit` or
-    /// cannot be evaluated, with its offset (`None`: not evaluated).
+    /// value uses, others 0) whose value is outside `lowest..=highest` or
+    /// cannot be evaluated, with its value (`None`: not evaluated).
     pub fn violation(
         &self,
         grid: [i64; 3],
@@ -102,7 +106,7 @@ impl OffsetBound {
         let ranges: Vec<Vec<i64>> = (0..3)
             .map(|axis| {
                 let n = grid[axis].max(1);
-                if !self.offset.uses_program_id(axis) {
+                if !self.value.uses_program_id(axis) {
                     vec![0]
                 } else if grid.iter().product::<i64>() <= MAX_EVALUATED_PROGRAMS {
                     (0..n).collect()
@@ -119,8 +123,8 @@ impl OffsetBound {
                 for &z in &ranges[2] {
                     let id = [x, y, z];
                     let program = Program { id, grid, arg };
-                    match self.offset.eval(&program) {
-                        Some(v) if (0..=self.limit).contains(&v) => {}
+                    match self.value.eval(&program) {
+                        Some(v) if (self.lowest..=self.highest).contains(&v) => {}
                         other => return Some((id, other)),
                     }
                 }
@@ -141,13 +145,15 @@ mod tests {
 
     /// `(pid(1) % H) // (H // H_KV) * stride_kh`: the KV head of a query
     /// head, times a head's elements (args 0, 1, 2).
-    fn kv_head_offset() -> OffsetBound {
+    fn kv_head_offset() -> IndexBound {
         let head = E::Rem(b(E::ProgramId(1)), b(E::Arg(0)));
         let group = E::Div(b(E::Arg(0)), b(E::Arg(1)));
-        OffsetBound {
+        IndexBound {
             buffer: "K".into(),
-            offset: E::Mul(b(E::Div(b(head), b(group))), b(E::Arg(2))),
-            limit: 3 * 1024,
+            what: "the element its head starts at".into(),
+            value: E::Mul(b(E::Div(b(head), b(group))), b(E::Arg(2))),
+            lowest: 0,
+            highest: 3 * 1024,
         }
     }
 
@@ -170,10 +176,12 @@ mod tests {
 
     #[test]
     fn large_grids_are_evaluated_at_their_corners_and_middle() {
-        let bound = OffsetBound {
+        let bound = IndexBound {
             buffer: "K".into(),
-            offset: E::Mul(b(E::ProgramId(0)), b(E::Const(2))),
-            limit: 2 * 99_999,
+            what: "a row".into(),
+            value: E::Mul(b(E::ProgramId(0)), b(E::Const(2))),
+            lowest: 0,
+            highest: 2 * 99_999,
         };
         assert_eq!(bound.violation([100_000, 1, 1], &|_| None), None);
         assert_eq!(
