@@ -74,7 +74,7 @@ def Chunk_Dialect : Dialect {
     | `chunk.reduction_copies` | `chunk.plan` | array (per rank) of arrays of dictionaries: the side stream's copies of finished chunks | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
     | `chunk.completion` | `chunk.plan` | array (per rank) of arrays of `array<i64: flag, count>`: what the launch waits for after the kernel | `chunk-fuse-reductions` |
     | `chunk.scalar_args` | `chunk.plan` | array of `{arg, value, buffer, dim}`: kernel arguments (strides of bound buffers) the launch must pass as `value` | `chunk-bind-kernel` |
-    | `chunk.index_bounds` | `chunk.plan` | array of `{buffer, offset, limit}`: offsets into bound buffers (an expression of program ids and arguments) each launch must keep within `0..=limit` | `chunk-bind-kernel` |
+    | `chunk.index_bounds` | `chunk.plan` | array of `{buffer, what, value, lowest, highest}`: values the kernel computes from program ids and arguments (a head's offset, a loop's last row) each launch must keep within `lowest..=highest` | `chunk-bind-kernel` |
     | `chunk.host_schedule` | `builtin.module` | dictionary: the launch manifest's schedule (`synco_manifest::FusedPlan`) | `chunk-lower-transfers` |
 
     The last six are typed records (`passes/src/plan/records.rs`): a

@@ -520,13 +520,14 @@ source; where several values are counted in tiles of one size, the one
 the tile index walks, found by evaluating its arithmetic over a launch's
 programs), at most the buffer's extent for masks, loops that step an
 access's pointers and other tile counts. The runtime refuses a launch
-that passes anything else. It also records each such leading offset
-(`chunk.index_bounds`, then the manifest's `index_bounds`) as an
-expression of the program ids, the kernel's arguments and constants,
-where it is one: the runtime evaluates it over each launch's grid and
-refuses a launch on which a program would start a slice past the
-buffer's last (a head count or a stride that does not match the plan's
-buffer).
+that passes anything else. Where such a value is not an argument but
+arithmetic of the program ids, the arguments and constants (a head's
+leading offset, a causal stage's last key `N_CTX_KV - N_CTX_Q + (start_m
++ 1) * BLOCK_M`), it records it (`chunk.index_bounds`, then the
+manifest's `index_bounds`) with its range: the runtime evaluates it over
+each launch's grid and refuses a launch on which a program would start a
+slice past the buffer's last or read past an extent (a head count, a
+grid or a stride that does not match the plan's buffer).
 
 Options: none.
 Preconditions: each plan names a `tt.func` of the module, not yet bound.
