@@ -281,6 +281,29 @@ pub(crate) fn check_arg_count(m: &LaunchManifest, given: usize) -> Result<()> {
     })
 }
 
+/// What a launch's index bounds depend on: its grid and, per rank, the
+/// values of its integer arguments.
+pub(crate) type BoundsKey = ((u32, u32, u32), Vec<Vec<Option<i64>>>);
+
+/// The key of a launch on `grid` with `args` on each of `ranks`.
+pub(crate) fn bounds_key(
+    grid: (u32, u32, u32),
+    ranks: std::ops::Range<usize>,
+    args: &dyn Fn(usize) -> Vec<Arg>,
+) -> BoundsKey {
+    let integers = |rank: usize| {
+        args(rank)
+            .iter()
+            .map(|a| match *a {
+                Arg::I32(v) => Some(i64::from(v)),
+                Arg::I64(v) => Some(v),
+                _ => None,
+            })
+            .collect()
+    };
+    (grid, ranks.map(integers).collect())
+}
+
 /// A cubin loaded on every GPU of a node, with its manifest.
 pub struct FusedKernel {
     pub manifest: LaunchManifest,
@@ -306,6 +329,10 @@ pub struct FusedKernel {
     /// ([`crate::Node::mark_chunks_present`]): a launch with peers would
     /// not wait for anything, so only [`crate::Node::launch_alone`] runs it.
     pub(crate) chunks_marked_present: std::cell::Cell<bool>,
+    /// The grid and integer arguments of the last launch whose index
+    /// bounds were evaluated (and held): a launch with the same ones
+    /// skips the evaluation.
+    pub(crate) bounds_checked_for: std::cell::RefCell<Option<BoundsKey>>,
     /// Per rank, how many programs of this kernel its GPU holds at once
     /// (blocks per SM x SMs), for kernels whose programs must all be
     /// resident (`FusedPlan::co_resident`, or tiles that wait for other
@@ -426,6 +453,7 @@ impl FusedKernel {
             storage,
             epochs: std::cell::Cell::new(0),
             chunks_marked_present: std::cell::Cell::new(false),
+            bounds_checked_for: std::cell::RefCell::new(None),
             resident,
             functions,
             modules,

@@ -161,9 +161,21 @@ impl Node {
         // Every rank's arguments (count, types, values the kernel assumes
         // divisible), before any rank's work is issued.
         for rank in self.local_ranks() {
-            let given = args(rank);
-            crate::bindings::check_user_args(&kernel.manifest, rank, &given)?;
-            crate::bindings::check_index_bounds(&kernel.manifest, rank, grid, &given)?;
+            crate::bindings::check_user_args(&kernel.manifest, rank, &args(rank))?;
+        }
+        // The values the kernel computes from its grid and arguments stay
+        // within the plan's buffers (evaluated again only for a new grid
+        // or new integer arguments).
+        let bounded = kernel.manifest.fused.as_ref();
+        if bounded.is_some_and(|f| !f.index_bounds.is_empty()) {
+            let key = crate::kernel::bounds_key(grid, self.local_ranks(), args);
+            if kernel.bounds_checked_for.borrow().as_ref() != Some(&key) {
+                for rank in self.local_ranks() {
+                    let given = args(rank);
+                    crate::bindings::check_index_bounds(&kernel.manifest, rank, grid, &given)?;
+                }
+                *kernel.bounds_checked_for.borrow_mut() = Some(key);
+            }
         }
         // Bindings and bound arguments, before any rank's work is issued.
         crate::bindings::check(
