@@ -226,6 +226,14 @@ short = list(values)
 short[-1] = 256
 ok, got = raises(synco.LaunchError, "'N_CTX_KV'", lambda: host.manifest.check_args(0, short))
 expect("the plan's fixed scalars count the descriptors' parts", ok, got)
+# The grid: a head's first row, `off_z * (N_CTX_KV * H_KV) + off_h_kv *
+# N_CTX_KV` with off_z the grid's programs over H, must be one of K's
+# heads; a second batch in the grid would read past K.
+host.check_args(0, values, grid=(4, 4))
+ok, got = raises(synco.LaunchError, "on program [0, 4, 0], the row its head starts at along "
+                 "dimension 1 in @K is 1024, past 512",
+                 lambda: host.check_args(0, values, grid=(4, 8)))
+expect("a grid whose programs would read past K is refused", ok, got)
 
 # A GEMM of host descriptors (examples/ag_gemm/matmul.py's
 # matmul_kernel_tma_host, Triton's TMA matmul tutorial's form): A

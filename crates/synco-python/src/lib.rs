@@ -125,12 +125,25 @@ impl Manifest {
     /// before it issues anything: Python values converted to each
     /// parameter's type (an int for a pointer, an integer or a bool, a
     /// float for a floating-point scalar), then their number, types and
-    /// the values the plan fixes. Raises `LaunchError` (or `TypeError` for
-    /// a value of the wrong Python type) naming the argument.
-    fn check_args(&self, rank: usize, args: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+    /// the values the plan fixes; with `grid`, also the values the kernel
+    /// computes from the grid and its arguments (its index bounds). Raises
+    /// `LaunchError` (or `TypeError` for a value of the wrong Python type)
+    /// naming the argument.
+    #[pyo3(signature = (rank, args, grid=None))]
+    fn check_args(
+        &self,
+        rank: usize,
+        args: Vec<Bound<'_, PyAny>>,
+        grid: Option<(u32, u32, u32)>,
+    ) -> PyResult<()> {
         let values = to_args(&self.user_params(), &args)?;
-        synco_runtime::check_user_args(&self.manifest, rank, &values)
-            .map_err(|e| LaunchError::new_err(e.to_string()))
+        let launch = error_as_launch_error;
+        synco_runtime::check_user_args(&self.manifest, rank, &values).map_err(launch)?;
+        match grid {
+            Some(grid) => synco_runtime::check_index_bounds(&self.manifest, rank, grid, &values)
+                .map_err(launch),
+            None => Ok(()),
+        }
     }
 
     fn __repr__(&self) -> String {
@@ -243,4 +256,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ManifestError", m.py().get_type::<ManifestError>())?;
     m.add("LaunchError", m.py().get_type::<LaunchError>())?;
     Ok(())
+}
+
+fn error_as_launch_error(e: synco_runtime::RuntimeError) -> PyErr {
+    LaunchError::new_err(e.to_string())
 }

@@ -127,7 +127,7 @@ mod sync;
 mod timeline;
 pub mod trace;
 
-pub use bindings::check_user_args;
+pub use bindings::{check_index_bounds, check_user_args};
 pub use descriptor::TensorView;
 pub use error::RuntimeError;
 pub use heap::Buffer;

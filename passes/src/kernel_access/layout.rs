@@ -132,8 +132,22 @@ fn fix_tile_map_extents(
                     dim,
                     rows,
                 )?;
-                for (access, heads) in whole_heads(kernel, arg, tile_loop, rows) {
-                    fixed.require(buffer, access, heads, ScalarRole::Extent, dim, rows)?;
+                for (access, base, whole) in whole_heads(kernel, arg, tile_loop, rows) {
+                    if let WholeRows::Times(heads) = whole {
+                        let heads = KernelValue::Scalar(heads);
+                        fixed.require(buffer, access, heads, ScalarRole::Extent, dim, rows)?;
+                    }
+                    // The head's first row: within the merged rows.
+                    let merged = checked::product(&buffer.shape[..=dim], buffer.op, "rows")?;
+                    if let Some(value) = index_expr(base) {
+                        fixed.bound(IndexBound {
+                            buffer: buffer.name.clone(),
+                            what: format!("the row its head starts at along dimension {dim}"),
+                            value,
+                            lowest: 0,
+                            highest: merged - rows,
+                        });
+                    }
                 }
             }
             continue;
@@ -162,12 +176,17 @@ fn fix_tile_map_extents(
 /// The kernel arguments that make the row offsets of descriptor accesses
 /// of argument `arg` in `tile_loop` whole heads of `rows` rows (see
 /// [`super::merged_rows`]), each with its access.
-fn whole_heads(kernel: Op, arg: usize, tile_loop: &TileLoop, rows: i64) -> Vec<(Op, KernelValue)> {
+fn whole_heads(
+    kernel: Op,
+    arg: usize,
+    tile_loop: &TileLoop,
+    rows: i64,
+) -> Vec<(Op, Value, WholeRows)> {
     let mut found = Vec::new();
     for op in [loads_of(kernel, arg), stores_of(kernel, arg)].concat() {
         for (_, _, base) in descriptor_rows_at(op, tile_loop.iv) {
-            if let Some(WholeRows::Times(x)) = base.and_then(|b| whole_rows(b, rows)) {
-                found.push((op, KernelValue::Scalar(x)));
+            if let Some((base, whole)) = base.and_then(|b| Some((b, whole_rows(b, rows)?))) {
+                found.push((op, base, whole));
             }
         }
     }

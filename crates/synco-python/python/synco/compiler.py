@@ -43,10 +43,13 @@ class Compiled:
         another machine) and name."""
         return _cached(folder, kernel)
 
-    def check_args(self, rank, args):
-        """The runtime's check of a launch's user arguments on `rank`
-        (see `Manifest.check_args`)."""
-        self.manifest.check_args(rank, list(args))
+    def check_args(self, rank, args, grid=None):
+        """The runtime's check of a launch's user arguments on `rank`, and
+        with `grid` of the values the kernel computes from them (see
+        `Manifest.check_args`)."""
+        if grid is not None:
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.manifest.check_args(rank, list(args), grid)
 
 
 def kernel_arg(signature, position):
