@@ -11,9 +11,9 @@
 //! that another rank refused.
 
 use crate::{
+    args::Arg,
     error::{Result, RuntimeError},
     heap::Buffer,
-    kernel::Arg,
 };
 use synco_manifest::{FusedPlan, LaunchManifest, Param, ParamRole};
 
@@ -136,7 +136,7 @@ pub(crate) fn check(
 ///
 /// [`Node::launch`]: crate::Node::launch
 pub fn check_user_args(m: &LaunchManifest, rank: usize, args: &[Arg]) -> Result<()> {
-    crate::kernel::check_arg_count(m, args.len())?;
+    crate::args::check_arg_count(m, args.len())?;
     let own = crate::descriptor::expand(m, args)?;
     let params: Vec<(usize, &Param)> = own_params(m).collect();
     for (&(index, param), value) in params.iter().zip(&own) {

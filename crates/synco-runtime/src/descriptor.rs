@@ -4,8 +4,8 @@
 //! strides) and the encoding the manifest records. Triton passes the
 //! view's shape and strides again after the map, as the descriptor's parts.
 
+use crate::args::Arg;
 use crate::error::{Result, RuntimeError};
-use crate::kernel::Arg;
 use cudarc::driver::sys::{self, CUdeviceptr};
 use synco_manifest::{LaunchManifest, Param, ParamRole, TensorDescriptor};
 

@@ -116,6 +116,7 @@
 //! never met does not return. [`Node::inject_fault`] makes a node's
 //! launches keep in step but do no work, for fault tests.
 
+mod args;
 mod bindings;
 mod copies;
 mod descriptor;
@@ -127,11 +128,12 @@ mod sync;
 mod timeline;
 pub mod trace;
 
+pub use args::Arg;
 pub use bindings::{check_index_bounds, check_user_args};
 pub use descriptor::TensorView;
 pub use error::RuntimeError;
 pub use heap::Buffer;
-pub use kernel::{Arg, FusedKernel};
+pub use kernel::FusedKernel;
 pub use node::{DEFAULT_PEER_TIMEOUT, Exchange, Fault, Node};
 pub use timeline::{CopySpan, LaunchTimeline};
 pub use trace::TileTrace;

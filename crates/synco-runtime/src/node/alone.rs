@@ -6,9 +6,10 @@
 
 use super::{Node, check};
 use crate::{
+    args::Arg,
     error::{Result, RuntimeError},
     heap::Buffer,
-    kernel::{Arg, FusedKernel},
+    kernel::FusedKernel,
 };
 use cudarc::driver::sys;
 
