@@ -184,9 +184,8 @@ fn index_expr_within(v: Value, depth: usize) -> Option<IndexExpr> {
     })
 }
 
-/// Whether the descriptor access `op` goes through was made at its
-/// buffer's argument plus scalar offsets (which [`leading_terms`] reads),
-/// `arg` the kernel argument it reaches.
+/// Whether the descriptor access `op` goes through was made at a kernel
+/// argument plus scalar offsets (which [`leading_terms`] reads).
 pub(super) fn descriptor_made_at_offsets(op: Op) -> bool {
     descriptor_maker(op)
         .and_then(|maker| ir::operands(maker).first().copied())
