@@ -130,6 +130,29 @@ attn = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, caus
 expect("AllGatherAttention compiles for 2 ranks", attn.manifest.world_size == 2)
 expect("its plan binds K and V", [(n, s, a) for n, s, _, a in attn.manifest.buffers]
        == [("K", [1024, 128], 1), ("V", [1024, 128], 2)], str(attn.manifest.buffers))
+# The bundled kernel's causal loop reads keys up to `N_CTX_KV - N_CTX_Q +
+# (start_m + 1) * BLOCK_M`, a value of its grid and arguments that the
+# runtime keeps within K's 1024 rows: each rank's launch as the operator
+# makes it passes; the last rank's with twice the query blocks would read
+# past K, and is refused naming a program.
+k_attn, v_attn = symmetric(1 << 20, (1024, 128)), symmetric(2 << 20, (1024, 128))
+q_attn = torch.zeros((512, 256), dtype=torch.bfloat16)
+check_attn = runtime.LaunchArguments(attn.manifest, "cpu", heap)
+
+
+def attention_launch(rank):
+    q_strides = ops.attention_strides("bshd", 512, 4, 64)
+    kv_strides = ops.attention_strides("bshd", 1024, 2, 64)
+    values, _ = check_attn([q_attn, k_attn, v_attn, q_attn, 0.125, *q_strides, *kv_strides,
+                            *kv_strides, *q_strides, 4, 2, 512, 512 * (rank + 1)])
+    return values
+
+
+for rank in (0, 1):
+    attn.check_args(rank, attention_launch(rank), grid=(4, 4))
+ok, got = raises(synco.LaunchError, "in @K is 1152, past 1024",
+                 lambda: attn.check_args(1, attention_launch(1), grid=(8, 4)))
+expect("a grid of more query blocks than the queries is refused", ok, got)
 ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, causal=True,
                                       chunks=2, algorithm="ring", cache_dir=scratch / "cache")
 plan = (ring.folder / "plan.mlir").read_text()
