@@ -247,9 +247,18 @@ fn to_arg(name: &str, ty: &str, value: &Bound<'_, PyAny>) -> PyResult<Arg> {
     })
 }
 
+/// `(element, block)` of a host tensor descriptor type, in Triton's
+/// spelling or MLIR's (`tensordesc<bf16[64,128]>`: `("bf16", [64, 128])`),
+/// else `None`: the parse the manifest and the runtime use.
+#[pyfunction]
+fn descriptor_type(ty: &str) -> Option<(String, Vec<u32>)> {
+    synco_manifest::descriptor_type(ty).map(|(block, element)| (element, block))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Manifest>()?;
+    m.add_function(wrap_pyfunction!(descriptor_type, m)?)?;
     m.add_class::<runtime::Node>()?;
     m.add_class::<runtime::Kernel>()?;
     m.add("WatchdogError", m.py().get_type::<runtime::WatchdogError>())?;

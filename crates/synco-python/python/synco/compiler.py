@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._native import Manifest
+from ._native import Manifest, descriptor_type
 
 
 class CompileError(RuntimeError):
@@ -59,8 +59,8 @@ def kernel_arg(signature, position):
     strides too, which Triton passes as arguments of their own."""
     index = 0
     for ty in signature[:position]:
-        rank = ty.count(",") + 1 if ty.startswith("tensordesc<") else 0
-        index += 1 + 2 * rank
+        descriptor = descriptor_type(ty)
+        index += 1 + (2 * len(descriptor[1]) if descriptor else 0)
     return index
 
 

@@ -19,12 +19,13 @@ needs a symmetric one, or a plan for another world size raises
 """
 
 import math
+from typing import NamedTuple, Optional
 
 import torch
 import torch.distributed as dist
 
 from . import _native
-from ._native import LaunchError, WatchdogError
+from ._native import LaunchError, WatchdogError, descriptor_type
 
 #: Torch dtypes of the element types in Triton signatures and plans.
 DTYPES = {
@@ -147,6 +148,19 @@ class Heap:
         return start
 
 
+class _Spec(NamedTuple):
+    """What a valid tensor argument is: its dtype (None: any), the plan
+    buffer it carries and that buffer's shape (None: none), the block the
+    kernel reads where the parameter is a host tensor descriptor (None: a
+    pointer), and the element type as the kernel names it."""
+
+    dtype: Optional[torch.dtype]
+    plan_buffer: Optional[str]
+    shape: Optional[tuple]
+    block: Optional[list]
+    element: str
+
+
 class LaunchArguments:
     """A launch's arguments as the runtime takes them, checked first:
     tensors for pointer parameters (on `device`, of the parameter's dtype,
@@ -166,8 +180,7 @@ class LaunchArguments:
         self.bound_args = {position[arg]: name for name, (_, _, arg) in self.plan_buffers.items()
                            if arg in position}
         # What a valid argument is, per parameter (None: a scalar), and per
-        # plan buffer no argument carries: (dtype, plan buffer, its shape,
-        # and for a host tensor descriptor the block it reads).
+        # plan buffer no argument carries.
         self._specs = [self._param_spec(ty, self.bound_args.get(i))
                        for i, (_, ty) in enumerate(self.params)]
         self._unbound = {name: self._spec(element, name)
@@ -179,12 +192,12 @@ class LaunchArguments:
         descriptor = descriptor_type(ty)
         if descriptor is not None:
             element, block = descriptor
-            return self._spec(element, plan_buffer) + (block,)
+            return self._spec(element, plan_buffer, block)
         return None
 
-    def _spec(self, element, plan_buffer):
+    def _spec(self, element, plan_buffer, block=None):
         shape = self.plan_buffers[plan_buffer][0] if plan_buffer is not None else None
-        return DTYPES.get(element), plan_buffer, shape
+        return _Spec(DTYPES.get(element), plan_buffer, shape, block, element)
 
     def __call__(self, args, buffers=None):
         """`(values, bindings)`: the kernel's argument values (addresses
@@ -208,7 +221,7 @@ class LaunchArguments:
             address = fits(value, spec, bindings)
             if address is None:
                 return None
-            values.append(address if len(spec) == 3 else rows_view(value, spec[3]))
+            values.append(address if spec.block is None else rows_view(value, spec.block))
         if buffers:
             for name, tensor in buffers.items():
                 spec = self._unbound.get(name)
@@ -219,7 +232,7 @@ class LaunchArguments:
     def _fits(self, tensor, spec, bindings):
         """`tensor`'s address if it is what `spec` asks for (its binding,
         if it is a plan buffer's, appended to `bindings`); else None."""
-        dtype, plan_buffer, shape = spec[:3]
+        dtype, plan_buffer, shape, _, _ = spec
         if not (isinstance(tensor, torch.Tensor) and tensor.device == self.device
                 and (dtype is None or tensor.dtype == dtype) and tensor.is_contiguous()):
             return None
@@ -242,8 +255,9 @@ class LaunchArguments:
                               f"{len(args)} were given")
         values, bindings = [], []
         for index, ((name, ty), value) in enumerate(zip(self.params, args)):
-            if len(self._specs[index] or ()) == 4:
-                values.append(self._descriptor(name, value, self._specs[index], bindings))
+            spec = self._specs[index]
+            if spec is not None and spec.block is not None:
+                values.append(self._descriptor(name, value, spec, bindings))
                 continue
             if not ty.startswith("*"):
                 if isinstance(value, torch.Tensor):
@@ -273,9 +287,8 @@ class LaunchArguments:
         (`rows_view`); from a Triton `TensorDescriptor` (anything with
         `base`, `shape`, `strides` and `block_shape`), its own view, its
         block the kernel's."""
-        dtype, plan_buffer, _, block = spec
+        plan_buffer, block = spec.plan_buffer, spec.block
         what = f"argument '{name}'"
-        element = next((e for e, t in DTYPES.items() if t == dtype), None)
         if isinstance(value, torch.Tensor):
             tensor, view = value, None
         elif all(hasattr(value, a) for a in ("base", "shape", "strides", "block_shape")):
@@ -288,7 +301,7 @@ class LaunchArguments:
         else:
             raise LaunchError(f"{what} is a tensor descriptor: pass a tensor (read by rows) or a "
                               f"triton TensorDescriptor, not {type(value).__name__}")
-        self._check_tensor(what, element, tensor, plan_buffer)
+        self._check_tensor(what, spec.element, tensor, plan_buffer)
         rows = rows_view(tensor, block)
         if plan_buffer is not None:
             bindings.append((plan_buffer, self.heap.offset_of(tensor, what), tensor.nbytes))
@@ -313,16 +326,6 @@ class LaunchArguments:
             if tuple(tensor.shape) != shape:
                 raise LaunchError(f"{what} has shape {tuple(tensor.shape)}, the plan's buffer "
                                   f"@{plan_buffer} is {shape}")
-
-
-def descriptor_type(ty):
-    """`(element, block)` of a host tensor descriptor type in Triton's
-    spelling (`tensordesc<bf16[64,128]>`: `("bf16", (64, 128))`), else
-    None."""
-    if not (ty.startswith("tensordesc<") and ty.endswith("]>")):
-        return None
-    element, _, dims = ty[len("tensordesc<"):-2].partition("[")
-    return element, tuple(int(d) for d in dims.split(","))
 
 
 def rows_view(tensor, block):
