@@ -64,24 +64,18 @@ pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
 /// reductions) reaches plan buffer `buffer`: the argument it binds where
 /// that is a pointer, else its `synco_buffer_<name>` argument.
 pub fn buffer_pointer(kernel: Op, buffer: &crate::plan::BufferDecl) -> Option<Value> {
-    buffer
-        .arg
-        .and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
-        .filter(|value| !is_descriptor(*value))
-        .or_else(|| buffer_arg(kernel, &buffer.name))
+    bound_pointer(kernel, buffer.arg).or_else(|| buffer_arg(kernel, &buffer.name))
 }
 
-/// Whether `buffer` is bound to a kernel argument the kernel's code can
-/// address (a pointer, not a host tensor descriptor).
-pub fn bound_to_pointer(kernel: Op, buffer: &crate::plan::BufferDecl) -> bool {
-    buffer
-        .arg
-        .and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
-        .is_some_and(|value| !is_descriptor(value))
+/// Kernel argument `arg` (a buffer's `bind(i)`) where it is a pointer the
+/// kernel's code can address, not a host tensor descriptor.
+pub fn bound_pointer(kernel: Op, arg: Option<usize>) -> Option<Value> {
+    arg.and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
+        .filter(|value| !is_descriptor(*value))
 }
 
 /// Whether `value` is a host tensor descriptor (`!tt.tensordesc<...>`).
-pub fn is_descriptor(value: Value) -> bool {
+fn is_descriptor(value: Value) -> bool {
     synco_manifest::descriptor_type(&ir::print_type(ir::type_of(value))).is_some()
 }
 

@@ -74,8 +74,8 @@ pub fn bind(kernel: Op, plan: &Plan) -> Result<(), PassFailed> {
         .buffers
         .iter()
         .filter(|b| {
-            let bound = crate::abi::bound_to_pointer(kernel, b);
-            let through_descriptor = b.arg.is_some() && !bound;
+            let through_descriptor =
+                b.arg.is_some() && crate::abi::bound_pointer(kernel, b.arg).is_none();
             through_descriptor
                 || (b.arg.is_none() && (b.staging || b.trace || named.contains(&b.name)))
         })

@@ -23,6 +23,15 @@ pub enum Arg {
 }
 
 impl Arg {
+    /// The value of an integer argument (`i32` or `i64`), else `None`.
+    pub(crate) fn integer(&self) -> Option<i64> {
+        match *self {
+            Arg::I32(v) => Some(i64::from(v)),
+            Arg::I64(v) => Some(v),
+            _ => None,
+        }
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             Arg::Ptr(_) => "a pointer",
@@ -207,26 +216,24 @@ pub(crate) fn check_arg_count(m: &LaunchManifest, given: usize) -> Result<()> {
 }
 
 /// What a launch's index bounds depend on: its grid and, per rank, the
-/// values of its integer arguments.
+/// values of the kernel's integer arguments (a descriptor's shape and
+/// strides among them).
 pub(crate) type BoundsKey = ((u32, u32, u32), Vec<Vec<Option<i64>>>);
 
-/// The key of a launch on `grid` with `args` on each of `ranks`.
+/// The key of a launch of `m` on `grid` with `args` on each of `ranks`.
 pub(crate) fn bounds_key(
+    m: &LaunchManifest,
     grid: (u32, u32, u32),
     ranks: std::ops::Range<usize>,
     args: &dyn Fn(usize) -> Vec<Arg>,
-) -> BoundsKey {
-    let integers = |rank: usize| {
-        args(rank)
+) -> Result<BoundsKey> {
+    let integers = |rank: usize| -> Result<Vec<Option<i64>>> {
+        Ok(descriptor::expand(m, &args(rank))?
             .iter()
-            .map(|a| match *a {
-                Arg::I32(v) => Some(i64::from(v)),
-                Arg::I64(v) => Some(v),
-                _ => None,
-            })
-            .collect()
+            .map(Arg::integer)
+            .collect())
     };
-    (grid, ranks.map(integers).collect())
+    Ok((grid, ranks.map(integers).collect::<Result<_>>()?))
 }
 
 #[cfg(test)]
@@ -359,6 +366,17 @@ mod tests {
             element_bytes: 2,
         });
         let view = TensorView::new(0x4000, &[16384, 128], &[128, 1]).unwrap();
+        // A launch's index bounds depend on its descriptors' shapes too.
+        let key = |view| {
+            let args = move |_| vec![Arg::Descriptor(view), Arg::I32(5)];
+            bounds_key(&m, (1, 1, 1), 0..1, &args).unwrap()
+        };
+        let taller = TensorView::new(0x4000, &[32768, 128], &[128, 1]).unwrap();
+        assert_eq!(
+            key(view).1,
+            [[None, Some(16384), Some(128), Some(128), Some(1), Some(5)]]
+        );
+        assert_ne!(key(view), key(taller));
         let values = words(&m, &[Arg::Descriptor(view), Arg::I32(5)], &abi, 0).unwrap();
         assert_eq!(u64::from_ne_bytes(values[0]), 0x4000);
         let int = |v: [u8; 8]| i32::from_ne_bytes(v[..4].try_into().unwrap());

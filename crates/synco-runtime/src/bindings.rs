@@ -163,11 +163,7 @@ pub fn check_index_bounds(
         return Ok(());
     };
     let own = crate::descriptor::expand(m, args)?;
-    let value = |i: usize| match own.get(i) {
-        Some(Arg::I32(v)) => Some(i64::from(*v)),
-        Some(Arg::I64(v)) => Some(*v),
-        _ => None,
-    };
+    let value = |i: usize| own.get(i).and_then(Arg::integer);
     let grid = [grid.0, grid.1, grid.2].map(i64::from);
     for bound in &fused.index_bounds {
         if let Some((program, value)) = bound.violation(grid, &value) {
@@ -206,10 +202,8 @@ fn check_scalar_args(
     user_params: &[&str],
 ) -> Result<()> {
     for fixed in &fused.scalar_args {
-        let value = match given.get(fixed.arg) {
-            Some(Arg::I32(v)) => i64::from(*v),
-            Some(Arg::I64(v)) => *v,
-            _ => continue,
+        let Some(value) = given.get(fixed.arg).and_then(Arg::integer) else {
+            continue;
         };
         if !fixed.role.allows(value, fixed.value) {
             return Err(RuntimeError::ScalarArg {

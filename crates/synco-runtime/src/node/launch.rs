@@ -169,7 +169,7 @@ impl Node {
         // or new integer arguments).
         let bounded = kernel.manifest.fused.as_ref();
         if bounded.is_some_and(|f| !f.index_bounds.is_empty()) {
-            let key = crate::args::bounds_key(grid, self.local_ranks(), args);
+            let key = crate::args::bounds_key(&kernel.manifest, grid, self.local_ranks(), args)?;
             if kernel.bounds_checked_for.borrow().as_ref() != Some(&key) {
                 for rank in self.local_ranks() {
                     let given = args(rank);

@@ -228,8 +228,7 @@ fn emit_copy(
 ) -> Result<(), PassFailed> {
     let b = b.with_loc(ir::location_of(copy.op.0));
     let argument = |(name, arg): &(String, Option<usize>)| {
-        arg.and_then(|arg| crate::tiles::kernel_arg(kernel, arg))
-            .filter(|value| !crate::abi::is_descriptor(*value))
+        crate::abi::bound_pointer(kernel, *arg)
             .or_else(|| crate::abi::buffer_arg(kernel, name))
             .ok_or_else(|| internal(copy.op, &format!("no kernel argument carries @{name}")))
     };
