@@ -33,7 +33,11 @@ fn runtime_error(e: RuntimeError) -> PyErr {
         | RuntimeError::WorldSize { .. }
         | RuntimeError::PersistentGrid { .. }
         | RuntimeError::CopyPlane { .. }
-        | RuntimeError::NotCoResident { .. } => LaunchError::new_err(e.to_string()),
+        | RuntimeError::NotCoResident { .. }
+        | RuntimeError::NotAlone { .. }
+        | RuntimeError::NotDivisible { .. }
+        | RuntimeError::Descriptor { .. }
+        | RuntimeError::IndexOutOfBuffer { .. } => LaunchError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }

@@ -666,7 +666,8 @@ def check_heads_past_buffer_refused(group, cache, report):
     except synco.LaunchError as e:
         refused = str(e)
     report("refuses a launch whose heads go past the plan's K",
-           refused is not None and "would read @K" in refused and op.kernel.epoch == epoch,
+           refused is not None and "in @K is" in refused
+           and "do not match the plan's buffer" in refused and op.kernel.epoch == epoch,
            refused or "it launched")
 
 
