@@ -119,14 +119,17 @@ impl Node {
 
     /// For fault tests: `"withhold_work"` makes this rank keep in step with
     /// its peers (its signals) but issue neither copies nor kernels, so the
-    /// chunks its peers wait for never come; `"none"` undoes it.
+    /// chunks its peers wait for never come; `"stall_issue"` makes its host
+    /// stall 300 ms in each launch between signalling its start and issuing
+    /// its work (peers run ahead of it); `"none"` undoes either.
     fn inject_fault(&mut self, fault: &str) -> PyResult<()> {
         let fault = match fault {
             "none" => Fault::None,
             "withhold_work" => Fault::WithholdWork,
+            "stall_issue" => Fault::StallIssue,
             other => {
                 return Err(LaunchError::new_err(format!(
-                    "no fault '{other}': 'none' or 'withhold_work'"
+                    "no fault '{other}': 'none', 'withhold_work' or 'stall_issue'"
                 )));
             }
         };

@@ -3,6 +3,7 @@
     python ranks.py build --cache DIR --worlds 2,4     # compile (no GPU needed)
     python ranks.py check --cache DIR --world W        # W processes on the GPUs
     python ranks.py fault --cache DIR --fault killed   # killed / absent / withheld
+    python ranks.py slow-reader --cache DIR --world W  # one check of `check` alone
 
 `build` fills a compile cache with every fused kernel the checks use, so
 that a GPU machine without the compiler runs them (synco.compile finds
@@ -35,8 +36,11 @@ any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
 reduce-scatter where rank 1 dies after a first launch (`killed`), stays
 alive but never launches (`absent`), or launches in step but never sends
 its partials (`withheld`): rank 0 must get the watchdog's error, naming
-what it waited for, within its timeout. Prints one line
-per check and exits non-zero if any failed.
+what it waited for, within its timeout. `slow-reader` runs one check of
+`check` alone: peers overwrite their blocks of a gathered K and V right
+after a launch in which rank 1 stalls before reading them (the launch
+must hold the overwrites back). Prints one line per check and exits
+non-zero if any failed.
 """
 
 import argparse
@@ -98,7 +102,7 @@ OPS = [
      for backend in ("copy_engine", "ldst", "tma")]
 TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 #: Seconds the parent waits for the ranks of a run.
-WORKER_TIMEOUT = {"check": 480, "fault": 60}
+WORKER_TIMEOUT = {"check": 480, "fault": 60, "slow-reader": 120}
 
 
 # Plans imported from StableHLO that JAX exported for 4 devices
@@ -590,6 +594,7 @@ def check_attention(group, cache, seed, report):
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     check_tutorial_causal_refused(group, cache, report)
     check_heads_past_buffer_refused(group, cache, report)
+    check_slow_reader(group, cache, seed, report)
 
 
 def check_sdpa(group, seed, report):
@@ -669,6 +674,40 @@ def check_heads_past_buffer_refused(group, cache, report):
            refused is not None and "in @K is" in refused
            and "do not match the plan's buffer" in refused and op.kernel.epoch == epoch,
            refused or "it launched")
+
+
+def check_slow_reader(group, cache, seed, report):
+    """Rank 1 stalls on the host between signalling its start and issuing
+    its work (`stall_issue`), while every other rank overwrites its own
+    block of the gathered K and V with NaN right after its launch returns.
+    With ranks sharing a GPU, rank 1's copies of those blocks run on its
+    own stream after the stall: each rank's overwrite must wait for them
+    (rank 1's output stays right), twice, on fresh random data."""
+    w, r, dev = group.world_size, group.rank, group.device
+    variant = ATTENTION[0]  # full, copy engine, direct
+    name = f"{attention_name(variant)} with rank 1 stalled mid-launch"
+    op = ops.AllGatherAttention(group, heads=HEADS, **attention_options(w, variant, cache))
+    seq, own = TOKENS * w, slice(r * TOKENS, (r + 1) * TOKENS)
+    if r == 1:
+        group._node.inject_fault("stall_issue")
+    try:
+        for launch in range(2):
+            g = torch.Generator(device="cpu").manual_seed(seed + 7919 * (launch + 1))
+            q, k, v = (torch.randn((seq, h * HEAD_DIM), generator=g).to(torch.bfloat16)
+                       for h in (HEADS, KV_HEADS, KV_HEADS))
+            got = op(q[own].to(dev), k_shard=k[own].to(dev), v_shard=v[own].to(dev))
+            if r != 1:
+                op.k[own].fill_(float("nan"))
+                op.v[own].fill_(float("nan"))
+            group.wait(60)
+            heads = lambda x, n: x.float().view(seq, n, HEAD_DIM).transpose(0, 1)[None]  # noqa: E731
+            want = torch.nn.functional.scaled_dot_product_attention(
+                heads(q, HEADS), heads(k, KV_HEADS), heads(v, KV_HEADS),
+                enable_gqa=True)[0].transpose(0, 1).reshape(seq, HEADS * HEAD_DIM)[own]
+            err = rel_error(got.cpu(), want)
+            report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
+    finally:
+        group._node.inject_fault("none")
 
 
 def check_ulysses(group, cache, seed, report):
@@ -1033,6 +1072,8 @@ def worker(rank, world, mode, cache, port, fault, results):
             check_all_to_all_matmul(group, cache, seed, report)
             check_refusals(group, cache, report)
             host_time(group, cache, report)
+        elif mode == "slow-reader":
+            check_slow_reader(group, cache, seed, report)
         else:
             fault_test(group, cache, fault, report)
     except Exception:  # noqa: BLE001 - any error fails the run
@@ -1149,7 +1190,7 @@ def spawn(world, mode, cache, fault=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["build", "check", "fault"])
+    parser.add_argument("mode", choices=["build", "check", "fault", "slow-reader"])
     parser.add_argument("--cache", required=True)
     parser.add_argument("--worlds", default="2,4")
     parser.add_argument("--world", type=int, default=2)
@@ -1158,8 +1199,8 @@ def main():
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if args.mode == "build":
         return build(args)
-    if args.mode == "check":
-        sys.exit(1 if spawn(args.world, "check", args.cache) else 0)
+    if args.mode in ("check", "slow-reader"):
+        sys.exit(1 if spawn(args.world, args.mode, args.cache) else 0)
     sys.exit(1 if spawn(2, "fault", args.cache, fault=args.fault) else 0)
 
 

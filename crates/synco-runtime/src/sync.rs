@@ -136,8 +136,9 @@ pub(crate) struct RankSync {
     /// rank within its GPU (their previous work wrote the rows), and every
     /// peer where the kernel itself reaches into peers' heaps.
     pub kernel_waits_start: Vec<usize>,
-    /// Peers whose kernels reach into this rank's heap: the launch ends
-    /// once they signal their kernel done.
+    /// Peers whose kernels reach into this rank's heap, and peers that copy
+    /// rows of this rank's heap within its GPU (in front of their kernel):
+    /// the launch ends once they signal their kernel done.
     pub waits_kernel_done: Vec<usize>,
     /// Peers whose copies into the rank set no flag: the launch ends once
     /// they signal their copies done.
@@ -246,12 +247,23 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
             }
         }
     }
+    // A copy within one GPU is made by the destination's compute stream,
+    // in front of its kernel: it starts after the source's start, and the
+    // source's launch ends after the destination's kernel (the copy has
+    // read the rows the source's later work may overwrite).
     for copy in fused.copies.iter().flatten() {
+        if !within_gpu(copy, same_gpu) {
+            continue;
+        }
         if copy.dst_rank as usize == rank
-            && within_gpu(copy, same_gpu)
             && let Some(src) = peer(copy.src_rank)
         {
             push_unique(&mut sync.kernel_waits_start, src);
+        }
+        if copy.src_rank as usize == rank
+            && let Some(dst) = peer(copy.dst_rank)
+        {
+            push_unique(&mut sync.waits_kernel_done, dst);
         }
     }
     // A kernel that reaches into peers' heaps (copy programs pulling or
@@ -324,14 +336,25 @@ mod tests {
         assert_eq!(shared.rank(0).kernel_waits_start, vec![1]);
         assert_eq!(shared.rank(1).signals_start, vec![0, 2]);
         assert_eq!(shared.rank(2).signals_start, vec![0, 1]);
+        // ...and the source's launch ends after the destination's kernel
+        // (the copy in front of it has read the source's rows), a wait
+        // that ranks on separate GPUs do not need (their own copy streams
+        // read what they push).
+        assert_eq!(shared.rank(1).waits_kernel_done, vec![0]);
+        assert_eq!(shared.rank(0).signals_kernel_done, vec![1]);
+        assert!(apart.ranks.iter().all(|r| r.waits_kernel_done.is_empty()));
         assert!(apart.ranks.iter().all(|r| r.uses_copy_stream));
         // Every rank on one GPU: every copy goes in front of a kernel.
         let one_gpu = SyncPlan::new(&fused, &|_, _| true);
         assert!(one_gpu.ranks.iter().all(|r| !r.uses_copy_stream));
-        for sync in [&apart, &shared] {
+        assert_eq!(one_gpu.rank(2).waits_kernel_done, vec![0, 1]);
+        for sync in [&apart, &shared, &one_gpu] {
             for (rank, r) in sync.ranks.iter().enumerate() {
                 for &peer in r.copies_wait_start.iter().chain(&r.kernel_waits_start) {
                     assert!(sync.rank(peer).signals_start.contains(&rank));
+                }
+                for &peer in &r.waits_kernel_done {
+                    assert!(sync.rank(peer).signals_kernel_done.contains(&rank));
                 }
             }
         }

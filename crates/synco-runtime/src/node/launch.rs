@@ -66,6 +66,9 @@ impl Node {
                 self.await_first_starts(rank, kernel, epoch)?;
             }
         }
+        if self.fault == super::Fault::StallIssue {
+            std::thread::sleep(super::STALLED_ISSUE);
+        }
         // Copies the kernel waits for (an all-gather's chunks) go to every
         // GPU before any kernel: issued after one, they timed out with
         // ranks sharing a GPU (likely copies the driver runs on SMs, queued

@@ -122,7 +122,7 @@ pub struct Node {
 }
 
 /// A fault a test can inject into a node's launches, to check that its
-/// peers' watchdogs report it.
+/// peers' watchdogs report it, or that they keep in step with a slow one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Fault {
     #[default]
@@ -132,7 +132,15 @@ pub enum Fault {
     /// kernels: the chunks peers wait for never come, as from a peer
     /// whose kernel silently failed.
     WithholdWork,
+    /// After signalling its starts, the node's host stalls for
+    /// [`STALLED_ISSUE`] before it issues the launch's copies and kernels,
+    /// as a process descheduled mid-launch: peers that run ahead must not
+    /// overwrite rows it has yet to read.
+    StallIssue,
 }
+
+/// How long a node with [`Fault::StallIssue`] stalls in each launch.
+pub const STALLED_ISSUE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// A stream wait (`cuStreamWaitValue32`, >=) that a launch issued on one
 /// of `rank`'s streams: on `word`, until it reaches `value`.
