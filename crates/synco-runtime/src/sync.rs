@@ -143,6 +143,11 @@ pub(crate) struct RankSync {
     /// Peers whose copies into the rank set no flag: the launch ends once
     /// they signal their copies done.
     pub waits_copies_done: Vec<usize>,
+    /// The rank's arrival flags that its launch ends on: of each peer on
+    /// another GPU that pushes into it, the flag its last copy sets (a
+    /// chunk the kernel never waits for, past a causal bound, may still
+    /// land after the kernel; each peer's copies land in order).
+    pub waits_last_arrivals: Vec<usize>,
     /// Whether the rank's launches put work on its copy stream (copies
     /// between GPUs, reduction copies): otherwise its launches leave the
     /// copy stream alone.
@@ -215,6 +220,7 @@ impl SyncPlan {
             waits_kernel_done: Vec::new(),
             uses_copy_stream: false,
             waits_copies_done: Vec::new(),
+            waits_last_arrivals: Vec::new(),
             signals_start: Vec::new(),
             signals_kernel_done: Vec::new(),
             signals_copies_done: Vec::new(),
@@ -280,6 +286,15 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
         .into_iter()
         .filter(|&s| s != rank)
         .collect();
+    for (source, copies) in fused.copies.iter().enumerate() {
+        let last = copies
+            .iter()
+            .rev()
+            .find(|c| c.dst_rank as usize == rank && !within_gpu(c, same_gpu));
+        if let Some(flag) = last.and_then(|c| c.flag).filter(|_| source != rank) {
+            push_unique(&mut sync.waits_last_arrivals, flag as usize);
+        }
+    }
     sync
 }
 
@@ -343,6 +358,7 @@ mod tests {
         assert_eq!(shared.rank(1).waits_kernel_done, vec![0]);
         assert_eq!(shared.rank(0).signals_kernel_done, vec![1]);
         assert!(apart.ranks.iter().all(|r| r.waits_kernel_done.is_empty()));
+
         assert!(apart.ranks.iter().all(|r| r.uses_copy_stream));
         // Every rank on one GPU: every copy goes in front of a kernel.
         let one_gpu = SyncPlan::new(&fused, &|_, _| true);
@@ -364,6 +380,39 @@ mod tests {
             SyncPlan::new(&fused, &|a, b| a == b).rank(7),
             &RankSync::default()
         );
+    }
+
+    /// A launch ends once the last chunk each peer on another GPU pushes
+    /// into it has landed (a causal kernel never waits for some), on that
+    /// chunk's flag; a copy within its GPU needs no such wait.
+    #[test]
+    fn launch_ends_on_the_last_pushed_chunk() {
+        let push = |src: i64, dst: i64, flag: i64| {
+            format!(
+                r#"{{"order": 0, "src_rank": {src}, "dst_rank": {dst}, "src_buffer": "K",
+                    "dst_buffer": "K", "src_offset": 0, "dst_offset": 0, "rows": 1,
+                    "row_elems": 4, "src_pitch": 4, "dst_pitch": 4, "flag": {flag}}}"#
+            )
+        };
+        let fused = plan(&format!(
+            r#"{{"plan": "p", "world_size": 3, "num_flags": 8, "buffers": [], "chunks": [],
+                "copies": [[{}, {}, {}], [{}], [{}, {}]]}}"#,
+            push(0, 1, 0),
+            push(0, 2, 4),
+            push(0, 1, 1),
+            push(1, 0, 2),
+            push(2, 0, 3),
+            push(2, 1, 5)
+        ));
+        let apart = SyncPlan::new(&fused, &|a, b| a == b);
+        assert_eq!(apart.rank(0).waits_last_arrivals, vec![2, 3]);
+        assert_eq!(apart.rank(1).waits_last_arrivals, vec![1, 5]);
+        assert_eq!(apart.rank(2).waits_last_arrivals, vec![4]);
+        // Ranks 0 and 2 share a GPU: their copies to each other are made in
+        // front of the destination's kernel.
+        let shared = SyncPlan::new(&fused, &|a, b| a == b || a + b == 2);
+        assert_eq!(shared.rank(0).waits_last_arrivals, vec![2]);
+        assert!(shared.rank(2).waits_last_arrivals.is_empty());
     }
 
     /// A copy-engine reduce-scatter on 2 ranks: each rank's partial goes to

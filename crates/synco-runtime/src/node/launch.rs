@@ -259,8 +259,9 @@ impl Node {
     }
 
     /// `rank`'s end of a launch: it waits for its own side stream's copies,
-    /// for what peers write into it that no kernel waits for, and for the
-    /// peers' kernels that reach into its heap, then records its end, after
+    /// for what peers write into it that no kernel waits for, for the
+    /// peers' kernels that reach into its heap or copy its rows, and for
+    /// the last chunk each peer pushes into it, then records its end, after
     /// which its next launch's copies may overwrite what this kernel read
     /// (and the caller's stream may reuse every buffer of the launch).
     fn end_launch(
@@ -304,6 +305,11 @@ impl Node {
                 kernel.words.kernel_done_by(peer),
                 epoch,
             )?;
+        }
+        // Peers' pushes into this rank, to the last: their chunks that no
+        // tile waited for (past a causal bound) have landed too.
+        for &flag in &sync.waits_last_arrivals {
+            self.wait_word(rank, gpu.compute, kernel, flag, epoch)?;
         }
         // Rows that peers' copy programs write here (a staged two-shot
         // all-reduce's sums): the launch is done when their counters
