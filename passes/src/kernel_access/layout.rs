@@ -22,7 +22,8 @@
 
 use super::TileIndex;
 use super::axes::{BufferDims, KernelValue, axis_layout, buffer_dim, root, splatted_scalar};
-use super::leading_offset::{OffsetTerm, index_expr, leading_terms, offset_expr, sliced_dim};
+use super::index_expr::index_expr;
+use super::leading_offset::{OffsetTerm, leading_terms, offset_expr, sliced_dim};
 use super::merged_rows::{WholeRows, descriptor_maker, whole_rows};
 use super::walked_count::walked_count;
 use crate::checked;

@@ -20,6 +20,7 @@
 //! neither is refused.
 
 use super::axes::BufferDims;
+use super::index_expr::index_expr;
 use super::merged_rows::{descriptor_maker, is_kernel_arg, leaves};
 use crate::kernel_loops::is_multiple_of;
 use synco_ir::{self as ir, Op, Value};
@@ -141,47 +142,6 @@ pub(super) fn offset_expr(op: Op, arg: Value) -> Option<IndexExpr> {
         .into_iter()
         .map(index_expr)
         .reduce(|sum, term| Some(IndexExpr::Add(Box::new(sum?), Box::new(term?))))?
-}
-
-/// The deepest expression [`index_expr`] follows.
-const MAX_EXPR_DEPTH: usize = 32;
-
-/// `v` as an expression of the program ids, the kernel's arguments and
-/// constants the runtime can evaluate, if it is one.
-pub(super) fn index_expr(v: Value) -> Option<IndexExpr> {
-    index_expr_within(v, MAX_EXPR_DEPTH)
-}
-
-fn index_expr_within(v: Value, depth: usize) -> Option<IndexExpr> {
-    use IndexExpr as E;
-    if let Some(c) = ir::constant_int(v) {
-        return Some(E::Const(c));
-    }
-    if is_kernel_arg(v) {
-        return ir::block_arg_number(v).map(E::Arg);
-    }
-    let op = ir::defining_op(v)?;
-    let depth = depth.checked_sub(1)?;
-    let operand = |i: usize| {
-        ir::operands(op)
-            .get(i)
-            .and_then(|x| index_expr_within(*x, depth))
-            .map(Box::new)
-    };
-    let axis = || ir::int_attr(op, "axis").and_then(|a| usize::try_from(a).ok());
-    Some(match ir::op_name(op).as_str() {
-        "tt.get_program_id" => E::ProgramId(axis()?),
-        "tt.get_num_programs" => E::NumPrograms(axis()?),
-        "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.index_cast" => *operand(0)?,
-        "arith.addi" => E::Add(operand(0)?, operand(1)?),
-        "arith.subi" => E::Sub(operand(0)?, operand(1)?),
-        "arith.muli" => E::Mul(operand(0)?, operand(1)?),
-        "arith.divsi" | "arith.divui" => E::Div(operand(0)?, operand(1)?),
-        "arith.remsi" | "arith.remui" => E::Rem(operand(0)?, operand(1)?),
-        "arith.minsi" => E::Min(operand(0)?, operand(1)?),
-        "arith.maxsi" => E::Max(operand(0)?, operand(1)?),
-        _ => return None,
-    })
 }
 
 /// Whether the descriptor access `op` goes through was made at a kernel

@@ -22,6 +22,7 @@
 //! Strides and extents: [`layout`] ([`fixed_args`]).
 
 mod axes;
+mod index_expr;
 mod layout;
 mod leading_offset;
 mod merged_rows;
