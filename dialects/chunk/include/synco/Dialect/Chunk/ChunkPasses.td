@@ -152,7 +152,7 @@ drain cost more with every chunk, and a peer's block arrives while the
 loop reads the rank's own. Its gathers get one chunk per rank (two for
 `blocks(zigzag)`: one per half-block), with a remark saying why (on one
 H200, 1 chunk per rank cost +3.7% over the local kernel, 4 chunks +9.6%:
-`benches/attention/README.md`). A zigzag gather without such a loop is
+`benches/attention/docs/overhead-chunks-and-styles.md`). A zigzag gather without such a loop is
 refused: the GEMM model does not size it.
 
 Options:
