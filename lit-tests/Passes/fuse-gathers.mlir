@@ -580,3 +580,52 @@ module {
     "tt.return"() : () -> ()
   }) {chunk.abi_first_arg = 2 : i32, chunk.abi_buffers = ["Y"]} : () -> ()
 }
+
+// -----
+
+// The first case with the tile stored through a descriptor the kernel
+// makes (its column tile named: the tile index is looked for in pointer
+// addresses): the store is rewritten as a masked store through pointers
+// (the rewrite: fuse-reductions-descriptor-store.mlir), moved to the rank's
+// rows and counted as above; no bulk store is left, whose completion the
+// count would not wait for.
+// CHECK-LABEL: chunk.plan @gather
+// CHECK-LABEL: "tt.func"() {{.*}}sym_name = "k"
+// CHECK-NOT:   tt.descriptor_store
+// CHECK:       %[[MASK:.*]] = arith.andi %{{.*}}, %{{.*}} : tensor<128x64xi1>
+// CHECK:       %[[SPLAT:.*]] = "tt.splat"(%{{.*}}) : (i64) -> tensor<128x64xi64>
+// CHECK-NEXT:  %[[MINE:.*]] = "tt.addptr"(%{{.*}}, %[[SPLAT]])
+// CHECK-NEXT:  "tt.store"(%[[MINE]], %{{.*}}, %[[MASK]])
+// CHECK:       chunk.arrive
+// CHECK-NOT:   tt.descriptor_store
+module {
+  chunk.plan @gather world_size(2) {
+    chunk.buffer @C : !chunk.buffer<512x256xbf16> bind(0)
+    // expected-remark @below {{tiles of @C store into the rank's block and count its chunks (2 per rank, 4 tiles each, counters 0..4); the copy engine sends each finished chunk to 1 peer(s), 256 rows of 128 columns per copy}}
+    chunk.produce @tiles @C dim(1) tile(64) index("pid_n")
+    // chunk.all_gather @C dim(0) chunks(2) split(1), expanded:
+    chunk.transfer @C_p0_c0 local copy_engine from <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 0)] [256, 128]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p0_c1 local copy_engine from <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) to <@C[(d0) -> (d0 * 256, 128)] [256, 128]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c0 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 0)] [256, 128]> on (d0) -> (d0) order(2) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+    chunk.transfer @C_p1_c1 push copy_engine from <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> ((d0 + 1) mod 2) to <@C[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 128]> on (d0) -> (d0) order(3) after [@tiles] collective(all_gather) {group = "all_gather_C"}
+  }
+  "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "k", sym_visibility = "public"}> ({
+  ^bb0(%c: !tt.ptr<bf16>, %n: i32, %rank: i32, %world_size: i32, %heap_bases: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+    %c128 = arith.constant 128 : i32
+    %c64 = arith.constant 64 : i32
+    %pid_m = "tt.get_program_id"() <{axis = 0 : i32}> : () -> i32
+    %pid_n = "tt.get_program_id"() <{axis = 1 : i32}> : () -> i32 loc("pid_n")
+    %row = arith.muli %pid_m, %c128 : i32
+    %col = arith.muli %pid_n, %c64 : i32
+    %c0 = arith.constant 0 : i32
+    %rows = arith.constant 512 : i32
+    %cols = arith.constant 256 : i32
+    %stride = arith.constant 256 : i64
+    %unit = arith.constant 1 : i64
+    %desc = "tt.make_tensor_descriptor"(%c, %rows, %cols, %stride, %unit) <{padding = 1 : i32}> : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<128x64xbf16>>
+    %acc = arith.constant dense<1.0> : tensor<128x64xf32>
+    %v = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+    "tt.descriptor_store"(%desc, %v, %row, %col) : (!tt.tensordesc<tensor<128x64xbf16>>, tensor<128x64xbf16>, i32, i32) -> ()
+    "tt.return"() : () -> ()
+  }) {chunk.abi_first_arg = 2 : i32} : () -> ()
+}

@@ -203,13 +203,14 @@ impl Builder {
         self.binary("arith.maxsi", a, b)
     }
 
+    /// `arith.cmpi`: an i1, or a tensor of them for tensor operands.
     pub fn cmpi(&self, pred: Cmp, a: Value, b: Value) -> Value {
         let p = int_attr_of(i64_type(self.ctx), pred as i64);
         result(
             self.op(
                 "arith.cmpi",
                 &[a, b],
-                &[i1_type(self.ctx)],
+                &[shaped_like(a, i1_type(self.ctx))],
                 &[("predicate", p)],
             ),
             0,
@@ -263,8 +264,10 @@ impl Builder {
         result(self.op("arith.constant", &[], &[ty], &[("value", attr)]), 0)
     }
 
+    /// `arith.extsi` to i64, or to a tensor of i64 for a tensor.
     pub fn extsi_i64(&self, a: Value) -> Value {
-        result(self.op("arith.extsi", &[a], &[i64_type(self.ctx)], &[]), 0)
+        let ty = shaped_like(a, i64_type(self.ctx));
+        result(self.op("arith.extsi", &[a], &[ty], &[]), 0)
     }
 
     /// `arith.trunci` to i32 (the caller knows the value fits).
@@ -546,15 +549,43 @@ impl Builder {
         result(self.op("tt.splat", &[value], &[ty], &[]), 0)
     }
 
+    /// `tt.expand_dims` of a tensor: a dimension of 1 inserted at `axis`.
+    pub fn expand_dims(&self, value: Value, axis: usize) -> Value {
+        let ty = type_of(value);
+        let mut shape = tensor_shape(ty).unwrap_or_default();
+        shape.insert(axis.min(shape.len()), 1);
+        let element = tensor_element(ty).unwrap_or(ty);
+        let axis = self.i32_attr(axis as i64);
+        result(
+            self.op(
+                "tt.expand_dims",
+                &[value],
+                &[ranked_tensor(&shape, element)],
+                &[("axis", axis)],
+            ),
+            0,
+        )
+    }
+
+    /// `tt.broadcast` of a tensor to `shape` (its dimensions of 1 repeated).
+    pub fn broadcast(&self, value: Value, shape: &[i64]) -> Value {
+        let ty = type_of(value);
+        let element = tensor_element(ty).unwrap_or(ty);
+        let ty = ranked_tensor(shape, element);
+        result(self.op("tt.broadcast", &[value], &[ty], &[]), 0)
+    }
+
     /// A `tt.load` of a tensor of pointers (no mask).
     pub fn load_tensor(&self, ptrs: Value, element: Type) -> Value {
         let shape = tensor_shape(type_of(ptrs)).unwrap_or_default();
         self.load(ptrs, ranked_tensor(&shape, element))
     }
 
-    /// `arith.extsi` to i64 (or the value itself if it is one).
+    /// `arith.extsi` to i64 (or the value itself if it is one), element by
+    /// element for a tensor.
     pub fn to_i64(&self, value: Value) -> Value {
-        if is_integer_type(type_of(value), 64) {
+        let ty = type_of(value);
+        if is_integer_type(tensor_element(ty).unwrap_or(ty), 64) {
             value
         } else {
             self.extsi_i64(value)
@@ -570,5 +601,14 @@ impl Builder {
                 set_attr(op, "tt.divisibility", attr);
             }
         }
+    }
+}
+
+/// `element`, or a tensor of `element` of `like`'s shape where `like` is a
+/// tensor.
+fn shaped_like(like: Value, element: Type) -> Type {
+    match tensor_shape(type_of(like)) {
+        Some(shape) => ranked_tensor(&shape, element),
+        None => element,
     }
 }

@@ -3,6 +3,7 @@
 //! that walk a consumer's blocks instead; [`rows`]: which rows an index
 //! walks in an address).
 
+mod descriptor_store;
 mod loops;
 mod rows;
 
@@ -283,7 +284,9 @@ fn descriptor_in_loop(op: Op) -> bool {
 
 /// The kernel's one store of argument `arg` (the plan's `@name`), which
 /// must come after `index` (the op computing the tile index) in its block or
-/// inside an op that does: a producer's store, for `pass` to rewrite.
+/// inside an op that does: a producer's store, for `pass` to rewrite. A
+/// store through a tensor descriptor the kernel makes is rewritten in place
+/// as the same store through pointers, which is returned.
 /// Errors are reported at `at` (the plan's `chunk.produce`).
 pub fn tile_store(
     kernel: Op,
@@ -314,5 +317,5 @@ pub fn tile_store(
             ),
         ));
     }
-    Ok(store)
+    descriptor_store::as_pointer_store(store, name, pass)
 }

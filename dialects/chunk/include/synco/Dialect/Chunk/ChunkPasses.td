@@ -725,7 +725,11 @@ was expanded into reducing transfers that wait for
 partial `P [M, N]`, and rank `r` must end with rows
 `[r * M/W, (r + 1) * M/W)` of the sum of all partials in `C [M/W, N]`.
 
-The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`,
+The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`
+(a 2-D `tt.descriptor_store` through a descriptor the kernel makes is
+first rewritten as that store through pointers, `base + (m + i) * stride
++ (n + j)` masked to the descriptor's extents; a store through a
+descriptor the kernel does not make is refused),
 where the tile's rows start at `t' * T` (`t'` is the tile index marked by
 `chunk-reorder-tiles`, which already orders the tiles so that a rank's
 own chunks come after the peers' chunks they wait for). With `g` the global chunk
@@ -851,7 +855,10 @@ all of `@C`. This is how an all-reduce computed from gathered operands
 ends: each rank computes its rows of the sum, then gathers the others'.
 
 The pass rewrites the kernel's one store of `@C`, `tt.store %ptrs, %v`
-(a tile of the kernel's own `[M/W, N]` rows), where `t` is the tile
+(a tile of the kernel's own `[M/W, N]` rows; a store through a
+descriptor the kernel makes is first rewritten as a masked store through
+pointers, as `chunk-fuse-reductions` does, so that the tile's count
+orders it), where `t` is the tile
 index along `p` (found as `chunk-reorder-tiles` finds it, or named by
 `index("...")`). With `c = t * T / S` the tile's chunk (`S` the chunk's
 extent along `p`) and `g = r * n + c` its global index:
