@@ -27,6 +27,13 @@ usual ways. Synco fuses an all-gather of A into each of them.
   `synco.kernels.matmul` (its strides unused), so that
   `synco.ops.AllGatherMatmul(..., kernel=..., descriptors=True)` runs it.
 
+* `matmul_kernel_descriptors`: `matmul_kernel_grouped` with A, B and C
+  all read and written through tensor descriptors the kernel makes
+  (`tl.make_tensor_descriptor`, the form of Triton's descriptor matmul
+  tutorials), C stored through its descriptor. Synco rewrites that store
+  as a store through pointers where the plan produces C (a reduction, a
+  gathered or re-sharded output).
+
 All assume M, N, K are multiples of the block sizes (no masks), and
 row-major A, B, C given by their strides.
 """
@@ -202,3 +209,30 @@ def matmul_kernel_tma_host(a_desc, b_desc, c_desc, M, N, K, stride_am, stride_bk
         b = b_desc.load([k, offs_bn])
         acc = tl.dot(a, b, acc)
     c_desc.store([offs_am, offs_bn], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def matmul_kernel_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = b_desc.load([k, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.bfloat16))

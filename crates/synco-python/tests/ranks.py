@@ -75,6 +75,9 @@ _gemm_examples = importlib.util.spec_from_file_location(
 GEMM_EXAMPLES = importlib.util.module_from_spec(_gemm_examples)
 _gemm_examples.loader.exec_module(GEMM_EXAMPLES)
 HOST_DESCRIPTORS = {"kernel": GEMM_EXAMPLES.matmul_kernel_tma_host, "descriptors": True}
+#: A, B and C through descriptors the kernel makes, C stored through its
+#: own (rewritten as a store through pointers where the plan produces C).
+KERNEL_DESCRIPTORS = {"kernel": GEMM_EXAMPLES.matmul_kernel_descriptors}
 
 # Small shapes: every rank's programs fit on one GPU with the others'.
 M_PER_RANK, K, N = 256, 512, 512
@@ -99,7 +102,18 @@ OPS = [
      {"algorithm": "two_shot", "chunks": 2, "backend": "tma"}),
 ] + [(f"all_gather_matmul {backend} (host descriptors)", ops.AllGatherMatmul,
       {"backend": backend, "chunks": 2, **HOST_DESCRIPTORS})
-     for backend in ("copy_engine", "ldst", "tma")]
+     for backend in ("copy_engine", "ldst", "tma")] \
+  + [(f"{name} (descriptors made in the kernel)", cls, {**extra, **KERNEL_DESCRIPTORS})
+     for name, cls, extra in (
+         ("matmul_reduce_scatter", ops.MatmulReduceScatter, {"chunks": 2}),
+         ("matmul_reduce_scatter copy_engine", ops.MatmulReduceScatter,
+          {"chunks": 2, "backend": "copy_engine"}),
+         ("matmul_reduce_scatter tma", ops.MatmulReduceScatter, {"chunks": 2, "backend": "tma"}),
+         ("matmul_all_reduce one_shot", ops.MatmulAllReduce,
+          {"algorithm": "one_shot", "chunks": 1}),
+         ("matmul_all_reduce two_shot", ops.MatmulAllReduce,
+          {"algorithm": "two_shot", "chunks": 2}),
+         ("all_gather_matmul ldst", ops.AllGatherMatmul, {"backend": "ldst", "chunks": 2}))]
 TOLERANCE = 2e-2  # relative, bf16 outputs of fp32 sums
 #: Seconds the parent waits for the ranks of a run.
 WORKER_TIMEOUT = {"check": 480, "fault": 60, "slow-reader": 120}
@@ -396,6 +410,11 @@ def build(args):
                                                                              backend))
             print(f"built W={world} matmul_all_to_all {backend} chunks={chunks}: "
                   f"{compiled.folder.name}")
+        for backend in ("copy_engine", "ldst"):
+            compiled = ops.MatmulAllToAll.compile(world, **gemm_a2a_options(args.cache, 1, backend),
+                                                  **KERNEL_DESCRIPTORS)
+            print(f"built W={world} matmul_all_to_all {backend} chunks=1 "
+                  f"(descriptors made in the kernel): {compiled.folder.name}")
 
 
 def rel_error(got, want):
@@ -903,6 +922,8 @@ def check_all_to_all_matmul(group, cache, seed, report):
     # GEMM + all-to-all, into every token of this rank's columns.
     for backend, chunks in gemm_a2a_variants(w):
         check_gemm_all_to_all(group, cache, seed, report, chunks, backend)
+    for backend in ("copy_engine", "ldst"):
+        check_gemm_all_to_all(group, cache, seed, report, 1, backend, KERNEL_DESCRIPTORS)
     check_functional_reshards(group, seed, report)
     # The layer: Ulysses attention (tokens -> heads), then the output
     # projection (heads -> tokens), both fused, no copy in between.
@@ -946,16 +967,18 @@ def check_twice(group, name, seed, report, launch):
         report(f"{name} (launch {index + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
 
-def check_gemm_all_to_all(group, cache, seed, report, chunks, backend):
+def check_gemm_all_to_all(group, cache, seed, report, chunks, backend, extra=None):
     """MatmulAllToAll moving each rank's columns in `chunks` chunks on
-    `backend`, twice on fresh random data with the re-sharded output
-    poisoned, against PyTorch's product in fp32, this rank's columns of
-    every token."""
+    `backend` (`extra`: other options, a kernel), twice on fresh random
+    data with the re-sharded output poisoned, against PyTorch's product in
+    fp32, this rank's columns of every token."""
     w, r, dev = group.world_size, group.rank, group.device
     m, k, n = TOKENS, ULYSSES_HEADS * HEAD_DIM, A2A_N
     name = f"matmul_all_to_all {backend} chunks={chunks}"
+    if extra:
+        name += " (descriptors made in the kernel)"
     try:
-        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache, chunks, backend))
+        op = ops.MatmulAllToAll(group, **gemm_a2a_options(cache, chunks, backend), **(extra or {}))
     except Exception as e:  # noqa: BLE001 - reported as a failed check
         report(name, False, f"setup: {type(e).__name__}: {e}")
         return
