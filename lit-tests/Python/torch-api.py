@@ -261,7 +261,9 @@ expect("a grid whose programs would read past K is refused", ok, got)
 # A GEMM of host descriptors (examples/ag_gemm/matmul.py's
 # matmul_kernel_tma_host, Triton's TMA matmul tutorial's form): A
 # all-gathered into it binds argument 0; a reduce-scatter of the partial
-# sums it would store through a descriptor is refused, naming the buffer.
+# sums it stores through a descriptor binds argument 10 (the descriptor of
+# C, after A's and B's with their parts), the partials read by rows from
+# the heap, the kernel's store of them rewritten through synco_buffer_P.
 import importlib.util  # noqa: E402
 
 spec = importlib.util.spec_from_file_location(
@@ -280,10 +282,18 @@ expect("its A, B and C are read by rows, A from the heap",
        values[:3] == [(a.data_ptr(), [512, 256], [256, 1]), (b.data_ptr(), [256, 256], [256, 1]),
                       (c.data_ptr(), [512, 256], [256, 1])]
        and bindings == [("A", 4096, a.nbytes)], str(values[:3]))
-ok, got = raises(synco.CompileError, "@P is bound to a host tensor descriptor (argument 10 of "
-                 "@matmul_kernel_tma_host): tiles that store through one cannot produce a plan "
-                 "buffer yet", lambda: ops.MatmulReduceScatter.compile(2, chunks=2, **tma_shape))
-expect("a reduce-scatter of partial sums stored through a descriptor is refused", ok, got)
+rs_host = ops.MatmulReduceScatter.compile(2, chunks=2, **tma_shape)
+synco_params = [p["name"] for p in json.loads(Path(rs_host.manifest.path).read_text())["params"]
+                if p["role"] == "synco"]
+expect("MatmulReduceScatter takes a GEMM that stores its partials through a host descriptor",
+       [(n, a) for n, _, _, a in rs_host.manifest.buffers][:2] == [("P", 10), ("C", None)]
+       and "synco_buffer_P" in synco_params, f"{rs_host.manifest.buffers} {synco_params}")
+partials = symmetric(8192, (512, 256))
+values, bindings = runtime.LaunchArguments(rs_host.manifest, "cpu", heap)([b, b, partials,
+                                                                         *scalars])
+expect("its partials are read by rows from the heap",
+       values[2] == (partials.data_ptr(), [512, 256], [256, 1])
+       and bindings == [("P", 8192, partials.nbytes)], f"{values[:3]} {bindings}")
 
 # Ulysses attention: Q, K, V held by tokens (unbound @Qs, @Ks, @Vs, passed
 # as buffers) and re-sharded into the kernel's arguments by heads.

@@ -47,7 +47,7 @@ fn run(module: OperationRef, _options: &ChunkVerifyPlanOptions) -> Result<(), Pa
             let expected = format!("!tt.ptr<{}>", buffer.element);
             let actual = ir::print_type(*ty);
             if let Some((block, element)) = synco_manifest::descriptor_type(&actual) {
-                check_descriptor_binding(&plan, buffer, &block, &element, &kernel_name)?;
+                check_descriptor_binding(buffer, &block, &element, &kernel_name)?;
             } else if actual != expected {
                 return Err(fail(
                     buffer.op,
@@ -98,11 +98,10 @@ fn run(module: OperationRef, _options: &ChunkVerifyPlanOptions) -> Result<(), Pa
 /// dimensions the buffer's last ones and its first running over the
 /// leading ones too (`[Z * H * N, D]` of a `[Z * H, N, D]` buffer), so the
 /// element types must agree, the descriptor has at most the buffer's
-/// dimensions and each block fits in what it views. The kernel only reads
-/// through it: the plan cannot produce the buffer (the passes that fuse a
-/// producer rewrite its stores' addresses, which a descriptor hides).
+/// dimensions and each block fits in what it views. (A produced buffer's
+/// store through it is rewritten as a store through pointers by the passes
+/// that fuse the producer: `tiles::tile_store`.)
 fn check_descriptor_binding(
-    plan: &crate::plan::Plan,
     buffer: &crate::plan::BufferDecl,
     block: &[u32],
     element: &str,
@@ -143,14 +142,6 @@ fn check_descriptor_binding(
         return refuse(format!(
             "it views the buffer as {}: a block does not fit",
             join_dims(&viewed)
-        ));
-    }
-    if let Some(produce) = plan.producer_of(name) {
-        return Err(fail(
-            produce,
-            format!(
-                "@{name} is bound to a host tensor descriptor (argument {arg} of @{kernel_name}): tiles that store through one cannot produce a plan buffer yet; pass the buffer as a pointer"
-            ),
         ));
     }
     Ok(())

@@ -103,6 +103,11 @@ OPS = [
 ] + [(f"all_gather_matmul {backend} (host descriptors)", ops.AllGatherMatmul,
       {"backend": backend, "chunks": 2, **HOST_DESCRIPTORS})
      for backend in ("copy_engine", "ldst", "tma")] \
+  + [(f"{name} (host descriptors)", cls, {**extra, **HOST_DESCRIPTORS})
+     for name, cls, extra in (
+         ("matmul_reduce_scatter", ops.MatmulReduceScatter, {"chunks": 2}),
+         ("matmul_all_reduce two_shot", ops.MatmulAllReduce,
+          {"algorithm": "two_shot", "chunks": 2}))] \
   + [(f"{name} (descriptors made in the kernel)", cls, {**extra, **KERNEL_DESCRIPTORS})
      for name, cls, extra in (
          ("matmul_reduce_scatter", ops.MatmulReduceScatter, {"chunks": 2}),

@@ -8,7 +8,7 @@ use super::{Mode, NAME};
 use crate::{
     abi::{AbiArgs, buffer_arg},
     plan::{FlagRange, Plan, Produce, ReductionKind, Transfer, fail, internal, reduction_kind},
-    tiles::{TILE_INDEX_ATTR, kernel_arg, tile_store},
+    tiles::{TILE_INDEX_ATTR, tile_store},
 };
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
@@ -150,7 +150,7 @@ impl<'a> Buffers<'a> {
         let partial = plan
             .buffer(name)
             .ok_or_else(|| internal(produce, "a produced buffer that is not in the plan"))?;
-        let Some(p_arg) = partial.arg.and_then(|a| kernel_arg(kernel, a)) else {
+        let Some(arg) = partial.arg else {
             return Err(fail(
                 produce,
                 format!(
@@ -158,6 +158,18 @@ impl<'a> Buffers<'a> {
                 ),
             ));
         };
+        // The partials' address: the bound argument, or the buffer's
+        // `synco_buffer_<name>` where the kernel stores through a host
+        // descriptor (`tiles::tile_store` makes that store one through
+        // pointers).
+        let p_arg = crate::abi::buffer_pointer(kernel, partial).ok_or_else(|| {
+            fail(
+                produce,
+                format!(
+                    "chunk-fuse-reductions: @{name} is bound to argument {arg}, a host tensor descriptor, and the kernel has no synco_buffer_{name} argument: run chunk-bind-kernel first"
+                ),
+            )
+        })?;
         let [m, n] = partial.shape[..] else {
             return Err(fail(
                 produce,

@@ -285,8 +285,9 @@ fn descriptor_in_loop(op: Op) -> bool {
 /// The kernel's one store of argument `arg` (the plan's `@name`), which
 /// must come after `index` (the op computing the tile index) in its block or
 /// inside an op that does: a producer's store, for `pass` to rewrite. A
-/// store through a tensor descriptor the kernel makes is rewritten in place
-/// as the same store through pointers, which is returned.
+/// store through a tensor descriptor (one the kernel makes, or a host
+/// descriptor) is rewritten in place as the same store through pointers,
+/// which is returned.
 /// Errors are reported at `at` (the plan's `chunk.produce`).
 pub fn tile_store(
     kernel: Op,
@@ -317,5 +318,5 @@ pub fn tile_store(
             ),
         ));
     }
-    descriptor_store::as_pointer_store(store, name, pass)
+    descriptor_store::as_pointer_store(kernel, store, name, pass)
 }

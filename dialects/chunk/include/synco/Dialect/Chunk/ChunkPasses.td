@@ -387,9 +387,9 @@ what needs the kernel too:
   of the buffer's element type, of at most its dimensions, whose block
   fits the view the runtime makes of it (the buffer's last dimensions,
   the first running over the leading ones too: `[Z * H * N, D]` of a
-  `[Z * H, N, D]` buffer); the plan may not produce a buffer bound so
-  (the kernel would store through a descriptor, whose addresses the
-  reduction passes cannot rewrite);
+  `[Z * H, N, D]` buffer); a produced buffer may be bound so (the
+  passes that fuse its producer rewrite the store through the
+  descriptor as a store through pointers);
 * no two buffers bind the same argument;
 * every consumed buffer is bound (the kernel must read it), and so is
   every produced one (the kernel must write it).
@@ -726,10 +726,11 @@ partial `P [M, N]`, and rank `r` must end with rows
 `[r * M/W, (r + 1) * M/W)` of the sum of all partials in `C [M/W, N]`.
 
 The pass rewrites the kernel's one store of `@P`, `tt.store %ptrs, %v`
-(a 2-D `tt.descriptor_store` through a descriptor the kernel makes is
-first rewritten as that store through pointers, `base + (m + i) * stride
-+ (n + j)` masked to the descriptor's extents; a store through a
-descriptor the kernel does not make is refused),
+(a 2-D `tt.descriptor_store` is first rewritten as that store through
+pointers, `base + (m + i) * stride + (n + j)` masked to the descriptor's
+extents: of a descriptor the kernel makes, or of a host descriptor,
+whose base is then `synco_buffer_P` and whose extents and stride are the
+arguments Triton passes after it),
 where the tile's rows start at `t' * T` (`t'` is the tile index marked by
 `chunk-reorder-tiles`, which already orders the tiles so that a rank's
 own chunks come after the peers' chunks they wait for). With `g` the global chunk
@@ -855,10 +856,10 @@ all of `@C`. This is how an all-reduce computed from gathered operands
 ends: each rank computes its rows of the sum, then gathers the others'.
 
 The pass rewrites the kernel's one store of `@C`, `tt.store %ptrs, %v`
-(a tile of the kernel's own `[M/W, N]` rows; a store through a
-descriptor the kernel makes is first rewritten as a masked store through
-pointers, as `chunk-fuse-reductions` does, so that the tile's count
-orders it), where `t` is the tile
+(a tile of the kernel's own `[M/W, N]` rows; a store through a tensor
+descriptor is first rewritten as a masked store through pointers, as
+`chunk-fuse-reductions` does, so that the tile's count orders it), where
+`t` is the tile
 index along `p` (found as `chunk-reorder-tiles` finds it, or named by
 `index("...")`). With `c = t * T / S` the tile's chunk (`S` the chunk's
 extent along `p`) and `g = r * n + c` its global index:
