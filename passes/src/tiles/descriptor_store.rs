@@ -1,12 +1,13 @@
-//! A producer's tile stored through a tensor descriptor the kernel makes
-//! (`tl.make_tensor_descriptor(C, ...).store([m, n], tile)`), rewritten as
-//! the same store through pointers, which the producer passes know how to
-//! redirect (a peer's partials, a counted chunk): the addresses
+//! A producer's tile stored through a tensor descriptor
+//! (`desc.store([m, n], tile)`, of a descriptor the kernel makes with
+//! `tl.make_tensor_descriptor(C, ...)` or of a host `TensorDescriptor`),
+//! rewritten as the same store through pointers, which the producer passes
+//! know how to redirect (a peer's partials, a counted chunk): the addresses
 //! `C + (m + i) * stride + (n + j)` for the tile's `i`, `j`, masked to the
 //! descriptor's shape (coordinates from 0 to its extents) as a bulk tensor
-//! store clips its box. The store then
-//! goes through the generic proxy, so the tile's count (a release) orders
-//! it for the peers, which an asynchronous bulk store would not be.
+//! store clips its box. The store then goes through the generic proxy, so
+//! the tile's count (a release) orders it for the peers, which an
+//! asynchronous bulk store would not be.
 
 use crate::plan::fail;
 use synco_chunk::PassFailed;
