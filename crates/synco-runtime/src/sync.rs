@@ -286,12 +286,15 @@ fn waits_of(fused: &FusedPlan, rank: usize, same_gpu: &dyn Fn(usize, usize) -> b
         .into_iter()
         .filter(|&s| s != rank)
         .collect();
+    // (A copy without a flag is implied by a later flagged one to the
+    // same rank: the last flagged copy lands after every copy before it.)
     for (source, copies) in fused.copies.iter().enumerate() {
-        let last = copies
+        let last_flag = copies
             .iter()
             .rev()
-            .find(|c| c.dst_rank as usize == rank && !within_gpu(c, same_gpu));
-        if let Some(flag) = last.and_then(|c| c.flag).filter(|_| source != rank) {
+            .filter(|c| c.dst_rank as usize == rank && !within_gpu(c, same_gpu))
+            .find_map(|c| c.flag);
+        if let Some(flag) = last_flag.filter(|_| source != rank) {
             push_unique(&mut sync.waits_last_arrivals, flag as usize);
         }
     }
