@@ -610,10 +610,7 @@ def check_attention(group, cache, seed, report):
             got = op(to_layout(q[own].to(dev)), k_shard=to_layout(k[own].to(dev)),
                      v_shard=to_layout(v[own].to(dev)), out=out)
             group.wait(60)
-            heads = lambda x, n: x.float().view(seq, n, HEAD_DIM).transpose(0, 1)[None]  # noqa: E731
-            want = torch.nn.functional.scaled_dot_product_attention(
-                heads(q, HEADS), heads(k, KV_HEADS), heads(v, KV_HEADS), is_causal=causal,
-                enable_gqa=True)[0].transpose(0, 1).reshape(seq, HEADS * HEAD_DIM)[own]
+            want = attention_reference(q, k, v, causal).reshape(seq, -1)[own]
             err = rel_error(from_layout(got).cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     check_tutorial_causal_refused(group, cache, report)
@@ -724,10 +721,7 @@ def check_slow_reader(group, cache, seed, report):
                 op.k[own].fill_(float("nan"))
                 op.v[own].fill_(float("nan"))
             group.wait(60)
-            heads = lambda x, n: x.float().view(seq, n, HEAD_DIM).transpose(0, 1)[None]  # noqa: E731
-            want = torch.nn.functional.scaled_dot_product_attention(
-                heads(q, HEADS), heads(k, KV_HEADS), heads(v, KV_HEADS),
-                enable_gqa=True)[0].transpose(0, 1).reshape(seq, HEADS * HEAD_DIM)[own]
+            want = attention_reference(q, k, v, False).reshape(seq, -1)[own]
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
     finally:
@@ -774,7 +768,7 @@ def check_ulysses(group, cache, seed, report):
                                                       dtype=torch.bfloat16, device=dev)
             got = op(q[own].to(dev), k[own].to(dev), v[own].to(dev), out=out)
             group.wait(60)
-            want = ulysses_reference(q, k, v, variant[0])
+            want = attention_reference(q, k, v, variant[0])
             if reshard_out:
                 want = want.reshape(seq, -1)[own]
             else:
@@ -792,7 +786,7 @@ def ulysses_inputs(seed, name, launch, seq):
                  for h in (ULYSSES_HEADS, ULYSSES_KV_HEADS, ULYSSES_KV_HEADS))
 
 
-def ulysses_reference(q, k, v, causal):
+def attention_reference(q, k, v, causal):
     """SDPA over the whole sequence of q [seq, heads * d], k, v [seq,
     kv_heads * d] (fp32): [seq, heads, d]."""
     seq, d = q.shape[0], HEAD_DIM
@@ -831,7 +825,7 @@ def check_attention_all_to_all(group, cache, seed, report):
             got = op(*(mine(x, h).contiguous().to(dev) for x, h in
                        ((q, ULYSSES_HEADS), (k, ULYSSES_KV_HEADS), (v, ULYSSES_KV_HEADS))))
             group.wait(60)
-            want = ulysses_reference(q, k, v, causal).reshape(seq, -1)[own]
+            want = attention_reference(q, k, v, causal).reshape(seq, -1)[own]
             err = rel_error(got.cpu(), want)
             report(f"{name} (launch {launch + 1})", err < TOLERANCE, f"rel err {err:.2e}")
 
@@ -870,7 +864,7 @@ def check_functional_reshards(group, seed, report):
             got = synco.ops.ulysses_attention(q[own].to(dev), kk[own].to(dev), v[own].to(dev),
                                               group, head_dim=d, causal=True,
                                               reshard_out=reshard_out)
-            o = ulysses_reference(q, kk, v, True)
+            o = attention_reference(q, kk, v, True)
             if reshard_out:
                 return got, o.reshape(seq, ULYSSES_HEADS * d)[own]
             mine = slice(r * ULYSSES_HEADS // w, (r + 1) * ULYSSES_HEADS // w)
@@ -888,7 +882,7 @@ def check_functional_reshards(group, seed, report):
         heads = [x[:, r * h // w * d:(r + 1) * h // w * d].contiguous().to(dev)
                  for x, h in ((q, ULYSSES_HEADS), (kk, ULYSSES_KV_HEADS), (v, ULYSSES_KV_HEADS))]
         got = synco.ops.attention_all_to_all(*heads, group, head_dim=d, causal=True)
-        return got, ulysses_reference(q, kk, v, True).reshape(seq, -1)[own]
+        return got, attention_reference(q, kk, v, True).reshape(seq, -1)[own]
 
     name = "functional attention_all_to_all"
     try:

@@ -9,6 +9,7 @@
 //! the tile's count (a release) orders it for the peers, which an
 //! asynchronous bulk store would not be.
 
+use super::rows::descriptor_block;
 use crate::plan::fail;
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
@@ -30,7 +31,6 @@ pub(super) fn as_pointer_store(
     if ir::op_name(store) != "tt.descriptor_store" {
         return Ok(store);
     }
-    let operands = ir::operands(store);
     let refuse = |why: &str| {
         fail(
             store,
@@ -39,14 +39,15 @@ pub(super) fn as_pointer_store(
             ),
         )
     };
-    let (descriptor, tile, indices) = match &operands[..] {
-        [descriptor, tile, indices @ ..] => (*descriptor, *tile, indices),
-        _ => return Err(refuse("with no tile")),
+    let operands = ir::operands(store);
+    let (Some((indices, shape)), [descriptor, tile, ..]) = (descriptor_block(store), &operands[..])
+    else {
+        return Err(refuse("with no tile"));
     };
-    let shape = ir::tensor_shape(ir::type_of(tile)).unwrap_or_default();
-    let ([rows, cols], [row, col]) = (&shape[..], indices) else {
+    let ([rows, cols], [row, col]) = (&shape[..], &indices[..]) else {
         return Err(refuse("of other than two dimensions"));
     };
+    let (descriptor, tile) = (*descriptor, *tile);
     let view = descriptor_view(kernel, descriptor, name)
         .ok_or_else(|| refuse("that is neither made by the kernel nor a host descriptor of the buffer (one carried by a loop?)"))?;
     if view.unit_columns == Some(false) {
