@@ -12,7 +12,7 @@ pub use rows::{
     descriptor_block, descriptor_rows_at, in_slice, ranges_added_to, rows_shifted, rows_walked_by,
 };
 
-use crate::plan::{AsOp, fail};
+use crate::plan::{AsOp, TileMap, fail};
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value, loc::op_variable_name};
 
@@ -152,11 +152,19 @@ pub fn persistent_stride(t: Value) -> Option<i64> {
 
 /// The scalars that the addresses of `accesses` multiply by the constant
 /// `tile` (`arith.muli x, tile`), each once: the candidates for a tile
-/// index along a dimension with `tile`-wide blocks.
+/// index along a dimension with `tile`-wide blocks. A tensor-descriptor
+/// access's address is its descriptor and its offsets.
 pub fn scaled_by_tile(accesses: &[Op], tile: i64) -> Vec<Value> {
     let mut scaled: Vec<Value> = Vec::new();
     for access in accesses {
-        for (x, c, _) in constant_products(&ir::backward_slice(ir::operands(*access)[0])) {
+        let offsets = descriptor_block(*access).map(|(offsets, _)| offsets);
+        let address: Vec<Value> = ir::operands(*access)
+            .into_iter()
+            .take(1)
+            .chain(offsets.into_iter().flatten())
+            .flat_map(ir::backward_slice)
+            .collect();
+        for (x, c, _) in constant_products(&address) {
             if c == tile && !scaled.iter().any(|s| ir::same_value(*s, x)) {
                 scaled.push(x);
             }
@@ -239,10 +247,13 @@ pub fn find_tile_index(
             format!("kernel @{kernel_name} never {verb} argument {arg}"),
         ));
     }
-    let candidates: Vec<Value> = scaled_by_tile(&loads, tile)
+    let mut candidates: Vec<Value> = scaled_by_tile(&loads, tile)
         .into_iter()
         .filter(|x| depends_on_program_id(*x))
         .collect();
+    if candidates.len() > 1 {
+        candidates = on_walked_offsets(&loads, consume, candidates);
+    }
     match candidates.len() {
         1 => Ok(candidates[0]),
         0 if loads.iter().any(|op| descriptor_in_loop(*op)) => Err(fail(
@@ -264,6 +275,38 @@ pub fn find_tile_index(
             ),
         )),
     }
+}
+
+/// Of several candidates for a tile index, those that the tensor-descriptor
+/// accesses among `accesses` use in the offset of the dimension the tile
+/// map `at` walks (a descriptor's offsets are the last dimensions of the
+/// plan's buffer, in order: `desc.store([start_m * 128, off_h * 128])`
+/// walks rows at `start_m`). Unchanged where no access is a descriptor's
+/// or the walked dimension is not one of its offsets.
+fn on_walked_offsets(accesses: &[Op], at: Op, candidates: Vec<Value>) -> Vec<Value> {
+    let walked = TileMap(at).dim();
+    let Some(rank) = ir::parent_op(at)
+        .and_then(crate::plan::Plan::read)
+        .zip(TileMap(at).buffer())
+        .map(|(plan, buffer)| plan.rank_of(&buffer))
+    else {
+        return candidates;
+    };
+    let walked_offsets: Vec<Value> = accesses
+        .iter()
+        .filter_map(|access| {
+            let (offsets, _) = descriptor_block(*access)?;
+            let position = walked.checked_sub(rank.checked_sub(offsets.len())?)?;
+            offsets.get(position).copied()
+        })
+        .flat_map(ir::backward_slice)
+        .collect();
+    let narrowed: Vec<Value> = candidates
+        .iter()
+        .copied()
+        .filter(|x| walked_offsets.iter().any(|v| ir::same_value(*v, *x)))
+        .collect();
+    if narrowed.is_empty() { candidates } else { narrowed }
 }
 
 /// Whether `op` is a tensor-descriptor access whose offsets depend on the
