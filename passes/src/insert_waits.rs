@@ -110,16 +110,16 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             let chunk = b.divsi(row, b.const_i32(range.rows_per_chunk));
             let owner = owner_of(&b, chunk, range, plan.world_size);
             let remote = b.cmpi(Cmp::Ne, owner, abi.rank);
-            let flag = b.addi(chunk, b.const_i32(range.base));
-            b.if_then(remote, |inner| {
-                inner.op("chunk.wait", &[abi.flags, flag, abi.epoch], &[], &[]);
-            });
+            let columns = columns_of(&plan, &b, range, (kernel, arg), first, first)?;
+            let flags = chunk_flags(&b, range, chunk, columns);
+            b.if_then(remote, |inner| wait_for(&inner, &abi, flags));
             Diagnostic::remark(
                 loc(consume),
                 format!(
-                    "tiles of @{} wait for their chunk ({} rows, flags {}..{}) before '{}'",
+                    "tiles of @{} wait for their chunk ({} rows{}, flags {}..{}) before '{}'",
                     range.buffer,
                     range.rows_per_chunk,
+                    parts_word(range),
                     range.base,
                     range.base + range.count(plan.world_size),
                     ir::op_name(first)
@@ -177,28 +177,149 @@ fn wait_per_chunk(
     let c = ir::result(chunk, 0);
     let owner = owner_of(&b, c, range, plan.world_size);
     let remote = b.cmpi(Cmp::Ne, owner, abi.rank);
-    let flag = b.addi(c, b.const_i32(range.base));
-    b.if_then(b.andi(reads, remote), |inner| {
-        inner.op("chunk.wait", &[abi.flags, flag, abi.epoch], &[], &[]);
-    });
+    let columns = match range.cut {
+        None => None,
+        Some(_) => {
+            let (kernel, arg) = read_in(plan, range, clipped)?;
+            columns_of(plan, &b, range, (kernel, arg.0), arg.1, clipped)?
+        }
+    };
+    let flags = chunk_flags(&b, range, c, columns);
+    b.if_then(b.andi(reads, remote), |inner| wait_for(&inner, abi, flags));
     let Some(loops) = remark_for_loops else {
         return Ok(());
     };
     Diagnostic::remark(
         loc(consume),
         format!(
-            "{}, before each of @{}'s chunks {}, for that chunk ({} {}, flags {}..{})",
+            "{}, before each of @{}'s chunks {}, for that chunk ({} {}{}, flags {}..{})",
             crate::tiles::loops_doing(loops, tile_loop, "waits", "wait"),
             range.buffer,
             if loops == 1 { "it reads" } else { "they read" },
             range.rows_per_chunk,
             crate::plan::extent_word(range.dim, plan.rank_of(&range.buffer)),
+            parts_word(range),
             range.base,
             range.base + range.count(plan.world_size)
         ),
     )
     .emit();
     Ok(())
+}
+
+/// Waits for `flags`: the first, then the second where it is another.
+fn wait_for(b: &Builder, abi: &crate::abi::AbiArgs, (first, second): (Value, Option<Value>)) {
+    b.op("chunk.wait", &[abi.flags, first, abi.epoch], &[], &[]);
+    if let Some(second) = second {
+        b.if_then(b.cmpi(Cmp::Ne, second, first), |inner| {
+            inner.op("chunk.wait", &[abi.flags, second, abi.epoch], &[], &[]);
+        });
+    }
+}
+
+/// The flags a tile waits for in chunk `c` (of `range`'s, in row order):
+/// `base + c`; where the chunks also cut the columns, the flags of the
+/// parts holding the first and the last of `columns` (the first column
+/// and the width: one part, or two where the tile straddles them).
+fn chunk_flags(
+    b: &Builder,
+    range: &FlagRange,
+    c: Value,
+    columns: Option<(Value, i64)>,
+) -> (Value, Option<Value>) {
+    let (Some(cut), Some((first, width))) = (range.cut, columns) else {
+        return (b.addi(c, b.const_i32(range.base)), None);
+    };
+    let parts = b.addi(b.muli(c, b.const_i32(cut.count)), b.const_i32(range.base));
+    let part_of = |column: Value| {
+        let part = b.minsi(b.divsi(column, b.const_i64(cut.width)), b.const_i64(cut.count - 1));
+        b.addi(parts, b.trunc_i32(part))
+    };
+    let last = b.addi(first, b.const_i64(width - 1));
+    (part_of(first), Some(part_of(last)))
+}
+
+/// ", in parts of N columns" where `range`'s chunks also cut the columns.
+fn parts_word(range: &FlagRange) -> String {
+    range
+        .cut
+        .map(|cut| format!(" in parts of {} columns", cut.width))
+        .unwrap_or_default()
+}
+
+/// Where `range`'s chunks also cut the columns: the first column that
+/// `access` (of `kernel`'s argument `arg`) reads and its width, built with
+/// `b` before `at`; none otherwise. Refused where the cut is not of the
+/// last dimension, the tile is wider than a part, or the columns cannot be
+/// told from the access's address.
+fn columns_of(
+    plan: &crate::plan::Plan,
+    b: &Builder,
+    range: &FlagRange,
+    (kernel, arg): (ir::Op, usize),
+    access: ir::Op,
+    at: ir::Op,
+) -> Result<Option<(Value, i64)>, PassFailed> {
+    let Some(cut) = range.cut else {
+        return Ok(None);
+    };
+    let name = &range.buffer;
+    let shape = plan.buffer(name).map(|b| b.shape.clone()).unwrap_or_default();
+    if cut.dim + 1 != shape.len() {
+        return Err(fail(
+            access,
+            format!(
+                "{NAME}: the chunks of @{name} also cut dimension {}, not its last: tiles can wait per part of the last dimension only",
+                cut.dim
+            ),
+        ));
+    }
+    let arg_value = crate::tiles::kernel_arg(kernel, arg)
+        .ok_or_else(|| internal(access, "the buffer's argument is not the kernel's"))?;
+    let (first, width) = crate::kernel_access::columns_read(b, access, arg_value, shape[cut.dim], at)
+        .map_err(|why| {
+            fail(
+                access,
+                format!(
+                    "{NAME}: the chunks of @{name} cut its columns in parts of {}, but this access's columns cannot be told: {why}",
+                    cut.width
+                ),
+            )
+        })?;
+    if width > cut.width {
+        return Err(fail(
+            access,
+            format!(
+                "{NAME}: tiles of @{name} {width} columns wide would read several of its parts of {} columns and wait for two: cut it in parts at least as wide as a tile",
+                cut.width
+            ),
+        ));
+    }
+    Ok(Some((first, width)))
+}
+
+/// The kernel and (argument, first load) of `range`'s buffer inside loop
+/// `clipped`.
+fn read_in(
+    plan: &crate::plan::Plan,
+    range: &FlagRange,
+    clipped: ir::Op,
+) -> Result<(ir::Op, (usize, ir::Op)), PassFailed> {
+    let arg = plan.buffer(&range.buffer).and_then(|b| b.arg);
+    let kernel = ir::parent_op(clipped).and_then(|mut op| loop {
+        if ir::op_name(op) == "tt.func" {
+            return Some(op);
+        }
+        op = ir::parent_op(op)?;
+    });
+    let (Some(arg), Some(kernel)) = (arg, kernel) else {
+        return Err(internal(clipped, "a split loop outside its kernel"));
+    };
+    let load = loads_of(kernel, arg)
+        .into_iter()
+        .find(|op| ir::is_ancestor(clipped, *op))
+        .ok_or_else(|| internal(clipped, "a split loop that loads nothing of its buffer"))?;
+    Ok((kernel, (arg, load)))
 }
 
 /// The rank that holds chunk `c` (of `range`'s, in row order) before any

@@ -238,19 +238,42 @@ def attention_name(variant):
 ULYSSES = [(causal, backend, chunks) for causal in (False, True)
            for backend in ("copy_engine", "ldst") for chunks in (1, 2)] \
     + [(causal, "tma", chunks) for causal in (False, True) for chunks in (1, 2)]
+# Ulysses attention with Q, K and V moved in a chunk per head of each
+# rank's tokens (`per_head`): each program waits only for its head's.
+# Each: (causal, backend[, style of kernel]).
+ULYSSES_PER_HEAD = [(causal, backend) for causal in (False, True)
+                    for backend in ("copy_engine", "ldst", "tma")] \
+    + [(True, "copy_engine", style) for style in ("blocks", "descriptors", "rows")]
+# The attention kernels of examples/attention written the other usual ways
+# whose Q, K, V and output are [tokens, heads * head_dim], as the
+# re-sharding operators hold them.
+ULYSSES_STYLES = [style for style in attention_styles.STYLES
+                  if attention_styles.layout(style) == "bshd"]
 # With the output re-sharded back by tokens in the same kernel: (causal,
 # backend of Q, K and V, chunks of each rank's output rows, the output's
-# backend).
+# backend[, style of kernel: the bundled one without]).
 ULYSSES_OUT = [(causal, backend, 1, "copy_engine") for causal in (False, True)
                for backend in ("copy_engine", "ldst")] \
     + [(True, "copy_engine", 2, "copy_engine"), (True, "ldst", 2, "ldst"),
-       (False, "tma", 2, "tma")]
+       (False, "tma", 2, "tma")] \
+    + [(True, "ldst", 2, "copy_engine", style) for style in ULYSSES_STYLES]
 ULYSSES_HEADS, ULYSSES_KV_HEADS = 8, 4
 # Attention + all-to-all alone (`reshard_in=False`): Q, K and V head-sharded
 # already, the output re-sharded by tokens. Each: (causal, chunks of each
-# rank's output rows, the output's backend).
+# rank's output rows, the output's backend[, style of kernel]).
 ATTENTION_A2A = [(False, 1, "copy_engine"), (True, 2, "copy_engine"), (True, 2, "ldst"),
-                 (False, 1, "ldst"), (True, 2, "tma")]
+                 (False, 1, "ldst"), (True, 2, "tma")] \
+    + [(False, 2, "ldst", style) for style in ULYSSES_STYLES]
+
+
+def style_kernel(style=None):
+    """The options that compile the kernel of `style` (none: the bundled
+    kernel)."""
+    return {"kernel": attention_styles.kernel(style)} if style else {}
+
+
+def style_suffix(style=None):
+    return f" ({style} kernel)" if style else ""
 
 
 def reshards(world):
@@ -267,9 +290,9 @@ def ulysses_options(world, variant, cache, reshard_out=False):
                 num_stages=2, cache_dir=cache)
 
 
-def attention_a2a_name(causal, out_chunks, out_backend):
+def attention_a2a_name(causal, out_chunks, out_backend, style=None):
     return (f"attention + all-to-all {'causal' if causal else 'full'} {out_backend} "
-            f"out_chunks={out_chunks}")
+            f"out_chunks={out_chunks}{style_suffix(style)}")
 
 
 def ulysses_name(variant):
@@ -377,17 +400,26 @@ def build(args):
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(world, variant,
                                                                              args.cache))
             print(f"built W={world} {ulysses_name(variant)}: {compiled.folder.name}")
-        for causal, backend, out_chunks, out_backend in ULYSSES_OUT:
+        for causal, backend, *style in ULYSSES_PER_HEAD:
+            compiled = ops.UlyssesAttention.compile(
+                world, **ulysses_options(world, (causal, backend, 1), args.cache),
+                per_head=True, **style_kernel(*style))
+            print(f"built W={world} {ulysses_name((causal, backend, 1))} per head"
+                  f"{style_suffix(*style)}: {compiled.folder.name}")
+        for causal, backend, out_chunks, out_backend, *style in ULYSSES_OUT:
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(
                 world, (causal, backend, 1), args.cache, reshard_out=True),
-                out_chunks=out_chunks, out_backend=out_backend)
+                out_chunks=out_chunks, out_backend=out_backend, **style_kernel(*style))
             print(f"built W={world} ulysses in and out {causal} {backend} out_chunks="
-                  f"{out_chunks} out_backend={out_backend}: {compiled.folder.name}")
-        for causal, out_chunks, out_backend in ATTENTION_A2A:
+                  f"{out_chunks} out_backend={out_backend}{style_suffix(*style)}: "
+                  f"{compiled.folder.name}")
+        for causal, out_chunks, out_backend, *style in ATTENTION_A2A:
             compiled = ops.UlyssesAttention.compile(world, **ulysses_options(
                 world, (causal, "copy_engine", 1), args.cache, reshard_out=True),
-                out_chunks=out_chunks, out_backend=out_backend, reshard_in=False)
-            print(f"built W={world} {attention_a2a_name(causal, out_chunks, out_backend)}: "
+                out_chunks=out_chunks, out_backend=out_backend, reshard_in=False,
+                **style_kernel(*style))
+            print(f"built W={world} "
+                  f"{attention_a2a_name(causal, out_chunks, out_backend, *style)}: "
                   f"{compiled.folder.name}")
         compiled = ops.UlyssesAttention.compile(
             world, seq=TOKENS * world, heads=ULYSSES_HEADS, kv_heads=ULYSSES_KV_HEADS,
@@ -742,10 +774,15 @@ def check_ulysses(group, cache, seed, report):
     seq, d = TOKENS * w, HEAD_DIM
     heads = ULYSSES_HEADS // w
     cases = [(variant, False, {}, "") for variant in ULYSSES] \
-        + [((causal, backend, 1), True, {"out_chunks": out_chunks, "out_backend": out_backend},
+        + [((causal, backend, 1), True, {"out_chunks": out_chunks, "out_backend": out_backend,
+                                         **style_kernel(*style)},
             ("" if out_chunks == 1 else f" out_chunks={out_chunks}")
-            + ("" if out_backend == "copy_engine" else f" out_backend={out_backend}"))
-           for causal, backend, out_chunks, out_backend in ULYSSES_OUT]
+            + ("" if out_backend == "copy_engine" else f" out_backend={out_backend}")
+            + style_suffix(*style))
+           for causal, backend, out_chunks, out_backend, *style in ULYSSES_OUT] \
+        + [((causal, backend, 1), False, {"per_head": True, **style_kernel(*style)},
+            " per head" + style_suffix(*style))
+           for causal, backend, *style in ULYSSES_PER_HEAD]
     if w == IMPORTED_WORLD:
         plan = (Path(cache) / "imported" / "ulysses.mlir").read_text()
         cases.append((IMPORTED_ULYSSES, True, {"config": IMPORTED_ULYSSES_CONFIG, "plan": plan},
@@ -809,12 +846,13 @@ def check_attention_all_to_all(group, cache, seed, report):
     seq, d = TOKENS * w, HEAD_DIM
     own = slice(r * TOKENS, (r + 1) * TOKENS)
     mine = lambda x, h: x[:, r * h // w * d:(r + 1) * h // w * d]  # noqa: E731
-    for causal, out_chunks, out_backend in ATTENTION_A2A:
-        name = attention_a2a_name(causal, out_chunks, out_backend)
+    for causal, out_chunks, out_backend, *style in ATTENTION_A2A:
+        name = attention_a2a_name(causal, out_chunks, out_backend, *style)
         try:
             op = ops.UlyssesAttention(group, **ulysses_options(
                 w, (causal, "copy_engine", 1), cache, reshard_out=True),
-                out_chunks=out_chunks, out_backend=out_backend, reshard_in=False)
+                out_chunks=out_chunks, out_backend=out_backend, reshard_in=False,
+                **style_kernel(*style))
         except Exception as e:  # noqa: BLE001 - reported as a failed check
             report(name, False, f"setup: {type(e).__name__}: {e}")
             continue

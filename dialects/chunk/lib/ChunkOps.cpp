@@ -407,7 +407,8 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
 template <typename OpT>
 static LogicalResult verifySrcDst(OpT op, bool dstDivided,
                                   SymbolTableCollection &symbols,
-                                  std::optional<int64_t> to = std::nullopt) {
+                                  std::optional<int64_t> to = std::nullopt,
+                                  bool cutsDim = false) {
   BufferOp src = lookupBufferOrError(op, op.getSrcAttr(), "source", symbols);
   BufferOp dst =
       lookupBufferOrError(op, op.getDstAttr(), "destination", symbols);
@@ -434,15 +435,16 @@ static LogicalResult verifySrcDst(OpT op, bool dstDivided,
     if (failed(verifySplit(op, op.getSrcAttr(), shape, op.getDim(),
                            std::nullopt, worldSize)))
       return failure();
-    // Chunks cut `to`; of a buffer kernel tiles produce, each rank's
-    // block along `dim` (the order its tiles finish it in).
-    bool produced = producedInPlan(op, op.getSrcAttr());
-    int64_t cut = produced ? static_cast<int64_t>(op.getDim()) : *to;
-    int64_t extent = produced ? shape[cut] / worldSize : shape[cut];
+    // Chunks cut `to`; of a buffer kernel tiles produce, or with
+    // `split(dim)`, each rank's block along `dim` (the order its tiles
+    // finish it in; the heads a consumer reads).
+    bool alongDim = cutsDim || producedInPlan(op, op.getSrcAttr());
+    int64_t cut = alongDim ? static_cast<int64_t>(op.getDim()) : *to;
+    int64_t extent = alongDim ? shape[cut] / worldSize : shape[cut];
     if (std::optional<uint64_t> chunks = op.getChunks();
         chunks && extent % static_cast<int64_t>(*chunks) != 0)
       return op.emitOpError()
-             << "cannot cut " << (produced ? "each rank's block along " : "")
+             << "cannot cut " << (alongDim ? "each rank's block along " : "")
              << "dimension " << cut << " of " << op.getSrcAttr() << " ("
              << extent << ") into " << *chunks << " equal chunks";
     expected[op.getDim()] /= worldSize;
@@ -486,10 +488,18 @@ LogicalResult AllToAllOp::verifySymbolUses(
   if (getSrc() == getDst())
     return emitOpError() << "needs distinct source and destination buffers";
   std::optional<uint64_t> to = getTo();
-  if (!to || *to == getDim())
+  std::optional<uint64_t> split = getSplit();
+  bool reshards = to && *to != getDim();
+  if (split && (!reshards || (*split != getDim() && *split != *to)))
+    return emitOpError()
+           << "split(" << *split << ") chooses the dimension a re-shard's "
+           << "chunks cut, dim(" << getDim() << ") or to(t)"
+           << (reshards ? "" : ", and this all-to-all has no to(t) != dim");
+  if (!reshards)
     return verifySrcDst(*this, /*dstDivided=*/false, symbols);
   return verifySrcDst(*this, /*dstDivided=*/false, symbols,
-                      static_cast<int64_t>(*to));
+                      static_cast<int64_t>(*to),
+                      /*cutsDim=*/split && *split == getDim());
 }
 
 //===----------------------------------------------------------------------===//

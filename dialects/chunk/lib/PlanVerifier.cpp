@@ -262,12 +262,15 @@ LogicalResult PlanVerifier::verifyTilesInBlocks() {
     else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
       // (A re-shard, `to(t)`: the source's blocks along dim, the
       // destination's along t, the chunks cutting t on both.)
+      // (With split(dim), the chunks cut each block along dim.)
       std::optional<uint64_t> to = a2a.getTo();
       bool reshards = to && *to != a2a.getDim();
+      bool cutsDim = a2a.getSplit() && *a2a.getSplit() == a2a.getDim();
       cut(a2a.getSrcAttr(), a2a.getDim(), a2a.getChunks(),
-          reshards ? to : std::nullopt, &op, worldSize);
+          reshards && !cutsDim ? to : std::nullopt, &op, worldSize);
       cut(a2a.getDstAttr(), reshards ? *to : a2a.getDim(), a2a.getChunks(),
-          std::nullopt, &op, worldSize);
+          cutsDim ? std::optional<uint64_t>(a2a.getDim()) : std::nullopt, &op,
+          worldSize);
     }
   }
   auto check = [&](Operation *user, FlatSymbolRefAttr name, int64_t dim,

@@ -525,6 +525,36 @@ chunk.plan @p world_size(2) {
 
 // -----
 
+// split(dim) cuts each rank's block along dim (a chunk per head), which
+// must divide.
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x256xbf16>
+  // expected-error @below {{'chunk.all_to_all' op cannot cut each rank's block along dimension 1 of @Qs (256) into 3 equal chunks}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(3) to(0) split(1)
+}
+
+// -----
+
+// split(d) picks the dimension a re-shard's chunks cut: dim or to(t).
+chunk.plan @p world_size(2) {
+  chunk.buffer @Qs : !chunk.buffer<256x8x64xbf16>
+  chunk.buffer @Qh : !chunk.buffer<512x4x64xbf16>
+  // expected-error @below {{'chunk.all_to_all' op split(2) chooses the dimension a re-shard's chunks cut, dim(1) or to(t)}}
+  chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0) split(2)
+}
+
+// -----
+
+chunk.plan @p world_size(2) {
+  chunk.buffer @X : !chunk.buffer<1024x64xf32>
+  chunk.buffer @Y : !chunk.buffer<1024x64xf32>
+  // expected-error @below {{'chunk.all_to_all' op split(1) chooses the dimension a re-shard's chunks cut, dim(0) or to(t), and this all-to-all has no to(t) != dim}}
+  chunk.all_to_all @X into @Y dim(0) chunks(1) split(1)
+}
+
+// -----
+
 // Of a produced buffer, chunks cut each rank's block along dim.
 chunk.plan @p world_size(2) {
   chunk.buffer @C : !chunk.buffer<512x1024xbf16>

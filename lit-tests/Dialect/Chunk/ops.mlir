@@ -62,12 +62,15 @@ chunk.plan @reductions world_size(2) {
 // CHECK:         chunk.all_to_all @X into @Y dim(1) chunks(2) backend(nvshmem)
 // A re-shard: X's columns split among the ranks, Y's rows stacked.
 // CHECK:         chunk.all_to_all @X into @Z dim(1) chunks(2) to(0){{$}}
+// The same cut by X's columns (a chunk per head): split(1).
+// CHECK:         chunk.all_to_all @X into @Z dim(1) chunks(2) to(0) split(1){{$}}
 chunk.plan @all_to_all world_size(8) {
   chunk.buffer @X : !chunk.buffer<64x1024xf32>
   chunk.buffer @Y : !chunk.buffer<64x1024xf32>
   chunk.buffer @Z : !chunk.buffer<512x128xf32>
   chunk.all_to_all @X into @Y dim(1) chunks(2) backend(nvshmem)
   chunk.all_to_all @X into @Z dim(1) chunks(2) to(0)
+  chunk.all_to_all @X into @Z dim(1) chunks(2) to(0) split(1)
 }
 
 // Explicit chunks: rank r keeps its own half (local) and pulls the other

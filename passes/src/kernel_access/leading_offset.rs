@@ -114,7 +114,7 @@ fn gcd(a: i64, b: i64) -> i64 {
 /// the tensor descriptor it goes through was made at (`K + off_z *
 /// stride_kz + off_h * stride_kh`, one head's [tokens, head_dim]). None
 /// where the base is not `arg` plus scalar offsets.
-fn tile_base_offsets(op: Op, arg: Value) -> Option<Vec<Value>> {
+pub(super) fn tile_base_offsets(op: Op, arg: Value) -> Option<Vec<Value>> {
     match ir::op_name(op).as_str() {
         "tt.load" | "tt.store" => {
             let ptr = *ir::operands(op).first()?;

@@ -22,12 +22,14 @@
 //! Strides and extents: [`layout`] ([`fixed_args`]).
 
 mod axes;
+mod columns;
 mod index_expr;
 mod layout;
 mod leading_offset;
 mod merged_rows;
 mod walked_count;
 
+pub use columns::columns_read;
 pub use layout::fixed_args;
 
 use crate::plan::{Plan, TileMap, fail};

@@ -82,7 +82,16 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
                     .owners
                     .owner(index, range.chunks_per_rank, plan.world_size)
                     .unwrap_or(index / range.chunks_per_rank);
-                if owner != r && !setters.contains_key(&(r, range.base + index)) {
+                // (With a cut of the columns, each of the chunk's parts.)
+                let parts = range.parts();
+                let unset = (0..parts).find(|part| {
+                    !setters.contains_key(&(r, range.base + index * parts + part))
+                });
+                if let (true, Some(part)) = (owner != r, unset) {
+                    let index = match range.cut {
+                        Some(_) => format!("{index} (part {part})"),
+                        None => index.to_string(),
+                    };
                     let consequence = match &implied_by {
                         None => "but tiles wait for it: the launch would never finish".to_string(),
                         Some(by) => format!(

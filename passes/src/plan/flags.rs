@@ -114,6 +114,21 @@ pub struct FlagRange {
     /// chunk done, which each copy waits for on the source rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals_per_chunk: Option<i64>,
+    /// Of an arrival range whose chunks also cut another dimension than
+    /// `dim` (a re-sharding all-to-all's `split(dim)`: a chunk per head of
+    /// each source rank's tokens): that cut. Each chunk along `dim` is then
+    /// `cut.count` flags, one per part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
+}
+
+/// The parts a flag range's chunks cut another dimension into: `count`
+/// parts of `width` along `dim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cut {
+    pub dim: usize,
+    pub width: i64,
+    pub count: i64,
 }
 
 /// The most flags a fused kernel's flag array holds, the copy programs'
@@ -125,18 +140,30 @@ impl FlagRange {
     /// Its flags (bounded: [`flag_layout`] checked that the range ends
     /// within [`MAX_FLAGS`]).
     pub fn count(&self, world_size: i64) -> i64 {
-        self.chunks_per_rank * world_size * self.counters_per_chunk
+        self.chunks_per_rank * world_size * self.counters_per_chunk * self.parts()
+    }
+
+    /// Flags per chunk along `dim`: the parts of its [`Cut`], or 1.
+    pub fn parts(&self) -> i64 {
+        self.cut.map_or(1, |cut| cut.count)
     }
 
     /// The flag of the chunk whose box starts at `offsets` (chunks of rank
-    /// `o` are flags `o * chunks_per_rank ..`, in order along `dim`).
+    /// `o` are flags `o * chunks_per_rank ..`, in order along `dim`; with a
+    /// [`Cut`], each of those is its parts' flags, in order).
     pub fn flag_at(&self, offsets: &[i64]) -> Option<i64> {
         let along = *offsets.get(self.dim)?;
-        if self.rank_dim == self.dim {
-            return Some(self.base + along / self.rows_per_chunk);
-        }
-        let owner = offsets.get(self.rank_dim)? / self.rank_block;
-        Some(self.base + owner * self.chunks_per_rank + along / self.rows_per_chunk)
+        let chunk = if self.rank_dim == self.dim {
+            along / self.rows_per_chunk
+        } else {
+            let owner = offsets.get(self.rank_dim)? / self.rank_block;
+            owner * self.chunks_per_rank + along / self.rows_per_chunk
+        };
+        let Some(cut) = self.cut else {
+            return Some(self.base + chunk);
+        };
+        let part = offsets.get(cut.dim)? / cut.width;
+        Some(self.base + chunk * cut.count + part)
     }
 }
 
@@ -174,7 +201,11 @@ fn check_recorded_layout(plan: &Plan, layout: &[FlagRange]) -> Result<(), PassFa
             range.chunks_per_rank,
             range.rank_block,
         ];
-        if steps.iter().any(|n| *n <= 0) || range.dim >= rank || range.rank_dim >= rank {
+        let cut_fits = range
+            .cut
+            .is_none_or(|c| c.width > 0 && c.count > 0 && c.dim < rank && c.dim != range.dim);
+        if steps.iter().any(|n| *n <= 0) || range.dim >= rank || range.rank_dim >= rank || !cut_fits
+        {
             return Err(wrong(format!(
                 "gives @{} a range that is not a layout of its {rank}-D chunks: {range:?}",
                 range.buffer
@@ -251,6 +282,7 @@ fn range_end(plan: &Plan, range: &FlagRange) -> Result<i64, PassFailed> {
         .chunks_per_rank
         .checked_mul(plan.world_size)
         .and_then(|chunks| chunks.checked_mul(range.counters_per_chunk))
+        .and_then(|flags| flags.checked_mul(range.parts()))
         .and_then(|count| range.base.checked_add(count))
         .filter(|end| range.base >= 0 && *end <= MAX_FLAGS);
     end.ok_or_else(|| {
@@ -325,9 +357,19 @@ fn arrival_range(plan: &Plan, consume: Consume) -> Result<FlagRange, PassFailed>
         };
         *d != dim && sizes.get(*d) != Some(&full)
     });
-    if let Some(d) = partial {
-        let per_source = !consume.reads_per_source()
-            && source_block_dim(plan, &transfers, &buffer.shape).is_some_and(|b| b != dim);
+    // Chunks that cut a rank's block along another dimension than `dim`
+    // (an all-gather's split) are read per source; chunks that land in
+    // their source's block along `dim` and cut the last dimension too (a
+    // re-shard's split(dim)) are waited for per part.
+    let per_source = !consume.reads_per_source()
+        && source_block_dim(plan, &transfers, &buffer.shape).is_some_and(|b| b != dim);
+    let cut = match partial {
+        Some(d) if !consume.reads_per_source() && !per_source && d + 1 == buffer.shape.len() => {
+            column_cut(&transfers, &buffer.shape, plan.world_size, (dim, d))
+        }
+        _ => None,
+    };
+    if let (Some(d), None) = (partial, cut) {
         return Err(fail(
             consume,
             if per_source {
@@ -365,7 +407,43 @@ fn arrival_range(plan: &Plan, consume: Consume) -> Result<FlagRange, PassFailed>
         rank_block,
         owners,
         arrivals_per_chunk: None,
+        cut,
     })
+}
+
+/// The cut of dimension `d` (not `dim`, along which ranks own blocks) that
+/// the chunks of a consumed buffer make, if every transfer into it covers
+/// all of the other dimensions and `d` in equal parts that start at a
+/// multiple of their width (a re-shard's `split(dim)`: a chunk per head);
+/// the tiles then wait for the parts of `d` they read.
+fn column_cut(
+    transfers: &[super::Transfer],
+    shape: &[i64],
+    world_size: i64,
+    (dim, d): (usize, usize),
+) -> Option<Cut> {
+    let width = transfers.first()?.sizes()?.get(d).copied()?;
+    let extent = *shape.get(d)?;
+    if width <= 0 || extent % width != 0 {
+        return None;
+    }
+    let whole = |t: &super::Transfer| {
+        t.sizes().is_some_and(|sizes| {
+            (0..shape.len()).all(|e| e == dim || e == d || sizes.get(e) == shape.get(e))
+                && sizes.get(d) == Some(&width)
+        })
+    };
+    let aligned = |t: &super::Transfer| {
+        (0..world_size).all(|on| {
+            t.dst_offsets_on(on)
+                .and_then(|at| at.get(d).copied())
+                .is_some_and(|x| x % width == 0)
+        })
+    };
+    transfers
+        .iter()
+        .all(|t| whole(t) && aligned(t))
+        .then_some(Cut { dim: d, width, count: extent / width })
 }
 
 /// Which chunks each rank holds, from what `transfers` (all into one
@@ -465,6 +543,7 @@ fn reduction_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFaile
         rank_block: block,
         owners: Owners::Contiguous,
         arrivals_per_chunk: None,
+        cut: None,
     })
 }
 
@@ -525,5 +604,6 @@ fn output_range(plan: &Plan, produce: Produce) -> Result<FlagRange, PassFailed> 
         rank_block,
         owners: Owners::Contiguous,
         arrivals_per_chunk: None,
+        cut: None,
     })
 }

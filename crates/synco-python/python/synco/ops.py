@@ -507,7 +507,9 @@ class UlyssesAttention:
     `tma`). With `reshard_in=False` (and `reshard_out=True`) the kernel
     is attention + all-to-all alone: the call takes Q, K and V head-sharded
     already ([seq, heads / W * head_dim], any tensors, as
-    `MatmulAllToAll` leaves them), and only the output moves. Options:
+    `MatmulAllToAll` leaves them), and only the output moves. With
+    `per_head=True`, Q, K and V move in a chunk per head of each rank's
+    tokens, and each program waits only for its head's. Options:
     `config` (BLOCK_M, BLOCK_N), `chunks` per rank, `backend`
     (`copy_engine`, `ldst` or `tma`, for Q, K and V), `num_warps`,
     `num_stages`, `cache_dir`."""
@@ -519,8 +521,8 @@ class UlyssesAttention:
     @classmethod
     def compile(cls, world_size, *, seq, heads, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=1, backend="copy_engine", reshard_out=False, out_chunks=1,
-                out_backend="copy_engine", reshard_in=True, num_warps=8, num_stages=3,
-                cache_dir=None, plan=None):
+                out_backend="copy_engine", reshard_in=True, per_head=False, num_warps=8,
+                num_stages=3, cache_dir=None, plan=None):
         """The fused kernel for `world_size` ranks, compiled or cached;
         `plan`: a plan's text to fuse instead of the template's (e.g. one
         of `synco.import_plans`)."""
@@ -531,7 +533,8 @@ class UlyssesAttention:
                                            block_m=config["BLOCK_M"], block_n=config["BLOCK_N"],
                                            chunks=chunks, backend=backend,
                                            reshard_out=reshard_out, out_chunks=out_chunks,
-                                           out_backend=out_backend, reshard_in=reshard_in)
+                                           out_backend=out_backend, reshard_in=reshard_in,
+                                           per_head=per_head)
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
         return compile(kernel or kernels.attention, signature=cls.SIGNATURE, plan=plan,
                        pipeline="synco-fuse", constexprs=constexprs, divisible=cls.DIVISIBLE,

@@ -115,7 +115,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
 def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16", block_m=128,
                       block_n=64, chunks=1, backend="copy_engine", q_arg=0, k_arg=1, v_arg=2,
                       reshard_out=False, o_arg=3, out_chunks=1, out_backend="copy_engine",
-                      reshard_in=True):
+                      reshard_in=True, loop=None, per_head=False):
     """Ulysses attention: Q, K and V sequence-sharded ([seq / W, heads *
     head_dim] on each rank, unbound plan buffers @Qs, @Ks, @Vs) re-sharded
     by all-to-alls into head-sharded @Qh, @Kh, @Vh ([seq, heads / W *
@@ -132,7 +132,13 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
     by the destinations' copy programs (`out_backend` `ldst` or `tma`).
     `reshard_in=False` (with `reshard_out`): attention + all-to-all alone,
     Q, K and V already head-sharded in the kernel's arguments (not in the
-    plan), only the output re-sharded."""
+    plan), only the output re-sharded. `loop`: the name of the kernel's
+    loop variable over the keys and values, written into the plan if the
+    kernel's addresses should not be trusted to show it (the passes find
+    the loop otherwise, as in `all_gather_attention`). `per_head`: Q, K
+    and V cut by heads instead (`split(1)`: a chunk per head of each
+    rank's tokens, `chunks` 1), so that each program waits only for its
+    head's chunks, each from its source rank."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_m, chunks=chunks,
            backend=backend, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     for name, count in (("heads", heads), ("kv_heads", kv_heads)):
@@ -141,15 +147,18 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
                              "each rank takes heads / world_size of them")
     if not (reshard_in or reshard_out):
         raise ValueError("reshard_in=False needs reshard_out=True: the plan would move nothing")
+    if per_head and chunks != 1:
+        raise ValueError(f"per_head cuts Q, K and V by heads: chunks must be 1, not {chunks}")
     tokens = seq // world_size
     buffers, moves = "", ""
     inputs = (("Q", heads, q_arg), ("K", kv_heads, k_arg), ("V", kv_heads, v_arg))
     for name, count, arg in inputs if reshard_in else ():
         cols = count * head_dim
+        cut = f"{count // world_size}) to(0) split(1" if per_head else f"{chunks}) to(0"
         buffers += (f"  chunk.buffer @{name}s : !chunk.buffer<{tokens}x{cols}x{dtype}>\n"
                     f"  chunk.buffer @{name}h : !chunk.buffer<{seq}x{cols // world_size}x{dtype}>"
                     f"{_bind(arg)}\n")
-        moves += (f"  chunk.all_to_all @{name}s into @{name}h dim(1) chunks({chunks}) to(0) "
+        moves += (f"  chunk.all_to_all @{name}s into @{name}h dim(1) chunks({cut}) "
                   f"backend({backend})\n")
     if out_backend not in BACKENDS or out_backend == "auto":
         raise ValueError(f"out_backend must be copy_engine, ldst or tma, not {out_backend!r}")
@@ -164,8 +173,9 @@ def ulysses_attention(*, world_size, seq, heads, kv_heads, head_dim, dtype="bf16
         moves += (f"  chunk.produce @tiles @Oh dim(0) tile({block_m})\n"
                   f"  chunk.all_to_all @Oh into @Os dim(0) chunks({out_chunks}) to(1) "
                   f"backend({out_backend})\n")
+    walked = f' loop("{loop}")' if loop is not None else ""
     consumes = (f"  chunk.consume @Qh dim(0) tile({block_m})\n"
-                f"  chunk.consume @Kh dim(0) tile({block_n}) loop(\"start_n\")\n"
+                f"  chunk.consume @Kh dim(0) tile({block_n}){walked}\n"
                 f"  chunk.consume @Vh dim(0) tile({block_n})\n") if reshard_in else ""
     name = "ulysses_attention" if reshard_in else "attention_all_to_all"
     return f"chunk.plan @{name} world_size({world_size}) {{\n{buffers}{moves}{consumes}}}\n"

@@ -438,6 +438,17 @@ def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
     chunk.all_to_all @Qs into @Qh dim(1) chunks(2) to(0)
     ```
 
+    `split(d)`, `d` = `dim`, cuts each block along `dim` instead of `to`:
+    a head-sharded consumer then waits per head, each chunk holding
+    `block / n` of the heads of one source rank's tokens (`dim(1) to(0)
+    chunks(4) split(1)`, 4 heads of 128 columns per rank: a chunk per
+    head). A consumer's tiles walk `to` and wait for the chunks of the
+    columns they read, found from their addresses.
+
+    ```mlir
+    chunk.all_to_all @Qs into @Qh dim(1) chunks(4) to(0) split(1)
+    ```
+
     A re-shard of what kernel tiles produce waits for them (every transfer
     is `after [@tiles]`; `chunk-fuse-gathers` sends each chunk of each
     rank's rows as soon as it is done); an all-to-all within one splitting
@@ -451,10 +462,11 @@ def Chunk_AllToAllOp : Chunk_CollectiveOp<"all_to_all"> {
                            "::synco::chunk::Backend::copy_engine">:$backend,
                        DefaultValuedAttr<Chunk_Algorithm,
                            "::synco::chunk::Algorithm::direct">:$algorithm,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$to);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$to,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$split);
   let assemblyFormat = [{
     $src `into` $dst `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
-    (`to` `(` $to^ `)`)?
+    (`to` `(` $to^ `)`)? (`split` `(` $split^ `)`)?
     (`backend` `(` $backend^ `)`)?
     (`algorithm` `(` $algorithm^ `)`)? attr-dict
   }];
