@@ -48,6 +48,30 @@ fn chunks_split_across_rank_blocks_number_by_rank_then_column() {
 }
 
 #[test]
+fn chunks_cut_by_columns_too_number_their_parts_within_each_chunk() {
+    // Qh [2 x 256 tokens, 4 heads of 64] re-sharded with a chunk per head
+    // (split(dim)): each rank's block of rows is one chunk of 4 parts of
+    // 64 columns, and rank 1's head 2 is flag 1 * 4 + 2.
+    let text = r#"chunk.plan @p world_size(2) {
+          chunk.buffer @Qs : !chunk.buffer<256x512xbf16>
+          chunk.buffer @Qh : !chunk.buffer<512x256xbf16> bind(0)
+          chunk.transfer @Qh_p1_c2 push copy_engine from <@Qs[(d0) -> (0, d0 * 256 + 128)] [256, 64]> on (d0) -> ((d0 + 1) mod 2) to <@Qh[(d0) -> (((d0 + 1) mod 2) * 256, 128)] [256, 64]> on (d0) -> (d0) order(2)
+          chunk.consume @Qh dim(0) tile(64)
+        }"#;
+    with_plans(text, |plans| {
+        let layout = flag_layout(&plans[0]).expect("a layout");
+        let [range] = &layout[..] else {
+            panic!("one range, got {layout:?}")
+        };
+        assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (256, 1));
+        assert_eq!(range.cut, Some(Cut { dim: 1, width: 64, count: 4 }));
+        assert_eq!(range.flag_at(&[256, 128]), Some(6));
+        assert_eq!(range.flag_at(&[0, 192]), Some(3));
+        assert_eq!(range.count(2), 8);
+    });
+}
+
+#[test]
 fn reductions_get_counters_after_the_consumed_flags() {
     with_plans(
         &reduced_plan("collective(reduce_scatter)", "reduce_scatter_C"),

@@ -44,7 +44,8 @@ struct SmCopy<'c> {
     /// chunk lies within their rows on every rank; else vector loads and
     /// stores.
     tma: Option<(TmaBox, Option<(TmaView, TmaView)>)>,
-    flag: Option<(i64, usize, i64)>, // (flag base, dim, rows per chunk)
+    /// The arrival flags of the destination's chunks.
+    flag: Option<FlagRange>,
     /// The flags of the source rows, where they are forwarded (a ring):
     /// the copy waits on the source rank for the chunk's flag.
     forwards: Option<(i64, usize, i64)>,
@@ -180,10 +181,7 @@ pub fn lower(
             row_elems,
             src_pitch,
             dst_pitch,
-            flag: layout
-                .iter()
-                .find(|r| r.buffer == dst_buf)
-                .map(|r| (r.base, r.dim, r.rows_per_chunk)),
+            flag: layout.iter().find(|r| r.buffer == dst_buf).cloned(),
             forwards: forwards.map(|r| (r.base, r.dim, r.rows_per_chunk)),
             produced,
             src_strides: row_major_strides(&source.shape),
@@ -256,9 +254,7 @@ fn emit_copy(
     };
     let src_offsets = emit(copy.src_offsets_map)?;
     let dst_offsets = emit(copy.dst_offsets_map)?;
-    let flag_index = copy
-        .flag
-        .map(|(base, dim, rows)| (base, dst_offsets[dim], rows));
+    let flag_index = copy.flag.as_ref().map(|range| (range, dst_offsets.clone()));
     // Rows the source rank received from its own neighbour, or that its
     // tiles produce: every program waits there for their arrival flag, or
     // for their counter to count every tile of the chunk.
@@ -327,23 +323,31 @@ fn emit_copy(
             copy_rows(&b, chunk_bases(), rows, copy.block, element, ids);
         }
     }
-    if let Some(flag) = flag_index {
-        publish(&b, abi, flag, counter_base, programs);
+    if let Some((range, offsets)) = flag_index {
+        publish(&b, abi, chunk_flag(&b, range, &offsets), counter_base, programs);
     }
     Ok(())
 }
 
-/// Counts this program done on the chunk at `row` of the flag range
-/// `(base, row, rows per chunk)`; the last one publishes the chunk.
-fn publish(
-    b: &Builder,
-    abi: AbiArgs,
-    (flag_base, row, rows_per_chunk): (i64, Value, i64),
-    counter_base: i64,
-    programs: i64,
-) {
-    let chunk = b.divsi(row, b.const_i32(rows_per_chunk));
-    let flag = b.addi(chunk, b.const_i32(flag_base));
+/// The arrival flag of the chunk whose box starts at `offsets` (in-kernel
+/// values), as [`FlagRange::flag_at`] places it: `base + row / rows`, or,
+/// where the chunks also cut the columns, `base + (row / rows) * parts +
+/// column / width`.
+fn chunk_flag(b: &Builder, range: &FlagRange, offsets: &[Value]) -> Value {
+    let chunk = b.divsi(offsets[range.dim], b.const_i32(range.rows_per_chunk));
+    let chunk = match range.cut {
+        Some(cut) => b.addi(
+            b.muli(chunk, b.const_i32(cut.count)),
+            b.divsi(offsets[cut.dim], b.const_i32(cut.width)),
+        ),
+        None => chunk,
+    };
+    b.addi(chunk, b.const_i32(range.base))
+}
+
+/// Counts this program done on the chunk whose arrival flag is `flag`;
+/// the last one publishes the chunk.
+fn publish(b: &Builder, abi: AbiArgs, flag: Value, counter_base: i64, programs: i64) {
     let counter = b.addi(flag, b.const_i32(counter_base));
     b.if_then(last_to_finish(b, abi, counter, programs), |then| {
         then.atomic_rmw(

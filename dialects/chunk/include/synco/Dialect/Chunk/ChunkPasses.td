@@ -689,6 +689,17 @@ causal bound that stops the loop early waits for no chunk it does not
 read), for the chunk's flag `base + c`, unless the chunk is the rank's
 own.
 
+Where the chunks also cut the buffer's last dimension (a re-shard's
+`split(dim)`: a chunk per head of each source rank's tokens; the flag
+layout's `cut`, `parts` flags per chunk), the wait is for the parts the
+tile reads: its first column is where its address lands in a row (the
+kernel's own offsets of the tile's base, plus a descriptor's last
+offset, modulo the row length), and it waits for the flag
+`base + chunk * parts + first / width` and, if the tile's last column
+lies in the next part, for that one too. A tile wider than a part, a cut
+of another dimension than the last, and a base the wait cannot use (a
+host descriptor, an offset computed inside the walked loop) are refused.
+
 A loop nest Triton would flatten (`tt.flatten` on a persistent kernel's
 tile loop) loses the attribute, with a remark: once flattened, Triton's
 software pipeliner issues the loads of a tile's first K steps while the
