@@ -54,7 +54,9 @@ computes heads / W of the heads over every token):
   re-sharded from tokens to heads by all-to-alls inside the attention
   kernel, each rank's tokens already in its symmetric heap; `in+out`: its
   output re-sharded back by tokens from the same kernel
-  (`reshard_out=True`);
+  (`reshard_out=True`); `per-head`: Q, K and V in a chunk per head of
+  each rank's tokens, each program waiting only for its head's
+  (`per_head=True`);
 * `ulysses attention alone`: the attention kernel over the rank's heads of
   every token, already re-sharded;
 * `ulysses link`: the bytes a rank receives (its heads of Q, K and V from
@@ -114,9 +116,11 @@ SEQS = [16384, 32768, 131072]
 VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("direct", "tma", 1),
             ("ring", "copy_engine", 1), ("ring", "ldst", 1), ("ring", "tma", 1),
             ("direct", "copy_engine", 4)]
-#: The Ulysses variants: (backend, chunks per rank, output re-sharded back).
-ULYSSES_VARIANTS = [("copy_engine", 1, False), ("ldst", 1, False), ("tma", 1, False),
-                    ("copy_engine", 1, True)]
+#: The Ulysses variants: (backend, chunks per rank, output re-sharded back,
+#: a chunk per head).
+ULYSSES_VARIANTS = [("copy_engine", 1, False, False), ("ldst", 1, False, False),
+                    ("tma", 1, False, False), ("copy_engine", 1, True, False),
+                    ("copy_engine", 1, False, True), ("ldst", 1, False, True)]
 #: The zigzag variants (causal only): one chunk per part.
 ZIGZAG_VARIANTS = [("direct", "copy_engine", 2), ("direct", "ldst", 2), ("direct", "tma", 2)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
@@ -150,10 +154,10 @@ def variants(causal):
 
 
 def ulysses_options(heads, kv_heads, head_dim, seq, causal, variant, cache):
-    backend, chunks, reshard_out = variant
+    backend, chunks, reshard_out, per_head = variant
     return dict(seq=seq, heads=heads, kv_heads=kv_heads, head_dim=head_dim, causal=causal,
                 config=CONFIG, chunks=chunks, backend=backend, reshard_out=reshard_out,
-                num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
+                per_head=per_head, num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
 
 
 #: The projections around Ulysses attention: (operator, backend, chunks).
@@ -535,8 +539,9 @@ def run_ulysses(row, group, nccl, cache, data, shape):
 
     want = sdpa_heads(q_h, k_h, v_h).float()
     for variant in ULYSSES_VARIANTS:
-        backend, chunks, reshard_out = variant
-        name = f"ulysses {backend} c{chunks}" + (" in+out" if reshard_out else "")
+        backend, chunks, reshard_out, per_head = variant
+        name = (f"ulysses {backend} " + ("per-head" if per_head else f"c{chunks}")
+                + (" in+out" if reshard_out else ""))
         group.reset_heap()
         op = ops.UlyssesAttention(group, **ulysses_options(heads, kv_heads, head_dim, seq,
                                                            causal, variant, cache))

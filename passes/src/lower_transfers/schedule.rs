@@ -111,6 +111,40 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
     Ok(())
 }
 
+/// Merges copies made before the kernel whose columns continue an earlier
+/// one's (the same rows and pitches, between the same buffers and ranks,
+/// each starting where the other's columns end: a re-shard's chunks per
+/// head of the rank's own tokens) into that one, so that the rank's own
+/// block is one 2-D copy. They set no flag and run in order on the compute
+/// stream before the kernel, so nothing waits for any one of them.
+fn merge_side_by_side(list: &mut Vec<Copy>) {
+    let mut merged: Vec<Copy> = Vec::with_capacity(list.len());
+    for copy in list.drain(..) {
+        let continues = |earlier: &Copy| {
+            earlier.before_kernel
+                && copy.before_kernel
+                && earlier.flag.is_none()
+                && copy.flag.is_none()
+                && earlier.after_flag.is_none()
+                && copy.after_flag.is_none()
+                && (earlier.src_rank, earlier.dst_rank) == (copy.src_rank, copy.dst_rank)
+                && (&earlier.src_buffer, &earlier.dst_buffer) == (&copy.src_buffer, &copy.dst_buffer)
+                && (earlier.rows, earlier.src_pitch, earlier.dst_pitch)
+                    == (copy.rows, copy.src_pitch, copy.dst_pitch)
+                && earlier.src_offset.checked_add(earlier.row_elems) == Some(copy.src_offset)
+                && earlier.dst_offset.checked_add(earlier.row_elems) == Some(copy.dst_offset)
+                && earlier.row_elems.checked_add(copy.row_elems).is_some_and(|w| {
+                    w <= earlier.src_pitch && w <= earlier.dst_pitch
+                })
+        };
+        match merged.iter_mut().rev().find(|earlier| continues(earlier)) {
+            Some(earlier) => earlier.row_elems += copy.row_elems,
+            None => merged.push(copy),
+        }
+    }
+    *list = merged;
+}
+
 /// The host's copy schedule of `plan`, whose flags `layout` places: per
 /// rank, the copies its streams drive (in transfer order), the plan's
 /// buffers and flag ranges, and what `chunk-fuse-reductions` recorded.
@@ -123,6 +157,7 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
     for list in &mut per_rank {
         // Stable: copies of one order keep the transfers' order.
         list.sort_by_key(|c| c.order);
+        merge_side_by_side(list);
     }
     let buffers = plan
         .buffers
