@@ -232,7 +232,10 @@ fn chunk_flags(
     };
     let parts = b.addi(b.muli(c, b.const_i32(cut.count)), b.const_i32(range.base));
     let part_of = |column: Value| {
-        let part = b.minsi(b.divsi(column, b.const_i64(cut.width)), b.const_i64(cut.count - 1));
+        let part = b.minsi(
+            b.divsi(column, b.const_i64(cut.width)),
+            b.const_i64(cut.count - 1),
+        );
         b.addi(parts, b.trunc_i32(part))
     };
     let last = b.addi(first, b.const_i64(width - 1));
@@ -264,7 +267,10 @@ fn columns_of(
         return Ok(None);
     };
     let name = &range.buffer;
-    let shape = plan.buffer(name).map(|b| b.shape.clone()).unwrap_or_default();
+    let shape = plan
+        .buffer(name)
+        .map(|b| b.shape.clone())
+        .unwrap_or_default();
     if cut.dim + 1 != shape.len() {
         return Err(fail(
             access,
@@ -306,11 +312,13 @@ fn read_in(
     clipped: ir::Op,
 ) -> Result<(ir::Op, (usize, ir::Op)), PassFailed> {
     let arg = plan.buffer(&range.buffer).and_then(|b| b.arg);
-    let kernel = ir::parent_op(clipped).and_then(|mut op| loop {
-        if ir::op_name(op) == "tt.func" {
-            return Some(op);
+    let kernel = ir::parent_op(clipped).and_then(|mut op| {
+        loop {
+            if ir::op_name(op) == "tt.func" {
+                return Some(op);
+            }
+            op = ir::parent_op(op)?;
         }
-        op = ir::parent_op(op)?;
     });
     let (Some(arg), Some(kernel)) = (arg, kernel) else {
         return Err(internal(clipped, "a split loop outside its kernel"));

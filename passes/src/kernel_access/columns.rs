@@ -63,7 +63,10 @@ pub fn columns_read(
 /// the strides do not show it, its largest extent.
 fn pointer_tile_width(op: Op) -> Result<Option<i64>, String> {
     let shape = ir::tensor_shape(ir::type_of(access_value(op)?)).unwrap_or_default();
-    let ptr = ir::operands(op).first().copied().ok_or("an access without an address")?;
+    let ptr = ir::operands(op)
+        .first()
+        .copied()
+        .ok_or("an access without an address")?;
     let contiguous = axis_layout(&ir::backward_slice(ptr))
         .and_then(|layout| layout.dims.iter().position(|d| *d == 1));
     Ok(match contiguous {

@@ -84,9 +84,8 @@ pub(super) fn check_arrival_flags(plan: &Plan, layout: &[FlagRange]) -> Result<(
                     .unwrap_or(index / range.chunks_per_rank);
                 // (With a cut of the columns, each of the chunk's parts.)
                 let parts = range.parts();
-                let unset = (0..parts).find(|part| {
-                    !setters.contains_key(&(r, range.base + index * parts + part))
-                });
+                let unset = (0..parts)
+                    .find(|part| !setters.contains_key(&(r, range.base + index * parts + part)));
                 if let (true, Some(part)) = (owner != r, unset) {
                     let index = match range.cut {
                         Some(_) => format!("{index} (part {part})"),
@@ -128,14 +127,16 @@ fn merge_side_by_side(list: &mut Vec<Copy>) {
                 && earlier.after_flag.is_none()
                 && copy.after_flag.is_none()
                 && (earlier.src_rank, earlier.dst_rank) == (copy.src_rank, copy.dst_rank)
-                && (&earlier.src_buffer, &earlier.dst_buffer) == (&copy.src_buffer, &copy.dst_buffer)
+                && (&earlier.src_buffer, &earlier.dst_buffer)
+                    == (&copy.src_buffer, &copy.dst_buffer)
                 && (earlier.rows, earlier.src_pitch, earlier.dst_pitch)
                     == (copy.rows, copy.src_pitch, copy.dst_pitch)
                 && earlier.src_offset.checked_add(earlier.row_elems) == Some(copy.src_offset)
                 && earlier.dst_offset.checked_add(earlier.row_elems) == Some(copy.dst_offset)
-                && earlier.row_elems.checked_add(copy.row_elems).is_some_and(|w| {
-                    w <= earlier.src_pitch && w <= earlier.dst_pitch
-                })
+                && earlier
+                    .row_elems
+                    .checked_add(copy.row_elems)
+                    .is_some_and(|w| w <= earlier.src_pitch && w <= earlier.dst_pitch)
         };
         match merged.iter_mut().rev().find(|earlier| continues(earlier)) {
             Some(earlier) => earlier.row_elems += copy.row_elems,

@@ -443,7 +443,11 @@ fn column_cut(
     transfers
         .iter()
         .all(|t| whole(t) && aligned(t))
-        .then_some(Cut { dim: d, width, count: extent / width })
+        .then_some(Cut {
+            dim: d,
+            width,
+            count: extent / width,
+        })
 }
 
 /// Which chunks each rank holds, from what `transfers` (all into one

@@ -64,7 +64,14 @@ fn chunks_cut_by_columns_too_number_their_parts_within_each_chunk() {
             panic!("one range, got {layout:?}")
         };
         assert_eq!((range.rows_per_chunk, range.chunks_per_rank), (256, 1));
-        assert_eq!(range.cut, Some(Cut { dim: 1, width: 64, count: 4 }));
+        assert_eq!(
+            range.cut,
+            Some(Cut {
+                dim: 1,
+                width: 64,
+                count: 4
+            })
+        );
         assert_eq!(range.flag_at(&[256, 128]), Some(6));
         assert_eq!(range.flag_at(&[0, 192]), Some(3));
         assert_eq!(range.count(2), 8);

@@ -306,7 +306,11 @@ fn on_walked_offsets(accesses: &[Op], at: Op, candidates: Vec<Value>) -> Vec<Val
         .copied()
         .filter(|x| walked_offsets.iter().any(|v| ir::same_value(*v, *x)))
         .collect();
-    if narrowed.is_empty() { candidates } else { narrowed }
+    if narrowed.is_empty() {
+        candidates
+    } else {
+        narrowed
+    }
 }
 
 /// Whether `op` is a tensor-descriptor access whose offsets depend on the

@@ -324,7 +324,13 @@ fn emit_copy(
         }
     }
     if let Some((range, offsets)) = flag_index {
-        publish(&b, abi, chunk_flag(&b, range, &offsets), counter_base, programs);
+        publish(
+            &b,
+            abi,
+            chunk_flag(&b, range, &offsets),
+            counter_base,
+            programs,
+        );
     }
     Ok(())
 }
