@@ -1101,6 +1101,23 @@ def host_time(group, cache, report):
            f"{statistics.median(kernel_us[20:]) * 1e6:.1f} us (median of 200, issue only)")
 
 
+#: What `check` runs, in order, by the name `--only` takes.
+CHECKS = {
+    "ops": check_ops,
+    "imported": check_imported,
+    "fx": lambda group, cache, seed, report: check_fx(group, seed, report),
+    "attention": check_attention,
+    "sdpa": lambda group, cache, seed, report: check_sdpa(group, seed, report),
+    "ulysses": check_ulysses,
+    "attention_all_to_all": check_attention_all_to_all,
+    "all_to_all_matmul": check_all_to_all_matmul,
+    "refusals": lambda group, cache, seed, report: check_refusals(group, cache, report),
+    "host_time": lambda group, cache, seed, report: host_time(group, cache, report),
+}
+#: The environment variable that carries `--only` to the ranks.
+ONLY_ENV = "SYNCO_RANKS_ONLY"
+
+
 def worker(rank, world, mode, cache, port, fault, results):
     # The functional operators (torch.ops.synco.*) compile into, or find
     # their kernels in, the default cache.
@@ -1122,16 +1139,10 @@ def worker(rank, world, mode, cache, port, fault, results):
                             peer_timeout=PEER_TIMEOUT if mode == "fault" else 10.0)
         seed = group._all_gather(int(time.time_ns() % 1_000_000_007) if rank == 0 else 0)[0]
         if mode == "check":
-            check_ops(group, cache, seed, report)
-            check_imported(group, cache, seed, report)
-            check_fx(group, seed, report)
-            check_attention(group, cache, seed, report)
-            check_sdpa(group, seed, report)
-            check_ulysses(group, cache, seed, report)
-            check_attention_all_to_all(group, cache, seed, report)
-            check_all_to_all_matmul(group, cache, seed, report)
-            check_refusals(group, cache, report)
-            host_time(group, cache, report)
+            only = [name for name in os.environ.get(ONLY_ENV, "").split(",") if name]
+            for name, check in CHECKS.items():
+                if not only or name in only:
+                    check(group, cache, seed, report)
         elif mode == "slow-reader":
             check_slow_reader(group, cache, seed, report)
         else:
@@ -1255,7 +1266,14 @@ def main():
     parser.add_argument("--worlds", default="2,4")
     parser.add_argument("--world", type=int, default=2)
     parser.add_argument("--fault", choices=sorted(FAULTS), default="killed")
+    parser.add_argument("--only", default="",
+                        help="check: these checks only, comma-separated (of: "
+                             + ", ".join(CHECKS) + ")")
     args = parser.parse_args()
+    unknown = [name for name in args.only.split(",") if name and name not in CHECKS]
+    if unknown:
+        parser.error(f"--only: no check named {', '.join(unknown)}")
+    os.environ[ONLY_ENV] = args.only
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if args.mode == "build":
         return build(args)
