@@ -312,14 +312,7 @@ fn read_in(
     clipped: ir::Op,
 ) -> Result<(ir::Op, (usize, ir::Op)), PassFailed> {
     let arg = plan.buffer(&range.buffer).and_then(|b| b.arg);
-    let kernel = ir::parent_op(clipped).and_then(|mut op| {
-        loop {
-            if ir::op_name(op) == "tt.func" {
-                return Some(op);
-            }
-            op = ir::parent_op(op)?;
-        }
-    });
+    let kernel = crate::abi::enclosing_kernel(clipped);
     let (Some(arg), Some(kernel)) = (arg, kernel) else {
         return Err(internal(clipped, "a split loop outside its kernel"));
     };

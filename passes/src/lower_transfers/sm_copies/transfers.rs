@@ -245,16 +245,15 @@ fn emit_copy(
             .map_err(|why| fail(copy.op, format!("chunk-lower-transfers (ldst): {why}")))
     };
     let src_rank = emit(copy.src_rank_map)?[0];
-    let linear = |offsets: Vec<Value>, strides: &[i64]| -> Value {
+    let linear = |offsets: &[Value], strides: &[i64]| -> Value {
         let mut total = b.const_i64(0);
-        for (off, stride) in offsets.into_iter().zip(strides) {
+        for (off, stride) in offsets.iter().copied().zip(strides) {
             total = b.addi(total, b.muli(b.to_i64(off), b.const_i64(*stride)));
         }
         total
     };
     let src_offsets = emit(copy.src_offsets_map)?;
     let dst_offsets = emit(copy.dst_offsets_map)?;
-    let flag_index = copy.flag.as_ref().map(|range| (range, dst_offsets.clone()));
     // Rows the source rank received from its own neighbour, or that its
     // tiles produce: every program waits there for their arrival flag, or
     // for their counter to count every tile of the chunk.
@@ -273,8 +272,8 @@ fn emit_copy(
             count,
         );
     }
-    let src_off = linear(src_offsets, &copy.src_strides);
-    let dst_off = linear(dst_offsets, &copy.strides);
+    let src_off = linear(&src_offsets, &copy.src_strides);
+    let dst_off = linear(&dst_offsets, &copy.strides);
     // The peer's copy of the buffer: heap bases differ by a multiple of the
     // allocation alignment, so the element delta is a multiple of 16.
     let i64t = ir::i64_type(b.ctx);
@@ -323,11 +322,11 @@ fn emit_copy(
             copy_rows(&b, chunk_bases(), rows, copy.block, element, ids);
         }
     }
-    if let Some((range, offsets)) = flag_index {
+    if let Some(range) = &copy.flag {
         publish(
             &b,
             abi,
-            chunk_flag(&b, range, &offsets),
+            chunk_flag(&b, range, &dst_offsets),
             counter_base,
             programs,
         );
