@@ -43,14 +43,6 @@ pub(super) fn made_at_offset(op: Op) -> bool {
         .is_some_and(|o| ir::op_name(o) == "tt.addptr")
 }
 
-/// The buffer dimension that dimension `d` of a descriptor of
-/// `descriptor_rank` dimensions walks, in a buffer of `rank`: the
-/// descriptor's dimensions are the buffer's last ones; none for a
-/// descriptor of more dimensions than its buffer.
-pub(super) fn buffer_dim_of(d: usize, descriptor_rank: usize, rank: usize) -> Option<usize> {
-    (d + rank).checked_sub(descriptor_rank)
-}
-
 /// Why a row offset's base is a whole number of `rows` (see the module
 /// docs).
 pub(super) enum WholeRows {

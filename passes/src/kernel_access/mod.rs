@@ -34,8 +34,9 @@ pub use layout::fixed_args;
 
 use crate::plan::{Plan, TileMap, fail};
 use crate::tiles::{
-    Access, TileLoop, constant_products, descriptor_block, descriptor_rows_at, find_tile_index,
-    find_tile_loops, in_slice, loads_of, ranges_added_to, rows_shifted, rows_walked_by, stores_of,
+    Access, TileLoop, buffer_dim_of, constant_products, descriptor_block, descriptor_rows_at,
+    find_tile_index, find_tile_loops, in_slice, loads_of, ranges_added_to, rows_shifted,
+    rows_walked_by, stores_of,
 };
 use axes::{BufferDims, buffer_dim};
 use synco_chunk::PassFailed;
@@ -379,7 +380,7 @@ fn descriptor_loop_problem(
         ));
     }
     for &(_, d, base) in &at {
-        let walked = merged_rows::buffer_dim_of(d, offsets.len(), shape.len());
+        let walked = buffer_dim_of(d, offsets.len(), shape.len());
         if walked != Some(dim) {
             let of_buffer = match walked {
                 Some(w) if offsets.len() != shape.len() => {
@@ -516,7 +517,7 @@ fn descriptor_access(op: Op, t: Value, rank: usize) -> TileAccess {
         scales: Vec::new(),
         extents: dims.iter().filter_map(|d| block.get(*d).copied()).collect(),
         dim: match dims[..] {
-            [d] => merged_rows::buffer_dim_of(d, offsets.len(), rank),
+            [d] => buffer_dim_of(d, offsets.len(), rank),
             _ => None,
         },
         shifted: dims.iter().any(|d| !scales_only(offsets[*d], t)),

@@ -9,7 +9,8 @@ mod rows;
 
 pub use loops::{TileLoop, find_tile_loops, loop_variable_named, loops_doing, tiled_by_program};
 pub use rows::{
-    descriptor_block, descriptor_rows_at, in_slice, ranges_added_to, rows_shifted, rows_walked_by,
+    buffer_dim_of, descriptor_block, descriptor_dim_of, descriptor_rows_at, in_slice,
+    ranges_added_to, rows_shifted, rows_walked_by,
 };
 
 use crate::plan::{AsOp, TileMap, fail};
@@ -296,8 +297,9 @@ fn on_walked_offsets(accesses: &[Op], at: Op, candidates: Vec<Value>) -> Vec<Val
         .iter()
         .filter_map(|access| {
             let (offsets, _) = descriptor_block(*access)?;
-            let position = walked.checked_sub(rank.checked_sub(offsets.len())?)?;
-            offsets.get(position).copied()
+            offsets
+                .get(descriptor_dim_of(walked, offsets.len(), rank)?)
+                .copied()
         })
         .flat_map(ir::backward_slice)
         .collect();

@@ -44,6 +44,23 @@ pub fn rows_walked_by(v: Value, slice: &[Value]) -> Vec<(i64, Option<usize>)> {
     rows
 }
 
+/// The buffer dimension that dimension `d` of a descriptor of
+/// `descriptor_rank` dimensions walks, in a buffer of `rank`: the
+/// descriptor's dimensions are the buffer's last ones; none for a
+/// descriptor of more dimensions than its buffer.
+pub fn buffer_dim_of(d: usize, descriptor_rank: usize, rank: usize) -> Option<usize> {
+    (d + rank).checked_sub(descriptor_rank)
+}
+
+/// The descriptor dimension that walks buffer dimension `buffer_dim` (the
+/// inverse of [`buffer_dim_of`]); none for a leading buffer dimension the
+/// descriptor does not have.
+pub fn descriptor_dim_of(buffer_dim: usize, descriptor_rank: usize, rank: usize) -> Option<usize> {
+    (buffer_dim + descriptor_rank)
+        .checked_sub(rank)
+        .filter(|&d| d < descriptor_rank)
+}
+
 /// A tensor-descriptor access's offsets (one per dimension of the
 /// descriptor, in order: they follow the descriptor, and for a store the
 /// value) and its block's shape; `None` for a pointer access.
