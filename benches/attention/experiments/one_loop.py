@@ -12,6 +12,10 @@ This experiment times, on one GPU with every chunk already present:
 * `local`: `examples/attention/flash_attn.py` over the whole sequence;
 * `split`: the same kernel split as the passes split it (outer loop over
   chunks, own chunk first, a wait before each peer chunk);
+* `split, own last`: the same with the own chunk last (the queries' rank
+  is the last, so the chunks run in sequence order);
+* `split, one chunk`: the split structure over a single chunk (the outer
+  loop and the clipping, without any split);
 * `one loop`: one loop over the rotated key blocks (own chunk first),
   which waits in the iteration that enters a peer chunk; the wait's result
   (always 0) is added to the blocks' key offsets, so that the loads of a
@@ -89,10 +93,12 @@ def kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past, m_i, l_i,
 def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, stride_vn, stride_om,
                  H, H_KV, N_CTX_Q, N_CTX_KV, OWN, CHUNK,
                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 CAUSAL: tl.constexpr, ONE_LOOP: tl.constexpr, CHUNKS: tl.constexpr):
+                 CAUSAL: tl.constexpr, ONE_LOOP: tl.constexpr, CHUNKS: tl.constexpr,
+                 OWN_LAST: tl.constexpr):
     """Token-major Q/K/V/Out ([tokens, heads * HEAD_DIM]); K and V in
     CHUNKS chunks of CHUNK rows, chunk OWN this rank's, Flags[c] >= epoch
-    once chunk c is in place."""
+    once chunk c is in place. Split: the own chunk first (as the passes
+    order it) or last (OWN_LAST)."""
     start_m = tl.program_id(0)
     off_h = tl.program_id(1)
     off_h_kv = off_h // (H // H_KV)
@@ -126,7 +132,7 @@ def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, str
                                      m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
     else:
         for step in range(CHUNKS):
-            chunk = (OWN + step) % CHUNKS
+            chunk = (OWN + OWN_LAST + step) % CHUNKS
             lo = chunk * CHUNK
             end = tl.minimum(hi, lo + CHUNK)
             if (lo < end) and (chunk != OWN):
@@ -140,7 +146,10 @@ def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, str
              acc.to(Out.dtype.element_ty))
 
 
-VARIANTS = {"split": 0, "one loop": 1}
+#: name: (ONE_LOOP, OWN_LAST, whether the W ranks' blocks are one chunk:
+#: the split loop's structure without its splits).
+VARIANTS = {"split": (0, 0, False), "split, own last": (0, 1, False),
+            "split, one chunk": (0, 0, True), "one loop": (1, 0, False)}
 
 
 def ptx_summary():
@@ -150,11 +159,11 @@ def ptx_summary():
 
     signature = {name: t for name, t in zip(
         attn_chunked.arg_names,
-        ["*bf16"] * 4 + ["*i32", "i32", "fp32"] + ["i32"] * 10 + ["constexpr"] * 6)}
+        ["*bf16"] * 4 + ["*i32", "i32", "fp32"] + ["i32"] * 10 + ["constexpr"] * 7)}
     for causal in (0, 1):
-        for name, one_loop in VARIANTS.items():
+        for name, (one_loop, own_last, _) in VARIANTS.items():
             constexprs = {"HEAD_DIM": 128, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": causal,
-                          "ONE_LOOP": one_loop, "CHUNKS": 4}
+                          "ONE_LOOP": one_loop, "CHUNKS": 4, "OWN_LAST": own_last}
             # What the launcher specializes at run time: pointers, strides
             # and lengths divisible by 16.
             divisible = ["Q", "K", "V", "Out", "stride_qm", "stride_kn", "stride_vn", "stride_om",
@@ -219,17 +228,19 @@ def run_case(model, heads, heads_kv, head_dim, seq, world, causal):
             HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
             num_warps=NUM_WARPS, num_stages=NUM_STAGES)
 
-    def chunked(name, one_loop):
+    def chunked(name, one_loop, own_last, one_chunk):
+        chunks = 1 if one_chunk else world
+
         def launch():
             attn_chunked[grid](
                 q, k, v, outs[name], flags, 1, sm_scale,
                 q.stride(0), k.stride(0), v.stride(0), q.stride(0),
-                heads, heads_kv, tokens, seq, own, seq // world,
+                heads, heads_kv, tokens, seq, own % chunks, seq // chunks,
                 HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
-                ONE_LOOP=one_loop, CHUNKS=world, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+                ONE_LOOP=one_loop, CHUNKS=chunks, OWN_LAST=own_last, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
         return launch
 
-    launches = {"local": local, **{name: chunked(name, one) for name, one in VARIANTS.items()}}
+    launches = {"local": local, **{name: chunked(name, *v) for name, v in VARIANTS.items()}}
     for fn in launches.values():
         fn()
     torch.cuda.synchronize()
