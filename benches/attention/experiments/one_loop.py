@@ -16,6 +16,8 @@ This experiment times, on one GPU with every chunk already present:
   is the last, so the chunks run in sequence order);
 * `split, one chunk`: the split structure over a single chunk (the outer
   loop and the clipping, without any split);
+* `split, unrolled`: the split with its loop over chunks unrolled
+  (`tl.static_range`), each clipped loop at the kernel's top level;
 * `one loop`: one loop over the rotated key blocks (own chunk first),
   which waits in the iteration that enters a peer chunk; the wait's result
   (always 0) is added to the blocks' key offsets, so that the loads of a
@@ -29,7 +31,8 @@ the most keys); the chunk count is one per rank.
 Each variant is timed with CUDA events around 5 back-to-back launches,
 after 300 ms of warm-up, the variants interleaved sample by sample;
 medians of 15 samples. Outputs are checked against the local kernel's.
-Without a GPU, `--ptx` prints what each variant's sm_90a PTX holds.
+Without a GPU, `--ptx` prints what each variant's sm_90a PTX holds and
+the SASS instructions per iteration of its KV loops.
 """
 
 import argparse
@@ -94,7 +97,7 @@ def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, str
                  H, H_KV, N_CTX_Q, N_CTX_KV, OWN, CHUNK,
                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                  CAUSAL: tl.constexpr, ONE_LOOP: tl.constexpr, CHUNKS: tl.constexpr,
-                 OWN_LAST: tl.constexpr):
+                 OWN_LAST: tl.constexpr, UNROLLED: tl.constexpr = False):
     """Token-major Q/K/V/Out ([tokens, heads * HEAD_DIM]); K and V in
     CHUNKS chunks of CHUNK rows, chunk OWN this rank's, Flags[c] >= epoch
     once chunk c is in place. Split: the own chunk first (as the passes
@@ -130,6 +133,17 @@ def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, str
             start_n = tl.multiple_of(start_n + token, BLOCK_N)
             m_i, l_i, acc = kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past,
                                      m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
+    elif UNROLLED:
+        for step in tl.static_range(CHUNKS):
+            chunk = (OWN + OWN_LAST + step) % CHUNKS
+            lo = chunk * CHUNK
+            end = tl.minimum(hi, lo + CHUNK)
+            if (lo < end) and (chunk != OWN):
+                wait_flag(Flags + chunk, epoch)
+            for start_n in range(lo, end, BLOCK_N):
+                start_n = tl.multiple_of(start_n, BLOCK_N)
+                m_i, l_i, acc = kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past,
+                                         m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
     else:
         for step in range(CHUNKS):
             chunk = (OWN + OWN_LAST + step) % CHUNKS
@@ -146,35 +160,76 @@ def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, str
              acc.to(Out.dtype.element_ty))
 
 
-#: name: (ONE_LOOP, OWN_LAST, whether the W ranks' blocks are one chunk:
-#: the split loop's structure without its splits).
-VARIANTS = {"split": (0, 0, False), "split, own last": (0, 1, False),
-            "split, one chunk": (0, 0, True), "one loop": (1, 0, False)}
+#: name: (ONE_LOOP, OWN_LAST, whether the W ranks' blocks are one chunk
+#: (the split loop's structure without its splits), UNROLLED).
+VARIANTS = {"split": (0, 0, False, False), "split, own last": (0, 1, False, False),
+            "split, one chunk": (0, 0, True, False), "split, unrolled": (0, 0, False, True),
+            "one loop": (1, 0, False, False)}
+
+
+def loop_bodies(cubin):
+    """Instructions in each loop body of a cubin's SASS (from a label to
+    the branch back to it), by Triton's bundled nvdisasm."""
+    import re
+    import subprocess
+    import tempfile
+
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    nvdisasm = Path(get_ptxas(90).path).with_name("nvdisasm")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+    labels, bodies = {}, []
+    for n, line in enumerate(sass):
+        if m := re.match(r"^(\.L_x_\d+):", line):
+            labels[m.group(1)] = n
+        elif (m := re.search(r"BRA\s+`?\(?(\.L_x_\d+)", line)) and labels.get(m.group(1), n) < n:
+            body = sass[labels[m.group(1)]:n + 1]
+            bodies.append(sum(1 for b in body if re.match(r"^\s*/\*[0-9a-f]+\*/", b)))
+    return bodies
 
 
 def ptx_summary():
-    """Without a GPU: each variant's sm_90a PTX (cp.async, wgmma, spins)."""
+    """Without a GPU: each variant's sm_90a PTX (cp.async, wgmma, spins)
+    and the instructions per iteration of its KV loops (SASS, loops of
+    more than 100 instructions)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    signature = {name: t for name, t in zip(
-        attn_chunked.arg_names,
-        ["*bf16"] * 4 + ["*i32", "i32", "fp32"] + ["i32"] * 10 + ["constexpr"] * 7)}
+    def compile_summary(fn, types, constexprs, divisible):
+        signature = {name: t for name, t in zip(fn.arg_names, types)}
+        # What the launcher specializes at run time: pointers, strides
+        # and lengths divisible by 16.
+        attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in divisible}
+        compiled = triton.compile(ASTSource(fn, signature, constexprs, attrs),
+                                  target=GPUTarget("cuda", 90, 32),
+                                  options={"num_warps": NUM_WARPS, "num_stages": NUM_STAGES})
+        ptx = compiled.asm["ptx"]
+        loops = [n for n in loop_bodies(compiled.asm["cubin"]) if n > 100]
+        return (f"cp.async {ptx.count('cp.async.cg.shared.global')}, "
+                f"wgmma {ptx.count('wgmma.mma_async')}, spins {ptx.count('ld.acquire.sys')}, "
+                f"KV loop bodies {loops} instructions")
+
     for causal in (0, 1):
-        for name, (one_loop, own_last, _) in VARIANTS.items():
-            constexprs = {"HEAD_DIM": 128, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": causal,
-                          "ONE_LOOP": one_loop, "CHUNKS": 4, "OWN_LAST": own_last}
-            # What the launcher specializes at run time: pointers, strides
-            # and lengths divisible by 16.
-            divisible = ["Q", "K", "V", "Out", "stride_qm", "stride_kn", "stride_vn", "stride_om",
-                         "N_CTX_Q", "N_CTX_KV", "CHUNK"]
-            attrs = {(attn_chunked.arg_names.index(a),): [["tt.divisibility", 16]] for a in divisible}
-            src = ASTSource(attn_chunked, signature, constexprs, attrs)
-            compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                                      options={"num_warps": NUM_WARPS, "num_stages": NUM_STAGES})
-            ptx = compiled.asm["ptx"]
-            print(f"{name:9} causal={causal}: cp.async {ptx.count('cp.async.cg.shared.global')}, "
-                  f"wgmma {ptx.count('wgmma.mma_async')}, spins {ptx.count('ld.acquire.sys')}")
+        local = compile_summary(
+            attn_fwd, ["*bf16"] * 4 + ["fp32"] + ["i32"] * 16 + ["constexpr"] * 4,
+            {"HEAD_DIM": 128, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": causal},
+            ["Q", "K", "V", "Out", "stride_qz", "stride_qh", "stride_qm", "stride_kz", "stride_kh",
+             "stride_kn", "stride_vz", "stride_vh", "stride_vn", "stride_oz", "stride_oh",
+             "stride_om", "N_CTX_Q", "N_CTX_KV"])
+        print(f"{'local':16} causal={causal}: {local}")
+        for name, (one_loop, own_last, _, unrolled) in VARIANTS.items():
+            summary = compile_summary(
+                attn_chunked, ["*bf16"] * 4 + ["*i32", "i32", "fp32"] + ["i32"] * 10
+                + ["constexpr"] * 8,
+                {"HEAD_DIM": 128, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": causal,
+                 "ONE_LOOP": one_loop, "CHUNKS": 4, "OWN_LAST": own_last, "UNROLLED": unrolled},
+                ["Q", "K", "V", "Out", "stride_qm", "stride_kn", "stride_vn", "stride_om",
+                 "N_CTX_Q", "N_CTX_KV", "CHUNK"])
+            print(f"{name:16} causal={causal}: {summary}")
 
 
 def time_interleaved(launches):
@@ -228,7 +283,7 @@ def run_case(model, heads, heads_kv, head_dim, seq, world, causal):
             HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
             num_warps=NUM_WARPS, num_stages=NUM_STAGES)
 
-    def chunked(name, one_loop, own_last, one_chunk):
+    def chunked(name, one_loop, own_last, one_chunk, unrolled):
         chunks = 1 if one_chunk else world
 
         def launch():
@@ -237,7 +292,8 @@ def run_case(model, heads, heads_kv, head_dim, seq, world, causal):
                 q.stride(0), k.stride(0), v.stride(0), q.stride(0),
                 heads, heads_kv, tokens, seq, own % chunks, seq // chunks,
                 HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
-                ONE_LOOP=one_loop, CHUNKS=chunks, OWN_LAST=own_last, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+                ONE_LOOP=one_loop, CHUNKS=chunks, OWN_LAST=own_last,
+                UNROLLED=unrolled, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
         return launch
 
     launches = {"local": local, **{name: chunked(name, *v) for name, v in VARIANTS.items()}}
