@@ -37,7 +37,6 @@ the SASS instructions per iteration of its KV loops.
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -46,12 +45,12 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "attention"))
 from flash_attn import attn_fwd  # noqa: E402
+from timing import time_interleaved  # noqa: E402
 
 MODELS = [("llama3-8b", 32, 8, 128), ("64-head", 64, 8, 128)]
 SEQS = [16384, 32768]
 WORLDS = [2, 4, 8]
 BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = 128, 64, 8, 3
-SAMPLES, LAUNCHES, WARMUP_MS = 15, 5, 300.0
 
 # A spin on a flag (acquire, system scope) until it reaches the epoch;
 # returns 0, which the caller adds to the addresses the flag guards.
@@ -90,6 +89,23 @@ def kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past, m_i, l_i,
     v = tl.load(v_base + (start_n + offs_n)[:, None] * stride_vn + offs_d[None, :])
     acc = tl.dot(p.to(tl.bfloat16), v, acc)
     return m_ij, l_i, acc
+
+
+@triton.jit
+def clipped_chunk(chunk, hi, q, k_base, v_base, Flags, epoch, offs_m, offs_n, offs_d, past,
+                  m_i, l_i, acc, qk_scale, stride_kn, stride_vn, OWN, CHUNK,
+                  BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """The KV loop clipped to chunk `chunk`, after its wait (none for the
+    own chunk), as the passes split it."""
+    lo = chunk * CHUNK
+    end = tl.minimum(hi, lo + CHUNK)
+    if (lo < end) and (chunk != OWN):
+        wait_flag(Flags + chunk, epoch)
+    for start_n in range(lo, end, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        m_i, l_i, acc = kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past,
+                                 m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
+    return m_i, l_i, acc
 
 
 @triton.jit
@@ -135,26 +151,16 @@ def attn_chunked(Q, K, V, Out, Flags, epoch, sm_scale, stride_qm, stride_kn, str
                                      m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
     elif UNROLLED:
         for step in tl.static_range(CHUNKS):
-            chunk = (OWN + OWN_LAST + step) % CHUNKS
-            lo = chunk * CHUNK
-            end = tl.minimum(hi, lo + CHUNK)
-            if (lo < end) and (chunk != OWN):
-                wait_flag(Flags + chunk, epoch)
-            for start_n in range(lo, end, BLOCK_N):
-                start_n = tl.multiple_of(start_n, BLOCK_N)
-                m_i, l_i, acc = kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past,
-                                         m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
+            m_i, l_i, acc = clipped_chunk((OWN + OWN_LAST + step) % CHUNKS, hi, q, k_base, v_base,
+                                          Flags, epoch, offs_m, offs_n, offs_d, past, m_i, l_i, acc,
+                                          qk_scale, stride_kn, stride_vn, OWN, CHUNK, BLOCK_N,
+                                          CAUSAL)
     else:
         for step in range(CHUNKS):
-            chunk = (OWN + OWN_LAST + step) % CHUNKS
-            lo = chunk * CHUNK
-            end = tl.minimum(hi, lo + CHUNK)
-            if (lo < end) and (chunk != OWN):
-                wait_flag(Flags + chunk, epoch)
-            for start_n in range(lo, end, BLOCK_N):
-                start_n = tl.multiple_of(start_n, BLOCK_N)
-                m_i, l_i, acc = kv_block(q, k_base, v_base, start_n, offs_m, offs_n, offs_d, past,
-                                         m_i, l_i, acc, qk_scale, stride_kn, stride_vn, CAUSAL)
+            m_i, l_i, acc = clipped_chunk((OWN + OWN_LAST + step) % CHUNKS, hi, q, k_base, v_base,
+                                          Flags, epoch, offs_m, offs_n, offs_d, past, m_i, l_i, acc,
+                                          qk_scale, stride_kn, stride_vn, OWN, CHUNK, BLOCK_N,
+                                          CAUSAL)
     acc = acc / l_i[:, None]
     tl.store(Out + off_h * HEAD_DIM + offs_m[:, None] * stride_om + offs_d[None, :],
              acc.to(Out.dtype.element_ty))
@@ -230,35 +236,6 @@ def ptx_summary():
                 ["Q", "K", "V", "Out", "stride_qm", "stride_kn", "stride_vn", "stride_om",
                  "N_CTX_Q", "N_CTX_KV", "CHUNK"])
             print(f"{name:16} causal={causal}: {summary}")
-
-
-def time_interleaved(launches):
-    """Median ms per launch of each callable, sampled in turn."""
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for fn in launches.values():
-        fn()
-    torch.cuda.synchronize()
-    warm = torch.cuda.Event(enable_timing=True)
-    warm.record()
-    while True:
-        for fn in launches.values():
-            fn()
-        end.record()
-        end.synchronize()
-        if warm.elapsed_time(end) > WARMUP_MS:
-            break
-    samples = {name: [] for name in launches}
-    for _ in range(SAMPLES):
-        for name, fn in launches.items():
-            start.record()
-            for _ in range(LAUNCHES):
-                fn()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) / LAUNCHES)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def run_case(model, heads, heads_kv, head_dim, seq, world, causal):

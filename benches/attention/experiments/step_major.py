@@ -28,7 +28,6 @@ of 15 samples. Outputs are checked against the local kernel's.
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -38,12 +37,12 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "attention"))
 from flash_attn import attn_fwd  # noqa: E402
+from timing import time_interleaved  # noqa: E402
 
 MODELS = [("llama3-8b", 32, 8, 128), ("64-head", 64, 8, 128)]
 SEQS = [16384, 32768]
 WORLDS = [2, 4, 8]
 BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = 128, 64, 8, 3
-SAMPLES, LAUNCHES, WARMUP_MS = 15, 5, 300.0
 
 
 @triton.jit
@@ -115,33 +114,6 @@ def attn_step_major(Q, K, V, Out, Acc, Stats, Barrier, barrier_base, sm_scale,
             seen = tl.atomic_add(Barrier, 0, sem="acquire")
             while seen < target:
                 seen = tl.atomic_add(Barrier, 0, sem="acquire")
-
-
-def time_interleaved(launches):
-    """Median ms per launch of each callable, sampled in turn."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for fn in launches.values():
-        fn()
-    torch.cuda.synchronize()
-    warm = torch.cuda.Event(enable_timing=True)
-    warm.record()
-    while True:
-        for fn in launches.values():
-            fn()
-        end.record()
-        end.synchronize()
-        if warm.elapsed_time(end) > WARMUP_MS:
-            break
-    samples = {name: [] for name in launches}
-    for _ in range(SAMPLES):
-        for name, fn in launches.items():
-            start.record()
-            for _ in range(LAUNCHES):
-                fn()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) / LAUNCHES)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def run_case(model, heads, heads_kv, head_dim, seq, world):
