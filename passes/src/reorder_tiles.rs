@@ -354,6 +354,10 @@ fn split_loop(
     let ty = ir::type_of(operands[0]);
     let b = Builder::before(l).with_loc(ir::location_of(l));
     let c = |v: i64| b.constant(ty, v);
+    // The chunk's rows, hidden from LLVM: from a constant bound it widens
+    // the clipped loop's variable to 64 bits, and a causal mask on it then
+    // compares in 64 bits (passes/docs/kernel-loops.md).
+    let rows = b.opaque_i32(c(rows));
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
         let chunk = match order {
@@ -364,8 +368,8 @@ fn split_loop(
             LoopOrder::Zigzag => zigzag_rotate(&body, j, rank, per_rank, chunks),
         };
         ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
-        let first = body.muli(ir::result(chunk, 0), body.constant(ty, rows));
-        let end = body.addi(first, body.constant(ty, rows));
+        let first = body.muli(ir::result(chunk, 0), rows);
+        let end = body.addi(first, rows);
         let start = if from_zero {
             first
         } else {
@@ -393,7 +397,18 @@ fn split_loop(
         ir::set_operand(outer_yield, i, result);
     }
     ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, var));
+    if chunks <= MAX_UNROLLED_CHUNKS {
+        ir::set_attr(outer, UNROLL_ATTR, b.i32_attr(chunks));
+    }
 }
+
+/// Triton's attribute that has its loop-unroll pass unroll a loop by its
+/// value (`tl.range(..., loop_unroll_factor=n)`).
+const UNROLL_ATTR: &str = "tt.loop_unroll_factor";
+/// The most chunks whose loop is unrolled: each clipped loop then sits in
+/// the kernel's body, and LLVM keeps its iteration as short as the
+/// kernel's own (passes/docs/kernel-loops.md); beyond this, code size.
+const MAX_UNROLLED_CHUNKS: i64 = 8;
 
 /// The order in which a split loop reads a buffer's chunks.
 #[derive(Clone, Copy)]

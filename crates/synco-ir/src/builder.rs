@@ -128,7 +128,8 @@ impl Builder {
         i32_type(self.ctx)
     }
 
-    fn i32_attr(&self, v: i64) -> Attr {
+    /// An `i32` integer attribute.
+    pub fn i32_attr(&self, v: i64) -> Attr {
         int_attr_of(self.i32(), v)
     }
 
@@ -423,6 +424,25 @@ impl Builder {
             ),
             0,
         )
+    }
+
+    /// `value` (an `i32`) through a `mov.b32` of pure inline PTX, which LLVM
+    /// cannot see through: where a constant would let it prove what it
+    /// should not act on (a loop bound that makes it widen the loop's
+    /// induction variable to 64 bits).
+    pub fn opaque_i32(&self, value: Value) -> Value {
+        let op = self.op(
+            "tt.elementwise_inline_asm",
+            &[value],
+            &[self.i32()],
+            &[
+                ("asm_string", string_attr(self.ctx, "mov.b32 $0, $1;")),
+                ("constraints", string_attr(self.ctx, "=r,r")),
+                ("packed_element", self.i32_attr(1)),
+                ("pure", bool_attr(self.ctx, true)),
+            ],
+        );
+        result(op, 0)
     }
 
     /// Inline PTX run by every thread for its effect alone (a fence, a

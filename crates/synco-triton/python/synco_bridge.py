@@ -428,7 +428,11 @@ def compile_kernel(request):
     check_file_name(name, out_dir)
     files = {}
     # A .ttir input skips its own stage's passes, as triton.compile does;
-    # `synco compile` runs canonicalize/cse before handing TTIR over.
+    # `synco compile` runs canonicalize/cse before handing TTIR over. Of
+    # that stage, only loop unrolling runs: the passes ask it for the loop
+    # over a split loop's chunks (`tt.loop_unroll_factor`), and it leaves
+    # loops without the attribute alone.
+    run_stage("loop-unroll", unroll_loops, module, context)
     names = list(stages)
     files["ttir"] = write_artifact(out_dir, name, "ttir", module)
     for ext in names[names.index("ttir") + 1:]:
@@ -451,6 +455,15 @@ def compile_kernel(request):
         "metadata": keep,
         "triton_version": triton.__version__,
     }
+
+
+def unroll_loops(module, context):
+    """Triton's TTIR loop unrolling (loops with `tt.loop_unroll_factor`)."""
+    from triton._C.libtriton import ir, passes
+
+    pm = ir.pass_manager(context)
+    passes.ttir.add_loop_unroll(pm)
+    pm.run(module, "loop-unroll")
 
 
 def host_descriptor_meta(metas):
