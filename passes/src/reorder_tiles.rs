@@ -354,10 +354,17 @@ fn split_loop(
     let ty = ir::type_of(operands[0]);
     let b = Builder::before(l).with_loc(ir::location_of(l));
     let c = |v: i64| b.constant(ty, v);
-    // The chunk's rows, hidden from LLVM: from a constant bound it widens
-    // the clipped loop's variable to 64 bits, and a causal mask on it then
-    // compares in 64 bits (passes/docs/kernel-loops.md).
-    let rows = b.opaque_i32(c(rows));
+    // Where the loop over the chunks unrolls, the chunk's rows are hidden
+    // from LLVM: from a constant bound it widens the clipped loop's
+    // variable to 64 bits, and a causal mask on it then compares in 64
+    // bits. (Hidden in a loop that stays rolled, they cost more than they
+    // save: passes/docs/kernel-loops.md.)
+    let unrolled = chunks <= MAX_UNROLLED_CHUNKS;
+    let rows = if unrolled {
+        b.opaque_i32(c(rows))
+    } else {
+        c(rows)
+    };
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
         let chunk = match order {
@@ -397,7 +404,7 @@ fn split_loop(
         ir::set_operand(outer_yield, i, result);
     }
     ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, var));
-    if chunks <= MAX_UNROLLED_CHUNKS {
+    if unrolled {
         ir::set_attr(outer, UNROLL_ATTR, b.i32_attr(chunks));
     }
 }
