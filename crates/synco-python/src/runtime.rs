@@ -170,10 +170,18 @@ impl Node {
         })
     }
 
-    /// Waits at most `timeout` seconds for this rank's last launch, then
-    /// reads its error buffer: `WatchdogError` naming rank, chunk and epoch
-    /// for a wait that timed out on the GPU.
-    fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
+    /// Waits at most `timeout` seconds for this rank's last launch (on
+    /// `stream` where given: a CUDA graph replays launches on the stream
+    /// current at the replay), then reads its error buffer:
+    /// `WatchdogError` naming rank, chunk and epoch for a wait that timed
+    /// out on the GPU.
+    #[pyo3(signature = (timeout, stream=None))]
+    fn wait(&mut self, py: Python<'_>, timeout: f64, stream: Option<usize>) -> PyResult<()> {
+        if let (Some(stream), Some(rank)) = (stream, self.rank) {
+            self.node
+                .set_compute_stream(rank, stream as synco_runtime::CudaStream)
+                .map_err(runtime_error)?;
+        }
         let deadline = Duration::from_secs_f64(timeout.max(0.0));
         let node = OwnerThreadOnly(&self.node);
         py.detach(move || node.wait(deadline))
@@ -298,10 +306,19 @@ impl Kernel {
             .map_err(runtime_error)
     }
 
-    /// This kernel's launches so far (the last one's epoch).
+    /// This kernel's launches so far (the last one's epoch, unless its
+    /// launches replay).
     #[getter]
     fn epoch(&self) -> PyResult<u32> {
         Ok(self.loaded()?.epochs())
+    }
+
+    /// Whether this kernel's launches replay: one was captured in a CUDA
+    /// graph, so every launch since is epoch 1 on zeroed words, between
+    /// two barriers of every rank.
+    #[getter]
+    fn replays(&self) -> PyResult<bool> {
+        Ok(self.loaded()?.replays())
     }
 
     /// Gives the kernel's storage back once its launches are done.

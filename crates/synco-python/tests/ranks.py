@@ -2,7 +2,7 @@
 
     python ranks.py build --cache DIR --worlds 2,4     # compile (no GPU needed)
     python ranks.py check --cache DIR --world W        # W processes on the GPUs
-    python ranks.py fault --cache DIR --fault killed   # killed / absent / withheld
+    python ranks.py fault --cache DIR --fault killed   # or killed_replay, absent, withheld
     python ranks.py slow-reader --cache DIR --world W  # one check of `check` alone
 
 `build` fills a compile cache with every fused kernel the checks use, so
@@ -31,9 +31,12 @@ imported from JAX's StableHLO
 torch.compile), and the same layer written with the functional operators
 through Inductor's CUDA graphs (`mode="reduce-overhead"`), against the unfused
 layers (with W = 3 the re-sharding operators, whose heads do not divide,
-are skipped); then launches the runtime must refuse before
+are skipped); every GEMM operator and six attention variants captured in
+CUDA graphs (`graphs`: warm-up, capture, two replays on fresh data, an
+eager launch after); then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
-reduce-scatter where rank 1 dies after a first launch (`killed`), stays
+reduce-scatter where rank 1 dies after a first launch (`killed`) or after
+a replay of the launch captured in a CUDA graph (`killed_replay`), stays
 alive but never launches (`absent`), or launches in step but never sends
 its partials (`withheld`): rank 0 must get the watchdog's error, naming
 what it waited for, within its timeout. `slow-reader` runs one check of
@@ -203,6 +206,13 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
 #: The tutorial kernel, causal with contiguous shards: refused at launch.
 TUTORIAL_CAUSAL = (True, "copy_engine", "direct", False, 2, "tutorial")
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
+
+
+#: The attention variants `check_graphs` captures in CUDA graphs (each
+#: backend, direct and ring, causal and not, zigzag).
+GRAPH_ATTENTION = [(False, "copy_engine", "direct", False, 2), (True, "ldst", "direct", False, 2),
+                   (True, "copy_engine", "ring", False, 2), (False, "ldst", "ring", False, 2),
+                   (True, "copy_engine", "direct", True, 2), (True, "tma", "direct", False, 2)]
 
 
 def attention_variant(variant):
@@ -542,10 +552,10 @@ def check_fx(group, seed, report):
 
 def check_cuda_graphs(group, shapes, seed, report):
     """The fx layer written with the functional operators, through
-    Inductor with CUDA graphs (`mode="reduce-overhead"`): the operators are
-    tagged cudagraph-unsafe, so Inductor captures the ReLU between them and
-    runs them outside its graphs. Three calls on fresh data (warm-up,
-    capture, replay), each against PyTorch in fp32."""
+    Inductor with CUDA graphs (`mode="reduce-overhead"`): the fused
+    operators are captured with the ReLU between them, no graph skipped.
+    Three calls on fresh data (warm-up, capture, replay), each against
+    PyTorch in fp32."""
     w, r, dev = group.world_size, group.rank, group.device
     name = group.process_group.group_name
 
@@ -567,13 +577,125 @@ def check_cuda_graphs(group, shapes, seed, report):
         err = rel_error(got.cpu(), fx_reference(data, r))
         report(f"functional layer under torch.compile(mode='reduce-overhead') (call {call + 1})",
                err < TOLERANCE, f"rel err {err:.2e}")
-    # Partitioned around the fused operators (the ReLU's partition is
-    # captured), and no graph skipped.
+    # No graph skipped, and the fused operators' kernels were captured.
     counters = dict(torch._dynamo.utils.counters["inductor"])
-    report("Inductor captured the layer around the fused operators",
-           counters.get("cudagraph_partitions", 0) > 0
-           and not any(k.startswith("cudagraph_skips") and v for k, v in counters.items()),
-           f"inductor counters {counters}")
+    captured = [type(op).__name__ for key, op in ops._OPERATORS.items()
+                if key[1] == name and op.kernel.replays]
+    report("Inductor captured the layer with its fused operators",
+           not any(k.startswith("cudagraph_skips") and v for k, v in counters.items())
+           and {"AllGatherMatmul", "MatmulReduceScatter"} <= set(captured),
+           f"captured {sorted(captured)}; inductor counters {counters}")
+
+
+def graph_case(group, name, kernel, case, seed, report):
+    """`case(seed)` sets an operator's static inputs to fresh random data,
+    poisons its outputs and returns a function that runs it and one that
+    gives (its output, PyTorch's in fp32). Run eagerly (the warm-up),
+    captured in a CUDA graph, the graph replayed twice on fresh data, then
+    eagerly again; each result checked."""
+    def checked(label, launch, salt):
+        call, result = case(seed + salt)
+        got = launch(call)
+        group.wait(60)
+        got, want = result(got)
+        err = rel_error(got.cpu(), want)
+        report(f"{name} {label}", err < TOLERANCE and (salt == 0 or kernel.replays),
+               f"rel err {err:.2e}, replays {kernel.replays}")
+
+    checked("(eager warm-up)", lambda call: call(), 0)
+    graph = torch.cuda.CUDAGraph()
+    captured = {}
+    try:
+        call, _ = case(seed + 1)
+        with torch.cuda.graph(graph):
+            captured["out"] = call()
+    except Exception as e:  # noqa: BLE001 (reported; the other checks go on)
+        report(f"{name} captured in a CUDA graph", False, f"{type(e).__name__}: {str(e)[:400]}")
+        torch.cuda.synchronize()
+        return
+
+    def replay(_call):
+        graph.replay()
+        return captured["out"]
+
+    for replay_index in range(2):
+        checked(f"(graph replay {replay_index + 1})", replay, 100 * (replay_index + 1))
+    checked("(eager after the graph)", lambda call: call(), 300)
+
+
+def check_graphs(group, cache, seed, report):
+    """Every GEMM operator and attention (causal and not, direct and ring,
+    zigzag, each backend) in a CUDA graph (`torch.cuda.graph`): warmed up
+    eagerly, captured, replayed twice on fresh random data copied into its
+    static inputs with its outputs poisoned, then run eagerly again, each
+    against PyTorch in fp32."""
+    w, r, dev = group.world_size, group.rank, group.device
+    bf16 = torch.bfloat16
+    for name, cls, extra in OPS:
+        opts = options(w, extra, cache)
+        try:
+            op = cls(group, **opts)
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(f"{name} in a CUDA graph", False, f"setup: {type(e).__name__}: {e}")
+            continue
+        m, k, n = opts["m"], opts["k"], opts["n"]
+        rows = m // w
+        if cls is ops.AllGatherMatmul:
+            a, b = torch.empty((rows, k), dtype=bf16, device=dev), torch.empty((k, n), dtype=bf16,
+                                                                                device=dev)
+            out = torch.empty((m, n), dtype=bf16, device=dev)
+
+            def case(s, a=a, b=b, out=out, op=op, rows=rows, k=k, n=n):
+                data = inputs(s, w, [(rows, k)]) + inputs(s + 1, 1, [(k, n)])
+                a.copy_(data[r][0])
+                b.copy_(data[w][0])
+                out.fill_(float("nan"))
+                op.shard.fill_(float("nan"))
+                want = torch.cat([d[0] for d in data[:w]]).float() @ data[w][0].float()
+                return (lambda: op(b, a_shard=a, out=out)), (lambda got: (got, want))
+        else:
+            a, b = torch.empty((m, k), dtype=bf16, device=dev), torch.empty((k, n), dtype=bf16,
+                                                                            device=dev)
+
+            def case(s, a=a, b=b, op=op, cls=cls, rows=rows, m=m, k=k, n=n):
+                data = inputs(s, w, [(m, k), (k, n)])
+                a.copy_(data[r][0])
+                b.copy_(data[r][1])
+                op.result.fill_(float("nan"))
+                op.partials.fill_(float("nan"))
+                want = sum(x.float() @ y.float() for x, y in data)
+                if cls is ops.MatmulReduceScatter:
+                    want = want[r * rows:(r + 1) * rows]
+                return (lambda: op(a, b)), (lambda got: (got, want))
+        graph_case(group, f"{name} in a CUDA graph", op.kernel, case,
+                   seed + zlib.crc32(name.encode()) % 997, report)
+    seq = TOKENS * w
+    for variant in GRAPH_ATTENTION:
+        name = attention_name(variant)
+        causal, _, _, zigzag, _, _, _ = attention_variant(variant)
+        try:
+            op = ops.AllGatherAttention(group, heads=HEADS, **attention_options(w, variant, cache))
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            report(f"{name} in a CUDA graph", False, f"setup: {type(e).__name__}: {e}")
+            continue
+        own = own_rows(w, r, zigzag)
+        q_in, k_in, v_in = (torch.empty((TOKENS, h * HEAD_DIM), dtype=bf16, device=dev)
+                            for h in (HEADS, KV_HEADS, KV_HEADS))
+        out = torch.empty((TOKENS, HEADS * HEAD_DIM), dtype=bf16, device=dev)
+
+        def case(s, op=op, q_in=q_in, k_in=k_in, v_in=v_in, out=out, own=own, causal=causal):
+            g = torch.Generator(device="cpu").manual_seed(s)
+            q, k, v = (torch.randn((seq, h * HEAD_DIM), generator=g).to(bf16)
+                       for h in (HEADS, KV_HEADS, KV_HEADS))
+            for given, whole in ((q_in, q), (k_in, k), (v_in, v)):
+                given.copy_(whole[own])
+            for buffer in (op.k, op.v, out):
+                buffer.fill_(float("nan"))
+            want = attention_reference(q, k, v, causal).reshape(seq, -1)[own]
+            return ((lambda: op(q_in, k_shard=k_in, v_shard=v_in, out=out)),
+                    (lambda got: (got, want)))
+        graph_case(group, f"{name} in a CUDA graph", op.kernel, case,
+                   seed + zlib.crc32(name.encode()) % 997, report)
 
 
 def check_gemm(group, name, cls, opts, seed, report):
@@ -1112,6 +1234,7 @@ CHECKS = {
     "attention_all_to_all": check_attention_all_to_all,
     "all_to_all_matmul": check_all_to_all_matmul,
     "refusals": lambda group, cache, seed, report: check_refusals(group, cache, report),
+    "graphs": check_graphs,
     "host_time": lambda group, cache, seed, report: host_time(group, cache, report),
 }
 #: The environment variable that carries `--only` to the ranks.
@@ -1168,6 +1291,10 @@ FAULTS = {
     # Launches in step (its signals) but issues neither copies nor kernel:
     # rank 0's tiles wait for rank 1's partials until they time out.
     "withheld": "rank 0 timed out waiting for chunk",
+    # The process exits after the launch was captured in a CUDA graph and
+    # replayed once together: rank 0's next replay waits on its stream at
+    # the barrier every rank enters.
+    "killed_replay": "waiting for rank 1 to enter the replayed launch in epoch 1",
 }
 PEER_TIMEOUT = 5.0
 
@@ -1180,13 +1307,23 @@ def fault_test(group, cache, fault, report):
     op = ops.MatmulReduceScatter(group, **options(group.world_size, extra, cache))
     a = torch.randn((op.m, op.k), device=group.device).to(torch.bfloat16)
     b = torch.randn((op.k, op.n), device=group.device).to(torch.bfloat16)
+    launch = lambda: op(a, b)  # noqa: E731
     if fault == "killed":
         op(a, b)
         group.wait(60)
+    if fault == "killed_replay":
+        op(a, b)
+        group.wait(60)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            op(a, b)
+        graph.replay()
+        group.wait(60)
+        launch = graph.replay
     torch.cuda.synchronize()
     dist.barrier()
     if group.rank == 1:
-        if fault == "killed":
+        if fault in ("killed", "killed_replay"):
             os._exit(17)
         if fault == "absent":
             time.sleep(3 * PEER_TIMEOUT)
@@ -1203,7 +1340,7 @@ def fault_test(group, cache, fault, report):
         return
     start = time.perf_counter()
     try:
-        op(a, b)
+        launch()
         group.wait(3 * PEER_TIMEOUT)
         report(f"watchdog after a {fault} peer", False, "the launch finished")
     except synco.WatchdogError as e:

@@ -79,7 +79,11 @@ impl Node {
         // the sources of the copies in front of the kernel
         // (`Node::issue_kernel`).
         let stream = if before_kernel { gpu.compute } else { gpu.copy };
-        if !before_kernel && !copies.is_empty() {
+        if !before_kernel && !copies.is_empty() && kernel.replays() {
+            // A launch that replays: after every rank has zeroed its words
+            // (`Node::enter_replayed_launch`).
+            self.wait_peers_entered(rank, stream)?;
+        } else if !before_kernel && !copies.is_empty() {
             unsafe {
                 check(
                     rank,
@@ -188,6 +192,12 @@ impl Node {
         let local_flags = self.ptr(rank, &flags);
         let flag = |base: CUdeviceptr, index: i64| base + 4 * index as u64;
         let epoch_word = flag(local_flags, kernel.words.copy_epoch() as i64);
+        // A launch that replays waits for every rank to have zeroed its
+        // words (the tiles' counters these copies wait for, the epoch word)
+        // and leaves out the waits for the owners' starts below.
+        if kernel.replays() {
+            self.wait_peers_entered(rank, gpu.copy)?;
+        }
         // (Only the arrival flags copy the epoch word: a gathered output's
         // copies set none and leave it alone.)
         if copies.iter().any(|c| c.arrived.is_some()) {
@@ -203,7 +213,8 @@ impl Node {
         // previous launch is done (this launch's start on it, its signal),
         // so its tiles have read what these copies overwrite in its
         // staging buffer.
-        for &owner in &kernel.sync.rank(rank).reduction_copies_wait_start {
+        let waits_start = &kernel.sync.rank(rank).reduction_copies_wait_start;
+        for &owner in kernel.start_waits(waits_start) {
             self.wait_word(
                 rank,
                 gpu.copy,

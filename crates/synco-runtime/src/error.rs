@@ -189,6 +189,11 @@ pub enum RuntimeError {
         "the last launch recorded no timeline: call Node::record_timeline(true) before launching to time it"
     )]
     NoTimeline,
+    #[error("'{kernel}' cannot be captured in a CUDA graph now: {reason}")]
+    Capture {
+        kernel: String,
+        reason: &'static str,
+    },
     #[error(
         "rank {rank} did not finish epoch {epoch} within {seconds} s; the GPU may still be busy"
     )]

@@ -104,6 +104,9 @@ pub struct FusedKernel {
     pub(crate) storage: Buffer,
     /// Launches so far: the last launch's epoch.
     pub(crate) epochs: std::cell::Cell<u32>,
+    /// Its launches replay (`docs/graph-capture.md`): once one was captured
+    /// in a CUDA graph, every launch zeroes its words and runs epoch 1.
+    pub(crate) replays: std::cell::Cell<bool>,
     /// Its flags were marked reached for every epoch
     /// ([`crate::Node::mark_chunks_present`]): a launch with peers would
     /// not wait for anything, so only [`crate::Node::launch_alone`] runs it.
@@ -231,6 +234,7 @@ impl FusedKernel {
             staging,
             storage,
             epochs: std::cell::Cell::new(0),
+            replays: std::cell::Cell::new(false),
             chunks_marked_present: std::cell::Cell::new(false),
             bounds_checked_for: std::cell::RefCell::new(None),
             resident,
@@ -253,11 +257,23 @@ impl FusedKernel {
         self.epochs.get()
     }
 
-    /// Counts a new launch; returns its epoch.
+    /// Counts a new launch; returns its epoch: the launch count, or 1 for
+    /// launches that replay (they zero the words the epochs tell apart).
     pub(crate) fn next_epoch(&self) -> u32 {
-        let epoch = self.epochs.get() + 1;
-        self.epochs.set(epoch);
-        epoch
+        let launches = self.epochs.get() + 1;
+        self.epochs.set(launches);
+        if self.replays.get() { 1 } else { launches }
+    }
+
+    /// Whether its launches replay (see [`FusedKernel::replays`]).
+    pub fn replays(&self) -> bool {
+        self.replays.get()
+    }
+
+    /// `peers`, whose start words a stream waits for, or none where the
+    /// launches replay: they wait for every peer at their start barrier.
+    pub(crate) fn start_waits<'a>(&self, peers: &'a [usize]) -> &'a [usize] {
+        if self.replays() { &[] } else { peers }
     }
 
     /// `bindings` and the kernel's own staging buffers (which the caller

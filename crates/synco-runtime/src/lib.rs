@@ -31,7 +31,8 @@
 //! buffer's address on that rank: otherwise copies and tiles would miss
 //! each other or run past the buffer; an error, before any work is issued):
 //!
-//! 1. a new epoch of the kernel: its launch count. Flags are never reset: a
+//! 1. a new epoch of the kernel: its launch count. Flags are never reset (but
+//!    by launches that replay, below): a
 //!    flag is ready when it holds the current epoch or more, a counter that
 //!    tiles bump `n` times per launch when it reaches `epoch * n`. Each loaded
 //!    kernel has its own flags (a symmetric buffer at the heap's end, so
@@ -86,6 +87,13 @@
 //!    a two-shot all-reduce staged on SMs; one whose tiles push the sums
 //!    waits for them in its kernel, though older manifests list them
 //!    here too).
+//!
+//! A launch captured in a CUDA graph (the compute stream capturing, once
+//! the kernel has run eagerly) makes the kernel's launches *replay* from
+//! then on ([`FusedKernel::replays`], `docs/graph-capture.md`): each is
+//! epoch 1, zeroes its flags, counters and sync words as it starts, and
+//! runs between two barriers of every rank, so that a graph replays it
+//! with the values it was captured with.
 //!
 //! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
 //! [`Node::clear_trace`] once, then [`Node::read_trace`] after any launch

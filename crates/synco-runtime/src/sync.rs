@@ -37,7 +37,10 @@ use synco_manifest::{Copy, FusedPlan};
 /// (the source of the arrival flags its reduction copies set, see
 /// `Node::enqueue_reduction_copies`), the signal stream's epoch word, then
 /// `started_by`, `copies_done_by` and `kernel_done_by`, one word per rank
-/// each.
+/// each. Then the words of launches that replay (see
+/// `docs/graph-capture.md`): `ended_by` and `entered_by`, one per rank
+/// each, and a word that holds 1, the source of their signals. A replayed
+/// launch zeroes every word before `entered_by` as it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SyncWords {
     pub num_flags: usize,
@@ -47,7 +50,14 @@ pub(crate) struct SyncWords {
 impl SyncWords {
     /// Words in the flags buffer: the manifest's flags and the sync words.
     pub fn count(&self) -> usize {
-        self.num_flags + 2 + 3 * self.world_size
+        self.one() + 1
+    }
+
+    /// The words a replayed launch zeroes as it starts (see
+    /// `docs/graph-capture.md`): the flags, the counters and every sync
+    /// word before `entered_by`.
+    pub fn zeroed(&self) -> usize {
+        self.entered_by(0)
     }
 
     pub fn copy_epoch(&self) -> usize {
@@ -74,6 +84,24 @@ impl SyncWords {
         self.num_flags + 2 + 2 * self.world_size + peer
     }
 
+    /// Set by `peer` when its replayed launch is done with this rank's
+    /// heap (the barrier at its end).
+    pub fn ended_by(&self, peer: usize) -> usize {
+        self.num_flags + 2 + 3 * self.world_size + peer
+    }
+
+    /// Set by `peer` when its replayed launch has zeroed its words (the
+    /// barrier at its start).
+    pub fn entered_by(&self, peer: usize) -> usize {
+        self.num_flags + 2 + 4 * self.world_size + peer
+    }
+
+    /// Holds 1 (written before each use): the source of the `ended_by`
+    /// and `entered_by` signals.
+    pub fn one(&self) -> usize {
+        self.num_flags + 2 + 5 * self.world_size
+    }
+
     /// What waiting on word `index` waits for.
     pub fn awaited(&self, index: usize) -> Awaited {
         let peer_word = |base: usize| index.checked_sub(base).filter(|&p| p < self.world_size);
@@ -84,6 +112,10 @@ impl SyncWords {
             Awaited::Copies(peer)
         } else if let Some(peer) = peer_word(self.kernel_done_by(0)) {
             Awaited::Kernel(peer)
+        } else if let Some(peer) = peer_word(self.ended_by(0)) {
+            Awaited::Ended(peer)
+        } else if let Some(peer) = peer_word(self.entered_by(0)) {
+            Awaited::Entered(peer)
         } else {
             Awaited::Flag(index)
         }
@@ -99,6 +131,10 @@ pub enum Awaited {
     Kernel(usize),
     /// A peer's reduction copies done.
     Copies(usize),
+    /// A peer's replayed launch at its start barrier.
+    Entered(usize),
+    /// A peer's replayed launch at its end barrier.
+    Ended(usize),
     /// A chunk's flag or counter (the manifest's flag index).
     Flag(usize),
     /// A peer's arrival flag of a chunk this rank forwards (a ring).
@@ -111,6 +147,8 @@ impl std::fmt::Display for Awaited {
             Awaited::Start(peer) => write!(f, "rank {peer} to start the launch"),
             Awaited::Kernel(peer) => write!(f, "rank {peer}'s kernel to finish"),
             Awaited::Copies(peer) => write!(f, "rank {peer}'s side-stream copies"),
+            Awaited::Entered(peer) => write!(f, "rank {peer} to enter the replayed launch"),
+            Awaited::Ended(peer) => write!(f, "rank {peer} to end the replayed launch"),
             Awaited::Flag(flag) => write!(f, "flag {flag} (a chunk's arrival or counter)"),
             Awaited::PeerFlag { owner, flag } => write!(
                 f,
@@ -475,17 +513,28 @@ mod tests {
             num_flags: 5,
             world_size: 4,
         };
-        assert_eq!(words.count(), 5 + 2 + 12);
+        assert_eq!(words.count(), 5 + 2 + 20 + 1);
         assert_eq!(words.copy_epoch(), 5);
         assert_eq!(words.signal_epoch(), 6);
         assert_eq!(words.started_by(0), 7);
         assert_eq!(words.copies_done_by(3), 14);
         assert_eq!(words.kernel_done_by(0), 15);
-        assert_eq!(words.count(), words.kernel_done_by(3) + 1);
+        assert_eq!(words.ended_by(0), words.kernel_done_by(3) + 1);
+        // A replayed launch zeroes everything but its start barrier's
+        // words and the word that holds 1.
+        assert_eq!(words.zeroed(), words.ended_by(3) + 1);
+        assert_eq!(words.entered_by(3) + 1, words.one());
+        assert_eq!(words.count(), words.one() + 1);
         assert_eq!(words.awaited(4), Awaited::Flag(4));
         assert_eq!(words.awaited(8), Awaited::Start(1));
         assert_eq!(words.awaited(14), Awaited::Copies(3));
         assert_eq!(words.awaited(16), Awaited::Kernel(1));
         assert_eq!(words.awaited(16).to_string(), "rank 1's kernel to finish");
+        assert_eq!(words.awaited(19), Awaited::Ended(0));
+        assert_eq!(words.awaited(26), Awaited::Entered(3));
+        assert_eq!(
+            words.awaited(26).to_string(),
+            "rank 3 to enter the replayed launch"
+        );
     }
 }

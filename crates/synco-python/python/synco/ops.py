@@ -28,9 +28,9 @@ having it copied there.
 The functions are registered as `torch.library` custom ops
 (`torch.ops.synco.all_gather_matmul`, ...; a process group's name
 identifies the group), so `torch.compile` traces them; their results are
-fresh tensors. They are tagged `torch.Tag.cudagraph_unsafe`: under
-`torch.compile(mode="reduce-overhead")` Inductor runs them outside its
-CUDA graphs and captures the rest.
+fresh tensors. Calls may be captured in CUDA graphs (`torch.cuda.graph`,
+or Inductor's under `torch.compile(mode="reduce-overhead")`) once each
+operator has run eagerly (a warm-up, which both do).
 """
 
 import math
@@ -664,12 +664,9 @@ def _check_operand(name, tensor, shape, dtype, device=None):
 # as an argument (as PyTorch's functional collectives do): a compiled graph
 # cached by torch.compile is keyed by its arguments, not by the open groups.
 #
-# Each launch passes its epoch as an argument, so a fused launch cannot be
-# captured in a CUDA graph (`Kernel.__call__` refuses): the custom ops are
-# tagged cudagraph-unsafe, and Inductor's CUDA graphs
-# (`torch.compile(mode="reduce-overhead")`) leave them out, capturing the
-# rest of the model around them.
-_TAGS = (torch.Tag.cudagraph_unsafe,)
+# Inductor's CUDA graphs (`torch.compile(mode="reduce-overhead")`) capture
+# them with the rest of the model: a captured launch replays
+# (crates/synco-runtime/docs/graph-capture.md).
 _OPERATORS = {}
 
 
@@ -694,7 +691,7 @@ def _check_group_size(group_size, group_name):
                           f"{group.world_size} ranks")
 
 
-@torch.library.custom_op("synco::all_gather_matmul", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::all_gather_matmul", mutates_args=())
 def _all_gather_matmul(a_shard: torch.Tensor, b: torch.Tensor, group_size: int,
                        group_name: str) -> torch.Tensor:
     _check_group_size(group_size, group_name)
@@ -708,7 +705,7 @@ def _(a_shard, b, group_size, group_name):
     return a_shard.new_empty((a_shard.shape[0] * group_size, b.shape[1]))
 
 
-@torch.library.custom_op("synco::matmul_reduce_scatter", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::matmul_reduce_scatter", mutates_args=())
 def _matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group_size: int,
                            group_name: str) -> torch.Tensor:
     _check_group_size(group_size, group_name)
@@ -722,7 +719,7 @@ def _(a, b, group_size, group_name):
     return a.new_empty((a.shape[0] // group_size, b.shape[1]))
 
 
-@torch.library.custom_op("synco::matmul_all_reduce", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::matmul_all_reduce", mutates_args=())
 def _matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, group_name: str) -> torch.Tensor:
     op = _operator(MatmulAllReduce, group_name, m=a.shape[0], k=a.shape[1], n=b.shape[1],
                    dtype=a.dtype)
@@ -734,7 +731,7 @@ def _(a, b, group_name):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
-@torch.library.custom_op("synco::all_gather_attention", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::all_gather_attention", mutates_args=())
 def _all_gather_attention(q: torch.Tensor, k_shard: torch.Tensor, v_shard: torch.Tensor,
                           group_name: str, head_dim: int, causal: bool, zigzag: bool = False,
                           layout: str = "bshd", scale: Optional[float] = None) -> torch.Tensor:
@@ -787,7 +784,7 @@ def all_gather_sdpa(query, key, value, group, *, is_causal=False, scale=None, zi
     return out[None] if batched else out
 
 
-@torch.library.custom_op("synco::ulysses_attention", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::ulysses_attention", mutates_args=())
 def _ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group_size: int,
                        group_name: str, head_dim: int, causal: bool,
                        reshard_out: bool) -> torch.Tensor:
@@ -807,7 +804,7 @@ def _(q, k, v, group_size, group_name, head_dim, causal, reshard_out):
     return q.new_empty((q.shape[0] * group_size, q.shape[1] // group_size))
 
 
-@torch.library.custom_op("synco::attention_all_to_all", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::attention_all_to_all", mutates_args=())
 def _attention_all_to_all(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group_size: int,
                           group_name: str, head_dim: int, causal: bool) -> torch.Tensor:
     _check_group_size(group_size, group_name)
@@ -823,7 +820,7 @@ def _(q, k, v, group_size, group_name, head_dim, causal):
     return q.new_empty((q.shape[0] // group_size, q.shape[1] * group_size))
 
 
-@torch.library.custom_op("synco::all_to_all_matmul", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::all_to_all_matmul", mutates_args=())
 def _all_to_all_matmul(x: torch.Tensor, b: torch.Tensor, group_size: int,
                        group_name: str) -> torch.Tensor:
     _check_group_size(group_size, group_name)
@@ -837,7 +834,7 @@ def _(x, b, group_size, group_name):
     return x.new_empty((x.shape[0] // group_size, b.shape[1]))
 
 
-@torch.library.custom_op("synco::matmul_all_to_all", mutates_args=(), tags=_TAGS)
+@torch.library.custom_op("synco::matmul_all_to_all", mutates_args=())
 def _matmul_all_to_all(a: torch.Tensor, b: torch.Tensor, group_size: int,
                        group_name: str) -> torch.Tensor:
     _check_group_size(group_size, group_name)

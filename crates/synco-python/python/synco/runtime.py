@@ -102,13 +102,14 @@ class Group:
         return Kernel(self, compiled)
 
     def wait(self, timeout=60.0):
-        """Waits at most `timeout` seconds for this rank's launches, then
-        checks its error buffer: `WatchdogError` names the rank, chunk and
-        epoch of a wait that timed out on the GPU (a peer that never sent
-        its chunk), or the peer a stream waited for longer than the group's
-        `peer_timeout` (a peer that died or never launched); after it, the
-        group launches nothing more."""
-        self._node.wait(timeout)
+        """Waits at most `timeout` seconds for this rank's launches on
+        torch's current stream (where launches go, and where a CUDA graph
+        replays them), then checks its error buffer: `WatchdogError` names
+        the rank, chunk and epoch of a wait that timed out on the GPU (a
+        peer that never sent its chunk), or the peer a stream waited for
+        longer than the group's `peer_timeout` (a peer that died or never
+        launched); after it, the group launches nothing more."""
+        self._node.wait(timeout, torch._C._cuda_getCurrentRawStream(self.device.index))
 
     def reset_heap(self):
         """Frees every symmetric buffer (collective; tensors from `empty`
@@ -372,15 +373,20 @@ class Kernel:
         behind them (an operator: its own buffers once, its operands on
         every call)."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
-        if torch.cuda.is_current_stream_capturing():
-            raise LaunchError("a fused kernel cannot be captured in a CUDA graph yet: each "
-                              "launch passes its epoch as an argument")
         stream = torch._C._cuda_getCurrentRawStream(self.group.device.index)
         self._kernel.launch(grid, values, bindings, stream)
 
     @property
     def epoch(self):
         return self._kernel.epoch
+
+    @property
+    def replays(self):
+        """Whether a launch of this kernel was captured in a CUDA graph
+        (`torch.cuda.graph`, or Inductor's with `mode="reduce-overhead"`):
+        its launches since, replayed or not, run between two barriers of
+        every rank (crates/synco-runtime/docs/graph-capture.md)."""
+        return self._kernel.replays
 
 
 __all__ = ["DTYPES", "Group", "Heap", "Kernel", "LaunchArguments", "LaunchError", "SymmetryError",

@@ -38,14 +38,25 @@ impl Node {
         let grid = self.checked_grid(kernel, grid, args, bindings)?;
         let bindings = kernel.with_staging(bindings);
         let bindings = bindings.as_slice();
+        let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
+        let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
+        // A launch captured in a CUDA graph, and every launch of the
+        // kernel after it, replays (`docs/graph-capture.md`).
+        let captured = self.capturing()?;
+        if captured {
+            self.check_capturable(kernel, scratch_bytes)?;
+            kernel.replays.set(true);
+        }
+        self.captured = captured;
+        let first_launch = kernel.epochs() == 0;
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
+        // Launches that replay are all epoch 1, on zeroed words.
         let epoch = kernel.next_epoch();
         self.epoch = epoch;
         self.stream_waits.borrow_mut().clear();
-        let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
         self.drop_timeline()?;
-        self.grow_scratch(kernel.manifest.global_scratch.size as usize * programs)?;
+        self.grow_scratch(scratch_bytes)?;
         let mut spans = Vec::new();
         let mut marks = LaunchMarks::default();
         // Whether each kernel waits for its rank's previous reduction copies
@@ -59,9 +70,13 @@ impl Node {
         // pushed chunk overwrites rows that the destination's previous
         // kernel may still read.
         for rank in self.local_ranks() {
-            self.start_launch(rank, kernel, epoch, &mut marks)?;
+            if kernel.replays() {
+                self.enter_replayed_launch(rank, kernel, &mut marks)?;
+            } else {
+                self.start_launch(rank, kernel, epoch, &mut marks)?;
+            }
         }
-        if epoch == 1 {
+        if first_launch {
             for rank in self.local_ranks() {
                 self.await_first_starts(rank, kernel, epoch)?;
             }
@@ -323,10 +338,15 @@ impl Node {
             let target = (epoch as i64 * count) as u32;
             self.wait_word(rank, gpu.compute, kernel, flag as usize, target)?;
         }
+        if kernel.replays() {
+            self.leave_replayed_launch(rank, kernel)?;
+        }
         if let Some(event) = self.timeline_event(rank, gpu.compute)? {
             marks.ended.push(event);
         }
-        if !sync.uses_copy_stream {
+        // (A launch that replays leaves the copy stream joined: its next
+        // launch's copies wait for that launch's start barrier.)
+        if !sync.uses_copy_stream || kernel.replays() {
             return Ok(());
         }
         unsafe {
@@ -366,8 +386,9 @@ impl Node {
         let abi = |name: &str| self.abi_arg(rank, kernel, epoch, bindings, name);
         // The kernel, and the copies in front of it, start once the peers
         // they read or write have started (their previous work is done).
+        // (A launch that replays has waited for every peer's start.)
         let sync = kernel.sync.rank(rank);
-        for &peer in &sync.kernel_waits_start {
+        for &peer in kernel.start_waits(&sync.kernel_waits_start) {
             self.wait_word(
                 rank,
                 gpu.compute,
@@ -393,8 +414,10 @@ impl Node {
         }
         // The previous launch's reduction copies have read the rows this
         // kernel's tiles overwrite (partials, sums): the copy engine's
-        // kernels count on it instead of flags.
-        if copies_ordered_by_streams {
+        // kernels count on it instead of flags. (The previous launch's end
+        // waited for them already; a launch that replays leaves out the
+        // wait, whose event a capture may not have recorded.)
+        if copies_ordered_by_streams && !kernel.replays() {
             unsafe {
                 check(
                     rank,
@@ -478,7 +501,7 @@ impl Node {
         }
         // (The start signal wrote the epoch into the signal word already,
         // on this stream, where it signalled anyone.)
-        let written = !kernel.sync.rank(rank).signals_start.is_empty();
+        let written = !kernel.replays() && !kernel.sync.rank(rank).signals_start.is_empty();
         let epoch = (!written).then_some(epoch);
         self.send_epoch(
             rank,
@@ -578,6 +601,10 @@ impl Node {
             return Ok(());
         }
         let gpu = self.local(rank);
+        // (Its epoch word is zeroed as a launch that replays starts.)
+        if kernel.replays() {
+            self.wait_peers_entered(rank, gpu.copy)?;
+        }
         self.send_epoch(
             rank,
             gpu.copy,
@@ -593,7 +620,7 @@ impl Node {
     /// `epoch` is `None`: the stream wrote it already in this launch), then
     /// copied into the word `word(..)` of each of `peers`' flags.
     #[allow(clippy::too_many_arguments)]
-    fn send_epoch(
+    pub(super) fn send_epoch(
         &self,
         rank: usize,
         stream: sys::CUstream,

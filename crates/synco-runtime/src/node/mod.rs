@@ -8,6 +8,7 @@
 mod alone;
 mod launch;
 mod open;
+mod replay;
 mod watchdog;
 
 use crate::{
@@ -64,6 +65,12 @@ pub(crate) struct Gpu {
     /// copies leave the epochs to the streams
     /// (`FusedPlan::copies_ordered_by_streams`).
     pub copies_done: CUevent,
+    /// Recorded on the compute stream once every rank has entered a
+    /// launch that replays (`replay.rs`): the side streams wait for it.
+    pub entered: CUevent,
+    /// Recorded on the signal stream at the end of a launch that replays,
+    /// for the compute stream to join it back.
+    pub signals_sent: CUevent,
 }
 
 impl Gpu {
@@ -102,6 +109,9 @@ pub struct Node {
     /// other's staging).
     layout: HeapLayout,
     epoch: u32,
+    /// Whether the last launch was captured in a CUDA graph: its events
+    /// belong to the graph, and the watchdog cannot query them.
+    captured: bool,
     /// Scratch for Triton's global scratch pointer, per rank driven here.
     scratch: Vec<(CUdeviceptr, usize)>,
     /// Whether launches time their side-stream copies (`record_timeline`),

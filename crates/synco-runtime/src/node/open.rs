@@ -160,6 +160,7 @@ impl Node {
             failed: Default::default(),
             layout: HeapLayout::new(heap_bytes),
             epoch: 0,
+            captured: false,
             timeline_on: false,
             timeline: Vec::new(),
             marks: LaunchMarks::default(),
@@ -243,6 +244,8 @@ impl Gpu {
             end: sync_event()?,
             kernel_done: sync_event()?,
             copies_done: sync_event()?,
+            entered: sync_event()?,
+            signals_sent: sync_event()?,
             ctx,
         })
     }

@@ -142,8 +142,9 @@ impl Node {
 
     /// The first of the last launch's stream waits on `gpu`'s rank whose
     /// word is still short of its value, once the launch has been seen
-    /// started on the rank (its start event done) for longer than the
-    /// peer timeout: the streams behind it wait for a peer that died, hung
+    /// started on the rank (its start event done, or, for a launch captured
+    /// in a CUDA graph, the watchdog waiting) for longer than the peer
+    /// timeout: the streams behind it wait for a peer that died, hung
     /// or never launched.
     fn stuck_stream_wait(
         &self,
@@ -151,6 +152,11 @@ impl Node {
         launch_seen: &mut Option<Instant>,
     ) -> Result<Option<RuntimeError>> {
         let rank = gpu.rank;
+        // (A captured launch's start event belongs to its graph: the
+        // watchdog counts a replay from when it began to wait.)
+        if launch_seen.is_none() && self.captured {
+            *launch_seen = Some(Instant::now());
+        }
         if launch_seen.is_none() {
             let code = unsafe { sys::cuEventQuery(gpu.start) };
             match code {
