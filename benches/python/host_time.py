@@ -17,9 +17,18 @@ count), each through `synco.Group`, and for every operator below:
   region. Medians, after 20 warm-up rounds;
 * times the Python layer alone, the native launch replaced by one that
   issues nothing: `op(...)`, `Kernel.__call__`, and the latter's parts
-  (argument checks, the CUDA-graph check, the current stream's query).
-  The difference of the first timings carries the driver's run-to-run
-  spread; this one does not.
+  (argument checks, the current stream's query). The difference of the
+  first timings carries the driver's run-to-run spread; this one does
+  not;
+* then CUDA graphs: the wall time per call of 200 calls issued back to
+  back (ranks drained before and after; median of 5 runs after one
+  warm-up run) eagerly, then `op(...)` captured in a `torch.cuda.graph`
+  and the host time of `graph.replay()` (median of 300, drained between),
+  the same back-to-back time of replays, and of eager calls once the
+  kernel replays (its launches then run between two barriers of every
+  rank: crates/synco-runtime/docs/graph-capture.md). With ranks sharing
+  one GPU and a small GEMM, this shows what the host costs a call, not
+  what a multi-GPU job would gain.
 
 Phase 2, in this process once the ranks are gone: the runtime's
 single-process node (`Node.open_shared`: every rank in one process, as the
@@ -58,6 +67,8 @@ OPS = {
     "matmul_reduce_scatter": (ops.MatmulReduceScatter, {"chunks": 2}),
 }
 WARMUP, CALLS = 20, 300
+#: Calls per back-to-back run, and runs (the first a warm-up).
+BACK_TO_BACK, RUNS = 200, 6
 HEAP_BYTES = 256 << 20
 
 
@@ -120,19 +131,52 @@ def python_only(op, full, args, buffers, device):
     the native launch replaced by one that issues nothing (so without the
     driver's time, which varies from run to run far more than the Python
     layer costs): `op(...)`, `Kernel.__call__`, and the parts of the
-    latter: the argument checks (`LaunchArguments`), the CUDA-graph check
-    and the current stream's query."""
+    latter: the argument checks (`LaunchArguments`) and the current
+    stream's query."""
     native, op.kernel._kernel = op.kernel._kernel, _NoLaunch()
     try:
         return {f"{name}_python": us for name, us in median_us({
             "operator": full,
             "kernel_call": lambda: op.kernel(op.grid, *args, buffers=buffers),
             "arguments": lambda: op.kernel.arguments(args, buffers),
-            "capture_check": torch.cuda.is_current_stream_capturing,
             "stream_query": lambda: torch._C._cuda_getCurrentRawStream(device.index),
         }, lambda: None).items()}
     finally:
         op.kernel._kernel = native
+
+
+def back_to_back_us(call, group):
+    """Wall time per call (us) of BACK_TO_BACK calls issued back to back,
+    every rank drained and in step before, drained after; the median of
+    the runs after the first."""
+    runs = []
+    for _ in range(RUNS):
+        group.wait(60)
+        torch.cuda.synchronize()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(BACK_TO_BACK):
+            call()
+        group.wait(60)
+        torch.cuda.synchronize()
+        runs.append((time.perf_counter() - start) / BACK_TO_BACK)
+    return statistics.median(runs[1:]) * 1e6
+
+
+def graph_times(op, full, drain, group):
+    """`op(...)` eagerly and in a CUDA graph (see the module's docs): the
+    back-to-back time per call eagerly, the host time of a replay, the
+    back-to-back time of replays and of eager calls once the kernel
+    replays (us)."""
+    eager = back_to_back_us(full, group)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        full()
+    replay_host = median_us({"replay": graph.replay}, drain)["replay"]
+    return {"back_to_back_eager": eager, "graph_replay": replay_host,
+            "back_to_back_replayed": back_to_back_us(graph.replay, group),
+            "back_to_back_eager_replaying": back_to_back_us(full, group),
+            "replays": op.kernel.replays}
 
 
 def worker(rank, world, cache, port, folder, profiled):
@@ -174,6 +218,7 @@ def worker(rank, world, cache, port, folder, profiled):
             "native_launch": lambda: op.kernel._kernel.launch(grid, values, bindings, stream),
         }, drain)
         times[name].update(python_only(op, full, args, buffers, dev))
+        times[name].update(graph_times(op, full, drain, group))
     gathered = [None] * world
     dist.all_gather_object(gathered, times)
     if rank == 0:
@@ -272,17 +317,25 @@ def main():
     print(f"host time per call, us (median of {CALLS}; W = {args.world} processes, "
           f"{torch.cuda.get_device_name()})")
     print("| operator | op(...) | Kernel.__call__ | native launch | op - native | "
-          "Python alone: op(...) | Kernel.__call__ | argument checks | graph check | "
-          "stream query |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "Python alone: op(...) | Kernel.__call__ | argument checks | stream query |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in OPS:
         t = {k: max(r[name][k] for r in per_rank) for k in per_rank[0][name]}
         share = t["operator"] - t["native_launch"]
-        rows.append({"operator": name, **t, "python_us": share})
+        rows.append({**t, "name": name, "python_us": share})
         print(f"| {name} | {t['operator']:.1f} | {t['kernel_call']:.1f} | "
               f"{t['native_launch']:.1f} | {share:.1f} | {t['operator_python']:.1f} | "
               f"{t['kernel_call_python']:.1f} | {t['arguments_python']:.1f} | "
-              f"{t['capture_check_python']:.1f} | {t['stream_query_python']:.1f} |")
+              f"{t['stream_query_python']:.1f} |")
+    print(f"\nCUDA graphs, us per call ({BACK_TO_BACK} calls back to back, median of "
+          f"{RUNS - 1} runs; replay: host time, median of {CALLS})")
+    print("| operator | eager, back to back | graph.replay() on the host | replays, back to back | "
+          "eager once replaying, back to back |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['name']} | {row['back_to_back_eager']:.1f} | "
+              f"{row['graph_replay']:.1f} | {row['back_to_back_replayed']:.1f} | "
+              f"{row['back_to_back_eager_replaying']:.1f} |")
     print(f"bit-identical to the single-process runtime: "
           f"{'yes' if not differ else 'NO: ' + ', '.join(differ)} "
           f"({len(OPS) * args.world} outputs)")

@@ -26,7 +26,7 @@ stage() { # name, command...
 for W in ${CHECK_WORLDS:-2 3 4}; do
   stage "check-w$W" "$PY" crates/synco-python/tests/ranks.py check --cache build/pycache --world "$W"
 done
-for F in killed absent withheld; do
+for F in killed killed_replay absent withheld; do
   stage "fault-$F" "$PY" crates/synco-python/tests/ranks.py fault --cache build/pycache --fault "$F"
 done
 for W in ${WORLDS:-2 4}; do
