@@ -37,7 +37,8 @@ fn runtime_error(e: RuntimeError) -> PyErr {
         | RuntimeError::NotAlone { .. }
         | RuntimeError::NotDivisible { .. }
         | RuntimeError::Descriptor { .. }
-        | RuntimeError::IndexOutOfBuffer { .. } => LaunchError::new_err(e.to_string()),
+        | RuntimeError::IndexOutOfBuffer { .. }
+        | RuntimeError::Capture { .. } => LaunchError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }

@@ -623,6 +623,25 @@ def graph_case(group, name, kernel, case, seed, report):
     checked("(eager after the graph)", lambda call: call(), 300)
 
 
+def check_capture_before_launch_refused(group, cache, report):
+    """A kernel that never ran may not be captured (its first launch waits
+    for the peers on the host): `LaunchError`, and the capture holds no
+    work of it."""
+    name, cls, extra = OPS[0]
+    op = cls(group, **options(group.world_size, extra, cache))
+    b = torch.zeros((op.k, op.n), dtype=torch.bfloat16, device=group.device)
+    out = torch.empty((op.m, op.n), dtype=torch.bfloat16, device=group.device)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            op(b, out=out)
+        report("refuses a capture before the kernel's first launch", False, "captured")
+    except synco.LaunchError as e:
+        report("refuses a capture before the kernel's first launch",
+               "launch it once before the capture" in str(e), str(e))
+    torch.cuda.synchronize()
+
+
 def check_graphs(group, cache, seed, report):
     """Every GEMM operator and attention (causal and not, direct and ring,
     zigzag, each backend) in a CUDA graph (`torch.cuda.graph`): warmed up
@@ -631,6 +650,7 @@ def check_graphs(group, cache, seed, report):
     against PyTorch in fp32."""
     w, r, dev = group.world_size, group.rank, group.device
     bf16 = torch.bfloat16
+    check_capture_before_launch_refused(group, cache, report)
     for name, cls, extra in OPS:
         opts = options(w, extra, cache)
         try:
