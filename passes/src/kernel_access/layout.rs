@@ -560,8 +560,11 @@ fn counted_extent(t: Value, tile: i64, rows: &[i64]) -> Option<(Value, Op)> {
         [] => None,
         _ => {
             let values: Vec<Value> = counted.iter().map(|(x, _)| *x).collect();
+            // (The kernel counts `cdiv(rows, tile)` tiles: a buffer of fewer
+            // rows than a tile still holds one.)
+            let tiles_of = |r: &i64| r.checked_add(tile - 1).and_then(|s| s.checked_div(tile));
             rows.iter()
-                .filter_map(|r| r.checked_div(tile))
+                .filter_map(tiles_of)
                 .find_map(|n| walked_count(t, &values, tile, n))
                 .map(|i| counted[i])
         }

@@ -103,7 +103,12 @@ fn walks_exactly(
             _ => return false,
         }
     }
-    hits.iter().all(|h| *h == programs / tiles) && programs % tiles == 0
+    // (No tiles, or no programs, walk nothing exactly.)
+    if tiles <= 0 || programs % tiles != 0 {
+        return false;
+    }
+    let each = programs / tiles;
+    each > 0 && hits.iter().all(|h| *h == each)
 }
 
 /// The value of scalar integer `v`, given the values `known` (memoised
