@@ -102,7 +102,7 @@ pub struct FusedKernel {
     pub(crate) staging: Vec<(String, Buffer)>,
     /// Flags and staging buffers: one region at the heap's end.
     pub(crate) storage: Buffer,
-    /// Launches so far: the last launch's epoch.
+    /// Launches so far: the last launch's epoch, unless launches replay.
     pub(crate) epochs: std::cell::Cell<u32>,
     /// Its launches replay (`docs/graph-capture.md`): once one was captured
     /// in a CUDA graph, every launch zeroes its words and runs epoch 1.
@@ -252,7 +252,8 @@ impl FusedKernel {
         Ok(())
     }
 
-    /// The kernel's launches so far (the last launch's epoch).
+    /// The kernel's launches so far (the last launch's epoch, unless its
+    /// launches replay).
     pub fn epochs(&self) -> u32 {
         self.epochs.get()
     }
