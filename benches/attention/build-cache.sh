@@ -17,5 +17,6 @@ rm -rf "$CACHE"
 "$PY" benches/attention/bench.py --compile-only --world "$W" --cache "$CACHE" \
   --models "${MODELS:-llama3-8b,64-head}" --seqs "${SEQS:-16384,32768,131072}"
 "$PY" examples/tp_mlp/mlp.py --compile-only --world "$W" --cache "$CACHE"
+"$PY" benches/python/host_time.py --compile-only --world "$W" --cache "$CACHE"
 tar cJf "$CACHE.tar.xz" -C build "$(basename "$CACHE")"
 echo "$CACHE.tar.xz: $(du -h "$CACHE.tar.xz" | cut -f1), $(ls "$CACHE" | wc -l) entries"

@@ -10,6 +10,9 @@
 #   attention-128k  the same on LLaMA-3-8B at 128k tokens (5 samples of 2
 #              calls: a call takes about a quarter of a second)
 #   mlp        the tensor-parallel MLP example under torchrun
+#   host       benches/python/host_time.py, a rank per GPU: host time per
+#              call, bit-identity with the single-process runtime, and
+#              calls back to back eagerly and replayed from CUDA graphs
 #
 # Logs and JSON under $OUT, packed into $OUT/results.tar.gz; one summary
 # line per stage.
@@ -49,7 +52,12 @@ for stage in "$@"; do
       stage mlp torchrun --nproc-per-node="$W" examples/tp_mlp/mlp.py --cache "$CACHE"
       tail -4 "$OUT/mlp.log"
       ;;
-    *) echo "usage: $0 attention|attention-128k|mlp..." >&2; exit 2 ;;
+    host)
+      stage host python3 benches/python/host_time.py --cache "$CACHE" --world "$W" \
+        --out "$OUT/host_time-x$W.json"
+      grep '^|' "$OUT/host.log"
+      ;;
+    *) echo "usage: $0 attention|attention-128k|mlp|host..." >&2; exit 2 ;;
   esac
 done
 python3 - "$OUT"/bench-*.json <<'PY' || true

@@ -2,6 +2,7 @@
 single-process runtime's, on the GPU machine.
 
     python benches/python/host_time.py --cache DIR --world W --out FILE.json
+    python benches/python/host_time.py --cache DIR --world W --compile-only
 
 Phase 1 spawns W processes (one rank each, rank r on GPU r mod the GPU
 count), each through `synco.Group`, and for every operator below:
@@ -294,10 +295,20 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", required=True)
     parser.add_argument("--world", type=int, default=2)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="compile the operators' kernels into --cache for --world ranks "
+                             "(no GPU), then stop")
     parser.add_argument("--profile", action="store_true",
                         help="also print rank 0's cProfile of each operator's calls")
     args = parser.parse_args()
+    if args.compile_only:
+        for name, (cls, extra) in OPS.items():
+            compiled = cls.compile(args.world, **options(args.world, extra, args.cache))
+            print(f"compiled {name} for {args.world} ranks: {compiled.folder.name}")
+        return
+    if not args.out:
+        parser.error("--out is required (unless --compile-only)")
     folder = tempfile.mkdtemp(prefix="synco-host-time-")
     ctx = mp.get_context("spawn")
     port = 29500 + os.getpid() % 1000
