@@ -11,14 +11,20 @@ use crate::{
         fail, flag_layout, internal, loc, plans, reduction_kind,
     },
     tiles::{
-        Access, CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, TileLoop,
-        find_tile_index, find_tile_loops, scaled_by_tile,
+        Access, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR, find_tile_index, find_tile_loops,
+        scaled_by_tile,
     },
 };
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkReorderTilesOptions, PassOptions, RustPass};
 use synco_chunk::{Diagnostic, PassFailed};
-use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
+use synco_ir::{self as ir, Builder, Op, Value};
+
+mod kernel_loop;
+mod rotation;
+
+use kernel_loop::split_tile_loop;
+use rotation::{interleave, rotate, rotate_back};
 
 /// The body of `chunk-reorder-tiles`.
 pub struct Pass;
@@ -221,209 +227,6 @@ fn order_sources(
     )
     .emit();
     Ok(())
-}
-
-/// Rows per chunk and chunks in all of the split a tile loop carries
-/// (`chunk.chunk_rows`, `chunk.chunk_count`), so that the buffers it walks
-/// can be checked to share it.
-const CHUNK_ROWS_ATTR: &str = "chunk.chunk_rows";
-const CHUNKS_ATTR: &str = "chunk.chunk_count";
-
-/// A consumer whose blocks a kernel loop walks (`loop(...)`; each loop, if
-/// several do): the loop from `lo` (0 or a multiple of the tile) to `hi`
-/// is split into a loop over the buffer's `C` chunks of `R` rows,
-/// iteration `j` taking chunk `c = (j + rank * n) mod C` (`n` chunks per
-/// rank: the rank's own first, then rank r+1's, ..., the order they
-/// arrive in), around the kernel's loop clipped to
-/// `[max(lo, c * R), min(hi, (c + 1) * R))`, its iteration values carried
-/// through.
-/// The chunk index is marked
-/// for `chunk-insert-waits`, which waits before the clipped loop: outside
-/// the loop Triton pipelines. Buffers walked by one loop (keys and values)
-/// share the split, and must be chunked alike.
-fn split_tile_loop(
-    rank: Value,
-    plan: &crate::plan::Plan,
-    consume: TileMap,
-    name: &str,
-    tile_loop: TileLoop,
-    remark_for_loops: Option<usize>,
-) -> Result<(), PassFailed> {
-    let ctx = ir::context_of(consume.0);
-    let (var, subject) = (tile_loop.key(), tile_loop.subject());
-    let layout = flag_layout(plan)?;
-    let Some(range) = layout
-        .iter()
-        .find(|r| r.kind == FlagKind::Arrival && r.buffer == name)
-    else {
-        return Err(fail(
-            consume,
-            format!("@{name} has no chunks arriving from other ranks for {subject} to wait for"),
-        ));
-    };
-    // (The plan verifier refuses chunks that split a tile.)
-    let (rows, chunks) = (
-        range.rows_per_chunk,
-        range.chunks_per_rank * plan.world_size,
-    );
-    let order = match range.owners {
-        Owners::Contiguous => LoopOrder::Blocks(block_order(
-            plan,
-            name,
-            range.dim,
-            rows * range.chunks_per_rank,
-        )),
-        Owners::Zigzag => LoopOrder::Zigzag,
-        Owners::Irregular => {
-            return Err(fail(
-                consume,
-                format!(
-                    "chunk-reorder-tiles: the transfers into @{name} leave its chunks held neither in one block per rank nor in zigzag half-blocks (some rank's chunk is never written, or a rank's own chunk is): {subject} cannot tell which chunks to wait for"
-                ),
-            ));
-        }
-    };
-    if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
-        let split = (
-            ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
-            ir::int_attr(tile_loop.op, CHUNKS_ATTR),
-        );
-        if split != (Some(rows), Some(chunks)) {
-            return Err(fail(
-                consume,
-                format!(
-                    "@{name} comes in {chunks} chunks of {rows} rows, but {subject} is already split for a buffer in {} chunks of {} rows: buffers read in one loop must be chunked alike",
-                    split.1.unwrap_or(0),
-                    split.0.unwrap_or(0)
-                ),
-            ));
-        }
-    } else {
-        split_loop(
-            tile_loop,
-            rank,
-            (rows, range.chunks_per_rank, chunks),
-            order,
-            &var,
-        );
-        let i64t = ir::i64_type(ctx);
-        ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
-        ir::set_attr(tile_loop.op, CHUNKS_ATTR, ir::int_attr_of(i64t, chunks));
-    }
-    let Some(loops) = remark_for_loops else {
-        return Ok(());
-    };
-    Diagnostic::remark(
-        loc(consume),
-        format!(
-            "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
-            crate::tiles::loops_doing(loops, tile_loop, "reads", "read"),
-            crate::plan::extent_word(range.dim, plan.rank_of(name)),
-            match order {
-                LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
-                LoopOrder::Blocks(BlockOrder::Backward) =>
-                    "this rank's first, then rank r-1's, ...",
-                LoopOrder::Zigzag =>
-                    "this rank's two zigzag half-blocks first, then rank r+1's two, ...",
-            }
-        ),
-    )
-    .emit();
-    Ok(())
-}
-
-/// Rewrites `tile_loop` (from `lo`, 0 or a multiple of the tile, to `hi`)
-/// into the loop over `chunks` chunks of `rows` rows around it, clipped to
-/// `[max(lo, c * R), min(hi, (c + 1) * R))` (see [`split_tile_loop`]); marks the
-/// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
-/// ([`CHUNK_LOOP_ATTR`]) with `var`, the loop's [`TileLoop::key`].
-fn split_loop(
-    tile_loop: TileLoop,
-    rank: Value,
-    (rows, per_rank, chunks): (i64, i64, i64),
-    order: LoopOrder,
-    var: &str,
-) {
-    let l = tile_loop.op;
-    let ctx = ir::context_of(l);
-    let operands = ir::operands(l);
-    let (lower, upper, inits) = (operands[0], operands[1], operands[3..].to_vec());
-    // (A loop from a multiple of the tile, as a causal band, starts at or
-    // after the chunk's first row.)
-    let from_zero = ir::constant_int(lower) == Some(0);
-    let ty = ir::type_of(operands[0]);
-    let b = Builder::before(l).with_loc(ir::location_of(l));
-    let c = |v: i64| b.constant(ty, v);
-    // Where the loop over the chunks unrolls, the chunk's rows are hidden
-    // from LLVM: from a constant bound it widens the clipped loop's
-    // variable to 64 bits, and a causal mask on it then compares in 64
-    // bits. (Hidden in a loop that stays rolled, they cost more than they
-    // save: passes/docs/kernel-loops.md.)
-    let unrolled = chunks <= MAX_UNROLLED_CHUNKS;
-    let rows = if unrolled {
-        b.opaque_i32(c(rows))
-    } else {
-        c(rows)
-    };
-    let mut clipped = (upper, upper);
-    let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
-        let chunk = match order {
-            LoopOrder::Blocks(BlockOrder::Forward) => rotate(&body, j, rank, 0, per_rank, chunks),
-            LoopOrder::Blocks(BlockOrder::Backward) => {
-                rotate_back(&body, j, rank, per_rank, chunks)
-            }
-            LoopOrder::Zigzag => zigzag_rotate(&body, j, rank, per_rank, chunks),
-        };
-        ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
-        let first = body.muli(ir::result(chunk, 0), rows);
-        let end = body.addi(first, rows);
-        let start = if from_zero {
-            first
-        } else {
-            body.maxsi(lower, first)
-        };
-        clipped = (start, body.minsi(upper, end));
-        args
-    });
-    // The kernel's loop moves inside, clipped to the chunk, its results
-    // now the outer loop's.
-    for (inner, outer) in ir::results(l).into_iter().zip(ir::results(outer)) {
-        ir::replace_all_uses(inner, outer);
-    }
-    let body = ir::blocks(ir::regions(outer)[0])[0];
-    let outer_yield = *ir::ops_in(body)
-        .last()
-        .expect("a loop body ends in scf.yield");
-    ir::move_before(l, outer_yield);
-    ir::set_operand(l, 0, clipped.0);
-    ir::set_operand(l, 1, clipped.1);
-    for (i, arg) in ir::block_args(body).into_iter().skip(1).enumerate() {
-        ir::set_operand(l, 3 + i, arg);
-    }
-    for (i, result) in ir::results(l).into_iter().enumerate() {
-        ir::set_operand(outer_yield, i, result);
-    }
-    ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, var));
-    if unrolled {
-        ir::set_attr(outer, UNROLL_ATTR, b.i32_attr(chunks));
-    }
-}
-
-/// Triton's attribute that has its loop-unroll pass unroll a loop by its
-/// value (`tl.range(..., loop_unroll_factor=n)`).
-const UNROLL_ATTR: &str = "tt.loop_unroll_factor";
-/// The most chunks whose loop is unrolled: each clipped loop then sits in
-/// the kernel's body, and LLVM keeps its iteration as short as the
-/// kernel's own (passes/docs/kernel-loops.md); beyond this, code size.
-const MAX_UNROLLED_CHUNKS: i64 = 8;
-
-/// The order in which a split loop reads a buffer's chunks.
-#[derive(Clone, Copy)]
-enum LoopOrder {
-    /// Block by block, in the order the peers' blocks arrive.
-    Blocks(BlockOrder),
-    /// Each rank's two zigzag half-blocks in turn, from this rank's on.
-    Zigzag,
 }
 
 /// Whether the chunks that transfers bring into `name` are held in zigzag
@@ -717,87 +520,4 @@ fn insert_before(next: Op, loc: ir::Loc, build: impl FnOnce(&Builder) -> Op) -> 
         .filter(|op| !existing.iter().any(|e| ir::same_op(*e, *op)))
         .collect();
     (result, created)
-}
-
-/// Index `t` of `all` chunks held in zigzag half-blocks (`per_rank / 2`
-/// chunks each; rank `o` holds half-blocks `o` and `2W - 1 - o`), walked
-/// rank by rank from this one: step `s = t / per_rank` reads rank
-/// `o = (rank + s) mod W`'s chunks, its half-block `o` then `2W - 1 - o`.
-/// Returns the op of the new index.
-fn zigzag_rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
-    let c = |v: i64| b.const_i32(v);
-    let world = all / per_rank.max(1);
-    let per_half = (per_rank / 2).max(1);
-    let step = b.divsi(t, c(per_rank));
-    let within = b.remsi(t, c(per_rank));
-    let owner = b.remsi(b.addi(rank, step), c(world));
-    let second = b.cmpi(Cmp::Sge, within, c(per_half));
-    let half = b.select(second, b.subi(c(2 * world - 1), owner), owner);
-    let index = b.addi(b.muli(half, c(per_half)), b.remsi(within, c(per_half)));
-    ir::defining_op(index).expect("an op result")
-}
-
-/// `(t + (rank + first_block) * per_rank) mod all`; returns the value and
-/// its op.
-fn rotate(b: &Builder, t: Value, rank: Value, first_block: i64, per_rank: i64, all: i64) -> Op {
-    let block = if first_block == 0 {
-        rank
-    } else {
-        b.addi(rank, b.const_i32(first_block))
-    };
-    let shift = b.muli(block, b.const_i32(per_rank));
-    let rotated = b.remsi(b.addi(t, shift), b.const_i32(all));
-    ir::defining_op(rotated).expect("an op result")
-}
-
-/// Index `t` of `all` (blocks of `per_rank`) walked from this rank's block
-/// backwards: block `(rank - t / per_rank) mod W`, the same index within
-/// it. Returns the op of the new index.
-fn rotate_back(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
-    let c = |v: i64| b.const_i32(v);
-    let blocks = all / per_rank.max(1);
-    let step = b.divsi(t, c(per_rank));
-    let within = b.remsi(t, c(per_rank));
-    let owner = b.remsi(b.subi(b.addi(rank, c(blocks)), step), c(blocks));
-    let index = b.addi(b.muli(owner, c(per_rank)), within);
-    ir::defining_op(index).expect("an op result")
-}
-
-/// The interleaved order of [`Order::Interleave`]: dispatch slot
-/// `j = t / tiles_per_chunk` runs, with `S = W - 1` and `n` chunks per rank,
-/// chunk 0 of block `rank + j + 1` for `j < S`; then, for `q = (j - S) /
-/// (S + 1)` and `i = (j - S) % (S + 1)`: chunk `q + 1` of block
-/// `rank + i + 1` for `i < S`, own chunk `q` for `i = S`; the last slot is
-/// own chunk `n - 1`. Returns the op of the new row tile index.
-fn interleave(
-    b: &Builder,
-    t: Value,
-    rank: Value,
-    world_size: i64,
-    chunks_per_rank: i64,
-    tiles_per_chunk: i64,
-) -> Op {
-    let c = |v: i64| b.const_i32(v);
-    let peers = world_size - 1;
-    let slot = b.divsi(t, c(tiles_per_chunk));
-    let within = b.remsi(t, c(tiles_per_chunk));
-    let after_first = b.subi(slot, c(peers));
-    let q = b.divsi(after_first, c(peers + 1));
-    let i = b.remsi(after_first, c(peers + 1));
-    let in_first = b.cmpi(Cmp::Slt, slot, c(peers));
-    let is_last = b.cmpi(Cmp::Sge, q, c(chunks_per_rank - 1));
-    let is_peer = b.cmpi(Cmp::Slt, i, c(peers));
-    // Blocks counted from this rank (0 = own) and chunks within them.
-    let steady_block = b.select(is_peer, b.addi(i, c(1)), c(0));
-    let steady_chunk = b.select(is_peer, b.addi(q, c(1)), q);
-    let later_block = b.select(is_last, c(0), steady_block);
-    let later_chunk = b.select(is_last, c(chunks_per_rank - 1), steady_chunk);
-    let block = b.select(in_first, b.addi(slot, c(1)), later_block);
-    let chunk = b.select(in_first, c(0), later_chunk);
-    let owner = b.remsi(b.addi(rank, block), c(world_size));
-    let row_tile = b.addi(
-        b.muli(owner, c(chunks_per_rank * tiles_per_chunk)),
-        b.addi(b.muli(chunk, c(tiles_per_chunk)), within),
-    );
-    ir::defining_op(row_tile).expect("an op result")
 }

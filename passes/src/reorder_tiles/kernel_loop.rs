@@ -1,0 +1,215 @@
+//! The kernel loops `chunk-reorder-tiles` splits by chunk: a consumer
+//! whose blocks a kernel loop walks (`loop(...)`) gets a loop over the
+//! buffer's chunks, in arrival order, around the kernel's own loop clipped
+//! to each chunk.
+
+use super::rotation::{rotate, rotate_back, zigzag_rotate};
+use crate::{
+    plan::{BlockOrder, FlagKind, Owners, TileMap, block_order, fail, flag_layout, loc},
+    tiles::{CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, TileLoop},
+};
+use synco_chunk::{Diagnostic, PassFailed};
+use synco_ir::{self as ir, Builder, Value};
+
+/// Rows per chunk and chunks in all of the split a tile loop carries
+/// (`chunk.chunk_rows`, `chunk.chunk_count`), so that the buffers it walks
+/// can be checked to share it.
+const CHUNK_ROWS_ATTR: &str = "chunk.chunk_rows";
+const CHUNKS_ATTR: &str = "chunk.chunk_count";
+
+/// A consumer whose blocks a kernel loop walks (`loop(...)`; each loop, if
+/// several do): the loop from `lo` (0 or a multiple of the tile) to `hi`
+/// is split into a loop over the buffer's `C` chunks of `R` rows,
+/// iteration `j` taking chunk `c = (j + rank * n) mod C` (`n` chunks per
+/// rank: the rank's own first, then rank r+1's, ..., the order they
+/// arrive in), around the kernel's loop clipped to
+/// `[max(lo, c * R), min(hi, (c + 1) * R))`, its iteration values carried
+/// through.
+/// The chunk index is marked
+/// for `chunk-insert-waits`, which waits before the clipped loop: outside
+/// the loop Triton pipelines. Buffers walked by one loop (keys and values)
+/// share the split, and must be chunked alike.
+pub(super) fn split_tile_loop(
+    rank: Value,
+    plan: &crate::plan::Plan,
+    consume: TileMap,
+    name: &str,
+    tile_loop: TileLoop,
+    remark_for_loops: Option<usize>,
+) -> Result<(), PassFailed> {
+    let ctx = ir::context_of(consume.0);
+    let (var, subject) = (tile_loop.key(), tile_loop.subject());
+    let layout = flag_layout(plan)?;
+    let Some(range) = layout
+        .iter()
+        .find(|r| r.kind == FlagKind::Arrival && r.buffer == name)
+    else {
+        return Err(fail(
+            consume,
+            format!("@{name} has no chunks arriving from other ranks for {subject} to wait for"),
+        ));
+    };
+    // (The plan verifier refuses chunks that split a tile.)
+    let (rows, chunks) = (
+        range.rows_per_chunk,
+        range.chunks_per_rank * plan.world_size,
+    );
+    let order = match range.owners {
+        Owners::Contiguous => LoopOrder::Blocks(block_order(
+            plan,
+            name,
+            range.dim,
+            rows * range.chunks_per_rank,
+        )),
+        Owners::Zigzag => LoopOrder::Zigzag,
+        Owners::Irregular => {
+            return Err(fail(
+                consume,
+                format!(
+                    "chunk-reorder-tiles: the transfers into @{name} leave its chunks held neither in one block per rank nor in zigzag half-blocks (some rank's chunk is never written, or a rank's own chunk is): {subject} cannot tell which chunks to wait for"
+                ),
+            ));
+        }
+    };
+    if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
+        let split = (
+            ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
+            ir::int_attr(tile_loop.op, CHUNKS_ATTR),
+        );
+        if split != (Some(rows), Some(chunks)) {
+            return Err(fail(
+                consume,
+                format!(
+                    "@{name} comes in {chunks} chunks of {rows} rows, but {subject} is already split for a buffer in {} chunks of {} rows: buffers read in one loop must be chunked alike",
+                    split.1.unwrap_or(0),
+                    split.0.unwrap_or(0)
+                ),
+            ));
+        }
+    } else {
+        split_loop(
+            tile_loop,
+            rank,
+            (rows, range.chunks_per_rank, chunks),
+            order,
+            &var,
+        );
+        let i64t = ir::i64_type(ctx);
+        ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
+        ir::set_attr(tile_loop.op, CHUNKS_ATTR, ir::int_attr_of(i64t, chunks));
+    }
+    let Some(loops) = remark_for_loops else {
+        return Ok(());
+    };
+    Diagnostic::remark(
+        loc(consume),
+        format!(
+            "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
+            crate::tiles::loops_doing(loops, tile_loop, "reads", "read"),
+            crate::plan::extent_word(range.dim, plan.rank_of(name)),
+            match order {
+                LoopOrder::Blocks(BlockOrder::Forward) => "this rank's first, then rank r+1's, ...",
+                LoopOrder::Blocks(BlockOrder::Backward) =>
+                    "this rank's first, then rank r-1's, ...",
+                LoopOrder::Zigzag =>
+                    "this rank's two zigzag half-blocks first, then rank r+1's two, ...",
+            }
+        ),
+    )
+    .emit();
+    Ok(())
+}
+
+/// Rewrites `tile_loop` (from `lo`, 0 or a multiple of the tile, to `hi`)
+/// into the loop over `chunks` chunks of `rows` rows around it, clipped to
+/// `[max(lo, c * R), min(hi, (c + 1) * R))` (see [`split_tile_loop`]); marks the
+/// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
+/// ([`CHUNK_LOOP_ATTR`]) with `var`, the loop's [`TileLoop::key`].
+fn split_loop(
+    tile_loop: TileLoop,
+    rank: Value,
+    (rows, per_rank, chunks): (i64, i64, i64),
+    order: LoopOrder,
+    var: &str,
+) {
+    let l = tile_loop.op;
+    let ctx = ir::context_of(l);
+    let operands = ir::operands(l);
+    let (lower, upper, inits) = (operands[0], operands[1], operands[3..].to_vec());
+    // (A loop from a multiple of the tile, as a causal band, starts at or
+    // after the chunk's first row.)
+    let from_zero = ir::constant_int(lower) == Some(0);
+    let ty = ir::type_of(operands[0]);
+    let b = Builder::before(l).with_loc(ir::location_of(l));
+    let c = |v: i64| b.constant(ty, v);
+    // Where the loop over the chunks unrolls, the chunk's rows are hidden
+    // from LLVM: from a constant bound it widens the clipped loop's
+    // variable to 64 bits, and a causal mask on it then compares in 64
+    // bits. (Hidden in a loop that stays rolled, they cost more than they
+    // save: passes/docs/kernel-loops.md.)
+    let unrolled = chunks <= MAX_UNROLLED_CHUNKS;
+    let rows = if unrolled {
+        b.opaque_i32(c(rows))
+    } else {
+        c(rows)
+    };
+    let mut clipped = (upper, upper);
+    let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
+        let chunk = match order {
+            LoopOrder::Blocks(BlockOrder::Forward) => rotate(&body, j, rank, 0, per_rank, chunks),
+            LoopOrder::Blocks(BlockOrder::Backward) => {
+                rotate_back(&body, j, rank, per_rank, chunks)
+            }
+            LoopOrder::Zigzag => zigzag_rotate(&body, j, rank, per_rank, chunks),
+        };
+        ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
+        let first = body.muli(ir::result(chunk, 0), rows);
+        let end = body.addi(first, rows);
+        let start = if from_zero {
+            first
+        } else {
+            body.maxsi(lower, first)
+        };
+        clipped = (start, body.minsi(upper, end));
+        args
+    });
+    // The kernel's loop moves inside, clipped to the chunk, its results
+    // now the outer loop's.
+    for (inner, outer) in ir::results(l).into_iter().zip(ir::results(outer)) {
+        ir::replace_all_uses(inner, outer);
+    }
+    let body = ir::blocks(ir::regions(outer)[0])[0];
+    let outer_yield = *ir::ops_in(body)
+        .last()
+        .expect("a loop body ends in scf.yield");
+    ir::move_before(l, outer_yield);
+    ir::set_operand(l, 0, clipped.0);
+    ir::set_operand(l, 1, clipped.1);
+    for (i, arg) in ir::block_args(body).into_iter().skip(1).enumerate() {
+        ir::set_operand(l, 3 + i, arg);
+    }
+    for (i, result) in ir::results(l).into_iter().enumerate() {
+        ir::set_operand(outer_yield, i, result);
+    }
+    ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, var));
+    if unrolled {
+        ir::set_attr(outer, UNROLL_ATTR, b.i32_attr(chunks));
+    }
+}
+
+/// Triton's attribute that has its loop-unroll pass unroll a loop by its
+/// value (`tl.range(..., loop_unroll_factor=n)`).
+const UNROLL_ATTR: &str = "tt.loop_unroll_factor";
+/// The most chunks whose loop is unrolled: each clipped loop then sits in
+/// the kernel's body, and LLVM keeps its iteration as short as the
+/// kernel's own (passes/docs/kernel-loops.md); beyond this, code size.
+const MAX_UNROLLED_CHUNKS: i64 = 8;
+
+/// The order in which a split loop reads a buffer's chunks.
+#[derive(Clone, Copy)]
+enum LoopOrder {
+    /// Block by block, in the order the peers' blocks arrive.
+    Blocks(BlockOrder),
+    /// Each rank's two zigzag half-blocks in turn, from this rank's on.
+    Zigzag,
+}
