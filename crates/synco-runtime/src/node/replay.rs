@@ -10,6 +10,7 @@ use super::{Node, check};
 use crate::{
     error::{Result, RuntimeError},
     kernel::FusedKernel,
+    sync::SyncWords,
     timeline::LaunchMarks,
 };
 use cudarc::driver::sys;
@@ -86,7 +87,6 @@ impl Node {
         gpu.bind()?;
         let words = &kernel.words;
         let flags = self.ptr(rank, &kernel.flags);
-        let peers: Vec<usize> = (0..self.world_size()).filter(|&p| p != rank).collect();
         // SAFETY: stream operations on the bound context's streams, on
         // words of this kernel's flags buffer.
         unsafe {
@@ -109,18 +109,7 @@ impl Node {
         if let Some(event) = self.timeline_event(rank, gpu.compute)? {
             marks.began.push(event);
         }
-        self.send_epoch(
-            rank,
-            gpu.signal,
-            kernel,
-            words.one(),
-            Some(1),
-            &peers,
-            &|w| w.entered_by(rank),
-        )?;
-        for &peer in &peers {
-            self.wait_word(rank, gpu.compute, kernel, words.entered_by(peer), 1)?;
-        }
+        self.barrier(rank, kernel, gpu.signal, SyncWords::entered_by)?;
         let entered = flags + 4 * words.entered_by(0) as u64;
         // SAFETY: as above.
         unsafe {
@@ -159,8 +148,6 @@ impl Node {
     /// launch's start.
     pub(super) fn leave_replayed_launch(&self, rank: usize, kernel: &FusedKernel) -> Result<()> {
         let gpu = self.local(rank);
-        let words = &kernel.words;
-        let peers: Vec<usize> = (0..self.world_size()).filter(|&p| p != rank).collect();
         // SAFETY: event operations on the bound context's streams.
         unsafe {
             check(
@@ -174,17 +161,28 @@ impl Node {
                 sys::cuStreamWaitEvent(gpu.compute, gpu.signals_sent, 0),
             )?;
         }
-        self.send_epoch(
-            rank,
-            gpu.compute,
-            kernel,
-            words.one(),
-            Some(1),
-            &peers,
-            &|w| w.ended_by(rank),
-        )?;
+        self.barrier(rank, kernel, gpu.compute, SyncWords::ended_by)
+    }
+
+    /// `rank`'s part of a barrier of every rank on the words `word` names:
+    /// 1 (from `words.one()`) into `word(peer's words, rank)` of every
+    /// peer, sent from `stream`, then the compute stream's wait for every
+    /// peer's `word(rank's words, peer)`.
+    fn barrier(
+        &self,
+        rank: usize,
+        kernel: &FusedKernel,
+        stream: sys::CUstream,
+        word: fn(&SyncWords, usize) -> usize,
+    ) -> Result<()> {
+        let peers: Vec<usize> = (0..self.world_size()).filter(|&p| p != rank).collect();
+        let words = &kernel.words;
+        self.send_epoch(rank, stream, kernel, words.one(), Some(1), &peers, &|w| {
+            word(w, rank)
+        })?;
+        let compute = self.local(rank).compute;
         for &peer in &peers {
-            self.wait_word(rank, gpu.compute, kernel, words.ended_by(peer), 1)?;
+            self.wait_word(rank, compute, kernel, word(words, peer), 1)?;
         }
         Ok(())
     }
