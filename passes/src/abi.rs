@@ -47,18 +47,46 @@ pub const BUFFERS_ATTR: &str = "chunk.abi_buffers";
 /// Prefix of the argument that carries an unbound plan buffer.
 pub const BUFFER_ARG_PREFIX: &str = "synco_buffer_";
 
-/// The `synco_buffer_<name>` argument of a bound kernel.
+/// The `synco_buffer_<name>` argument of a bound kernel: the buffer
+/// arguments follow the fixed ones in [`BUFFERS_ATTR`]'s order (a
+/// [`STEP_STATE_ARG`] among them aside).
 pub fn buffer_arg(func: Op, name: &str) -> Option<Value> {
-    let first = ir::int_attr(func, FIRST_ARG_ATTR)? as usize;
-    let names = ir::attr(func, BUFFERS_ATTR).and_then(ir::array_value)?;
-    let index = names
+    let index = ir::attr(func, BUFFERS_ATTR)
+        .and_then(ir::array_value)?
         .into_iter()
         .position(|n| ir::str_value(n).as_deref() == Some(name))?;
-    let entry = ir::blocks(*ir::regions(func).first()?).first().copied()?;
-    ir::block_args(entry)
-        .get(first + ARGS.len() + index)
-        .copied()
+    abi_tail(func)?
+        .into_iter()
+        .filter(|arg| !is_named(*arg, STEP_STATE_ARG))
+        .nth(index)
 }
+
+/// The ABI argument of `func` named `name` ([`STEP_STATE_ARG`]), found by
+/// the name its block argument carries.
+pub fn named_arg(func: Op, name: &str) -> Option<Value> {
+    abi_tail(func)?.into_iter().find(|arg| is_named(*arg, name))
+}
+
+/// The arguments of `func` after its fixed ABI arguments.
+fn abi_tail(func: Op) -> Option<Vec<Value>> {
+    let first = ir::int_attr(func, FIRST_ARG_ATTR)? as usize;
+    let entry = ir::blocks(*ir::regions(func).first()?).first().copied()?;
+    Some(
+        ir::block_args(entry)
+            .into_iter()
+            .skip(first + ARGS.len())
+            .collect(),
+    )
+}
+
+fn is_named(arg: Value, name: &str) -> bool {
+    synco_ir::loc::value_variable_name(arg).as_deref() == Some(name)
+}
+
+/// The argument `chunk-reorder-tiles` appends to a kernel that runs once
+/// per ring step (`!tt.ptr<i8>`): each program's softmax state, or
+/// whatever its loop carries, between the steps' launches.
+pub const STEP_STATE_ARG: &str = "synco_step_state";
 
 /// The pointer through which the fused kernel's own code (copy programs,
 /// reductions) reaches plan buffer `buffer`: the argument it binds where

@@ -6,7 +6,10 @@
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
 use crate::checked;
-use crate::plan::{Collective, MAX_RANK_COPIES, Plan, Produce, fail, internal, plans};
+use crate::plan::{
+    Collective, MAX_RANK_COPIES, Plan, Produce, fail, internal, plans,
+    slots::{RING_SLOTS, SLOTS_ATTR, SlotRing},
+};
 use melior::ir::operation::OperationRef;
 use synco_chunk::passes::{ChunkExpandCollectivesOptions, PassOptions, RustPass};
 use synco_chunk::{
@@ -55,6 +58,7 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
                 ));
             }
             expansion.declare_staging()?;
+            record_slots(&plan, collective)?;
             expansion.emit_all()?;
             ir::erase(op);
         }
@@ -65,6 +69,67 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
             ));
         }
     }
+    Ok(())
+}
+
+/// Records `slots(n)` of a ring all-gather on its buffer
+/// ([`SLOTS_ATTR`]), once it checks out: a ring (blocks arrive one per
+/// step), one chunk per rank (a step reads one block), pushed by the copy
+/// engine (each launch copies the next step's block), of dimension 0 (a
+/// block's rows, moved to a slot, keep the kernel's strides) and two slots.
+/// (The op's verifier refuses a ring of zigzag blocks.)
+fn record_slots(plan: &Plan, collective: Collective) -> Result<(), PassFailed> {
+    let Some(slots) = collective.slots() else {
+        return Ok(());
+    };
+    let op = collective.0;
+    let refuse = |why: &str| {
+        Err(fail(
+            op,
+            format!("chunk-expand-collectives: slots({slots}) {why}"),
+        ))
+    };
+    if slots != RING_SLOTS {
+        return refuse("is not built: a ring's blocks rotate through slots(2)");
+    }
+    if collective.kind() != CollectiveKind::AllGather
+        || collective.algorithm() != Some(attrs::Algorithm::Ring)
+    {
+        return refuse("needs a ring all_gather (algorithm(ring)): its blocks arrive one per step");
+    }
+    if collective.chunks() != Some(1) {
+        return refuse("needs chunks(1): each ring step reads one whole block");
+    }
+    if collective.backend() != Some(attrs::Backend::CopyEngine) {
+        return refuse(
+            "needs backend(copy_engine): each launch of the kernel has the copy engine push the next step's block",
+        );
+    }
+    if collective.dim() != 0 || collective.split().is_some() {
+        return refuse(
+            "needs dim(0) without split: a block moved into a slot keeps the kernel's strides only as whole rows of dimension 0",
+        );
+    }
+    let Some(buffer) = collective
+        .src()
+        .and_then(|name| plan.buffer(&name).cloned())
+    else {
+        return Err(fail(op, "chunk-expand-collectives: malformed collective"));
+    };
+    if SlotRing::new(&buffer.shape, plan.world_size).is_none() {
+        return refuse(&format!(
+            "needs dimension 0 of @{} ({} rows) split in {} blocks",
+            buffer.name,
+            buffer.shape.first().copied().unwrap_or(0),
+            plan.world_size
+        ));
+    }
+    let ctx = ir::context_of(buffer.op);
+    ir::set_attr(
+        buffer.op,
+        SLOTS_ATTR,
+        ir::int_attr_of(ir::i64_type(ctx), slots),
+    );
     Ok(())
 }
 

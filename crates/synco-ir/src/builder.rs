@@ -495,6 +495,41 @@ impl Builder {
         }
     }
 
+    /// `scf.if %cond -> (types) { then } else { otherwise }`: each branch's
+    /// builder returns the values it yields. Returns the op.
+    pub fn if_yield(
+        &self,
+        cond: Value,
+        types: &[Type],
+        then: impl FnOnce(Builder) -> Vec<Value>,
+        otherwise: impl FnOnce(Builder) -> Vec<Value>,
+    ) -> Op {
+        unsafe {
+            let make = || {
+                let region = mlirRegionCreate();
+                let block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
+                mlirRegionAppendOwnedBlock(region, block);
+                (region, block)
+            };
+            let (then_region, then_block) = make();
+            let (else_region, else_block) = make();
+            let op = self.op_with_regions(
+                "scf.if",
+                &[cond],
+                types,
+                &[],
+                vec![then_region, else_region],
+            );
+            let inner = Builder::at_end(self.ctx, then_block, self.loc);
+            let yielded = then(inner);
+            inner.op("scf.yield", &yielded, &[], &[]);
+            let inner = Builder::at_end(self.ctx, else_block, self.loc);
+            let yielded = otherwise(inner);
+            inner.op("scf.yield", &yielded, &[], &[]);
+            op
+        }
+    }
+
     /// `scf.for %i = lower to upper step step` (i32 bounds), no iteration
     /// values; `body(builder, i)` builds the body before its `scf.yield`.
     pub fn for_loop(

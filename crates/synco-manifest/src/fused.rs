@@ -25,6 +25,12 @@ pub struct PlanBuffer {
     /// read back with the runtime's `Node::read_trace`.
     #[serde(default)]
     pub trace: bool,
+    /// A ring's gathered buffer kept in slots (`slots(2)`): each rank
+    /// holds this many rows of dimension 0 (its own block and two slots)
+    /// instead of `shape[0]`, the rows the kernel's addresses and the
+    /// plan count in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_rows: Option<i64>,
 }
 
 impl PlanBuffer {
@@ -37,8 +43,9 @@ impl PlanBuffer {
     /// Bytes the buffer takes, or `None` if a dimension is negative or the
     /// size does not fit in an `i64`.
     pub fn checked_bytes(&self) -> Option<i64> {
-        self.shape
-            .iter()
+        let rows = self.held_rows.or(self.shape.first().copied());
+        rows.iter()
+            .chain(self.shape.iter().skip(1))
             .chain([&self.element_bytes.unwrap_or(0)])
             .try_fold(
                 1i64,
@@ -106,6 +113,23 @@ pub struct Copy {
     /// earlier copy brought (a ring forwards each chunk once it arrived).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_flag: Option<i64>,
+    /// Of a kernel that runs once per ring step ([`FusedPlan::ring_steps`]):
+    /// the step whose launch makes the copy. It brings the block of the
+    /// next step, so its flag is set to the epoch of the next launch (this
+    /// launch's epoch + 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+}
+
+/// A kernel that runs once per ring step (a buffer kept in ring slots,
+/// `slots(2)`): a call of the operation is `steps` launches, epochs in a
+/// row (launch `s` of a call has `(epoch - 1) mod steps == s`), each
+/// making the copies of its step; each program keeps `state_bytes` between
+/// the launches, in a buffer the runtime passes as `synco_step_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingSteps {
+    pub steps: u32,
+    pub state_bytes: u64,
 }
 
 /// One copy the side stream makes once kernel tiles have finished a chunk
@@ -183,6 +207,9 @@ pub struct FusedPlan {
     /// sharing a GPU must have their programs resident at once.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub copy_programs_forward: bool,
+    /// The kernel runs once per ring step (see [`RingSteps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring_steps: Option<RingSteps>,
     pub buffers: Vec<PlanBuffer>,
     pub chunks: Vec<ChunkLayout>,
     /// `copies[r]`: what rank `r` drives, in schedule order.
@@ -523,6 +550,25 @@ mod tests {
     /// copy moves, reach into peers' heaps; a copy-engine gather or
     /// reduction does not (checked against the PTX of the 80 one-GPU bench
     /// variants: those that read `synco_heap_bases` are exactly these).
+    #[test]
+    fn a_buffer_kept_in_ring_slots_takes_the_rows_it_holds() {
+        let mut buffer = PlanBuffer {
+            name: "K".into(),
+            arg: Some(1),
+            shape: vec![2048, 128],
+            element: "bf16".into(),
+            element_bytes: Some(2),
+            staging: false,
+            trace: false,
+            held_rows: None,
+        };
+        assert_eq!(buffer.bytes(), 2048 * 128 * 2);
+        buffer.held_rows = Some(1536);
+        assert_eq!(buffer.bytes(), 1536 * 128 * 2);
+        buffer.held_rows = Some(-1);
+        assert_eq!(buffer.checked_bytes(), None);
+    }
+
     #[test]
     fn tells_kernels_that_reach_into_peers() {
         let plan = |copy_programs: u32, reduction: bool, copied_by_engine: bool| -> FusedPlan {

@@ -32,8 +32,8 @@ mod params;
 
 pub use bounds::{IndexBound, IndexExpr, MAX_EVALUATED_PROGRAMS, Program};
 pub use fused::{
-    ChunkKind, ChunkLayout, Copy, CopyRows, FusedPlan, PlanBuffer, ReductionCopy, ScalarArg,
-    ScalarRole,
+    ChunkKind, ChunkLayout, Copy, CopyRows, FusedPlan, PlanBuffer, ReductionCopy, RingSteps,
+    ScalarArg, ScalarRole,
 };
 pub use params::{
     Param, ParamRole, ScalarType, TENSOR_MAP_BYTES, TensorDescriptor, descriptor_type,

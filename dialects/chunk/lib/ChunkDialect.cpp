@@ -453,7 +453,7 @@ enum class AttrValue { Unit, String, Integer, Names, List, Dictionary };
 /// (the table in the dialect's description).
 std::optional<AttrValue> discardableAttrValue(StringRef name) {
   return llvm::StringSwitch<std::optional<AttrValue>>(name)
-      .Cases({"staging", "trace", "fused"}, AttrValue::Unit)
+      .Cases({"staging", "trace", "fused", "ring_step"}, AttrValue::Unit)
       .Cases({"flag_implied_by", "tile_index", "source_index", "chunk_index",
               "chunk_loop"},
              AttrValue::String)
@@ -461,7 +461,8 @@ std::optional<AttrValue> discardableAttrValue(StringRef name) {
               "index_bounds"},
              AttrValue::List)
       .Case("host_schedule", AttrValue::Dictionary)
-      .Cases({"abi_first_arg", "chunk_rows", "chunk_count"},
+      .Cases({"abi_first_arg", "chunk_rows", "chunk_count", "slots",
+              "step_state_bytes"},
              AttrValue::Integer)
       .Cases({"staged", "abi_buffers"}, AttrValue::Names)
       .Default(std::nullopt);

@@ -14,13 +14,14 @@ mod schedule;
 pub mod sm_copies;
 
 use crate::plan::records;
+use crate::plan::slots::STEP_STATE_BYTES_ATTR;
 use crate::plan::{MAX_FLAGS, Transfer, fail, flag_layout, internal, plans};
 use melior::ir::operation::OperationRef;
 use schedule::{check_arrival_flags, schedule};
 use synco_chunk::passes::{ChunkLowerTransfersOptions, PassOptions, RustPass};
 use synco_chunk::{PassFailed, attrs::Backend};
 use synco_ir as ir;
-use synco_manifest::FusedPlan;
+use synco_manifest::{FusedPlan, RingSteps};
 
 /// The body of `chunk-lower-transfers`.
 pub struct Pass;
@@ -77,6 +78,7 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
                 .iter()
                 .any(|r| r.kind == crate::plan::FlagKind::Reduction);
         }
+        schedule.ring_steps = ring_steps(&plan, module)?;
         if crate::plan::stages_on_sms(&plan) {
             // chunk-fuse-reductions{mode=stage}: the copy programs run the
             // reduction copies the copy engine would.
@@ -126,6 +128,31 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// Of a plan that keeps a buffer in ring slots: its ring steps and the
+/// state the kernel keeps between their launches (`chunk-reorder-tiles`
+/// recorded it on the kernel).
+fn ring_steps(plan: &crate::plan::Plan, module: ir::Op) -> Result<Option<RingSteps>, PassFailed> {
+    let Some(slotted) = plan.buffers.iter().find(|b| b.slots.is_some()) else {
+        return Ok(None);
+    };
+    let state = plan
+        .find_kernel_in(module)
+        .and_then(|kernel| ir::int_attr(kernel, STEP_STATE_BYTES_ATTR));
+    let (Some(state), Ok(steps)) = (state, u32::try_from(plan.world_size)) else {
+        return Err(fail(
+            slotted.op,
+            format!(
+                "chunk-lower-transfers: @{} is kept in ring slots, but the kernel does not run one ring step per launch; run chunk-reorder-tiles first",
+                slotted.name
+            ),
+        ));
+    };
+    Ok(Some(RingSteps {
+        steps,
+        state_bytes: state.unsigned_abs(),
+    }))
 }
 
 /// Option `copy-programs`: a count, or the cost model's choice.

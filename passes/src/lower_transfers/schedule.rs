@@ -6,6 +6,7 @@
 
 use super::moves_nothing;
 use crate::plan::records;
+use crate::plan::slots::SlotRing;
 use crate::plan::{
     FlagKind, FlagRange, Plan, Transfer, fail, internal, loc, region_offsets, region_parts,
 };
@@ -126,6 +127,7 @@ fn merge_side_by_side(list: &mut Vec<Copy>) {
                 && copy.flag.is_none()
                 && earlier.after_flag.is_none()
                 && copy.after_flag.is_none()
+                && earlier.step == copy.step
                 && (earlier.src_rank, earlier.dst_rank) == (copy.src_rank, copy.dst_rank)
                 && (&earlier.src_buffer, &earlier.dst_buffer)
                     == (&copy.src_buffer, &copy.dst_buffer)
@@ -171,6 +173,10 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
             element_bytes: b.element_bytes(),
             staging: b.staging,
             trace: b.trace,
+            held_rows: b
+                .slots
+                .and_then(|_| SlotRing::new(&b.shape, w))
+                .map(SlotRing::physical_rows),
         })
         .collect();
     let chunks = layout
@@ -199,6 +205,7 @@ pub(super) fn schedule(plan: &Plan, layout: &[FlagRange]) -> Result<FusedPlan, P
         persistent_programs: None,
         co_resident: false,
         copy_programs_forward: false,
+        ring_steps: None,
         buffers,
         chunks,
         copies: per_rank,
@@ -313,6 +320,18 @@ fn host_copies(
         } else {
             dst_rank
         };
+        // A ring's block moved into a slot: its rows where the ranks hold
+        // them, in the launch of the step before the destination reads it.
+        let (src_offset, dst_offset, step) = match dst_buf.slots {
+            None => (src_offset, dst_offset, None),
+            Some(_) => slot_copy(
+                t,
+                w,
+                dst_buf,
+                [(src_rank, &src_off), (dst_rank, &dst_off)],
+                rows.checked_mul(row_elems),
+            )?,
+        };
         let after_flag = match forwards {
             Some(range) => Some(
                 range
@@ -337,9 +356,65 @@ fn host_copies(
             flag,
             before_kernel,
             after_flag,
+            step,
         });
     }
     Ok(())
+}
+
+/// Where a transfer of `elements` elements into the slotted buffer `buffer` (its
+/// own source, an all-gather) reads and writes (element offsets of the
+/// rows each rank holds: [`SlotRing::physical_row`]), and the ring step
+/// whose launch copies it: the one before its destination reads it. The
+/// block must be whole, and come from the rank that read it the step
+/// before (a backward ring: the slot it sits in then is the one the
+/// source's launch leaves alone).
+fn slot_copy(
+    t: Transfer,
+    w: i64,
+    buffer: &crate::plan::BufferDecl,
+    [(src_rank, src_off), (dst_rank, dst_off)]: [(i64, &[i64]); 2],
+    elements: Option<i64>,
+) -> Result<(i64, i64, Option<u32>), PassFailed> {
+    let ring = SlotRing::new(&buffer.shape, w)
+        .ok_or_else(|| internal(t, "a slotted buffer that does not split in blocks"))?;
+    let name = &buffer.name;
+    let whole_rows = |off: &[i64]| off.iter().skip(1).all(|o| *o == 0);
+    let (src_row, dst_row) = (src_off[0], dst_off[0]);
+    let block = dst_row / ring.block_rows;
+    let row_elems: i64 = buffer.shape.iter().skip(1).product();
+    let rows = elements.map(|e| e / row_elems.max(1)).unwrap_or(0);
+    if elements != ring.block_rows.checked_mul(row_elems)
+        || !whole_rows(src_off)
+        || !whole_rows(dst_off)
+        || src_row != dst_row
+        || dst_row % ring.block_rows != 0
+    {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: @{name} is kept in ring slots, which take whole blocks of {} rows, each into the place it has in the gathered buffer; this transfer moves {rows} rows from row {src_row} to row {dst_row}",
+                ring.block_rows
+            ),
+        ));
+    }
+    let read_at = ring.step_of(dst_rank, block);
+    if read_at == 0 || ring.step_of(src_rank, block) != read_at - 1 {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: @{name} is kept in ring slots: rank {dst_rank} reads block {block} at ring step {read_at}, so it must come from rank {}, which read it the step before (a backward ring); this transfer brings it from rank {src_rank}",
+                (dst_rank - 1).rem_euclid(w)
+            ),
+        ));
+    }
+    let offset = |rank: i64| {
+        ring.physical_row(rank, src_row)
+            .checked_mul(row_elems)
+            .ok_or_else(|| fail(t, format!("@{name}'s offsets leave 64 bits")))
+    };
+    let step = u32::try_from(read_at - 1).map_err(|_| internal(t, "a ring step beyond 32 bits"))?;
+    Ok((offset(src_rank)?, offset(dst_rank)?, Some(step)))
 }
 
 /// The arrival flags of the rows transfer `t` forwards (it waits for the

@@ -9,7 +9,8 @@
 //! * [`records`]: what a pass records for later passes and the manifest,
 //!   as registered `chunk` attributes;
 //! * [`regions`]: `#chunk.region`s and rank maps, read with the dialect's
-//!   own evaluator.
+//!   own evaluator;
+//! * [`slots`]: a ring's gathered blocks kept in two slots.
 
 use synco_chunk::{Diagnostic, PassFailed};
 use synco_ir::{self as ir, Op};
@@ -19,6 +20,7 @@ pub mod flags;
 pub mod ops;
 pub mod records;
 pub mod regions;
+pub mod slots;
 #[cfg(test)]
 mod tests;
 
@@ -43,6 +45,9 @@ pub struct BufferDecl {
     /// The trace buffer `chunk-trace-tiles` declared (attribute
     /// [`TRACE_ATTR`]; also `staging`).
     pub trace: bool,
+    /// The slots a ring's gathered blocks rotate through
+    /// ([`slots::SLOTS_ATTR`]): the kernel runs once per ring step.
+    pub slots: Option<i64>,
 }
 
 /// The most per-rank copies (transfers x world size) a plan may expand
@@ -320,6 +325,7 @@ fn read_buffer(op: Op) -> Option<BufferDecl> {
         arg: ir::int_attr(op, "arg").map(|a| a as usize),
         staging: ir::attr(op, STAGING_ATTR).is_some(),
         trace: ir::attr(op, TRACE_ATTR).is_some(),
+        slots: ir::int_attr(op, slots::SLOTS_ATTR),
     })
 }
 

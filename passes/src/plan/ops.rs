@@ -340,6 +340,11 @@ impl Collective {
             .filter(|t| *t != self.dim())
     }
 
+    /// The slots a ring keeps its gathered blocks in (`slots(n)`).
+    pub fn slots(self) -> Option<i64> {
+        ir::int_attr(self.0, "slots")
+    }
+
     /// Which blocks each rank owns (`blocks(...)`; contiguous without it).
     pub fn blocks(self) -> BlockLayout {
         ir::int_attr(self.0, "blocks")

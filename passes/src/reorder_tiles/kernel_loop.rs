@@ -14,8 +14,8 @@ use synco_ir::{self as ir, Builder, Value};
 /// Rows per chunk and chunks in all of the split a tile loop carries
 /// (`chunk.chunk_rows`, `chunk.chunk_count`), so that the buffers it walks
 /// can be checked to share it.
-const CHUNK_ROWS_ATTR: &str = "chunk.chunk_rows";
-const CHUNKS_ATTR: &str = "chunk.chunk_count";
+pub(super) const CHUNK_ROWS_ATTR: &str = "chunk.chunk_rows";
+pub(super) const CHUNKS_ATTR: &str = "chunk.chunk_count";
 
 /// A consumer whose blocks a kernel loop walks (`loop(...)`; each loop, if
 /// several do): the loop from `lo` (0 or a multiple of the tile) to `hi`

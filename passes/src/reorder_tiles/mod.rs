@@ -21,9 +21,11 @@ use synco_chunk::{Diagnostic, PassFailed};
 use synco_ir::{self as ir, Builder, Op, Value};
 
 mod kernel_loop;
+mod ring_steps;
 mod rotation;
 
 use kernel_loop::split_tile_loop;
+use ring_steps::step_tile_loop;
 use rotation::{interleave, rotate, rotate_back};
 
 /// The body of `chunk-reorder-tiles`.
@@ -79,6 +81,28 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
             };
             let dim = consume.dim();
             let tile = consume.tile().unwrap_or(1);
+            if access == Access::Load && buffer.slots.is_some() {
+                let loops = find_tile_loops(kernel, arg, tile, consume)?;
+                let Some(first) = loops.first() else {
+                    return Err(fail(
+                        consume,
+                        format!(
+                            "chunk-reorder-tiles: @{name} is kept in ring slots (slots(2)), which only a consumer whose blocks a kernel loop walks (an attention's loop over the keys and values) reads, one ring step per launch; no loop over @{name} in blocks of {tile} was found"
+                        ),
+                    ));
+                };
+                step_tile_loop(
+                    kernel,
+                    abi,
+                    &plan,
+                    consume,
+                    buffer,
+                    *first,
+                    loops.len(),
+                    true,
+                )?;
+                continue;
+            }
             if access == Access::Load {
                 let loops = find_tile_loops(kernel, arg, tile, consume)?;
                 for (i, tile_loop) in loops.iter().enumerate() {

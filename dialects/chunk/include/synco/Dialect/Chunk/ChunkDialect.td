@@ -60,6 +60,7 @@ def Chunk_Dialect : Dialect {
     |---|---|---|---|
     | `chunk.staging` | `chunk.buffer` | unit: scratch the runtime allocates | `chunk-expand-collectives`, `chunk-fuse-reductions`, `chunk-trace-tiles` |
     | `chunk.trace` | `chunk.buffer` | unit: the tiles' trace records | `chunk-trace-tiles` |
+    | `chunk.slots` | `chunk.buffer` | integer: the slots a ring keeps the buffer's gathered blocks in (the kernel runs once per ring step) | `chunk-expand-collectives` |
     | `chunk.staged` | `chunk.plan` | array of buffer names: reductions staged on SM copy programs | `chunk-fuse-reductions{mode=stage}` |
     | `chunk.fused` | `chunk.transfer` | unit: lowered into the kernel | `chunk-fuse-reductions`, `chunk-fuse-gathers` |
     | `chunk.flag_implied_by` | `chunk.transfer` | string: the buffer whose flag implies its arrival | `chunk-insert-waits` |
@@ -68,6 +69,8 @@ def Chunk_Dialect : Dialect {
     | `chunk.chunk_index` | a kernel op | string: the tile loop (its variable's name) whose chunk index the op's result is | `chunk-reorder-tiles` |
     | `chunk.chunk_loop` | `scf.for` | string: the tile loop's variable, once the loop is clipped to one chunk | `chunk-reorder-tiles` |
     | `chunk.chunk_rows`, `chunk.chunk_count` | `scf.for` | integer: rows per chunk and chunks of the split tile loop | `chunk-reorder-tiles` |
+    | `chunk.ring_step` | a kernel op | unit: its result is the ring step a launch runs, `(epoch - 1) mod W` | `chunk-reorder-tiles` |
+    | `chunk.step_state_bytes` | `tt.func` | integer: the state each program keeps between ring steps' launches | `chunk-reorder-tiles` |
     | `chunk.abi_first_arg` | `tt.func` | integer: index of the first ABI argument | `chunk-bind-kernel` |
     | `chunk.abi_buffers` | `tt.func` | array of buffer names: the buffer arguments after the ABI's | `chunk-bind-kernel` and the passes that declare buffers |
     | `chunk.flag_layout` | `chunk.plan` | array of dictionaries: where each buffer's chunk flags and counters are | the first pass that needs it; `chunk-fuse-reductions{mode=stage}` again |

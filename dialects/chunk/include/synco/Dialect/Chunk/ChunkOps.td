@@ -326,6 +326,18 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
     chunk.produce @tiles @C dim(1) tile(256) index("pid_n")
     chunk.all_gather @C dim(0) chunks(2) split(1)
     ```
+
+    `slots(2)` (ring, one chunk per rank, copy engine, `dim(0)`) keeps a
+    rank's gathered blocks in two slots instead of `world_size` blocks: the
+    buffer bound on each rank holds three blocks (the rank's own, then the
+    two slots), so memory per rank does not grow with the world size. The
+    kernel then runs once per ring step, each launch on the block of its
+    step while the next block lands in the other slot (see
+    `chunk-reorder-tiles`).
+
+    ```mlir
+    chunk.all_gather @K dim(0) chunks(1) algorithm(ring) slots(2)
+    ```
   }] # commonDescription;
   let arguments = (ins FlatSymbolRefAttr:$buffer,
                        ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim,
@@ -336,13 +348,15 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
                            "::synco::chunk::Algorithm::direct">:$algorithm,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$split,
                        DefaultValuedAttr<Chunk_BlockLayout,
-                           "::synco::chunk::BlockLayout::contiguous">:$blocks);
+                           "::synco::chunk::BlockLayout::contiguous">:$blocks,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$slots);
   let assemblyFormat = [{
     $buffer `dim` `(` $dim `)` `chunks` `(` custom<ChunkCount>($chunks) `)`
     (`split` `(` $split^ `)`)?
     (`backend` `(` $backend^ `)`)?
     (`algorithm` `(` $algorithm^ `)`)?
-    (`blocks` `(` $blocks^ `)`)? attr-dict
+    (`blocks` `(` $blocks^ `)`)?
+    (`slots` `(` $slots^ `)`)? attr-dict
   }];
 }
 

@@ -238,7 +238,12 @@ all-reduce add `_rs` / `_ag`).
   from step 2 on `after [@<A>_s<k-1>_c<c>]` (on the neighbour, see
   `chunk.transfer`). Blocks arrive in the order `r, r-1, r-2, ...`;
   consumers walk them so (`chunk-reorder-tiles`). Refused for a buffer
-  kernel tiles produce.
+  kernel tiles produce. With `slots(2)` the transfers are the same, and
+  the buffer records `chunk.slots = 2`: each rank keeps the blocks in
+  two slots (`chunk-reorder-tiles`, `chunk-lower-transfers`). Refused
+  with the reason: another slot count, another algorithm, more than one
+  chunk per rank, another backend than `copy_engine`, another dimension
+  than 0 or a `split`.
 * `all_gather @A blocks(zigzag)` (direct): as direct, but rank `o`'s
   chunks `c < n/2` cut its half-block `o` and the others its half-block
   `2W - 1 - o` (of `2W` along `d`). Refused for a buffer kernel tiles
@@ -610,6 +615,28 @@ replaces every read and is defined before any. Refused too: chunks the
 transfers leave held neither in one block per rank nor in zigzag
 half-blocks (the loop could not tell its own chunks from its peers'), and
 zigzag half-blocks read by any other consumer than such a loop.
+
+A buffer a ring keeps in two slots (`chunk.slots = 2`, from
+`all_gather ... algorithm(ring) slots(2)`) is read one ring step per
+launch instead: the kernel runs `W` times per call, launch `s` (`s =
+(epoch - 1) mod W`, marked `chunk.ring_step`) on block `c = (rank - s)
+mod W` (marked as the loop's chunk index, for `chunk-insert-waits`). The
+buffer's pointer argument moves by `(place - c)` blocks, `place` 0 at
+step 0 (the rank's own block, the first of the three the rank holds) and
+`1 + s mod 2` after (the slot), so that the kernel's own addresses land
+there; the loop is clipped to `[max(lo, c * R), min(hi, (c + 1) * R))`
+with `R` hidden as in an unrolled split. What the loop carries comes from
+the program's state after step 0 and goes back to it before the last
+step, in a new ABI argument `synco_step_state` (`!tt.ptr<i8>`, each
+program's state at its index in the grid times the bytes recorded on the
+kernel as `chunk.step_state_bytes`); what follows the loop (the output's
+normalisation and store) runs at the last step only. Refused with their
+reason: a buffer no kernel loop walks, one walked by several loops (a
+causal kernel in two stages), a loop inside another loop or a branch, a
+loop that carries anything but numbers and tensors of numbers (a
+pointer it advances), a store or atomic ahead of the loop (every launch
+would run it), a buffer bound to a tensor descriptor, and two buffers of
+one loop in other blocks.
 
 Producers run the other way round: for `chunk.produce @tiles @P` whose
 buffer `@P` is reduced by the plan (a reduce-scatter's partial), a
@@ -1050,6 +1077,21 @@ module attributes {chunk.host_schedule = {
 (MLIR prints the keys in alphabetical order.)
 
 `copies[r]` is rank `r`'s list, in schedule order.
+
+A buffer kept in ring slots (`chunk.slots = 2`): the schedule's buffer
+gets `held_rows`, the rows each rank holds (its own block and two slots,
+3 blocks of dimension 0), and the schedule `ring_steps` (`steps` = `W`
+launches per call, and the `state_bytes` per program that
+`chunk-reorder-tiles` recorded on the kernel as `chunk.step_state_bytes`).
+Each copy reads and writes where the ranks hold the block (its own at
+rows 0, then the slot of the step it is read at), and carries `step`,
+the launch that makes it: the one before its destination reads the
+block, which sets the flag to the next launch's epoch. Refused with the
+ranks named: a transfer into a slotted buffer of part of a block or into
+another place than its own, one from another rank than the neighbour
+that read the block the step before (any gather but a backward ring),
+and a slotted buffer whose kernel `chunk-reorder-tiles` did not make run
+one step per launch.
 
 Backend `ldst`: the chunks are copied by SM programs of the fused kernel
 itself (see `lower_transfers::sm_copies`): the kernel's 1D grid gets

@@ -1,0 +1,101 @@
+//! Ring slots: a gathered buffer whose blocks a ring delivers one per
+//! step, kept in two slots instead of one place per block
+//! (`chunk.all_gather ... algorithm(ring) slots(2)`, recorded on the
+//! buffer as [`SLOTS_ATTR`]).
+//!
+//! The plan, its transfers and the kernel's addresses stay those of the
+//! whole gathered buffer (`W` blocks along dimension 0, the *logical*
+//! buffer). What a rank holds is three blocks (the *physical* buffer): its
+//! own block, then slot 0 and slot 1. At ring step `s` rank `r` reads block
+//! `(r - s) mod W`: its own at step 0, then the block a backward ring
+//! delivered in the step before, in slot `s mod 2`. The fused kernel runs
+//! once per step; its launch `s` copies the block of step `s + 1` into the
+//! neighbour's other slot, which the neighbour's launch `s - 1` was the
+//! last to read.
+
+/// Discardable attribute on a `chunk.buffer`: the slots its gathered
+/// blocks rotate through (2), set by `chunk-expand-collectives` from
+/// `slots(n)`.
+pub const SLOTS_ATTR: &str = "chunk.slots";
+
+/// Discardable unit attribute on the op of a slotted kernel's body that
+/// computes its ring step, `(epoch - 1) mod W` (`chunk-reorder-tiles`).
+pub const RING_STEP_ATTR: &str = "chunk.ring_step";
+
+/// Discardable attribute on a `tt.func` that runs once per ring step: the
+/// bytes of state each program keeps between the launches (what its loop
+/// carries), for the launch manifest.
+pub const STEP_STATE_BYTES_ATTR: &str = "chunk.step_state_bytes";
+
+/// The only slot count built: one block computed on while the next lands.
+pub const RING_SLOTS: i64 = 2;
+
+/// Where a slotted buffer's blocks live, for `world` ranks with blocks of
+/// `block_rows` rows of dimension 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRing {
+    pub world: i64,
+    pub block_rows: i64,
+}
+
+impl SlotRing {
+    /// The ring over `shape` (the logical buffer, dimension 0 gathered) of
+    /// `world` ranks; `None` where dimension 0 does not split in `world`
+    /// blocks.
+    pub fn new(shape: &[i64], world: i64) -> Option<SlotRing> {
+        let rows = *shape.first()?;
+        (world > 1 && rows % world == 0).then_some(SlotRing {
+            world,
+            block_rows: rows / world,
+        })
+    }
+
+    /// Blocks each rank holds: its own and the slots.
+    pub const fn physical_blocks() -> i64 {
+        1 + RING_SLOTS
+    }
+
+    /// The step at which rank `rank` reads logical block `block`.
+    pub fn step_of(self, rank: i64, block: i64) -> i64 {
+        (rank - block).rem_euclid(self.world)
+    }
+
+    /// The physical block holding what a rank reads at `step`: its own
+    /// (0) at step 0, then slot `step mod 2` (1 + that).
+    pub fn physical_block(step: i64) -> i64 {
+        if step == 0 { 0 } else { 1 + step % RING_SLOTS }
+    }
+
+    /// The physical row of logical row `row` on rank `rank`.
+    pub fn physical_row(self, rank: i64, row: i64) -> i64 {
+        let block = row / self.block_rows;
+        Self::physical_block(self.step_of(rank, block)) * self.block_rows + row % self.block_rows
+    }
+
+    /// Rows of the physical buffer.
+    pub fn physical_rows(self) -> i64 {
+        Self::physical_blocks() * self.block_rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_step_reads_the_block_the_backward_ring_brought() {
+        let ring = SlotRing::new(&[16, 4], 4).unwrap();
+        assert_eq!(ring.block_rows, 4);
+        // Rank 1: own block 1 at step 0, then 0, 3, 2.
+        let steps: Vec<i64> = (0..4).map(|b| ring.step_of(1, b)).collect();
+        assert_eq!(steps, [1, 0, 3, 2]);
+        // Physical blocks of steps 0..4: own, slot 1, slot 0, slot 1.
+        let places: Vec<i64> = (0..4).map(SlotRing::physical_block).collect();
+        assert_eq!(places, [0, 2, 1, 2]);
+        // Row 13 (block 3, read at step 2 by rank 1: slot 0).
+        assert_eq!(ring.physical_row(1, 13), 4 + 1);
+        assert_eq!(ring.physical_rows(), 12);
+        assert_eq!(SlotRing::new(&[15, 4], 4), None);
+        assert_eq!(SlotRing::new(&[16], 1), None);
+    }
+}
