@@ -195,6 +195,32 @@ for what, text, kwargs in [
         world_size=4, seq=2048, kv_heads=2, head_dim=64, zigzag=True, **kwargs))
     expect(f"attention refuses {what}", ok, got)
 
+# Ring attention over a fixed pair of buffers (slots=2): the plan keeps K
+# and V in two slots, the kernel runs once per ring step (the manifest's
+# ring_steps), and what a rank binds is 3 blocks of K and of V, not W.
+slotted = ops.AllGatherAttention.compile(4, seq=2048, kv_heads=2, head_dim=64, causal=True,
+                                         algorithm="ring", slots=2,
+                                         config={"BLOCK_M": 64, "BLOCK_N": 64}, cache_dir=cache)
+plan = (slotted.folder / "plan.mlir").read_text()
+fused = json.loads(Path(slotted.manifest.path).read_text())["fused"]
+expect("a slotted AllGatherAttention's plan keeps K and V in ring slots, one chunk per rank",
+       plan.count("chunks(1) backend(copy_engine) algorithm(ring) slots(2)") == 2, plan)
+expect("its kernel runs once per ring step, 4 steps",
+       fused["ring_steps"]["steps"] == 4 and fused["ring_steps"]["state_bytes"] > 0,
+       str(fused.get("ring_steps")))
+expect("the caller binds 3 blocks of K and of V",
+       [(n, s) for n, s, _, _ in slotted.manifest.buffers] == [("K", [1536, 128]),
+                                                              ("V", [1536, 128])],
+       str(slotted.manifest.buffers))
+for what, kwargs in [("a direct gather", {"algorithm": "direct"}),
+                     ("ldst", {"algorithm": "ring", "backend": "ldst"}),
+                     ("two chunks per rank", {"algorithm": "ring", "chunks": 2}),
+                     ("the bhsd layout", {"algorithm": "ring", "layout": "bhsd"})]:
+    ok, got = raises(ValueError, "slots=2 (the only count built) takes algorithm='ring'",
+                     lambda kwargs=kwargs: synco.plans.all_gather_attention(
+                         world_size=4, seq=2048, kv_heads=2, head_dim=64, slots=2, **kwargs))
+    expect(f"slots refuse {what}", ok, got)
+
 # Host tensor descriptors: Triton's fused-attention tutorial as it runs on
 # Hopper (examples/attention/flash_attn_tutorial.py, attn_fwd_tutorial_host)
 # takes Q, K, V and the output as `TensorDescriptor`s. Each is one

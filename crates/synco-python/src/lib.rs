@@ -84,7 +84,9 @@ impl Manifest {
     }
 
     /// The plan's buffers the caller binds (not the kernel's own staging
-    /// or trace buffers): `(name, shape, element, kernel argument or None)`.
+    /// or trace buffers): `(name, shape, element, kernel argument or None)`,
+    /// the shape what a rank holds (a buffer kept in ring slots: its own
+    /// block and two slots, `held_rows` of dimension 0).
     #[getter]
     fn buffers(&self) -> Vec<(String, Vec<i64>, String, Option<usize>)> {
         let Some(fused) = &self.manifest.fused else {
@@ -94,7 +96,13 @@ impl Manifest {
             .buffers
             .iter()
             .filter(|b| !b.staging && !b.trace)
-            .map(|b| (b.name.clone(), b.shape.clone(), b.element.clone(), b.arg))
+            .map(|b| {
+                let mut shape = b.shape.clone();
+                if let (Some(rows), Some(first)) = (b.held_rows, shape.first_mut()) {
+                    *first = rows;
+                }
+                (b.name.clone(), shape, b.element.clone(), b.arg)
+            })
             .collect()
     }
 

@@ -38,6 +38,7 @@ fn runtime_error(e: RuntimeError) -> PyErr {
         | RuntimeError::NotDivisible { .. }
         | RuntimeError::Descriptor { .. }
         | RuntimeError::IndexOutOfBuffer { .. }
+        | RuntimeError::NotLaunchable { .. }
         | RuntimeError::Capture { .. } => LaunchError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }

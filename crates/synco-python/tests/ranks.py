@@ -203,6 +203,9 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
            (False, "copy_engine", "direct", False), (True, "ldst", "direct", False),
            (False, "ldst", "ring", False), (True, "copy_engine", "direct", True),
            (True, "tma", "direct", False))]
+# Ring attention over a fixed pair of buffers (algorithm "ring_slots":
+# algorithm(ring) slots(2), one chunk per rank, the kernel once per step).
+ATTENTION += [(causal, "copy_engine", "ring_slots", False, 1) for causal in (False, True)]
 #: The tutorial kernel, causal with contiguous shards: refused at launch.
 TUTORIAL_CAUSAL = (True, "copy_engine", "direct", False, 2, "tutorial")
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256
@@ -228,9 +231,11 @@ def attention_variant(variant):
 def attention_options(world, variant, cache):
     causal, backend, algorithm, zigzag, chunks, style, layout = attention_variant(variant)
     kernel = attention_styles.kernel(style) if style else None
+    slots = {"slots": 2} if algorithm == "ring_slots" else {}
     return dict(seq=TOKENS * world, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=causal,
                 config={"BLOCK_M": 64, "BLOCK_N": 64}, chunks=chunks, backend=backend,
-                algorithm=algorithm, zigzag=zigzag, layout=layout, kernel=kernel,
+                algorithm="ring" if slots else algorithm, zigzag=zigzag, layout=layout,
+                kernel=kernel, **slots,
                 descriptors=style in attention_styles.DESCRIPTORS, num_warps=4, num_stages=2,
                 cache_dir=cache)
 
@@ -642,6 +647,28 @@ def check_capture_before_launch_refused(group, cache, report):
     torch.cuda.synchronize()
 
 
+def check_slots_capture_refused(group, cache, report):
+    """Ring attention over two slots runs its kernel once per ring step,
+    which a graph does not replay yet: after an eager launch, a capture is
+    refused with `LaunchError` before any work is issued."""
+    w, dev = group.world_size, group.device
+    variant = next(v for v in ATTENTION if v[2] == "ring_slots")
+    op = ops.AllGatherAttention(group, heads=HEADS, **attention_options(w, variant, cache))
+    q = torch.zeros((TOKENS, HEADS * HEAD_DIM), dtype=torch.bfloat16, device=dev)
+    out = torch.empty_like(q)
+    op(q, out=out)
+    group.wait(60)
+    graph = torch.cuda.CUDAGraph()
+    name = "refuses to capture ring attention over two slots"
+    try:
+        with torch.cuda.graph(graph):
+            op(q, out=out)
+        report(name, False, "captured")
+    except synco.LaunchError as e:
+        report(name, "once per ring step" in str(e), str(e))
+    torch.cuda.synchronize()
+
+
 def check_graphs(group, cache, seed, report):
     """Every GEMM operator and attention (causal and not, direct and ring,
     zigzag, each backend) in a CUDA graph (`torch.cuda.graph`): warmed up
@@ -716,6 +743,8 @@ def check_graphs(group, cache, seed, report):
         graph_case(group, f"{name} in a CUDA graph", op.kernel, case,
                    seed + zlib.crc32(name.encode()) % 997, report)
     check_capture_before_launch_refused(group, cache, report)
+    # (Last: a refused capture leaves no graph.)
+    check_slots_capture_refused(group, cache, report)
 
 
 def check_gemm(group, name, cls, opts, seed, report):

@@ -57,18 +57,23 @@ impl Node {
         // is this node's world.)
         let same_gpu = |a: usize, b: usize| self.same_gpu(a, b);
         let within_gpu = |c: &synco_manifest::Copy| within_gpu(c, &same_gpu);
+        // (A kernel that runs once per ring step makes the copies of the
+        // step it runs.)
+        let of_step = |c: &&synco_manifest::Copy| c.step == self.ring_step;
         let copies: Vec<&synco_manifest::Copy> = match phase {
             CopyPhase::SideStream => fused
                 .copies
                 .get(rank)
                 .into_iter()
                 .flatten()
+                .filter(of_step)
                 .filter(|c| !within_gpu(c))
                 .collect(),
             CopyPhase::BeforeKernel => fused
                 .copies
                 .iter()
                 .flatten()
+                .filter(of_step)
                 .filter(|c| c.dst_rank as usize == rank && within_gpu(c))
                 .collect(),
         };
@@ -141,10 +146,16 @@ impl Node {
             unsafe {
                 if let Some(flag) = copy.flag {
                     let flags = self.ptr(copy.dst_rank as usize, &flags);
+                    // A ring step's copy brings the next launch's block.
+                    let ready = if copy.step.is_some() {
+                        epoch + 1
+                    } else {
+                        epoch
+                    };
                     check(
                         rank,
                         "cuStreamWriteValue32",
-                        sys::cuStreamWriteValue32_v2(stream, flags + 4 * flag as u64, epoch, 0),
+                        sys::cuStreamWriteValue32_v2(stream, flags + 4 * flag as u64, ready, 0),
                     )?;
                 }
             }

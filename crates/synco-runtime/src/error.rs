@@ -189,6 +189,8 @@ pub enum RuntimeError {
         "the last launch recorded no timeline: call Node::record_timeline(true) before launching to time it"
     )]
     NoTimeline,
+    #[error("kernel '{kernel}' cannot be launched: {reason}")]
+    NotLaunchable { kernel: String, reason: String },
     #[error("'{kernel}' cannot be captured in a CUDA graph now: {reason}")]
     Capture {
         kernel: String,

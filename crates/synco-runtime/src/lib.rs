@@ -88,6 +88,14 @@
 //!    waits for them in its kernel, though older manifests list them
 //!    here too).
 //!
+//! A kernel that keeps a ring's blocks in two slots
+//! (`FusedPlan::ring_steps`, `chunk.all_gather ... slots(2)`) launches once
+//! per ring step, `steps` launches in a row per call, each as above: launch
+//! `s` makes the copies of step `s` (`Copy::step`, the blocks the next
+//! launch reads, their flags set to the next epoch), and its programs keep
+//! their state between the launches after Triton's scratch
+//! (`synco_step_state`).
+//!
 //! A launch captured in a CUDA graph (the compute stream capturing, once
 //! the kernel has run eagerly) makes the kernel's launches *replay* from
 //! then on ([`FusedKernel::replays`], `docs/graph-capture.md`): each is

@@ -354,6 +354,14 @@ class AllGatherAttention:
     fused-attention tutorial, whose K and V the plan gathers along their
     second dimension. The kernel gets the layout's strides either way.
 
+    `slots=2`: ring attention over a fixed pair of buffers (with
+    `algorithm="ring"`, the copy engine, one chunk per rank, "bshd"). Each
+    rank holds its own K and V block and two slots, 3 blocks instead of W,
+    and a call runs the kernel once per ring step: step s on the block of
+    rank r - s while the copy engine brings the next into the other slot;
+    the softmax state waits in memory between the steps. Not capturable in
+    a CUDA graph yet.
+
     `descriptors`: the kernel takes Q, K, V and Out as host tensor
     descriptors (Triton's `TensorDescriptor`, as the fused-attention
     tutorial passes them on Hopper) instead of pointers; the op makes each
@@ -385,7 +393,7 @@ class AllGatherAttention:
     def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=None, backend="copy_engine", algorithm="direct",
                 zigzag=False, layout="bshd", descriptors=False, num_warps=8, num_stages=3,
-                cache_dir=None):
+                cache_dir=None, slots=None):
         """The fused kernel for `world_size` ranks, compiled or cached."""
         config = {**cls.CONFIG, **(config or {})}
         if kernel is None:
@@ -397,7 +405,7 @@ class AllGatherAttention:
         plan = plans.all_gather_attention(world_size=world_size, seq=seq, kv_heads=kv_heads,
                                           head_dim=head_dim, block_n=config["BLOCK_N"],
                                           chunks=chunks, backend=backend, algorithm=algorithm,
-                                          zigzag=zigzag, layout=layout,
+                                          zigzag=zigzag, layout=layout, slots=slots,
                                           k_arg=kernel_arg(signature, 1),
                                           v_arg=kernel_arg(signature, 2))
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
@@ -427,12 +435,16 @@ class AllGatherAttention:
         self.kernel = group.load(compiled)
         #: K and V of the whole sequence, symmetric; `own` are this rank's
         #: tokens in them (one slice, or two with `zigzag`), along dim 0
-        #: ("bshd") or 1 ("bhsd").
-        self.k = group.empty(self._shape(seq, kv_heads), torch.bfloat16)
-        self.v = group.empty(self._shape(seq, kv_heads), torch.bfloat16)
+        #: ("bshd") or 1 ("bhsd"). With `slots`, the rank's own block then
+        #: the two slots (3 blocks; the kernel addresses the sequence).
+        self.slots = options.get("slots")
+        held = 3 * self.tokens if self.slots else seq
+        self.k = group.empty(self._shape(held, kv_heads), torch.bfloat16)
+        self.v = group.empty(self._shape(held, kv_heads), torch.bfloat16)
         r = group.rank
         self.own = ([slice(r * part, (r + 1) * part),
                      slice((2 * w - 1 - r) * part, (2 * w - r) * part)] if zigzag
+                    else [slice(0, part)] if self.slots
                     else [slice(r * part, (r + 1) * part)])
         if not zigzag:
             self.k_shard, self.v_shard = self._tokens(self.k, self.own[0]), \

@@ -69,7 +69,7 @@ def matmul_all_reduce(*, world_size, m, n, dtype="bf16", block_m=128, chunks="au
 
 def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", block_n=64,
                          chunks=1, backend="copy_engine", algorithm="direct", loop=None,
-                         k_arg=1, v_arg=2, zigzag=False, layout="bshd"):
+                         k_arg=1, v_arg=2, zigzag=False, layout="bshd", slots=None):
     """K and V [seq, kv_heads * head_dim] (the layout [S, H_KV, D], batch 1;
     `layout="bhsd"`: [kv_heads, seq, head_dim], PyTorch's [H_KV, S, D]
     with batch 1, gathered along dim(1))
@@ -87,9 +87,20 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     the loop's consumers have no program tile). `zigzag`: rank r holds parts r and
     2W - 1 - r of the sequence cut in 2W (`blocks(zigzag)`, the
     load-balanced sharding of causal attention; `chunks` even, 2 for
-    "auto")."""
+    "auto"). `slots=2`: ring attention over a fixed pair of buffers (a
+    ring, one chunk per rank, the copy engine, "bshd"): each rank holds its
+    own block and two slots instead of the whole sequence, and the kernel
+    runs once per ring step (`slots(2)`)."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_n, chunks=chunks,
            backend=backend, kv_heads=kv_heads, head_dim=head_dim)
+    if slots is not None and (slots != 2 or algorithm != "ring" or chunks not in (1, "auto")
+                              or backend != "copy_engine" or zigzag or layout != "bshd"):
+        raise ValueError("slots=2 (the only count built) takes algorithm='ring', chunks=1, "
+                         "backend='copy_engine', layout='bshd' and no zigzag; got "
+                         f"slots={slots!r}, algorithm={algorithm!r}, chunks={chunks!r}, "
+                         f"backend={backend!r}, layout={layout!r}, zigzag={zigzag!r}")
+    if slots is not None:
+        chunks = 1
     if zigzag and algorithm != "direct":
         raise ValueError("zigzag blocks are gathered with algorithm='direct' only")
     if zigzag and chunks != "auto" and (chunks % 2 != 0 or seq % (2 * world_size * block_n)):
@@ -106,7 +117,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
         for name, arg in (("K", k_arg), ("V", v_arg)))
     gathers = "".join(
         f"  chunk.all_gather @{name} dim({dim}) chunks({chunks}) backend({backend})"
-        f"{_gather_algorithm(algorithm)}{blocks}\n"
+        f"{_gather_algorithm(algorithm)}{blocks}{f' slots({slots})' if slots else ''}\n"
         f"  chunk.consume @{name} dim({dim}) tile({block_n}){walked if name == 'K' else ''}\n"
         for name in ("K", "V"))
     return f"chunk.plan @all_gather_attention world_size({world_size}) {{\n{buffers}{gathers}}}\n"

@@ -61,14 +61,25 @@ impl Node {
         crate::bindings::check_user_args(&kernel.manifest, rank, args)?;
         crate::bindings::check_index_bounds(&kernel.manifest, rank, grid, args)?;
         let bindings = kernel.with_staging(bindings);
-        let epoch = kernel.next_epoch();
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
-        self.grow_scratch(kernel.manifest.global_scratch.size as usize * programs)?;
-        let gpu = self.gpu(rank)?;
-        gpu.bind()?;
-        let abi = |name: &str| self.abi_arg(rank, kernel, epoch, &bindings, name);
-        let scratch = self.scratch[rank - self.local_ranks().start].0;
-        kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)
+        let layout = super::steps::scratch_layout(kernel, programs)?;
+        self.grow_scratch(layout.total)?;
+        // A kernel that runs once per ring step runs every step, in a row.
+        let ring = super::steps::ring_steps(kernel);
+        for step in 0..ring.map_or(1, |r| r.steps) {
+            let epoch = kernel.next_epoch();
+            super::steps::check_ring_step(kernel, epoch, ring.map(|_| step))?;
+            let gpu = self.gpu(rank)?;
+            gpu.bind()?;
+            let scratch = self.scratch[rank - self.local_ranks().start].0;
+            let state = scratch + layout.state_offset as u64;
+            let abi = |name: &str| match name {
+                super::steps::STEP_STATE_PARAM => Some(Arg::Ptr(state)),
+                _ => self.abi_arg(rank, kernel, epoch, &bindings, name),
+            };
+            kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)?;
+        }
+        Ok(())
     }
 }
 

@@ -13,6 +13,7 @@ use crate::{
     kernel::FusedKernel,
     timeline::{LaunchMarks, PendingCopy},
 };
+use super::steps::{STEP_STATE_PARAM, check_ring_step, ring_steps, scratch_layout};
 use cudarc::driver::sys;
 
 impl Node {
@@ -21,7 +22,31 @@ impl Node {
     /// plan's buffers to symmetric buffers, for the copy schedule and the
     /// `synco_buffer_<name>` arguments (the kernel's staging buffers come
     /// with it and need no binding).
+    /// A kernel that runs once per ring step (`FusedPlan::ring_steps`)
+    /// launches once for each step, in a row.
     pub fn launch(
+        &mut self,
+        kernel: &FusedKernel,
+        grid: (u32, u32, u32),
+        args: &dyn Fn(usize) -> Vec<Arg>,
+        bindings: &[(&str, Buffer)],
+    ) -> Result<()> {
+        let Some(ring) = ring_steps(kernel) else {
+            self.ring_step = None;
+            return self.launch_step(kernel, grid, args, bindings);
+        };
+        for step in 0..ring.steps {
+            self.ring_step = Some(step);
+            let launched = self.launch_step(kernel, grid, args, bindings);
+            self.ring_step = None;
+            launched?;
+        }
+        Ok(())
+    }
+
+    /// One launch of the kernel on every rank: the whole operation, or the
+    /// ring step `self.ring_step` of it.
+    fn launch_step(
         &mut self,
         kernel: &FusedKernel,
         grid: (u32, u32, u32),
@@ -39,7 +64,7 @@ impl Node {
         let bindings = kernel.with_staging(bindings);
         let bindings = bindings.as_slice();
         let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
-        let scratch_bytes = kernel.manifest.global_scratch.size as usize * programs;
+        let scratch_bytes = scratch_layout(kernel, programs)?.total;
         // A launch captured in a CUDA graph, and every launch of the
         // kernel after it, replays (`docs/graph-capture.md`).
         let captured = self.capturing()?;
@@ -54,6 +79,7 @@ impl Node {
         // Launches that replay are all epoch 1, on zeroed words.
         let epoch = kernel.next_epoch();
         self.epoch = epoch;
+        check_ring_step(kernel, epoch, self.ring_step)?;
         self.stream_waits.borrow_mut().clear();
         self.drop_timeline()?;
         self.grow_scratch(scratch_bytes)?;
@@ -383,7 +409,13 @@ impl Node {
     ) -> Result<()> {
         let gpu = self.local(rank);
         gpu.bind()?;
-        let abi = |name: &str| self.abi_arg(rank, kernel, epoch, bindings, name);
+        let programs = grid.0 as usize * grid.1 as usize * grid.2 as usize;
+        let scratch = self.scratch[rank - self.local_ranks().start].0;
+        let state = scratch + scratch_layout(kernel, programs)?.state_offset as u64;
+        let abi = |name: &str| match name {
+            STEP_STATE_PARAM => Some(Arg::Ptr(state)),
+            _ => self.abi_arg(rank, kernel, epoch, bindings, name),
+        };
         // The kernel, and the copies in front of it, start once the peers
         // they read or write have started (their previous work is done).
         // (A launch that replays has waited for every peer's start.)
@@ -429,7 +461,6 @@ impl Node {
         if let Some(event) = self.timeline_event(rank, gpu.compute)? {
             marks.kernel.push(event);
         }
-        let scratch = self.scratch[rank - self.local_ranks().start].0;
         if self.issues_work() {
             kernel.launch_on(rank, gpu.compute, grid, args, &abi, scratch)?;
         }
@@ -711,3 +742,4 @@ impl Node {
         }
     }
 }
+

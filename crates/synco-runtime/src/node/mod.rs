@@ -9,6 +9,7 @@ mod alone;
 mod launch;
 mod open;
 mod replay;
+mod steps;
 mod watchdog;
 
 use crate::{
@@ -109,6 +110,9 @@ pub struct Node {
     /// other's staging).
     layout: HeapLayout,
     epoch: u32,
+    /// The ring step the launch being issued runs, for a kernel that runs
+    /// once per ring step (its copies are those of the step).
+    pub(crate) ring_step: Option<u32>,
     /// Whether the last launch was captured in a CUDA graph: its events
     /// belong to the graph, and the watchdog cannot query them.
     captured: bool,

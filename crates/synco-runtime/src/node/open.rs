@@ -153,6 +153,7 @@ impl Node {
         }
         Ok(Node {
             scratch: vec![(0, 0); gpus.len()],
+            ring_step: None,
             gpus,
             first_rank,
             places,

@@ -61,6 +61,11 @@ impl Node {
                 "its Triton scratch must grow for this grid: launch it once with the grid before the capture",
             ));
         }
+        if super::steps::ring_steps(kernel).is_some() {
+            return Err(refuse(
+                "it runs once per ring step (a buffer kept in ring slots), and a graph does not replay such launches yet",
+            ));
+        }
         if self.timeline_on {
             return Err(refuse(
                 "the node records a timeline (Node::record_timeline), whose events a graph does not replay",
