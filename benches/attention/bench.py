@@ -14,7 +14,9 @@ the slowest rank's):
 * `synco <algorithm> <backend> c<n>`: `synco.ops.AllGatherAttention`, K
   and V all-gathered inside the attention kernel (direct or ring; copy
   engine, ldst or tma; n chunks per rank), each rank's shard already in
-  place;
+  place; `synco ring_slots copy_engine c1`: ring attention over a fixed
+  pair of buffers (`slots=2`, the kernel once per ring step, each rank
+  holding 3 blocks of K and V);
 * `attention alone`: the same attention kernel without a plan
   (`synco.kernels.attention`, Triton's JIT) over the gathered K and V,
   and `sdpa alone`: PyTorch's scaled_dot_product_attention (flash
@@ -115,7 +117,7 @@ SEQS = [16384, 32768, 131072]
 #: (algorithm, backend, chunks per rank) of the Synco variants.
 VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("direct", "tma", 1),
             ("ring", "copy_engine", 1), ("ring", "ldst", 1), ("ring", "tma", 1),
-            ("direct", "copy_engine", 4)]
+            ("direct", "copy_engine", 4), ("ring_slots", "copy_engine", 1)]
 #: The Ulysses variants: (backend, chunks per rank, output re-sharded back,
 #: a chunk per head).
 ULYSSES_VARIANTS = [("copy_engine", 1, False, False), ("ldst", 1, False, False),
@@ -141,9 +143,11 @@ def shapes(args):
 
 def options(world, kv_heads, head_dim, seq, causal, variant, cache, zigzag=False):
     algorithm, backend, chunks = variant
+    slots = {"slots": 2} if algorithm == "ring_slots" else {}
     return dict(seq=seq, kv_heads=kv_heads, head_dim=head_dim, causal=causal, config=CONFIG,
-                chunks=chunks, backend=backend, algorithm=algorithm, zigzag=zigzag,
-                num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
+                chunks=chunks, backend=backend, algorithm="ring" if slots else algorithm,
+                zigzag=zigzag, num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache,
+                **slots)
 
 
 def variants(causal):

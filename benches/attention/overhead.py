@@ -16,6 +16,12 @@ waits, the rotation and the split loops. The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
 
+`ring_slots c1` is ring attention over two slots (`slots=2`): alone,
+with no copies, its steps read what its three blocks hold (steps 3 and
+after read a slot again), so its output is checked against the local
+kernel over those same keys; its time is for all W launches of a call,
+against one launch of the local kernel over the whole sequence.
+
 `--styles blocks,strided,moved` measures the same for the attention
 kernels of examples/attention/ written the other usual ways
 (`flash_attn_blocks.py`: block pointers, causal in two stages;
@@ -51,8 +57,9 @@ import attention_styles  # noqa: E402
 MODELS = [("llama3-8b", 32, 8, 128), ("64-head", 64, 8, 128)]
 SEQS = [16384, 32768, 131072]
 WORLD = 4
-#: (algorithm, chunks per rank) of the fused variants.
-FUSED = [("direct", 1), ("direct", 4), ("ring", 4)]
+#: (algorithm, chunks per rank) of the fused variants; "ring_slots" is
+#: ring attention over two slots (`slots=2`: the kernel once per ring step).
+FUSED = [("direct", 1), ("direct", 4), ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 SAMPLES, SAMPLE_MS, WARMUP_MS = 11, 20.0, 300.0
@@ -89,11 +96,33 @@ def style_layout(style):
 
 
 def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
+    slots = {"slots": 2} if algorithm == "ring_slots" else {}
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
-        chunks=chunks, backend="copy_engine", algorithm=algorithm, kernel=style_kernel(style),
-        layout=style_layout(style), descriptors=descriptors(style), num_warps=NUM_WARPS,
-        num_stages=NUM_STAGES, cache_dir=cache)
+        chunks=chunks, backend="copy_engine", algorithm="ring" if slots else algorithm,
+        kernel=style_kernel(style), layout=style_layout(style), descriptors=descriptors(style),
+        num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache, **slots)
+
+
+def slot_blocks(rank):
+    """The blocks a rank holds (own, slot 0, slot 1) when its ring-slots
+    kernel runs alone, every flag set and no copy made: the blocks of
+    steps 0, 2 and 1. Step s >= 3 reads slot s mod 2 again, so the kernel
+    sees block (rank - s) mod W's keys replaced by those of the step that
+    last filled that slot."""
+    step_block = lambda s: (rank - s) % WORLD  # noqa: E731
+    return [step_block(0), step_block(2), step_block(1)]
+
+
+def slot_sequence(rank):
+    """Which block's keys the ring-slots kernel reads at each position of
+    the sequence when it runs alone (see `slot_blocks`)."""
+    filled = {1: (rank - 1) % WORLD, 0: (rank - 2) % WORLD}
+    seen = [None] * WORLD
+    for s in range(WORLD):
+        block = (rank - s) % WORLD
+        seen[block] = block if s < 3 else filled[s % 2]
+    return seen
 
 
 def variant_kernels(style, seq, heads_kv, head_dim, causal, cache):
@@ -212,12 +241,26 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
         local_of.update({name: local for name in found if name != local})
         layout_of.update({name: style_layout(style) for name in found})
     loaded = []
+    block = lambda x, b: x[b * tokens:(b + 1) * tokens]  # noqa: E731
+    # Ring attention over two slots holds 3 blocks; alone, it reads what
+    # `slot_sequence` says, which its own local reference reads too.
+    held = {}
+    if any(name.endswith("ring_slots c1") for name in variants):
+        for t in (k, v):
+            h = in_heap(3 * tokens, kv_cols)
+            for place, b in enumerate(slot_blocks(rank)):
+                block(h, place).copy_(block(t, b))
+            held[id(t)] = (h, torch.cat([block(t, b) for b in slot_sequence(rank)]))
+    references = {}
     for name, compiled in variants.items():
         kernel = node.load(str(compiled.manifest.path))
         loaded.append(kernel)
         kernel.mark_chunks_present(rank)
         layout = layout_of[name]
         q_in, k_in, v_in = tensors[layout]
+        if name.endswith("ring_slots c1"):
+            (k_in, k_seen), (v_in, v_seen) = held[id(k_in)], held[id(v_in)]
+            references[name] = (k_seen, v_seen)
         out = torch.full_like(q_in, float("nan"))
         values, bindings = synco.runtime.LaunchArguments(compiled.manifest, device, heap)(
             [q_in, k_in, v_in, out, *scalars[layout]])
@@ -225,9 +268,20 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
                   kernel.launch_alone(rank, grid, values, bindings, stream))
         launch()
         outs[name], launches[name] = out, launch
+    # The local kernel over what each ring-slots kernel read alone.
+    expected = dict(outs)
+    for name, (k_seen, v_seen) in references.items():
+        local = loaded[list(variants).index(local_of[name])]
+        expected[name] = torch.full_like(q, float("nan"))
+        values, bindings = synco.runtime.LaunchArguments(
+            variants[local_of[name]].manifest, device, heap)(
+            [q, k_seen, v_seen, expected[name], *scalars["bshd"]])
+        local.launch_alone(rank, grid, values, bindings, stream)
     torch.cuda.synchronize()
-    errors = {name: ((outs[name].float() - outs[local].float()).norm()
-                     / outs[local].float().norm()).item() for name, local in local_of.items()}
+    reference = {name: expected[name if name in references else local]
+                 for name, local in local_of.items()}
+    errors = {name: ((outs[name].float() - want.float()).norm() / want.float().norm()).item()
+              for name, want in reference.items()}
     ms = time_interleaved(launches)
     for kernel in loaded:
         kernel.unload()
@@ -256,7 +310,9 @@ def main():
     largest = max(seqs)
     # K and V, in each layout a style reads.
     layouts = len({style_layout(s) for s in styles})
-    heap = layouts * 2 * 2 * largest * max(h_kv * d for _, _, h_kv, d in MODELS) + (64 << 20)
+    # (And the ring-slots kernels' 3 blocks of K and of V.)
+    heap = (layouts + 1) * 2 * 2 * largest * max(h_kv * d for _, _, h_kv, d in MODELS) \
+        + (64 << 20)
     node = synco._native.Node.open_shared(WORLD, 1, heap)
     rows, failed = [], 0
     for case in cases(seqs):
