@@ -91,16 +91,7 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
                         ),
                     ));
                 };
-                step_tile_loop(
-                    kernel,
-                    abi,
-                    &plan,
-                    consume,
-                    buffer,
-                    *first,
-                    loops.len(),
-                    true,
-                )?;
+                step_tile_loop(kernel, abi, &plan, consume, buffer, *first, loops.len())?;
                 continue;
             }
             if access == Access::Load {

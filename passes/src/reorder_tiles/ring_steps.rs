@@ -31,9 +31,9 @@ struct StateLayout {
 }
 
 /// Runs `tile_loop` of `consume` (of the slotted buffer `buffer`) one ring
-/// step per launch (see the module docs). A second buffer walked by the
-/// same loop (values after keys) only has its argument moved.
-#[allow(clippy::too_many_arguments)]
+/// step per launch (see the module docs); `loops`: how many kernel loops
+/// walk the buffer. A second buffer walked by the same loop (values after
+/// keys) only has its argument moved.
 pub(super) fn step_tile_loop(
     kernel: Op,
     abi: AbiArgs,
@@ -42,37 +42,11 @@ pub(super) fn step_tile_loop(
     buffer: &BufferDecl,
     tile_loop: TileLoop,
     loops: usize,
-    remark: bool,
 ) -> Result<(), PassFailed> {
-    let name = &buffer.name;
-    let subject = tile_loop.subject();
+    let (name, subject, l) = (&buffer.name, tile_loop.subject(), tile_loop.op);
     let ring = SlotRing::new(&buffer.shape, plan.world_size)
         .ok_or_else(|| internal(consume, "a slotted buffer that does not split in blocks"))?;
-    if loops != 1 {
-        return Err(fail(
-            consume,
-            format!(
-                "@{name} is kept in ring slots (slots(2)), so the kernel runs once per ring step and must walk it in one loop; {loops} loops walk it"
-            ),
-        ));
-    }
-    let l = tile_loop.op;
-    if !ir::parent_op(l).is_some_and(|p| ir::same_op(p, kernel)) {
-        return Err(fail(
-            consume,
-            format!(
-                "@{name} is kept in ring slots (slots(2)): {subject} must sit in the kernel's body, not in another loop or a branch, since each launch runs it over one ring step's block"
-            ),
-        ));
-    }
-    let Some(pointer) = bound_pointer(kernel, buffer.arg) else {
-        return Err(fail(
-            consume,
-            format!(
-                "@{name} is kept in ring slots (slots(2)), which moves the address of its rows per step: it must be bound to a pointer argument, not a tensor descriptor"
-            ),
-        ));
-    };
+    let pointer = slotted_pointer(kernel, consume, buffer, tile_loop, loops)?;
     let (step, block) = match marked(kernel, RING_STEP_ATTR).zip(marked(kernel, CHUNK_INDEX_ATTR)) {
         Some(built) => built,
         None => {
@@ -83,53 +57,83 @@ pub(super) fn step_tile_loop(
     move_to_slots(kernel, pointer, step, block, ring, buffer)?;
     if ir::attr(l, CHUNK_LOOP_ATTR).is_some() {
         same_split(consume, tile_loop, ring, name)?;
-        if remark {
-            Diagnostic::remark(
-                loc(consume),
-                format!("{subject} reads @{name} in the same ring steps, from its own slots"),
-            )
-            .emit();
-        }
+        remark(
+            consume,
+            format!("{subject} reads @{name} in the same ring steps, from its own slots"),
+        );
         return Ok(());
     }
     check_no_effects_before(kernel, l, consume, name)?;
     clip_to_block(tile_loop, block, ring);
     let state = state_layout(l, consume, &subject)?;
     carry_between_steps(kernel, l, step, plan.world_size, &state)?;
+    mark_stepped(kernel, tile_loop, block_op(block)?, ring, &state);
+    remark(
+        consume,
+        format!(
+            "{subject} reads @{name} one ring step per launch ({} launches per call): block (r - s) mod {} at step s, this rank's own at step 0, then slot s mod 2; what it carries waits between the launches in {} bytes per program",
+            ring.world, ring.world, state.bytes
+        ),
+    );
+    Ok(())
+}
+
+fn remark(consume: TileMap, text: String) {
+    Diagnostic::remark(loc(consume), text).emit();
+}
+
+/// The pointer argument of `buffer` once the kernel checks out for ring
+/// steps: one loop walks the buffer, in the kernel's body (each launch runs
+/// it over one block), through a pointer (moved per step), not a tensor
+/// descriptor.
+fn slotted_pointer(
+    kernel: Op,
+    consume: TileMap,
+    buffer: &BufferDecl,
+    tile_loop: TileLoop,
+    loops: usize,
+) -> Result<Value, PassFailed> {
+    let (name, subject) = (&buffer.name, tile_loop.subject());
+    let refuse = |why: String| {
+        Err(fail(
+            consume,
+            format!("@{name} is kept in ring slots (slots(2)){why}"),
+        ))
+    };
+    if loops != 1 {
+        return refuse(format!(
+            ", so the kernel runs once per ring step and must walk it in one loop; {loops} loops walk it"
+        ));
+    }
+    if !ir::parent_op(tile_loop.op).is_some_and(|p| ir::same_op(p, kernel)) {
+        return refuse(format!(
+            ": {subject} must sit in the kernel's body, not in another loop or a branch, since each launch runs it over one ring step's block"
+        ));
+    }
+    match bound_pointer(kernel, buffer.arg) {
+        Some(pointer) => Ok(pointer),
+        None => refuse(
+            ", which moves the address of its rows per step: it must be bound to a pointer argument, not a tensor descriptor"
+                .to_string(),
+        ),
+    }
+}
+
+/// Marks the stepped loop as split (its chunk loop, rows and count; its
+/// block as the chunk index, for `chunk-insert-waits`) and records the
+/// state's bytes on the kernel.
+fn mark_stepped(kernel: Op, tile_loop: TileLoop, block: Op, ring: SlotRing, state: &StateLayout) {
+    let (l, key) = (tile_loop.op, tile_loop.key());
     let ctx = ir::context_of(l);
     let i64t = ir::i64_type(ctx);
-    ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, &tile_loop.key()));
-    ir::set_attr(
-        l,
-        super::kernel_loop::CHUNK_ROWS_ATTR,
-        ir::int_attr_of(i64t, ring.block_rows),
-    );
-    ir::set_attr(
-        l,
-        super::kernel_loop::CHUNKS_ATTR,
-        ir::int_attr_of(i64t, ring.world),
-    );
-    ir::set_attr(
-        block_op(block)?,
-        CHUNK_INDEX_ATTR,
-        ir::string_attr(ctx, &tile_loop.key()),
-    );
-    ir::set_attr(
-        kernel,
-        STEP_STATE_BYTES_ATTR,
-        ir::int_attr_of(i64t, state.bytes),
-    );
-    if remark {
-        Diagnostic::remark(
-            loc(consume),
-            format!(
-                "{subject} reads @{name} one ring step per launch ({} launches per call): block (r - s) mod {} at step s, this rank's own at step 0, then slot s mod 2; what it carries waits between the launches in {} bytes per program",
-                ring.world, ring.world, state.bytes
-            ),
-        )
-        .emit();
-    }
-    Ok(())
+    ir::set_attr(l, CHUNK_LOOP_ATTR, ir::string_attr(ctx, &key));
+    let rows = ir::int_attr_of(i64t, ring.block_rows);
+    ir::set_attr(l, super::kernel_loop::CHUNK_ROWS_ATTR, rows);
+    let chunks = ir::int_attr_of(i64t, ring.world);
+    ir::set_attr(l, super::kernel_loop::CHUNKS_ATTR, chunks);
+    ir::set_attr(block, CHUNK_INDEX_ATTR, ir::string_attr(ctx, &key));
+    let bytes = ir::int_attr_of(i64t, state.bytes);
+    ir::set_attr(kernel, STEP_STATE_BYTES_ATTR, bytes);
 }
 
 /// The op defining `value` (one this pass built).
@@ -329,7 +333,9 @@ fn state_layout(l: Op, consume: TileMap, subject: &str) -> Result<StateLayout, P
 
 /// The loop's carried values: its initial values at step 0, the state
 /// after; at the last step the code after the loop runs, before it the
-/// values go back to the state.
+/// values go back to the state. A step whose block the program's loop does
+/// not read (a causal tile's blocks past its queries) leaves the state
+/// alone, but at the last step.
 fn carry_between_steps(
     kernel: Op,
     l: Op,
@@ -337,26 +343,19 @@ fn carry_between_steps(
     world: i64,
     state: &StateLayout,
 ) -> Result<(), PassFailed> {
-    if named_arg(kernel, STEP_STATE_ARG).is_none() {
-        append_args(
-            kernel,
-            &[(STEP_STATE_ARG.to_string(), "!tt.ptr<i8>".to_string())],
-            "{tt.divisibility = 16 : i32}",
-            super::NAME,
-        )?;
-    }
-    let state_arg = named_arg(kernel, STEP_STATE_ARG)
-        .ok_or_else(|| internal(kernel, "no step state argument"))?;
+    let base = state_base(kernel, l, state)?;
     let b = Builder::before(l).with_loc(ir::location_of(l));
-    let base = b.addptr(
-        state_arg,
-        b.muli(program_index(&b), b.const_i64(state.bytes)),
+    let bounds = ir::operands(l);
+    let (reads, idle) = (
+        b.cmpi(Cmp::Slt, bounds[0], bounds[1]),
+        b.cmpi(Cmp::Sge, bounds[0], bounds[1]),
     );
+    let first = b.cmpi(Cmp::Eq, step, b.const_i32(0));
+    let before_last = b.cmpi(Cmp::Ne, step, b.const_i32(world - 1));
     let inits: Vec<Value> = ir::operands(l).into_iter().skip(3).collect();
     let types: Vec<Type> = inits.iter().map(|v| ir::type_of(*v)).collect();
-    let first = b.cmpi(Cmp::Eq, step, b.const_i32(0));
     let restored = b.if_yield(
-        first,
+        b.ori(first, b.andi(idle, before_last)),
         &types,
         |_| inits.clone(),
         |inner| {
@@ -380,17 +379,38 @@ fn carry_between_steps(
     // (The body ends in its return, which stays.)
     let after: Vec<Op> = ops[at + 1..ops.len() - 1].to_vec();
     let b = Builder::before(next).with_loc(ir::location_of(l));
-    let last = b.cmpi(Cmp::Eq, step, b.const_i32(world - 1));
-    let (_, then_block, else_block) = b.if_else(last);
+    let (_, then_block, else_block) = b.if_else(b.cmpi(Cmp::Eq, step, b.const_i32(world - 1)));
     let then_yield = ir::ops_in(then_block)[0];
     for op in after {
         ir::move_before(op, then_yield);
     }
     let keep = Builder::before(ir::ops_in(else_block)[0]).with_loc(ir::location_of(l));
-    for (value, offset) in ir::results(l).into_iter().zip(&state.offsets) {
-        store_state(&keep, base, *offset, value);
-    }
+    keep.if_then(reads, |inner| {
+        for (value, offset) in ir::results(l).into_iter().zip(&state.offsets) {
+            store_state(&inner, base, *offset, value);
+        }
+    });
     Ok(())
+}
+
+/// Where the program's state lies: the kernel's state argument (appended
+/// once) at the program's index times the state's bytes.
+fn state_base(kernel: Op, l: Op, state: &StateLayout) -> Result<Value, PassFailed> {
+    if named_arg(kernel, STEP_STATE_ARG).is_none() {
+        append_args(
+            kernel,
+            &[(STEP_STATE_ARG.to_string(), "!tt.ptr<i8>".to_string())],
+            "{tt.divisibility = 16 : i32}",
+            super::NAME,
+        )?;
+    }
+    let state_arg = named_arg(kernel, STEP_STATE_ARG)
+        .ok_or_else(|| internal(kernel, "no step state argument"))?;
+    let b = Builder::before(l).with_loc(ir::location_of(l));
+    Ok(b.addptr(
+        state_arg,
+        b.muli(program_index(&b), b.const_i64(state.bytes)),
+    ))
 }
 
 /// The program's index in its grid, as i64.

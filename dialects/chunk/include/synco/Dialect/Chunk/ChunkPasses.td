@@ -627,7 +627,8 @@ step 0 (the rank's own block, the first of the three the rank holds) and
 there; the loop is clipped to `[max(lo, c * R), min(hi, (c + 1) * R))`
 with `R` hidden as in an unrolled split. What the loop carries comes from
 the program's state after step 0 and goes back to it before the last
-step, in a new ABI argument `synco_step_state` (`!tt.ptr<i8>`, each
+step (a step whose block the loop does not read, a causal tile's blocks
+past its queries, leaves the state alone), in a new ABI argument `synco_step_state` (`!tt.ptr<i8>`, each
 program's state at its index in the grid times the bytes recorded on the
 kernel as `chunk.step_state_bytes`); what follows the loop (the output's
 normalisation and store) runs at the last step only. Refused with their
