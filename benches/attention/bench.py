@@ -14,9 +14,9 @@ the slowest rank's):
 * `synco <algorithm> <backend> c<n>`: `synco.ops.AllGatherAttention`, K
   and V all-gathered inside the attention kernel (direct or ring; copy
   engine, ldst or tma; n chunks per rank), each rank's shard already in
-  place; `synco ring_slots copy_engine c1`: ring attention over a fixed
+  place; `synco ring_slots <backend> c1`: ring attention over a fixed
   pair of buffers (`slots=2`, the kernel once per ring step, each rank
-  holding 3 blocks of K and V);
+  holding 3 blocks of K and V; copy engine or ldst);
 * `attention alone`: the same attention kernel without a plan
   (`synco.kernels.attention`, Triton's JIT) over the gathered K and V,
   and `sdpa alone`: PyTorch's scaled_dot_product_attention (flash
@@ -117,7 +117,8 @@ SEQS = [16384, 32768, 131072]
 #: (algorithm, backend, chunks per rank) of the Synco variants.
 VARIANTS = [("direct", "copy_engine", 1), ("direct", "ldst", 1), ("direct", "tma", 1),
             ("ring", "copy_engine", 1), ("ring", "ldst", 1), ("ring", "tma", 1),
-            ("direct", "copy_engine", 4), ("ring_slots", "copy_engine", 1)]
+            ("direct", "copy_engine", 4), ("ring_slots", "copy_engine", 1),
+            ("ring_slots", "ldst", 1)]
 #: The Ulysses variants: (backend, chunks per rank, output re-sharded back,
 #: a chunk per head).
 ULYSSES_VARIANTS = [("copy_engine", 1, False, False), ("ldst", 1, False, False),

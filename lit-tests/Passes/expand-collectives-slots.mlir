@@ -4,7 +4,7 @@
 // rank keeps its gathered blocks in two slots (`chunk.slots = 2`), which
 // the later passes read. Every other use of slots(n) is refused with its
 // reason: a count other than 2, a direct gather, more than one chunk per
-// rank, another backend, another dimension or a split. (The op's verifier
+// rank, tma, another dimension or a split. (The op's verifier
 // refuses a ring of zigzag blocks and blocks that do not divide.)
 //
 // RUN: synco-opt %s --split-input-file --verify-diagnostics \
@@ -20,6 +20,18 @@
 chunk.plan @slots4 world_size(4) {
   chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1)
   chunk.all_gather @K dim(0) chunks(1) backend(copy_engine) algorithm(ring) slots(2)
+  chunk.consume @K dim(0) tile(64)
+}
+
+// -----
+
+// On ldst, the destination's copy programs pull each block.
+// CHECK-LABEL: chunk.plan @slots_ldst world_size(4)
+// CHECK-NEXT:  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1) {chunk.slots = 2 : i64}
+// CHECK:       chunk.transfer @K_s1_c0 pull ldst
+chunk.plan @slots_ldst world_size(4) {
+  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1)
+  chunk.all_gather @K dim(0) chunks(1) backend(ldst) algorithm(ring) slots(2)
   chunk.consume @K dim(0) tile(64)
 }
 
@@ -49,10 +61,10 @@ chunk.plan @chunks world_size(4) {
 
 // -----
 
-chunk.plan @ldst world_size(4) {
+chunk.plan @tma world_size(4) {
   chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1)
-  // expected-error @below {{chunk-expand-collectives: slots(2) needs backend(copy_engine): each launch of the kernel has the copy engine push the next step's block}}
-  chunk.all_gather @K dim(0) chunks(1) backend(ldst) algorithm(ring) slots(2)
+  // expected-error @below {{chunk-expand-collectives: slots(2) needs backend(copy_engine) or backend(ldst): each launch of the kernel has the copy engine push, or its copy programs pull, the next step's block}}
+  chunk.all_gather @K dim(0) chunks(1) backend(tma) algorithm(ring) slots(2)
 }
 
 // -----

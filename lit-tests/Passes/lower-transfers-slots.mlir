@@ -74,3 +74,27 @@ module {
     "tt.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// Only K in slots: V's ring would belong to no step, and never be made.
+module {
+  chunk.plan @mixed world_size(4) kernel(@k) {
+    chunk.buffer @K : !chunk.buffer<256x64xbf16> bind(1) {chunk.slots = 2}
+    chunk.buffer @V : !chunk.buffer<256x64xbf16> bind(2)
+    chunk.transfer @K_s0_c0 local copy_engine from <@K[(d0) -> (d0 * 64, 0)] [64, 64]> on (d0) -> (d0) to <@K[(d0) -> (d0 * 64, 0)] [64, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_K"}
+    chunk.transfer @K_s1_c0 push copy_engine from <@K[(d0) -> (((d0 + 3) mod 4) * 64, 0)] [64, 64]> on (d0) -> ((d0 + 3) mod 4) to <@K[(d0) -> (((d0 + 3) mod 4) * 64, 0)] [64, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_K"}
+    chunk.transfer @K_s2_c0 push copy_engine from <@K[(d0) -> (((d0 + 2) mod 4) * 64, 0)] [64, 64]> on (d0) -> ((d0 + 3) mod 4) to <@K[(d0) -> (((d0 + 2) mod 4) * 64, 0)] [64, 64]> on (d0) -> (d0) order(2) after [@K_s1_c0] collective(all_gather) {group = "all_gather_K"}
+    chunk.transfer @K_s3_c0 push copy_engine from <@K[(d0) -> (((d0 + 1) mod 4) * 64, 0)] [64, 64]> on (d0) -> ((d0 + 3) mod 4) to <@K[(d0) -> (((d0 + 1) mod 4) * 64, 0)] [64, 64]> on (d0) -> (d0) order(3) after [@K_s2_c0] collective(all_gather) {group = "all_gather_K"}
+    chunk.transfer @V_s0_c0 local copy_engine from <@V[(d0) -> (d0 * 64, 0)] [64, 64]> on (d0) -> (d0) to <@V[(d0) -> (d0 * 64, 0)] [64, 64]> on (d0) -> (d0) order(0) collective(all_gather) {group = "all_gather_V"}
+    // expected-error @below {{chunk-lower-transfers: the kernel runs once per ring step (@K is kept in ring slots), and each launch makes only its step's copies; a transfer into @V, which has no slots, would never be made: keep every gathered buffer of the plan in slots}}
+    chunk.transfer @V_s1_c0 push copy_engine from <@V[(d0) -> (((d0 + 3) mod 4) * 64, 0)] [64, 64]> on (d0) -> ((d0 + 3) mod 4) to <@V[(d0) -> (((d0 + 3) mod 4) * 64, 0)] [64, 64]> on (d0) -> (d0) order(1) collective(all_gather) {group = "all_gather_V"}
+    chunk.transfer @V_s2_c0 push copy_engine from <@V[(d0) -> (((d0 + 2) mod 4) * 64, 0)] [64, 64]> on (d0) -> ((d0 + 3) mod 4) to <@V[(d0) -> (((d0 + 2) mod 4) * 64, 0)] [64, 64]> on (d0) -> (d0) order(2) after [@V_s1_c0] collective(all_gather) {group = "all_gather_V"}
+    chunk.transfer @V_s3_c0 push copy_engine from <@V[(d0) -> (((d0 + 1) mod 4) * 64, 0)] [64, 64]> on (d0) -> ((d0 + 3) mod 4) to <@V[(d0) -> (((d0 + 1) mod 4) * 64, 0)] [64, 64]> on (d0) -> (d0) order(3) after [@V_s2_c0] collective(all_gather) {group = "all_gather_V"}
+    chunk.consume @K dim(0) tile(64)
+    chunk.consume @V dim(0) tile(64)
+  }
+  "tt.func"() <{function_type = () -> (), sym_name = "k", sym_visibility = "public"}> ({
+    "tt.return"() : () -> ()
+  }) {chunk.step_state_bytes = 1024 : i64} : () -> ()
+}

@@ -213,7 +213,7 @@ expect("the caller binds 3 blocks of K and of V",
                                                               ("V", [1536, 128])],
        str(slotted.manifest.buffers))
 for what, kwargs in [("a direct gather", {"algorithm": "direct"}),
-                     ("ldst", {"algorithm": "ring", "backend": "ldst"}),
+                     ("tma", {"algorithm": "ring", "backend": "tma"}),
                      ("two chunks per rank", {"algorithm": "ring", "chunks": 2}),
                      ("the bhsd layout", {"algorithm": "ring", "layout": "bhsd"})]:
     ok, got = raises(ValueError, "slots=2 (the only count built) takes algorithm='ring'",

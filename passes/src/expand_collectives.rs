@@ -74,8 +74,8 @@ fn run(module: OperationRef, _options: &ChunkExpandCollectivesOptions) -> Result
 
 /// Records `slots(n)` of a ring all-gather on its buffer
 /// ([`SLOTS_ATTR`]), once it checks out: a ring (blocks arrive one per
-/// step), one chunk per rank (a step reads one block), pushed by the copy
-/// engine (each launch copies the next step's block), of dimension 0 (a
+/// step), one chunk per rank (a step reads one block), moved by the copy
+/// engine or `ldst` (each launch copies the next step's block), of dimension 0 (a
 /// block's rows, moved to a slot, keep the kernel's strides) and two slots.
 /// (The op's verifier refuses a ring of zigzag blocks.)
 fn record_slots(plan: &Plan, collective: Collective) -> Result<(), PassFailed> {
@@ -100,9 +100,12 @@ fn record_slots(plan: &Plan, collective: Collective) -> Result<(), PassFailed> {
     if collective.chunks() != Some(1) {
         return refuse("needs chunks(1): each ring step reads one whole block");
     }
-    if collective.backend() != Some(attrs::Backend::CopyEngine) {
+    if !matches!(
+        collective.backend(),
+        Some(attrs::Backend::CopyEngine | attrs::Backend::Ldst)
+    ) {
         return refuse(
-            "needs backend(copy_engine): each launch of the kernel has the copy engine push the next step's block",
+            "needs backend(copy_engine) or backend(ldst): each launch of the kernel has the copy engine push, or its copy programs pull, the next step's block",
         );
     }
     if collective.dim() != 0 || collective.split().is_some() {

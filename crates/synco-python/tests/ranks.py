@@ -205,7 +205,8 @@ ATTENTION = [(causal, backend, algorithm, False, 2) for algorithm in ("direct", 
            (True, "tma", "direct", False))]
 # Ring attention over a fixed pair of buffers (algorithm "ring_slots":
 # algorithm(ring) slots(2), one chunk per rank, the kernel once per step).
-ATTENTION += [(causal, "copy_engine", "ring_slots", False, 1) for causal in (False, True)]
+ATTENTION += [(causal, backend, "ring_slots", False, 1) for causal in (False, True)
+              for backend in ("copy_engine", "ldst")]
 #: The tutorial kernel, causal with contiguous shards: refused at launch.
 TUTORIAL_CAUSAL = (True, "copy_engine", "direct", False, 2, "tutorial")
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 4, 2, 64, 256

@@ -132,7 +132,8 @@ fn run(module: OperationRef, options: &ChunkLowerTransfersOptions) -> Result<(),
 
 /// Of a plan that keeps a buffer in ring slots: its ring steps and the
 /// state the kernel keeps between their launches (`chunk-reorder-tiles`
-/// recorded it on the kernel).
+/// recorded it on the kernel). Refuses a transfer into a buffer without
+/// slots beside it.
 fn ring_steps(plan: &crate::plan::Plan, module: ir::Op) -> Result<Option<RingSteps>, PassFailed> {
     let Some(slotted) = plan.buffers.iter().find(|b| b.slots.is_some()) else {
         return Ok(None);
@@ -149,6 +150,24 @@ fn ring_steps(plan: &crate::plan::Plan, module: ir::Op) -> Result<Option<RingSte
             ),
         ));
     };
+    // Each launch makes its step's copies: a transfer into a buffer
+    // without slots belongs to no step, and would never be made.
+    let unslotted = plan.transfers().into_iter().find(|t| {
+        !moves_nothing(*t)
+            && t.dst_buffer()
+                .and_then(|name| plan.buffer(&name))
+                .is_some_and(|b| b.slots.is_none())
+    });
+    if let Some(t) = unslotted {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: the kernel runs once per ring step (@{} is kept in ring slots), and each launch makes only its step's copies; a transfer into @{}, which has no slots, would never be made: keep every gathered buffer of the plan in slots",
+                slotted.name,
+                t.dst_buffer().unwrap_or_default()
+            ),
+        ));
+    }
     Ok(Some(RingSteps {
         steps,
         state_bytes: state.unsigned_abs(),

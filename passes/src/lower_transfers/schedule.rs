@@ -362,13 +362,10 @@ fn host_copies(
     Ok(())
 }
 
-/// Where a transfer of `elements` elements into the slotted buffer `buffer` (its
-/// own source, an all-gather) reads and writes (element offsets of the
-/// rows each rank holds: [`SlotRing::physical_row`]), and the ring step
-/// whose launch copies it: the one before its destination reads it. The
-/// block must be whole, and come from the rank that read it the step
-/// before (a backward ring: the slot it sits in then is the one the
-/// source's launch leaves alone).
+/// Where a transfer of `elements` elements into the slotted buffer
+/// `buffer` (its own source, an all-gather) reads and writes (element
+/// offsets of the rows each rank holds: [`SlotRing::physical_row`]), and
+/// the ring step whose launch copies it ([`SlotRing::copy_step`]).
 fn slot_copy(
     t: Transfer,
     w: i64,
@@ -379,41 +376,25 @@ fn slot_copy(
     let ring = SlotRing::new(&buffer.shape, w)
         .ok_or_else(|| internal(t, "a slotted buffer that does not split in blocks"))?;
     let name = &buffer.name;
-    let whole_rows = |off: &[i64]| off.iter().skip(1).all(|o| *o == 0);
-    let (src_row, dst_row) = (src_off[0], dst_off[0]);
-    let block = dst_row / ring.block_rows;
     let row_elems: i64 = buffer.shape.iter().skip(1).product();
-    let rows = elements.map(|e| e / row_elems.max(1)).unwrap_or(0);
-    if elements != ring.block_rows.checked_mul(row_elems)
-        || !whole_rows(src_off)
-        || !whole_rows(dst_off)
-        || src_row != dst_row
-        || dst_row % ring.block_rows != 0
-    {
-        return Err(fail(
-            t,
-            format!(
-                "chunk-lower-transfers: @{name} is kept in ring slots, which take whole blocks of {} rows, each into the place it has in the gathered buffer; this transfer moves {rows} rows from row {src_row} to row {dst_row}",
-                ring.block_rows
-            ),
-        ));
-    }
-    let read_at = ring.step_of(dst_rank, block);
-    if read_at == 0 || ring.step_of(src_rank, block) != read_at - 1 {
-        return Err(fail(
-            t,
-            format!(
-                "chunk-lower-transfers: @{name} is kept in ring slots: rank {dst_rank} reads block {block} at ring step {read_at}, so it must come from rank {}, which read it the step before (a backward ring); this transfer brings it from rank {src_rank}",
-                (dst_rank - 1).rem_euclid(w)
-            ),
-        ));
-    }
+    let step = ring
+        .copy_step(
+            (src_rank, src_off),
+            (dst_rank, dst_off),
+            (elements, row_elems),
+        )
+        .map_err(|why| {
+            fail(
+                t,
+                format!("chunk-lower-transfers: @{name} is kept in ring slots: {why}"),
+            )
+        })?;
     let offset = |rank: i64| {
-        ring.physical_row(rank, src_row)
+        ring.physical_row(rank, src_off[0])
             .checked_mul(row_elems)
             .ok_or_else(|| fail(t, format!("@{name}'s offsets leave 64 bits")))
     };
-    let step = u32::try_from(read_at - 1).map_err(|_| internal(t, "a ring step beyond 32 bits"))?;
+    let step = u32::try_from(step).map_err(|_| internal(t, "a ring step beyond 32 bits"))?;
     Ok((offset(src_rank)?, offset(dst_rank)?, Some(step)))
 }
 

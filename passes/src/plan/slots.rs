@@ -76,6 +76,44 @@ impl SlotRing {
     pub fn physical_rows(self) -> i64 {
         Self::physical_blocks() * self.block_rows
     }
+
+    /// The ring step whose launch makes a copy of `elements` elements
+    /// (rows of `row_elems`) from `src` to `dst` (each a rank and the
+    /// copy's first element's offsets in the logical buffer): the step
+    /// before its destination reads it. Else why the slots cannot hold it:
+    /// not a whole block moved into its own place, or not from the rank
+    /// that read the block the step before (a backward ring's neighbour,
+    /// whose slot of that step no launch overwrites before this copy).
+    pub fn copy_step(
+        self,
+        (src_rank, src_off): (i64, &[i64]),
+        (dst_rank, dst_off): (i64, &[i64]),
+        (elements, row_elems): (Option<i64>, i64),
+    ) -> Result<i64, String> {
+        let whole_rows = |off: &[i64]| off.iter().skip(1).all(|o| *o == 0);
+        let (src_row, dst_row) = (src_off[0], dst_off[0]);
+        if elements != self.block_rows.checked_mul(row_elems)
+            || !whole_rows(src_off)
+            || !whole_rows(dst_off)
+            || src_row != dst_row
+            || dst_row % self.block_rows != 0
+        {
+            let rows = elements.map_or(0, |e| e / row_elems.max(1));
+            return Err(format!(
+                "ring slots take whole blocks of {} rows, each into the place it has in the gathered buffer; this transfer moves {rows} rows from row {src_row} to row {dst_row}",
+                self.block_rows
+            ));
+        }
+        let block = dst_row / self.block_rows;
+        let read_at = self.step_of(dst_rank, block);
+        if read_at == 0 || self.step_of(src_rank, block) != read_at - 1 {
+            return Err(format!(
+                "rank {dst_rank} reads block {block} at ring step {read_at}, so it must come from rank {}, which read it the step before (a backward ring); this transfer brings it from rank {src_rank}",
+                (dst_rank - 1).rem_euclid(self.world)
+            ));
+        }
+        Ok(read_at - 1)
+    }
 }
 
 #[cfg(test)]
@@ -95,6 +133,20 @@ mod tests {
         // Row 13 (block 3, read at step 2 by rank 1: slot 0).
         assert_eq!(ring.physical_row(1, 13), 4 + 1);
         assert_eq!(ring.physical_rows(), 12);
+        // Rank 1 gets block 3 (read at step 2) from rank 0 at step 1; not
+        // from its owner, nor in part.
+        assert_eq!(
+            ring.copy_step((0, &[12, 0]), (1, &[12, 0]), (Some(16), 4)),
+            Ok(1)
+        );
+        assert!(
+            ring.copy_step((3, &[12, 0]), (1, &[12, 0]), (Some(16), 4))
+                .is_err()
+        );
+        assert!(
+            ring.copy_step((0, &[12, 0]), (1, &[12, 0]), (Some(8), 4))
+                .is_err()
+        );
         assert_eq!(SlotRing::new(&[15, 4], 4), None);
         assert_eq!(SlotRing::new(&[16], 1), None);
     }

@@ -409,27 +409,34 @@ fn state_base(kernel: Op, l: Op, state: &StateLayout) -> Result<Value, PassFaile
     let b = Builder::before(l).with_loc(ir::location_of(l));
     Ok(b.addptr(
         state_arg,
-        b.muli(program_index(&b), b.const_i64(state.bytes)),
+        b.muli(program_index(&b, kernel), b.const_i64(state.bytes)),
     ))
 }
 
-/// The program's index in its grid, as i64.
-fn program_index(b: &Builder) -> Value {
+/// The program's index in its grid, as i64: over axis 0 and the other
+/// axes the kernel reads (its programs tell their work by no other; the
+/// ldst backend's copy programs take axis 2 of a 2D grid, and the programs
+/// in front of a 1D grid's).
+fn program_index(b: &Builder, kernel: Op) -> Value {
     let i32t = ir::i32_type(b.ctx);
     let grid = |name: &str, axis: i64| {
         let axis = ir::int_attr_of(i32t, axis);
         b.extsi_i64(ir::result(b.op(name, &[], &[i32t], &[("axis", axis)]), 0))
     };
-    let (x, y, z) = (
-        grid("tt.get_program_id", 0),
-        grid("tt.get_program_id", 1),
-        grid("tt.get_program_id", 2),
-    );
-    let (nx, ny) = (
-        grid("tt.get_num_programs", 0),
-        grid("tt.get_num_programs", 1),
-    );
-    b.addi(x, b.muli(nx, b.addi(y, b.muli(ny, z))))
+    let reads = |axis: i64| {
+        ir::walk(kernel).into_iter().any(|op| {
+            matches!(
+                ir::op_name(op).as_str(),
+                "tt.get_program_id" | "tt.get_num_programs"
+            ) && ir::int_attr(op, "axis") == Some(axis)
+        })
+    };
+    let (mut index, mut below) = (grid("tt.get_program_id", 0), grid("tt.get_num_programs", 0));
+    for axis in [1, 2].into_iter().filter(|a| reads(*a)) {
+        index = b.addi(index, b.muli(below, grid("tt.get_program_id", axis)));
+        below = b.muli(below, grid("tt.get_num_programs", axis));
+    }
+    index
 }
 
 /// Pointers to a value of type `ty` at `offset` bytes of `base`: a tensor

@@ -88,15 +88,16 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     2W - 1 - r of the sequence cut in 2W (`blocks(zigzag)`, the
     load-balanced sharding of causal attention; `chunks` even, 2 for
     "auto"). `slots=2`: ring attention over a fixed pair of buffers (a
-    ring, one chunk per rank, the copy engine, "bshd"): each rank holds its
+    ring, one chunk per rank, the copy engine or ldst, "bshd"): each rank holds its
     own block and two slots instead of the whole sequence, and the kernel
     runs once per ring step (`slots(2)`)."""
     _check(world_size=world_size, m=seq, dtype=dtype, block_m=block_n, chunks=chunks,
            backend=backend, kv_heads=kv_heads, head_dim=head_dim)
     if slots is not None and (slots != 2 or algorithm != "ring" or chunks not in (1, "auto")
-                              or backend != "copy_engine" or zigzag or layout != "bshd"):
+                              or backend not in ("copy_engine", "ldst") or zigzag
+                              or layout != "bshd"):
         raise ValueError("slots=2 (the only count built) takes algorithm='ring', chunks=1, "
-                         "backend='copy_engine', layout='bshd' and no zigzag; got "
+                         "backend='copy_engine' or 'ldst', layout='bshd' and no zigzag; got "
                          f"slots={slots!r}, algorithm={algorithm!r}, chunks={chunks!r}, "
                          f"backend={backend!r}, layout={layout!r}, zigzag={zigzag!r}")
     if slots is not None:

@@ -4,6 +4,7 @@
 //! each other through the sync words (see `sync.rs`), whether they share
 //! the process or not.
 
+use super::steps::{STEP_STATE_PARAM, check_ring_step, ring_steps, scratch_layout};
 use super::{Node, check};
 use crate::{
     args::Arg,
@@ -13,7 +14,6 @@ use crate::{
     kernel::FusedKernel,
     timeline::{LaunchMarks, PendingCopy},
 };
-use super::steps::{STEP_STATE_PARAM, check_ring_step, ring_steps, scratch_layout};
 use cudarc::driver::sys;
 
 impl Node {
@@ -742,4 +742,3 @@ impl Node {
         }
     }
 }
-

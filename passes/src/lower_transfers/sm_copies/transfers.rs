@@ -14,11 +14,14 @@ use crate::{
     abi::AbiArgs,
     flag_ops::{peer_ptr, wait_on},
     lower_transfers::schedule::{as_2d, forwarded_rows, row_major_strides, same_rows},
-    plan::{FlagKind, FlagRange, Plan, Transfer, fail, internal, region_parts},
+    plan::{
+        FlagKind, FlagRange, Plan, Transfer, fail, internal, region_offsets, region_parts,
+        slots::SlotRing,
+    },
 };
 use melior::ir::AffineMap;
 use synco_chunk::{PassFailed, attrs};
-use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value};
+use synco_ir::{self as ir, Builder, Op, RmwOp, Scope, Sem, Value, builder::Cmp};
 
 /// One transfer to copy, with what the code needs.
 struct SmCopy<'c> {
@@ -62,6 +65,10 @@ struct SmCopy<'c> {
     /// unbound: the ABI's argument of it).
     src: Option<(String, Option<usize>)>,
     dst: (String, Option<usize>),
+    /// Where the destination keeps a ring's blocks in two slots: the copy
+    /// runs in the launch of the step before its destination reads it,
+    /// between the places the ranks hold the block in.
+    slots: Option<SlotRing>,
 }
 
 /// Rewrites `kernel` so that `programs` copy programs copy `transfers`,
@@ -166,8 +173,10 @@ pub fn lower(
         } else {
             None
         };
+        let slots = slotted_ring(plan, t, buffer)?;
         copies.push(SmCopy {
             op: t,
+            slots,
             tma,
             world_size: plan.world_size,
             src_rank_map: t
@@ -214,6 +223,73 @@ pub fn lower(
         .any(|c| c.forwards.is_some() || c.produced.is_some()))
 }
 
+/// The ring whose slots `buffer` (the transfer's destination) keeps its
+/// blocks in, once every rank's copy of `t` checks out
+/// ([`SlotRing::copy_step`]); `None` for a buffer without slots.
+fn slotted_ring(
+    plan: &Plan,
+    t: Transfer,
+    buffer: &BufferDecl,
+) -> Result<Option<SlotRing>, PassFailed> {
+    if buffer.slots.is_none() {
+        return Ok(None);
+    }
+    let name = &buffer.name;
+    let ring = SlotRing::new(&buffer.shape, plan.world_size)
+        .ok_or_else(|| internal(t, "a slotted buffer that does not split in blocks"))?;
+    if t.backend() != Some(attrs::Backend::Ldst) {
+        return Err(fail(
+            t,
+            format!(
+                "chunk-lower-transfers: @{name} is kept in ring slots, which the copy engine and ldst fill; not tma"
+            ),
+        ));
+    }
+    let row_elems: i64 = buffer.shape.iter().skip(1).product();
+    let elements = t.sizes().map(|sizes| sizes.iter().product());
+    for r in 0..plan.world_size {
+        let offsets = t
+            .src()
+            .zip(t.dst())
+            .and_then(|(src, dst)| region_offsets(src, r).zip(region_offsets(dst, r)));
+        let (Some((src_off, dst_off)), Some(src_rank)) = (offsets, t.src_rank_on(r)) else {
+            return Err(internal(t, "cannot evaluate the transfer's regions"));
+        };
+        ring.copy_step((src_rank, &src_off), (r, &dst_off), (elements, row_elems))
+            .map_err(|why| {
+                fail(
+                    t,
+                    format!("chunk-lower-transfers: @{name} is kept in ring slots: {why}"),
+                )
+            })?;
+    }
+    Ok(Some(ring))
+}
+
+/// Where a copy into ring slots runs: in the launch of the step before its
+/// destination reads the block (logical row `row`, on this rank), a builder
+/// inside that guard; and the rows where the source and the destination
+/// hold the block then (the place of this step and of the next).
+fn in_ring_step(b: &Builder, abi: AbiArgs, ring: SlotRing, row: Value) -> (Builder, Value, Value) {
+    let c = |v: i64| b.const_i32(v);
+    let world = c(ring.world);
+    let step = b.remsi(b.subi(abi.epoch, c(1)), world);
+    let block = b.divsi(row, c(ring.block_rows));
+    let read_at = b.remsi(b.subi(b.addi(abi.rank, world), block), world);
+    let next = b.addi(step, c(1));
+    let (_, then_block, _) = b.if_else(b.cmpi(Cmp::Eq, next, read_at));
+    let inner = Builder::before(ir::ops_in(then_block)[0]).with_loc(b.loc);
+    // Place 0 at step 0 (the rank's own block), then 1 + step mod 2.
+    let place = |s: Value| {
+        let slot = inner.addi(inner.const_i32(1), inner.remsi(s, inner.const_i32(2)));
+        let own = inner.cmpi(Cmp::Eq, s, inner.const_i32(0));
+        let at = inner.select(own, inner.const_i32(0), slot);
+        inner.muli(at, inner.const_i32(ring.block_rows))
+    };
+    let (src_row, dst_row) = (place(step), place(next));
+    (inner, src_row, dst_row)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn emit_copy(
     b: &Builder,
@@ -245,15 +321,28 @@ fn emit_copy(
             .map_err(|why| fail(copy.op, format!("chunk-lower-transfers (ldst): {why}")))
     };
     let src_rank = emit(copy.src_rank_map)?[0];
-    let linear = |offsets: &[Value], strides: &[i64]| -> Value {
-        let mut total = b.const_i64(0);
-        for (off, stride) in offsets.iter().copied().zip(strides) {
-            total = b.addi(total, b.muli(b.to_i64(off), b.const_i64(*stride)));
-        }
-        total
-    };
     let src_offsets = emit(copy.src_offsets_map)?;
     let dst_offsets = emit(copy.dst_offsets_map)?;
+    // Into ring slots: in its step's launch only, between the places the
+    // ranks hold the block in; the flag set for the next launch.
+    let (b, src_at, dst_at, ready) = match copy.slots {
+        None => (b, src_offsets.clone(), dst_offsets.clone(), abi.epoch),
+        Some(ring) => {
+            let (inner, src_row, dst_row) = in_ring_step(&b, abi, ring, dst_offsets[0]);
+            let at = |offsets: &[Value], row: Value| {
+                std::iter::once(row)
+                    .chain(offsets[1..].iter().copied())
+                    .collect::<Vec<_>>()
+            };
+            let ready = inner.addi(abi.epoch, inner.const_i32(1));
+            (
+                inner,
+                at(&src_offsets, src_row),
+                at(&dst_offsets, dst_row),
+                ready,
+            )
+        }
+    };
     // Rows the source rank received from its own neighbour, or that its
     // tiles produce: every program waits there for their arrival flag, or
     // for their counter to count every tile of the chunk.
@@ -272,8 +361,15 @@ fn emit_copy(
             count,
         );
     }
-    let src_off = linear(&src_offsets, &copy.src_strides);
-    let dst_off = linear(&dst_offsets, &copy.strides);
+    let linear = |offsets: &[Value], strides: &[i64]| -> Value {
+        let mut total = b.const_i64(0);
+        for (off, stride) in offsets.iter().copied().zip(strides) {
+            total = b.addi(total, b.muli(b.to_i64(off), b.const_i64(*stride)));
+        }
+        total
+    };
+    let src_off = linear(&src_at, &copy.src_strides);
+    let dst_off = linear(&dst_at, &copy.strides);
     // The peer's copy of the buffer: heap bases differ by a multiple of the
     // allocation alignment, so the element delta is a multiple of 16.
     let i64t = ir::i64_type(b.ctx);
@@ -323,13 +419,8 @@ fn emit_copy(
         }
     }
     if let Some(range) = &copy.flag {
-        publish(
-            &b,
-            abi,
-            chunk_flag(&b, range, &dst_offsets),
-            counter_base,
-            programs,
-        );
+        let flag = chunk_flag(&b, range, &dst_offsets);
+        publish(&b, abi, (flag, ready), counter_base, programs);
     }
     Ok(())
 }
@@ -351,14 +442,21 @@ fn chunk_flag(b: &Builder, range: &FlagRange, offsets: &[Value]) -> Value {
 }
 
 /// Counts this program done on the chunk whose arrival flag is `flag`;
-/// the last one publishes the chunk.
-fn publish(b: &Builder, abi: AbiArgs, flag: Value, counter_base: i64, programs: i64) {
+/// the last one publishes the chunk: the flag set to `ready` (the epoch, or
+/// the next launch's for a ring step's copy).
+fn publish(
+    b: &Builder,
+    abi: AbiArgs,
+    (flag, ready): (Value, Value),
+    counter_base: i64,
+    programs: i64,
+) {
     let counter = b.addi(flag, b.const_i32(counter_base));
     b.if_then(last_to_finish(b, abi, counter, programs), |then| {
         then.atomic_rmw(
             RmwOp::Xchg,
             then.addptr(abi.flags, flag),
-            abi.epoch,
+            ready,
             Sem::Release,
             Scope::Sys,
         );

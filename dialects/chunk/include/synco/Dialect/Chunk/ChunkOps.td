@@ -327,7 +327,7 @@ def Chunk_AllGatherOp : Chunk_CollectiveOp<"all_gather"> {
     chunk.all_gather @C dim(0) chunks(2) split(1)
     ```
 
-    `slots(2)` (ring, one chunk per rank, copy engine, `dim(0)`) keeps a
+    `slots(2)` (ring, one chunk per rank, copy engine or ldst, `dim(0)`) keeps a
     rank's gathered blocks in two slots instead of `world_size` blocks: the
     buffer bound on each rank holds three blocks (the rank's own, then the
     two slots), so memory per rank does not grow with the world size. The

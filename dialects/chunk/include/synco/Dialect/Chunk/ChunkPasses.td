@@ -242,8 +242,7 @@ all-reduce add `_rs` / `_ag`).
   the buffer records `chunk.slots = 2`: each rank keeps the blocks in
   two slots (`chunk-reorder-tiles`, `chunk-lower-transfers`). Refused
   with the reason: another slot count, another algorithm, more than one
-  chunk per rank, another backend than `copy_engine`, another dimension
-  than 0 or a `split`.
+  chunk per rank, `tma`, another dimension than 0 or a `split`.
 * `all_gather @A blocks(zigzag)` (direct): as direct, but rank `o`'s
   chunks `c < n/2` cut its half-block `o` and the others its half-block
   `2W - 1 - o` (of `2W` along `d`). Refused for a buffer kernel tiles
@@ -1091,8 +1090,12 @@ block, which sets the flag to the next launch's epoch. Refused with the
 ranks named: a transfer into a slotted buffer of part of a block or into
 another place than its own, one from another rank than the neighbour
 that read the block the step before (any gather but a backward ring),
-and a slotted buffer whose kernel `chunk-reorder-tiles` did not make run
-one step per launch.
+a transfer into a buffer without slots beside a slotted one (no launch
+would make it), and a slotted buffer whose kernel `chunk-reorder-tiles`
+did not make run one step per launch. On `ldst` the same copies are the copy programs':
+each runs only in the launch of its step (`(epoch - 1) mod W`), between
+the same places, after the block's arrival flag on the neighbour, and
+sets its own flag to the next launch's epoch.
 
 Backend `ldst`: the chunks are copied by SM programs of the fused kernel
 itself (see `lower_transfers::sm_copies`): the kernel's 1D grid gets
