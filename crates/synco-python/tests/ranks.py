@@ -2,7 +2,7 @@
 
     python ranks.py build --cache DIR --worlds 2,4     # compile (no GPU needed)
     python ranks.py check --cache DIR --world W        # W processes on the GPUs
-    python ranks.py fault --cache DIR --fault killed   # or killed_replay, absent, withheld
+    python ranks.py fault --cache DIR --fault killed   # or killed_replay, killed_slots, absent, withheld
     python ranks.py slow-reader --cache DIR --world W  # one check of `check` alone
 
 `build` fills a compile cache with every fused kernel the checks use, so
@@ -35,8 +35,9 @@ are skipped); every GEMM operator and six attention variants captured in
 CUDA graphs (`graphs`: warm-up, capture, two replays on fresh data, an
 eager launch after); then launches the runtime must refuse before
 any work, and the host time per call. `fault` runs 2 ranks of a GEMM +
-reduce-scatter where rank 1 dies after a first launch (`killed`) or after
-a replay of the launch captured in a CUDA graph (`killed_replay`), stays
+reduce-scatter where rank 1 dies after a first launch (`killed`), after
+a replay of the launch captured in a CUDA graph (`killed_replay`) or
+after a first call of ring attention over two slots (`killed_slots`), stays
 alive but never launches (`absent`), or launches in step but never sends
 its partials (`withheld`): rank 0 must get the watchdog's error, naming
 what it waited for, within its timeout. `slow-reader` runs one check of
@@ -1345,6 +1346,11 @@ FAULTS = {
     # replayed once together: rank 0's next replay waits on its stream at
     # the barrier every rank enters.
     "killed_replay": "waiting for rank 1 to enter the replayed launch in epoch 1",
+    # Ring attention over two slots (2 launches a call): the process exits
+    # after a first call together; rank 0's next call's first launch
+    # pushes its block into rank 1's slot, which waits on its stream for
+    # rank 1's start of that launch (epoch 3).
+    "killed_slots": "waiting for rank 1 to start the launch in epoch 3",
 }
 PEER_TIMEOUT = 5.0
 
@@ -1353,13 +1359,20 @@ def fault_test(group, cache, fault, report):
     """Rank 1 fails as `fault` says; rank 0 must get `WatchdogError`
     within the peer timeout (the kernels' own 10 s for a chunk), naming
     what it waited for, and launch nothing after it."""
-    [extra] = [extra for name, _, extra in OPS if name == "matmul_reduce_scatter"]
-    op = ops.MatmulReduceScatter(group, **options(group.world_size, extra, cache))
-    a = torch.randn((op.m, op.k), device=group.device).to(torch.bfloat16)
-    b = torch.randn((op.k, op.n), device=group.device).to(torch.bfloat16)
-    launch = lambda: op(a, b)  # noqa: E731
-    if fault == "killed":
-        op(a, b)
+    if fault == "killed_slots":
+        variant = (False, "copy_engine", "ring_slots", False, 1)
+        op = ops.AllGatherAttention(group, heads=HEADS,
+                                    **attention_options(group.world_size, variant, cache))
+        q = torch.randn((TOKENS, HEADS * HEAD_DIM), device=group.device).to(torch.bfloat16)
+        launch = lambda: op(q)  # noqa: E731
+    else:
+        [extra] = [extra for name, _, extra in OPS if name == "matmul_reduce_scatter"]
+        op = ops.MatmulReduceScatter(group, **options(group.world_size, extra, cache))
+        a = torch.randn((op.m, op.k), device=group.device).to(torch.bfloat16)
+        b = torch.randn((op.k, op.n), device=group.device).to(torch.bfloat16)
+        launch = lambda: op(a, b)  # noqa: E731
+    if fault in ("killed", "killed_slots"):
+        launch()
         group.wait(60)
     if fault == "killed_replay":
         op(a, b)
@@ -1373,7 +1386,7 @@ def fault_test(group, cache, fault, report):
     torch.cuda.synchronize()
     dist.barrier()
     if group.rank == 1:
-        if fault in ("killed", "killed_replay"):
+        if fault in ("killed", "killed_replay", "killed_slots"):
             os._exit(17)
         if fault == "absent":
             time.sleep(3 * PEER_TIMEOUT)
@@ -1400,7 +1413,7 @@ def fault_test(group, cache, fault, report):
         report(f"watchdog after a {fault} peer", FAULTS[fault] in text and seconds < limit,
                f"after {seconds:.1f} s (limit {limit:.0f} s): {text}")
     try:
-        op(a, b)
+        (op(a, b) if fault == "killed_replay" else launch())
         report("no launch after the watchdog's error", False, "launched")
     except synco.WatchdogError as e:
         report("no launch after the watchdog's error", True, str(e)[:120])

@@ -80,7 +80,11 @@ impl Node {
         let epoch = kernel.next_epoch();
         self.epoch = epoch;
         check_ring_step(kernel, epoch, self.ring_step)?;
-        self.stream_waits.borrow_mut().clear();
+        // (A call of ring steps keeps every step's stream waits.)
+        if self.ring_step.unwrap_or(0) == 0 {
+            self.stream_waits.borrow_mut().clear();
+        }
+        self.ring_call = self.ring_step.is_some();
         self.drop_timeline()?;
         self.grow_scratch(scratch_bytes)?;
         let mut spans = Vec::new();
@@ -727,6 +731,7 @@ impl Node {
             word,
             value,
             awaited,
+            epoch: self.epoch,
         });
         unsafe {
             check(

@@ -116,6 +116,11 @@ pub struct Node {
     /// Whether the last launch was captured in a CUDA graph: its events
     /// belong to the graph, and the watchdog cannot query them.
     captured: bool,
+    /// Whether the last launch ended a call of ring steps (several
+    /// launches): the watchdog keeps the stream waits of all of them, and
+    /// counts from when it starts waiting (a later step's start event is
+    /// behind an earlier step's stuck wait).
+    pub(crate) ring_call: bool,
     /// Scratch for Triton's global scratch pointer, per rank driven here.
     scratch: Vec<(CUdeviceptr, usize)>,
     /// Whether launches time their side-stream copies (`record_timeline`),
@@ -164,6 +169,8 @@ pub(crate) struct StreamWait {
     pub word: CUdeviceptr,
     pub value: u32,
     pub awaited: crate::sync::Awaited,
+    /// The epoch of the launch that issued it.
+    pub epoch: u32,
 }
 
 /// How long a stream waits for a peer's signal, by default, before the

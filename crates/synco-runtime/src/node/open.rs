@@ -154,6 +154,7 @@ impl Node {
         Ok(Node {
             scratch: vec![(0, 0); gpus.len()],
             ring_step: None,
+            ring_call: false,
             gpus,
             first_rank,
             places,

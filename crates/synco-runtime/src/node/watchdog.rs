@@ -140,7 +140,8 @@ impl Node {
         }))
     }
 
-    /// The first of the last launch's stream waits on `gpu`'s rank whose
+    /// The first of the last launch's stream waits (a call of ring steps:
+    /// of all its launches) on `gpu`'s rank whose
     /// word is still short of its value, once the launch has been seen
     /// started on the rank (its start event done, or, for a launch captured
     /// in a CUDA graph, the watchdog waiting) for longer than the peer
@@ -152,9 +153,11 @@ impl Node {
         launch_seen: &mut Option<Instant>,
     ) -> Result<Option<RuntimeError>> {
         let rank = gpu.rank;
-        // (A captured launch's start event belongs to its graph: the
-        // watchdog counts a replay from when it began to wait.)
-        if launch_seen.is_none() && self.captured {
+        // (A captured launch's start event belongs to its graph, and a
+        // call of ring steps's last start event may be behind an earlier
+        // step's stuck wait: the watchdog counts those from when it began
+        // to wait.)
+        if launch_seen.is_none() && (self.captured || self.ring_call) {
             *launch_seen = Some(Instant::now());
         }
         if launch_seen.is_none() {
@@ -187,7 +190,7 @@ impl Node {
                 return Ok(Some(RuntimeError::PeerTimedOut {
                     rank,
                     awaited: wait.awaited.to_string(),
-                    epoch: self.epoch,
+                    epoch: wait.epoch,
                     seconds: waited.as_secs_f64(),
                 }));
             }
