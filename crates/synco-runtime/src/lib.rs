@@ -94,7 +94,8 @@
 //! `s` makes the copies of step `s` (`Copy::step`, the blocks the next
 //! launch reads, their flags set to the next epoch), and its programs keep
 //! their state between the launches after Triton's scratch
-//! (`synco_step_state`).
+//! (`synco_step_state`). The watchdog keeps every step's stream waits and
+//! names a stuck one with its own launch's epoch.
 //!
 //! A launch captured in a CUDA graph (the compute stream capturing, once
 //! the kernel has run eagerly) makes the kernel's launches *replay* from
