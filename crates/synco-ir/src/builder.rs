@@ -477,22 +477,13 @@ impl Builder {
     /// `scf.if %cond { then } else { otherwise }`, no results. Returns the op
     /// and the two blocks (each already ending in `scf.yield`).
     pub fn if_else(&self, cond: Value) -> (Op, Block, Block) {
-        unsafe {
-            let make = || {
-                let region = mlirRegionCreate();
-                let block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
-                mlirRegionAppendOwnedBlock(region, block);
-                (region, block)
-            };
-            let (then_region, then_block) = make();
-            let (else_region, else_block) = make();
-            let op =
-                self.op_with_regions("scf.if", &[cond], &[], &[], vec![then_region, else_region]);
-            for block in [then_block, else_block] {
-                Builder::at_end(self.ctx, block, self.loc).op("scf.yield", &[], &[], &[]);
-            }
-            (op, then_block, else_block)
+        let (then_region, then_block) = region_with_block();
+        let (else_region, else_block) = region_with_block();
+        let op = self.op_with_regions("scf.if", &[cond], &[], &[], vec![then_region, else_region]);
+        for block in [then_block, else_block] {
+            Builder::at_end(self.ctx, block, self.loc).op("scf.yield", &[], &[], &[]);
         }
+        (op, then_block, else_block)
     }
 
     /// `scf.if %cond -> (types) { then } else { otherwise }`: each branch's
@@ -504,30 +495,22 @@ impl Builder {
         then: impl FnOnce(Builder) -> Vec<Value>,
         otherwise: impl FnOnce(Builder) -> Vec<Value>,
     ) -> Op {
-        unsafe {
-            let make = || {
-                let region = mlirRegionCreate();
-                let block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
-                mlirRegionAppendOwnedBlock(region, block);
-                (region, block)
-            };
-            let (then_region, then_block) = make();
-            let (else_region, else_block) = make();
-            let op = self.op_with_regions(
-                "scf.if",
-                &[cond],
-                types,
-                &[],
-                vec![then_region, else_region],
-            );
-            let inner = Builder::at_end(self.ctx, then_block, self.loc);
-            let yielded = then(inner);
-            inner.op("scf.yield", &yielded, &[], &[]);
-            let inner = Builder::at_end(self.ctx, else_block, self.loc);
-            let yielded = otherwise(inner);
-            inner.op("scf.yield", &yielded, &[], &[]);
-            op
-        }
+        let (then_region, then_block) = region_with_block();
+        let (else_region, else_block) = region_with_block();
+        let regions = vec![then_region, else_region];
+        let op = self.op_with_regions("scf.if", &[cond], types, &[], regions);
+        let yield_from = |block: Block, yielded: Vec<Value>| {
+            Builder::at_end(self.ctx, block, self.loc).op("scf.yield", &yielded, &[], &[]);
+        };
+        yield_from(
+            then_block,
+            then(Builder::at_end(self.ctx, then_block, self.loc)),
+        );
+        yield_from(
+            else_block,
+            otherwise(Builder::at_end(self.ctx, else_block, self.loc)),
+        );
+        op
     }
 
     /// `scf.for %i = lower to upper step step` (i32 bounds), no iteration
@@ -656,6 +639,16 @@ impl Builder {
                 set_attr(op, "tt.divisibility", attr);
             }
         }
+    }
+}
+
+/// A new region holding one empty block without arguments.
+fn region_with_block() -> (Region, Block) {
+    unsafe {
+        let region = mlirRegionCreate();
+        let block = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
+        mlirRegionAppendOwnedBlock(region, block);
+        (region, block)
     }
 }
 
