@@ -356,13 +356,11 @@ class AllGatherAttention:
 
     `slots=2`: ring attention over a fixed pair of buffers (with
     `algorithm="ring"`, the copy engine or `ldst`, one chunk per rank,
-    "bshd"). Each
-    rank holds its own K and V block and two slots, 3 blocks instead of W,
-    and a call runs the kernel once per ring step: step s on the block of
-    rank r - s while the copy engine (or the kernel's copy programs)
-    brings the next into the other slot;
-    the softmax state waits in memory between the steps. Not capturable in
-    a CUDA graph yet.
+    "bshd"). Each rank holds its own K and V block and two slots, 3 blocks
+    instead of W, and a call runs the kernel once per ring step: step s on
+    the block of rank r - s while the copy engine (or the kernel's copy
+    programs) brings the next into the other slot; the softmax state waits
+    in memory between the steps. Not capturable in a CUDA graph yet.
 
     `descriptors`: the kernel takes Q, K, V and Out as host tensor
     descriptors (Triton's `TensorDescriptor`, as the fused-attention
