@@ -311,12 +311,14 @@ fn state_layout(l: Op, consume: TileMap, subject: &str) -> Result<StateLayout, P
     for init in ir::operands(l).into_iter().skip(3) {
         let ty = ir::type_of(init);
         let element = ir::tensor_element(ty).unwrap_or(ty);
-        let count: i64 = ir::tensor_shape(ty).unwrap_or_default().iter().product();
-        let Some(size) = element_bytes(element).and_then(|e| e.checked_mul(count)) else {
+        let shape = ir::tensor_shape(ty).unwrap_or_default();
+        let count: i64 = shape.iter().product();
+        let size = element_bytes(element).and_then(|e| e.checked_mul(count));
+        let (Some(size), true) = (size, shape.len() <= 2) else {
             return Err(fail(
                 consume,
                 format!(
-                    "the kernel runs once per ring step, so what {subject} carries must wait between launches in memory; it carries a {}, which cannot (only numbers and tensors of numbers)",
+                    "the kernel runs once per ring step, so what {subject} carries must wait between launches in memory; it carries a {}, which cannot (only numbers and tensors of numbers of one or two dimensions)",
                     ir::print_type(ty)
                 ),
             ));
@@ -453,22 +455,17 @@ fn state_pointers(b: &Builder, base: Value, offset: i64, ty: Type) -> Value {
     b.addptr(b.splat(typed, &shape), row_major_index(b, &shape))
 }
 
-/// The row-major index of each element of a tensor of `shape`: for two
-/// dimensions built from two ranges, which keeps the rows contiguous for
-/// Triton's vectorised loads and stores; else a range reshaped.
+/// The row-major index of each element of a tensor of one or two
+/// dimensions (`shape`), the second built from two ranges, which keeps the
+/// rows contiguous for Triton's vectorised loads and stores.
 fn row_major_index(b: &Builder, shape: &[i64]) -> Value {
-    if let [rows, columns] = *shape {
-        let row = b.expand_dims(b.make_range(rows), 1);
-        let row = b.muli(row, b.splat(b.const_i32(columns), &[rows, 1]));
-        let column = b.expand_dims(b.make_range(columns), 0);
-        return b.addi(b.broadcast(row, shape), b.broadcast(column, shape));
-    }
-    let index = b.make_range(shape.iter().product());
-    if shape.len() < 2 {
-        return index;
-    }
-    let reshaped = ir::ranked_tensor(shape, ir::i32_type(b.ctx));
-    ir::result(b.op("tt.reshape", &[index], &[reshaped], &[]), 0)
+    let [rows, columns] = *shape else {
+        return b.make_range(shape.iter().product());
+    };
+    let row = b.expand_dims(b.make_range(rows), 1);
+    let row = b.muli(row, b.splat(b.const_i32(columns), &[rows, 1]));
+    let column = b.expand_dims(b.make_range(columns), 0);
+    b.addi(b.broadcast(row, shape), b.broadcast(column, shape))
 }
 
 fn load_state(b: &Builder, base: Value, offset: i64, ty: Type) -> Value {

@@ -633,8 +633,8 @@ kernel as `chunk.step_state_bytes`); what follows the loop (the output's
 normalisation and store) runs at the last step only. Refused with their
 reason: a buffer no kernel loop walks, one walked by several loops (a
 causal kernel in two stages), a loop inside another loop or a branch, a
-loop that carries anything but numbers and tensors of numbers (a
-pointer it advances), a store or atomic ahead of the loop (every launch
+loop that carries anything but numbers and tensors of numbers of one or
+two dimensions (a pointer it advances), a store or atomic ahead of the loop (every launch
 would run it), a buffer bound to a tensor descriptor, and two buffers of
 one loop in other blocks.
 
