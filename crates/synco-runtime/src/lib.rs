@@ -102,7 +102,8 @@
 //! then on ([`FusedKernel::replays`], `docs/graph-capture.md`): each is
 //! epoch 1, zeroes its flags, counters and sync words as it starts, and
 //! runs between two barriers of every rank, so that a graph replays it
-//! with the values it was captured with.
+//! with the values it was captured with (a call of ring steps: epochs 1 to
+//! W, its words zeroed at its first step).
 //!
 //! A kernel compiled with `chunk-trace-tiles` also owns a trace buffer:
 //! [`Node::clear_trace`] once, then [`Node::read_trace`] after any launch

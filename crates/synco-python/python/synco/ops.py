@@ -360,7 +360,8 @@ class AllGatherAttention:
     instead of W, and a call runs the kernel once per ring step: step s on
     the block of rank r - s while the copy engine (or the kernel's copy
     programs) brings the next into the other slot; the softmax state waits
-    in memory between the steps. Not capturable in a CUDA graph yet.
+    in memory between the steps. A CUDA graph captures the call's W
+    launches.
 
     `descriptors`: the kernel takes Q, K, V and Out as host tensor
     descriptors (Triton's `TensorDescriptor`, as the fused-attention

@@ -77,7 +77,13 @@ impl Node {
         // Epochs count this kernel's launches: its flags and counters see
         // every one of them (counters grow by a fixed amount per launch).
         // Launches that replay are all epoch 1, on zeroed words.
-        let epoch = kernel.next_epoch();
+        let counted = kernel.next_epoch();
+        // (Ring steps that replay are epochs 1 to W of their call: the
+        // kernel tells its step from the epoch.)
+        let epoch = match (kernel.replays(), self.ring_step) {
+            (true, Some(step)) => step + 1,
+            _ => counted,
+        };
         self.epoch = epoch;
         check_ring_step(kernel, epoch, self.ring_step)?;
         // (A call of ring steps keeps every step's stream waits.)

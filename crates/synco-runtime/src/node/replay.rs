@@ -4,7 +4,9 @@
 //! launches are all epoch 1, each on words it zeroed itself, between two
 //! barriers of every rank: the one at the start orders the zeroing before
 //! any peer's signal of this launch, the one at the end orders every
-//! peer's access of this launch before the next launch's zeroing.
+//! peer's access of this launch before the next launch's zeroing. (A call
+//! of ring steps is epochs 1 to W, its words zeroed at its first step: a
+//! step's copies set the next step's flags.)
 
 use super::{Node, check};
 use crate::{
@@ -61,11 +63,6 @@ impl Node {
                 "its Triton scratch must grow for this grid: launch it once with the grid before the capture",
             ));
         }
-        if super::steps::ring_steps(kernel).is_some() {
-            return Err(refuse(
-                "it runs once per ring step (a buffer kept in ring slots), and a graph does not replay such launches yet",
-            ));
-        }
         if self.timeline_on {
             return Err(refuse(
                 "the node records a timeline (Node::record_timeline), whose events a graph does not replay",
@@ -92,13 +89,21 @@ impl Node {
         gpu.bind()?;
         let words = &kernel.words;
         let flags = self.ptr(rank, &kernel.flags);
+        // A call of ring steps zeroes its words at its first step; a later
+        // step keeps the flags its predecessor's copies set (for it, at
+        // the epoch after that step's) and zeroes only the words of the
+        // end barrier it passed.
+        let (first, count) = match self.ring_step {
+            Some(step) if step > 0 => (words.ended_by(0), self.world_size()),
+            _ => (0, words.zeroed()),
+        };
         // SAFETY: stream operations on the bound context's streams, on
         // words of this kernel's flags buffer.
         unsafe {
             check(
                 rank,
                 "cuMemsetD32Async",
-                sys::cuMemsetD32Async(flags, 0, words.zeroed(), gpu.compute),
+                sys::cuMemsetD32Async(flags + 4 * first as u64, 0, count, gpu.compute),
             )?;
             check(
                 rank,
