@@ -72,14 +72,20 @@ pub const TRACE_ATTR: &str = "chunk.trace";
 
 impl BufferDecl {
     pub fn element_bytes(&self) -> Option<i64> {
-        Some(match self.element.as_str() {
-            "i8" => 1,
-            "bf16" | "f16" | "i16" => 2,
-            "f32" | "i32" => 4,
-            "f64" | "i64" => 8,
-            _ => return None,
-        })
+        element_bytes_of(&self.element)
     }
+}
+
+/// Bytes of one element of the number type MLIR prints as `element`
+/// (`bf16`), if it is one a buffer holds.
+pub fn element_bytes_of(element: &str) -> Option<i64> {
+    Some(match element {
+        "i8" => 1,
+        "bf16" | "f16" | "i16" => 2,
+        "f32" | "i32" => 4,
+        "f64" | "i64" => 8,
+        _ => return None,
+    })
 }
 
 /// A `chunk.plan`, with its buffers.

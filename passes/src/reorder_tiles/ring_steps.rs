@@ -67,7 +67,7 @@ pub(super) fn step_tile_loop(
     clip_to_block(tile_loop, block, ring);
     let state = state_layout(l, consume, &subject)?;
     carry_between_steps(kernel, l, step, plan.world_size, &state)?;
-    mark_stepped(kernel, tile_loop, block_op(block)?, ring, &state);
+    mark_stepped(kernel, tile_loop, defined_by(block, kernel)?, ring, &state);
     remark(
         consume,
         format!(
@@ -136,14 +136,10 @@ fn mark_stepped(kernel: Op, tile_loop: TileLoop, block: Op, ring: SlotRing, stat
     ir::set_attr(kernel, STEP_STATE_BYTES_ATTR, bytes);
 }
 
-/// The op defining `value` (one this pass built).
-fn block_op(value: Value) -> Result<Op, PassFailed> {
-    ir::defining_op(value).ok_or_else(|| {
-        let op = ir::block_arg_owner(value)
-            .and_then(ir::block_parent_op)
-            .expect("a value is an op's result or a block's argument");
-        internal(op, "a value built for the ring steps is no op's result")
-    })
+/// The op defining `value`, one this pass built in `kernel`.
+fn defined_by(value: Value, kernel: Op) -> Result<Op, PassFailed> {
+    ir::defining_op(value)
+        .ok_or_else(|| internal(kernel, "a value built for the ring steps is no op's result"))
 }
 
 /// The value an op of the kernel's body marked with `attr` defines: the
@@ -173,15 +169,15 @@ fn at_top(kernel: Op) -> Result<Builder, PassFailed> {
 fn build_step(kernel: Op, abi: AbiArgs, world: i64) -> Result<Value, PassFailed> {
     let b = at_top(kernel)?;
     let step = b.remsi(b.subi(abi.epoch, b.const_i32(1)), b.const_i32(world));
-    let op = block_op(step)?;
+    let op = defined_by(step, kernel)?;
     ir::set_attr(op, RING_STEP_ATTR, ir::unit_attr(b.ctx));
     Ok(step)
 }
 
 /// The block read at `step`: `(rank - step) mod W`, right after the step.
 fn build_block(kernel: Op, abi: AbiArgs, step: Value, world: i64) -> Result<Value, PassFailed> {
-    let after =
-        ir::next_op(block_op(step)?).ok_or_else(|| internal(kernel, "no op after the step"))?;
+    let after = ir::next_op(defined_by(step, kernel)?)
+        .ok_or_else(|| internal(kernel, "no op after the step"))?;
     let b = Builder::before(after).with_loc(ir::location_of(kernel));
     Ok(ir::result(rotate_back(&b, step, abi.rank, 1, world), 0))
 }
@@ -203,15 +199,15 @@ fn move_to_slots(
             format!("@{}'s blocks hold more than 2^63 elements", buffer.name),
         )
     })?;
-    let after =
-        ir::next_op(block_op(block)?).ok_or_else(|| internal(kernel, "no op after the block"))?;
+    let after = ir::next_op(defined_by(block, kernel)?)
+        .ok_or_else(|| internal(kernel, "no op after the block"))?;
     let b = Builder::before(after).with_loc(ir::location_of(kernel));
     let first = b.cmpi(Cmp::Eq, step, b.const_i32(0));
     let slot = b.addi(b.const_i32(1), b.remsi(step, b.const_i32(2)));
     let place = b.select(first, b.const_i32(0), slot);
     let blocks = b.extsi_i64(b.subi(place, block));
     let moved = b.addptr(pointer, b.muli(blocks, b.const_i64(block_elems)));
-    ir::replace_uses_except(pointer, moved, &[block_op(moved)?]);
+    ir::replace_uses_except(pointer, moved, &[defined_by(moved, kernel)?]);
     Ok(())
 }
 
@@ -291,15 +287,13 @@ fn clip_to_block(tile_loop: TileLoop, block: Value, ring: SlotRing) {
     ir::set_operand(l, 1, b.minsi(upper, end));
 }
 
-/// Bytes of one element of `ty` (a number type), if it is one.
+/// Bytes of one element of `ty` (a number type, a flag among them), if it
+/// is one.
 fn element_bytes(ty: Type) -> Option<i64> {
-    Some(match ir::print_type(ty).as_str() {
-        "i1" | "i8" => 1,
-        "bf16" | "f16" | "i16" => 2,
-        "f32" | "i32" => 4,
-        "f64" | "i64" => 8,
-        _ => return None,
-    })
+    match ir::print_type(ty).as_str() {
+        "i1" => Some(1),
+        number => crate::plan::element_bytes_of(number),
+    }
 }
 
 /// Where `l`'s carried values go in a program's state; refuses values
