@@ -27,6 +27,8 @@ pub const RING_STEP_ATTR: &str = "chunk.ring_step";
 /// carries), for the launch manifest.
 pub const STEP_STATE_BYTES_ATTR: &str = "chunk.step_state_bytes";
 
+use synco_ir::{Builder, Value, builder::Cmp};
+
 /// The only slot count built: one block computed on while the next lands.
 pub const RING_SLOTS: i64 = 2;
 
@@ -70,6 +72,20 @@ impl SlotRing {
     pub fn physical_row(self, rank: i64, row: i64) -> i64 {
         let block = row / self.block_rows;
         Self::physical_block(self.step_of(rank, block)) * self.block_rows + row % self.block_rows
+    }
+
+    /// The ring step a launch runs, built with `b` from its `epoch`:
+    /// `(epoch - 1) mod W` (a call of the operation is W launches, epochs
+    /// counting them).
+    pub fn step_value(self, b: &Builder, epoch: Value) -> Value {
+        b.remsi(b.subi(epoch, b.const_i32(1)), b.const_i32(self.world))
+    }
+
+    /// [`SlotRing::physical_block`] of the step `step`, built with `b`.
+    pub fn physical_block_value(b: &Builder, step: Value) -> Value {
+        let slot = b.addi(b.const_i32(1), b.remsi(step, b.const_i32(RING_SLOTS)));
+        let own = b.cmpi(Cmp::Eq, step, b.const_i32(0));
+        b.select(own, b.const_i32(0), slot)
     }
 
     /// Rows of the physical buffer.

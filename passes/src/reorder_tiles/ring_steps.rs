@@ -50,7 +50,7 @@ pub(super) fn step_tile_loop(
     let (step, block) = match marked(kernel, RING_STEP_ATTR).zip(marked(kernel, CHUNK_INDEX_ATTR)) {
         Some(built) => built,
         None => {
-            let step = build_step(kernel, abi, plan.world_size)?;
+            let step = build_step(kernel, abi, ring)?;
             (step, build_block(kernel, abi, step, plan.world_size)?)
         }
     };
@@ -166,9 +166,9 @@ fn at_top(kernel: Op) -> Result<Builder, PassFailed> {
 }
 
 /// `s = (epoch - 1) mod W`, at the top of the kernel, marked.
-fn build_step(kernel: Op, abi: AbiArgs, world: i64) -> Result<Value, PassFailed> {
+fn build_step(kernel: Op, abi: AbiArgs, ring: SlotRing) -> Result<Value, PassFailed> {
     let b = at_top(kernel)?;
-    let step = b.remsi(b.subi(abi.epoch, b.const_i32(1)), b.const_i32(world));
+    let step = ring.step_value(&b, abi.epoch);
     let op = defined_by(step, kernel)?;
     ir::set_attr(op, RING_STEP_ATTR, ir::unit_attr(b.ctx));
     Ok(step)
@@ -202,9 +202,7 @@ fn move_to_slots(
     let after = ir::next_op(defined_by(block, kernel)?)
         .ok_or_else(|| internal(kernel, "no op after the block"))?;
     let b = Builder::before(after).with_loc(ir::location_of(kernel));
-    let first = b.cmpi(Cmp::Eq, step, b.const_i32(0));
-    let slot = b.addi(b.const_i32(1), b.remsi(step, b.const_i32(2)));
-    let place = b.select(first, b.const_i32(0), slot);
+    let place = SlotRing::physical_block_value(&b, step);
     let blocks = b.extsi_i64(b.subi(place, block));
     let moved = b.addptr(pointer, b.muli(blocks, b.const_i64(block_elems)));
     ir::replace_uses_except(pointer, moved, &[defined_by(moved, kernel)?]);

@@ -273,17 +273,14 @@ fn slotted_ring(
 fn in_ring_step(b: &Builder, abi: AbiArgs, ring: SlotRing, row: Value) -> (Builder, Value, Value) {
     let c = |v: i64| b.const_i32(v);
     let world = c(ring.world);
-    let step = b.remsi(b.subi(abi.epoch, c(1)), world);
+    let step = ring.step_value(b, abi.epoch);
     let block = b.divsi(row, c(ring.block_rows));
     let read_at = b.remsi(b.subi(b.addi(abi.rank, world), block), world);
     let next = b.addi(step, c(1));
     let (_, then_block, _) = b.if_else(b.cmpi(Cmp::Eq, next, read_at));
     let inner = Builder::before(ir::ops_in(then_block)[0]).with_loc(b.loc);
-    // Place 0 at step 0 (the rank's own block), then 1 + step mod 2.
     let place = |s: Value| {
-        let slot = inner.addi(inner.const_i32(1), inner.remsi(s, inner.const_i32(2)));
-        let own = inner.cmpi(Cmp::Eq, s, inner.const_i32(0));
-        let at = inner.select(own, inner.const_i32(0), slot);
+        let at = SlotRing::physical_block_value(&inner, s);
         inner.muli(at, inner.const_i32(ring.block_rows))
     };
     let (src_row, dst_row) = (place(step), place(next));
