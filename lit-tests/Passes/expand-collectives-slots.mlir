@@ -25,6 +25,18 @@ chunk.plan @slots4 world_size(4) {
 
 // -----
 
+// The default backend, the copy engine, takes slots too.
+// CHECK-LABEL: chunk.plan @slots_default world_size(4)
+// CHECK-NEXT:  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1) {chunk.slots = 2 : i64}
+// CHECK:       chunk.transfer @K_s1_c0 push copy_engine
+chunk.plan @slots_default world_size(4) {
+  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1)
+  chunk.all_gather @K dim(0) chunks(1) algorithm(ring) slots(2)
+  chunk.consume @K dim(0) tile(64)
+}
+
+// -----
+
 // On ldst, the destination's copy programs pull each block.
 // CHECK-LABEL: chunk.plan @slots_ldst world_size(4)
 // CHECK-NEXT:  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1) {chunk.slots = 2 : i64}
