@@ -124,6 +124,15 @@ impl Builder {
         }
     }
 
+    /// Inserts `op`, made in no block (see [`crate::clone_op`]), at the
+    /// builder's point.
+    pub fn insert(&self, op: Op) {
+        match self.point {
+            Point::Before(anchor) => insert_before(anchor, op),
+            Point::End(block) => append(block, op),
+        }
+    }
+
     fn i32(&self) -> Type {
         i32_type(self.ctx)
     }

@@ -282,6 +282,13 @@ pub fn insert_before(anchor: Op, op: Op) {
     }
 }
 
+/// A copy of `op`, its regions and attributes included, in no block yet
+/// (place it with [`insert_before`] or [`append`]); it uses the same
+/// values from outside it as `op`.
+pub fn clone_op(op: Op) -> Op {
+    unsafe { mlirOperationClone(op) }
+}
+
 /// Moves `op` (already in a block) right before `anchor`.
 pub fn move_before(op: Op, anchor: Op) {
     unsafe { mlirOperationMoveBefore(op, anchor) }
