@@ -207,6 +207,8 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
 // CHECK-LABEL: sym_name = "described"
 // CHECK:       "tt.elementwise_inline_asm"
 // CHECK-SAME:    bra SYNCO_WAIT;\0ASYNCO_DONE:\0A\09fence.proxy.async.global;\0A\09}"
+// So does chunk.acquire.
+// CHECK:       "tt.elementwise_inline_asm"() {asm_string = "fence.acquire.sys; fence.proxy.async.global; mov.u32 $0, 0;"
 // CHECK:       "tt.descriptor_load"
 "tt.func"() <{function_type = (!tt.ptr<bf16>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "described", sym_visibility = "public"}> ({
 ^bb0(%k: !tt.ptr<bf16>, %rank: i32, %w: i32, %heap: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
@@ -215,6 +217,42 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   %c1 = arith.constant 1 : i64
   %desc = "tt.make_tensor_descriptor"(%k, %c64, %c64, %c1, %c1) <{padding = 1 : i32}> : (!tt.ptr<bf16>, i32, i32, i64, i64) -> !tt.tensordesc<tensor<64x64xbf16>>
   chunk.wait %flags[%c0], %epoch : !tt.ptr<i32>
+  chunk.acquire
   %x = "tt.descriptor_load"(%desc, %c0, %c0) <{cache = 1 : i32, evict = 1 : i32}> : (!tt.tensordesc<tensor<64x64xbf16>>, i32, i32) -> tensor<64x64xbf16>
+  "tt.return"() : () -> ()
+}) {chunk.abi_first_arg = 1 : i32} : () -> ()
+
+// -----
+
+// chunk.poll: one read of the flag, relaxed at the op's scope, in a
+// side-effecting asm (never hoisted or merged), compared with
+// epoch * count; it never blocks. chunk.acquire: an acquire fence at its
+// scope (no proxy fence: this kernel reads through pointers).
+// CHECK-LABEL: sym_name = "polled"
+// CHECK:      ^bb0(%[[A:.*]]: !tt.ptr<f32>, %[[RANK:.*]]: i32, %[[W:.*]]: i32, %[[HEAP:.*]]: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %[[ERR:.*]]: !tt.ptr<i32>):
+// CHECK:      %[[FLAG:.*]] = "tt.addptr"(%[[FLAGS]], %{{.*}})
+// CHECK-NEXT: %[[SEEN:.*]] = "tt.elementwise_inline_asm"(%[[FLAG]]) {asm_string = "ld.relaxed.sys.global.u32 $0, [$1];", constraints = "=r,l", packed_element = 1 : i32, pure = false} : (!tt.ptr<i32>) -> i32
+// CHECK-NEXT: %[[ARRIVED:.*]] = arith.cmpi sge, %[[SEEN]], %[[EPOCH]]
+// CHECK:      %[[FOUR:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: %[[TARGET:.*]] = arith.muli %[[EPOCH]], %[[FOUR]]
+// CHECK:      %[[SEEN4:.*]] = "tt.elementwise_inline_asm"(%{{.*}}) {asm_string = "ld.relaxed.gpu.global.u32 $0, [$1];"
+// CHECK-NEXT: %[[ARRIVED4:.*]] = arith.cmpi sge, %[[SEEN4]], %[[TARGET]]
+// CHECK:      %[[BOTH:.*]] = arith.andi %[[ARRIVED]], %[[ARRIVED4]]
+// CHECK-NEXT: scf.if %[[BOTH]] {
+// CHECK-NEXT: "tt.elementwise_inline_asm"() {asm_string = "fence.acquire.sys; mov.u32 $0, 0;", constraints = "=r", packed_element = 1 : i32, pure = false} : () -> i32
+// CHECK:      "tt.elementwise_inline_asm"() {asm_string = "fence.acquire.gpu; mov.u32 $0, 0;"
+"tt.func"() <{function_type = (!tt.ptr<f32>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "polled", sym_visibility = "public"}> ({
+^bb0(%a: !tt.ptr<f32>, %rank: i32, %w: i32, %heap: !tt.ptr<i64>, %flags: !tt.ptr<i32>, %epoch: i32, %errors: !tt.ptr<i32>):
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %k = chunk.poll %flags[%c1], %epoch : !tt.ptr<i32>
+  %v = chunk.poll %flags[%c2], %epoch count(4) scope(gpu) : !tt.ptr<i32>
+  %both = arith.andi %k, %v : i1
+  scf.if %both {
+    chunk.acquire
+    %x = "tt.load"(%a) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<f32>) -> f32
+    "tt.store"(%a, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<f32>, f32) -> ()
+    chunk.acquire scope(gpu)
+  }
   "tt.return"() : () -> ()
 }) {chunk.abi_first_arg = 1 : i32} : () -> ()

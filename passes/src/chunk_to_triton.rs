@@ -49,8 +49,8 @@ fn run(module: OperationRef, _options: &ChunkToTritonOptions) -> Result<(), Pass
                     ));
                 }
             }
-            "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait"
-            | "chunk.signal" | "chunk.arrive" | "chunk.trace" => {
+            "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait" | "chunk.poll"
+            | "chunk.acquire" | "chunk.signal" | "chunk.arrive" | "chunk.trace" => {
                 lower_kernel_op(op, &name)?;
             }
             _ => {
@@ -138,6 +138,14 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
             ir::replace_all_uses(ir::result(op, 0), peer_ptr);
         }
         "chunk.wait" => lower_wait(op, &b, abi, operands[0], operands[1], operands[2])?,
+        "chunk.poll" => {
+            let arrived = lower_poll(op, &b, operands[0], operands[1], operands[2])?;
+            ir::replace_all_uses(ir::result(op, 0), arrived);
+        }
+        "chunk.acquire" => {
+            let proxy_fence = enclosing_kernel(op).is_some_and(reads_through_descriptors);
+            b.inline_asm_effect(&acquire_ptx(scope_name(scope_of(op)), proxy_fence));
+        }
         "chunk.trace" => lower_trace(op, &b, operands[0], operands[1], operands[2])?,
         "chunk.signal" => {
             let (flags, chunk, epoch) = (operands[0], operands[1], operands[2]);
@@ -326,15 +334,9 @@ fn lower_trace(
     Ok(())
 }
 
-fn lower_wait(
-    op: Op,
-    b: &Builder,
-    abi: crate::abi::AbiArgs,
-    flags: ir::Value,
-    chunk: ir::Value,
-    epoch: ir::Value,
-) -> Result<(), PassFailed> {
-    let timeout_ns = ir::int_attr(op, "timeout_ns").unwrap_or(10_000_000_000);
+/// `epoch * count` of a wait or poll (`count` from `op`, at least 1),
+/// refused beyond the 32-bit flags.
+fn flag_target(op: Op, b: &Builder, epoch: ir::Value) -> Result<ir::Value, PassFailed> {
     let count = ir::int_attr(op, "count").unwrap_or(1);
     if i32::try_from(count).is_err() {
         return Err(fail(
@@ -345,20 +347,71 @@ fn lower_wait(
             ),
         ));
     }
-    let target = if count == 1 {
+    Ok(if count == 1 {
         epoch
     } else {
         b.muli(epoch, b.const_i32(count))
+    })
+}
+
+/// The PTX scope qualifier of `scope`.
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Gpu => "gpu",
+        Scope::Cta => "cta",
+        Scope::Sys => "sys",
+    }
+}
+
+/// `chunk.poll`: one relaxed read of the flag (side-effecting asm, so that
+/// it is neither hoisted nor merged with another read), compared with the
+/// target.
+fn lower_poll(
+    op: Op,
+    b: &Builder,
+    flags: ir::Value,
+    chunk: ir::Value,
+    epoch: ir::Value,
+) -> Result<ir::Value, PassFailed> {
+    let target = flag_target(op, b, epoch)?;
+    let scope = scope_name(scope_of(op));
+    let seen = b.inline_asm(
+        &format!("ld.relaxed.{scope}.global.u32 $0, [$1];"),
+        "=r,l",
+        &[b.addptr(flags, chunk)],
+        ir::i32_type(b.ctx),
+    );
+    Ok(b.cmpi(Cmp::Sge, seen, target))
+}
+
+/// The PTX of `chunk.acquire`: an acquire fence at `scope` (PTX 8.6; on
+/// sm_90 the L1 invalidation an acquire load ends with, where an acq_rel
+/// fence would wait for every outstanding access), then, with
+/// `proxy_fence`, the async proxy's fence (as at the end of a wait).
+fn acquire_ptx(scope: &str, proxy_fence: bool) -> String {
+    let proxy = if proxy_fence {
+        " fence.proxy.async.global;"
+    } else {
+        ""
     };
+    format!("fence.acquire.{scope};{proxy} mov.u32 $0, 0;")
+}
+
+fn lower_wait(
+    op: Op,
+    b: &Builder,
+    abi: crate::abi::AbiArgs,
+    flags: ir::Value,
+    chunk: ir::Value,
+    epoch: ir::Value,
+) -> Result<(), PassFailed> {
+    let timeout_ns = ir::int_attr(op, "timeout_ns").unwrap_or(10_000_000_000);
+    let target = flag_target(op, b, epoch)?;
     let sem = match sem_of(op, Sem::Acquire) {
         Sem::Relaxed => "relaxed",
         _ => "acquire",
     };
-    let scope = match scope_of(op) {
-        Scope::Gpu => "gpu",
-        Scope::Cta => "cta",
-        Scope::Sys => "sys",
-    };
+    let scope = scope_name(scope_of(op));
     let flag = b.addptr(flags, chunk);
     let proxy_fence = enclosing_kernel(op).is_some_and(reads_through_descriptors);
     // Once any wait of the launch failed (the error word is set), later

@@ -1,6 +1,7 @@
 //! The kernel-side flag operations the fusing passes emit (the `chunk`
 //! ops `chunk-to-triton` lowers, and the one atomic counter they share):
-//! wait for a flag, mark a chunk arrived, count a tile, address a peer.
+//! wait for a flag or poll it, mark a chunk arrived, count a tile, address
+//! a peer.
 
 use crate::abi::AbiArgs;
 use synco_ir::{self as ir, Builder, RmwOp, Scope, Sem, Value};
@@ -28,6 +29,26 @@ pub fn wait_on(b: &Builder, flags: Value, flag: Value, epoch: Value, n: i64) {
         &[],
         &[("count", count)],
     );
+}
+
+/// `chunk.poll %flags[%flag], %epoch` on this rank's flags: whether the
+/// flag has reached the epoch (one relaxed read; see [`acquire`]).
+pub fn poll(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value) -> Value {
+    ir::result(
+        b.op(
+            "chunk.poll",
+            &[abi.flags, flag, epoch],
+            &[ir::i1_type(b.ctx)],
+            &[],
+        ),
+        0,
+    )
+}
+
+/// `chunk.acquire`: what the polled flags published becomes visible to
+/// the reads after it.
+pub fn acquire(b: &Builder) {
+    b.op("chunk.acquire", &[], &[], &[]);
 }
 
 /// Adds 1 to `%flags[%counter]` (one acq_rel atomic at `scope`) and

@@ -464,6 +464,22 @@ func.func @wait_count(%flag: !tt.ptr<i32>, %epoch: i32) {
 
 // -----
 
+func.func @poll_count(%flag: !tt.ptr<i32>, %epoch: i32) {
+  // expected-error @below {{'chunk.poll' op attribute 'count' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  %p = chunk.poll %flag[%epoch], %epoch count(0) : !tt.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @poll_result(%flag: !tt.ptr<i32>, %epoch: i32) {
+  // expected-error @below {{'chunk.poll' op result #0 must be 1-bit signless integer, but got 'i32'}}
+  %p = "chunk.poll"(%flag, %epoch, %epoch) : (!tt.ptr<i32>, i32, i32) -> i32
+  return
+}
+
+// -----
+
 chunk.plan @collective_reduces world_size(2) {
   chunk.buffer @A : !chunk.buffer<4x4xf32>
   chunk.buffer @B : !chunk.buffer<4x4xf32>

@@ -562,6 +562,53 @@ def Chunk_WaitOp : Chunk_Op<"wait"> {
   let hasVerifier = 1;
 }
 
+def Chunk_PollOp : Chunk_Op<"poll"> {
+  let summary = "Read a chunk's flag once: whether it has reached the epoch";
+  let description = [{
+    Reads `flags[chunk]` once, relaxed at `scope` (default `sys`), and
+    yields whether it has reached `epoch * count` (`count` as for
+    `chunk.wait`). It never blocks, and it orders nothing: a program that
+    reads the chunk because a poll said it has arrived first executes
+    `chunk.acquire` (one for any number of polls). Polls of several flags
+    are independent reads, in flight together.
+
+    ```mlir
+    %k = chunk.poll %flags[%c], %epoch : !tt.ptr<i32>
+    %n = chunk.poll %flags[%c], %epoch count(16) scope(gpu) : !tt.ptr<i32>
+    ```
+  }];
+  let arguments = (ins AnyType:$flags, I32:$chunk, I32:$epoch,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$count,
+                       DefaultValuedAttr<Chunk_MemScope,
+                           "::synco::chunk::MemScope::sys">:$scope);
+  let results = (outs I1:$arrived);
+  let assemblyFormat = [{
+    $flags `[` $chunk `]` `,` $epoch
+    (`count` `(` $count^ `)`)?
+    (`scope` `(` $scope^ `)`)?
+    attr-dict `:` type($flags)
+  }];
+}
+
+def Chunk_AcquireOp : Chunk_Op<"acquire"> {
+  let summary = "Order the program's later reads after the flags it polled";
+  let description = [{
+    An acquire fence at `scope` (default `sys`): the reads that follow it
+    see every write that a release of a flag published, for each flag a
+    `chunk.poll` before it found at its epoch. Together, polls and one
+    acquire give what a `chunk.wait` on each flag gives, when every poll
+    succeeded, without spinning.
+
+    ```mlir
+    chunk.acquire
+    chunk.acquire scope(gpu)
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<Chunk_MemScope,
+                           "::synco::chunk::MemScope::sys">:$scope);
+  let assemblyFormat = "(`scope` `(` $scope^ `)`)? attr-dict";
+}
+
 def Chunk_SignalOp : Chunk_Op<"signal"> {
   let summary = "Publish a chunk: set its flag to the epoch";
   let description = [{

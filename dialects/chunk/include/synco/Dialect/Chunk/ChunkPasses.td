@@ -1198,7 +1198,7 @@ buffers (no transfers, consumers or producers).
 }
 
 def ChunkToTriton : ChunkPass<"chunk-to-triton"> {
-  let summary = "Lower chunk.rank/world_size/peer_ptr/wait/signal/arrive to tt/arith/scf ops and drop plans";
+  let summary = "Lower chunk.rank/world_size/peer_ptr/wait/poll/acquire/signal/arrive to tt/arith/scf ops and drop plans";
   let description = [{
 Kernel-level ops are rewritten against the kernel's ABI arguments (see
 [`crate::abi`]):
@@ -1227,6 +1227,15 @@ Kernel-level ops are rewritten against the kernel's ABI arguments (see
   program's writes, which the barrier ordered before it);
 * `chunk.arrive %flags[%c]` -> the same barrier, then one thread's
   atomic add of 1 with the op's semantic and scope;
+* `chunk.poll %flags[%c], %epoch count(n)` -> one
+  `ld.relaxed.<scope>.global.u32` of the flag in a
+  `tt.elementwise_inline_asm` (not pure: never hoisted or merged), and
+  `>= epoch * n`;
+* `chunk.acquire` -> `fence.acquire.<scope>` in inline PTX (PTX 8.6:
+  on sm_90 an L1 invalidation, as after an acquire load; an acq_rel fence
+  would also wait for every access in flight), followed, in
+  a kernel that reads through tensor descriptors, by
+  `fence.proxy.async.global` (as after a wait);
 * `chunk.trace <event> %trace[%record], %tile` -> one asm block in which
   thread 0 stores `%globaltimer` into the record's word for the event
   (`wait_begin` only if the word is still 0); `tile_begin` writes the
