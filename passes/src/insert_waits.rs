@@ -11,8 +11,8 @@ use crate::{
         loc, plans, records,
     },
     tiles::{
-        CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, FLATTEN_ATTR, SOURCE_INDEX_ATTR, TILE_INDEX_ATTR,
-        TileLoop, find_tile_loops, loads_of,
+        CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, FLATTEN_ATTR, PRESENT_PATH_ATTR, SOURCE_INDEX_ATTR,
+        TILE_INDEX_ATTR, TileLoop, find_tile_loops, loads_of,
     },
 };
 use melior::ir::operation::OperationRef;
@@ -53,6 +53,8 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
                 None => wait_per_source(&plan, &abi, site),
             }
         }
+        // What the present paths' polls found, by flag range.
+        let mut polled = HashMap::new();
         for range in layout.iter().filter(|r| r.kind == FlagKind::Arrival) {
             let Some(buffer) = plan.buffer(&range.buffer) else {
                 continue;
@@ -69,7 +71,7 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             let loops = find_tile_loops(kernel, arg, tile, consume.into())?;
             for (i, tile_loop) in loops.iter().enumerate() {
                 let remark = (i == 0).then_some(loops.len());
-                wait_per_chunk(&plan, &abi, range, consume, *tile_loop, remark)?;
+                wait_per_chunk(&plan, &abi, range, consume, *tile_loop, remark, &mut polled)?;
             }
             if !loops.is_empty() {
                 continue;
@@ -144,6 +146,7 @@ fn wait_per_chunk(
     consume: Consume,
     tile_loop: TileLoop,
     remark_for_loops: Option<usize>,
+    polled: &mut HashMap<i64, Value>,
 ) -> Result<(), PassFailed> {
     let (var, subject) = (tile_loop.key(), tile_loop.subject());
     if range.owners == Owners::Irregular {
@@ -186,6 +189,9 @@ fn wait_per_chunk(
     };
     let flags = chunk_flags(&b, range, c, columns);
     b.if_then(b.andi(reads, remote), |inner| wait_for(&inner, abi, flags));
+    if range.cut.is_none() {
+        poll_for_present_path(plan, abi, range, clipped, polled);
+    }
     let Some(loops) = remark_for_loops else {
         return Ok(());
     };
@@ -208,6 +214,70 @@ fn wait_per_chunk(
 }
 
 /// Waits for `flags`: the first, then the second where it is another.
+/// Where the loop over chunks around `clipped` is the `else` branch of a
+/// present path (`chunk-reorder-tiles`), ands whether `range`'s peer
+/// chunks have all arrived into the branch's condition, and starts the
+/// present branch with `chunk.acquire` (once for all the buffers the loop
+/// reads).
+fn poll_for_present_path(
+    plan: &crate::plan::Plan,
+    abi: &crate::abi::AbiArgs,
+    range: &FlagRange,
+    clipped: ir::Op,
+    polled: &mut HashMap<i64, Value>,
+) {
+    let mut parent = ir::parent_op(clipped);
+    let branch = loop {
+        match parent {
+            Some(p) if ir::attr(p, PRESENT_PATH_ATTR).is_some() => break p,
+            Some(p) => parent = ir::parent_op(p),
+            None => return,
+        }
+    };
+    let Some(kernel) = crate::abi::enclosing_kernel(branch) else {
+        return;
+    };
+    let present = *polled
+        .entry(range.base)
+        .or_insert_with(|| poll_peer_chunks(plan, abi, range, kernel, branch));
+    let b = Builder::before(branch).with_loc(ir::location_of(branch));
+    // `false` from chunk-reorder-tiles, or another buffer's polls.
+    let placeholder = ir::operands(branch)[0];
+    let condition = match ir::constant_int(placeholder) {
+        Some(0) => present,
+        _ => b.andi(placeholder, present),
+    };
+    ir::set_operand(branch, 0, condition);
+    let then_block = ir::blocks(ir::regions(branch)[0])[0];
+    let first = ir::ops_in(then_block)[0];
+    if ir::op_name(first) != "chunk.acquire" {
+        crate::flag_ops::acquire(&Builder::before(first));
+    }
+}
+
+/// Whether every chunk of `range` that another rank holds has arrived:
+/// one `chunk.poll` of each flag, at the start of `kernel` (the reads are
+/// in flight while the kernel loads its own operands), located at `at`.
+fn poll_peer_chunks(
+    plan: &crate::plan::Plan,
+    abi: &crate::abi::AbiArgs,
+    range: &FlagRange,
+    kernel: ir::Op,
+    at: ir::Op,
+) -> Value {
+    let entry = ir::blocks(ir::regions(kernel)[0])[0];
+    let b = Builder::before(ir::ops_in(entry)[0]).with_loc(ir::location_of(at));
+    let mut present = b.constant(ir::i1_type(b.ctx), 1);
+    for chunk in 0..range.chunks_per_rank * plan.world_size {
+        let c = b.const_i32(chunk);
+        let own = b.cmpi(Cmp::Eq, owner_of(&b, c, range, plan.world_size), abi.rank);
+        let flag = b.addi(c, b.const_i32(range.base));
+        let arrived = crate::flag_ops::poll(&b, *abi, flag, abi.epoch);
+        present = b.andi(present, b.ori(own, arrived));
+    }
+    present
+}
+
 fn wait_for(b: &Builder, abi: &crate::abi::AbiArgs, (first, second): (Value, Option<Value>)) {
     b.op("chunk.wait", &[abi.flags, first, abi.epoch], &[], &[]);
     if let Some(second) = second {

@@ -455,7 +455,7 @@ std::optional<AttrValue> discardableAttrValue(StringRef name) {
   return llvm::StringSwitch<std::optional<AttrValue>>(name)
       .Cases({"staging", "trace", "fused", "ring_step"}, AttrValue::Unit)
       .Cases({"flag_implied_by", "tile_index", "source_index", "chunk_index",
-              "chunk_loop"},
+              "chunk_loop", "present_path", "present_loop"},
              AttrValue::String)
       .Cases({"flag_layout", "reduction_copies", "completion", "scalar_args",
               "index_bounds"},

@@ -2,7 +2,8 @@
 //
 // `synco-fuse` fuses a plan into its kernel, down to plain TTIR: every
 // chunk pass in order, then canonicalize and cse. Its options select how
-// reductions move partials, how many SM copy programs the kernel gets,
+// reductions move partials, what a split loop's present path runs, how
+// many SM copy programs the kernel gets,
 // whether tiles are traced, and the copy-engine threshold of
 // `chunk-select-backend`; each is forwarded to the pass that declares it
 // (and that pass's declaration in ChunkPasses.td gives its default and
@@ -25,6 +26,7 @@ namespace synco::chunk {
 
 namespace {
 
+using synco::chunk::PresentPath;
 using synco::chunk::ReductionMode;
 
 struct FuseOptions : public PassPipelineOptions<FuseOptions> {
@@ -51,6 +53,15 @@ struct FuseOptions : public PassPipelineOptions<FuseOptions> {
       llvm::cl::desc("chunk-select-backend's threshold for backend(auto)"),
       llvm::cl::init(
           synco::chunk::ChunkSelectBackendOptions().copyEngineMinBytes)};
+  Option<PresentPath> presentPath{
+      *this, "present-path",
+      llvm::cl::desc("chunk-reorder-tiles' present-path: what a program runs "
+                     "when every chunk its split loop reads is present"),
+      llvm::cl::init(synco::chunk::ChunkReorderTilesOptions().presentPath),
+      llvm::cl::values(
+          clEnumValN(PresentPath::arrival, "arrival",
+                     "the split's iterations in its order, in fewer loops"),
+          clEnumValN(PresentPath::none, "none", "the split loop only"))};
   Option<bool> trace{
       *this, "trace",
       llvm::cl::desc("Run chunk-trace-tiles (default options) before "
@@ -66,8 +77,9 @@ std::string fusePipeline(const FuseOptions &options) {
   os << "chunk-select-backend{copy-engine-min-bytes="
      << options.copyEngineMinBytes
      << "},chunk-select-chunk-size,chunk-expand-collectives,"
-        "chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,"
-        "chunk-insert-waits,chunk-fuse-reductions{mode="
+        "chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles{present-path="
+     << synco::chunk::stringifyPresentPath(options.presentPath)
+     << "},chunk-insert-waits,chunk-fuse-reductions{mode="
      << synco::chunk::stringifyReductionMode(options.reductionMode)
      << "},chunk-fuse-gathers,"
      << (options.trace ? "chunk-trace-tiles," : "")

@@ -6,9 +6,9 @@
 use super::rotation::{rotate, rotate_back, zigzag_rotate};
 use crate::{
     plan::{BlockOrder, FlagKind, Owners, TileMap, block_order, fail, flag_layout, loc},
-    tiles::{CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, TileLoop},
+    tiles::{CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, PRESENT_LOOP_ATTR, PRESENT_PATH_ATTR, TileLoop},
 };
-use synco_chunk::{Diagnostic, PassFailed};
+use synco_chunk::{Diagnostic, PassFailed, passes::PresentPath};
 use synco_ir::{self as ir, Builder, Value};
 
 /// Rows per chunk and chunks in all of the split a tile loop carries
@@ -36,6 +36,7 @@ pub(super) fn split_tile_loop(
     name: &str,
     tile_loop: TileLoop,
     remark_for_loops: Option<usize>,
+    present: PresentPath,
 ) -> Result<(), PassFailed> {
     let ctx = ir::context_of(consume.0);
     let (var, subject) = (tile_loop.key(), tile_loop.subject());
@@ -71,6 +72,7 @@ pub(super) fn split_tile_loop(
             ));
         }
     };
+    let mut present_built = false;
     if ir::attr(tile_loop.op, CHUNK_LOOP_ATTR).is_some() {
         let split = (
             ir::int_attr(tile_loop.op, CHUNK_ROWS_ATTR),
@@ -87,12 +89,15 @@ pub(super) fn split_tile_loop(
             ));
         }
     } else {
+        let present = present_path_kind(present, order, range.cut.is_some(), chunks);
+        present_built = present != PresentPath::None;
         split_loop(
             tile_loop,
             rank,
             (rows, range.chunks_per_rank, chunks),
             order,
             &var,
+            present,
         );
         let i64t = ir::i64_type(ctx);
         ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
@@ -104,7 +109,7 @@ pub(super) fn split_tile_loop(
     Diagnostic::remark(
         loc(consume),
         format!(
-            "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}",
+            "{} @{name} chunk by chunk ({chunks} chunks of {rows} {}): {}{}",
             crate::tiles::loops_doing(loops, tile_loop, "reads", "read"),
             crate::plan::extent_word(range.dim, plan.rank_of(name)),
             match order {
@@ -113,6 +118,11 @@ pub(super) fn split_tile_loop(
                     "this rank's first, then rank r-1's, ...",
                 LoopOrder::Zigzag =>
                     "this rank's two zigzag half-blocks first, then rank r+1's two, ...",
+            },
+            if present_built {
+                "; a program that finds every chunk present reads them without waits"
+            } else {
+                ""
             }
         ),
     )
@@ -131,6 +141,7 @@ fn split_loop(
     (rows, per_rank, chunks): (i64, i64, i64),
     order: LoopOrder,
     var: &str,
+    present: PresentPath,
 ) {
     let l = tile_loop.op;
     let ctx = ir::context_of(l);
@@ -148,11 +159,25 @@ fn split_loop(
     // bits. (Hidden in a loop that stays rolled, they cost more than they
     // save: passes/docs/kernel-loops.md.)
     let unrolled = chunks <= MAX_UNROLLED_CHUNKS;
+    let rows_per_chunk = rows;
     let rows = if unrolled {
         b.opaque_i32(c(rows))
     } else {
         c(rows)
     };
+    // (Hidden from LLVM, as in an unrolled split.)
+    let own_first_row = || {
+        let hidden = if unrolled {
+            rows
+        } else {
+            b.opaque_i32(c(rows_per_chunk))
+        };
+        b.muli(b.muli(rank, c(per_rank)), hidden)
+    };
+
+    if present == PresentPath::Arrival {
+        present_path(l, var, own_first_row());
+    }
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
         let chunk = match order {
@@ -196,6 +221,72 @@ fn split_loop(
         ir::set_attr(outer, UNROLL_ATTR, b.i32_attr(chunks));
     }
 }
+
+/// The present path a split of `chunks` chunks in `order` gets, of the
+/// one `asked` for: none where the chunks also cut the columns (their
+/// flags are not polled), beyond [`MAX_POLLED_CHUNKS`], or where the
+/// split's order is not one rotation of the rows.
+fn present_path_kind(asked: PresentPath, order: LoopOrder, cut: bool, chunks: i64) -> PresentPath {
+    let forward = matches!(order, LoopOrder::Blocks(BlockOrder::Forward));
+    if cut || chunks > MAX_POLLED_CHUNKS || !forward {
+        PresentPath::None
+    } else {
+        asked
+    }
+}
+
+/// Puts the kernel's loop `l` in the `else` branch of a new `scf.if`,
+/// marked [`PRESENT_PATH_ATTR`] with `var`, whose `then` branch runs the
+/// loop's iterations without waits, in loops marked [`PRESENT_LOOP_ATTR`]:
+/// from `own_first_row` to the end, then from the start to it (the
+/// split's order where the blocks come rank r+1's first). The condition
+/// is `false` until `chunk-insert-waits` polls the chunks' flags; the
+/// `else` branch's loop is then split (the `scf.if` yields its results).
+fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
+    let ctx = ir::context_of(l);
+    let b = Builder::before(l).with_loc(ir::location_of(l));
+    let operands = ir::operands(l);
+    let (lower, upper, inits) = (operands[0], operands[1], operands[3..].to_vec());
+    let kernel_results = ir::results(l);
+    let types: Vec<ir::Type> = kernel_results.iter().map(|v| ir::type_of(*v)).collect();
+    let present_loop = |at: &Builder, from: Value, to: Value, carried: &[Value]| {
+        let copy = ir::clone_op(l);
+        at.insert(copy);
+        ir::set_operand(copy, 0, from);
+        ir::set_operand(copy, 1, to);
+        for (i, v) in carried.iter().enumerate() {
+            ir::set_operand(copy, 3 + i, *v);
+        }
+        ir::set_attr(copy, PRESENT_LOOP_ATTR, ir::string_attr(ctx, var));
+        ir::results(copy)
+    };
+    let branch = b.if_yield(
+        b.constant(ir::i1_type(ctx), 0),
+        &types,
+        |then| {
+            let own = own_first_row;
+            let from_own = present_loop(&then, then.maxsi(lower, own), upper, &inits);
+            present_loop(&then, lower, then.minsi(upper, own), &from_own)
+        },
+        |_| kernel_results.clone(),
+    );
+    ir::set_attr(branch, PRESENT_PATH_ATTR, ir::string_attr(ctx, var));
+    for (kernel, chosen) in kernel_results.iter().zip(ir::results(branch)) {
+        ir::replace_all_uses(*kernel, chosen);
+    }
+    let else_yield = ir::regions(branch)
+        .get(1)
+        .and_then(|r| ir::blocks(*r).first().copied())
+        .and_then(|block| ir::ops_in(block).last().copied())
+        .expect("scf.if's else branch ends in scf.yield");
+    for (i, kernel) in kernel_results.into_iter().enumerate() {
+        ir::set_operand(else_yield, i, kernel);
+    }
+    ir::move_before(l, else_yield);
+}
+
+/// The most chunks a present path's condition polls (each one's flag).
+const MAX_POLLED_CHUNKS: i64 = 16;
 
 /// Triton's attribute that has its loop-unroll pass unroll a loop by its
 /// value (`tl.range(..., loop_unroll_factor=n)`).

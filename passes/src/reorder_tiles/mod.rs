@@ -41,7 +41,7 @@ impl RustPass for Pass {
 
 const NAME: &str = ChunkReorderTilesOptions::ARGUMENT;
 
-fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), PassFailed> {
+fn run(module: OperationRef, options: &ChunkReorderTilesOptions) -> Result<(), PassFailed> {
     let module = module.to_raw();
     for plan in plans(module) {
         let (kernel, abi) = bound_kernel(&plan, module, NAME)?;
@@ -98,7 +98,15 @@ fn run(module: OperationRef, _options: &ChunkReorderTilesOptions) -> Result<(), 
                 let loops = find_tile_loops(kernel, arg, tile, consume)?;
                 for (i, tile_loop) in loops.iter().enumerate() {
                     let remark = (i == 0).then_some(loops.len());
-                    split_tile_loop(abi.rank, &plan, consume, &name, *tile_loop, remark)?;
+                    split_tile_loop(
+                        abi.rank,
+                        &plan,
+                        consume,
+                        &name,
+                        *tile_loop,
+                        remark,
+                        options.present_path,
+                    )?;
                 }
                 if !loops.is_empty() {
                     continue;

@@ -3,7 +3,9 @@
 //! checked to step by the tile, and named in messages.
 
 use super::rows::{descriptor_block, descriptor_rows_at, offset_terms, rows_walked_by};
-use super::{CHUNK_LOOP_ATTR, constant_products, depends_on_program_id, loads_of};
+use super::{
+    CHUNK_LOOP_ATTR, PRESENT_LOOP_ATTR, constant_products, depends_on_program_id, loads_of,
+};
 use crate::plan::fail;
 use synco_chunk::PassFailed;
 use synco_ir::{self as ir, Op, Value};
@@ -106,7 +108,11 @@ pub fn find_tile_loops(
             if tiled_by_program(kernel, arg, tile) {
                 return Ok(Vec::new());
             }
-            let loads = loads_of(kernel, arg);
+            // (A present path's loops repeat the split loop's reads.)
+            let loads: Vec<Op> = loads_of(kernel, arg)
+                .into_iter()
+                .filter(|load| !in_present_loop(*load))
+                .collect();
             let mut loops: Vec<TileLoop> = Vec::new();
             for load in &loads {
                 match offset_loops(std::slice::from_ref(load), tile)[..] {
@@ -134,6 +140,18 @@ pub fn find_tile_loops(
         check_tile_loop_bounds(*tile_loop, tile, consume)?;
     }
     Ok(found)
+}
+
+/// Whether `op` is inside a loop of a split loop's present path.
+fn in_present_loop(op: Op) -> bool {
+    let mut parent = ir::parent_op(op);
+    while let Some(p) = parent {
+        if ir::attr(p, PRESENT_LOOP_ATTR).is_some() {
+            return true;
+        }
+        parent = ir::parent_op(p);
+    }
+    false
 }
 
 /// Whether the loads of argument `arg` multiply a program-id-derived value
@@ -194,6 +212,7 @@ pub fn loop_variable_named(kernel: Op, name: &str) -> Option<Value> {
 fn named_loops(kernel: Op, name: &str) -> Option<Vec<TileLoop>> {
     let named: Vec<TileLoop> = ir::find_all(kernel, "scf.for")
         .into_iter()
+        .filter(|op| ir::attr(*op, PRESENT_LOOP_ATTR).is_none())
         .filter_map(|op| {
             let found = TileLoop {
                 op,

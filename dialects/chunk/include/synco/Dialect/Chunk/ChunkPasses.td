@@ -30,6 +30,13 @@ def Chunk_ReductionMode : I32EnumAttr<"ReductionMode",
   let cppNamespace = "::synco::chunk";
 }
 
+def Chunk_PresentPath : I32EnumAttr<"PresentPath",
+    "what a program runs when every chunk its split loop reads is present", [
+      I32EnumAttrCase<"arrival", 0>,
+      I32EnumAttrCase<"none", 1>]> {
+  let cppNamespace = "::synco::chunk";
+}
+
 /// An integer option that must lie in [minValue, maxValue]: a value outside
 /// is refused when the pipeline is parsed.
 class BoundedOption<string varName, string arg, string default,
@@ -661,7 +668,27 @@ The op computing `t'` is marked `chunk.tile_index = "<buffer>"` for
 `chunk-insert-waits` and `chunk-fuse-reductions`. A remark reports what
 was done.
 
-Options: none.
+**The present path.** Where a program starts after every chunk its
+loop reads has arrived (most programs of a launch, since the copies take
+a fraction of the kernel's time), the split costs it pipeline restarts
+and waits for nothing. So the split loop is built as the `else` branch
+of an `scf.if` marked `chunk.present_path = "start_n"`, whose `then`
+branch runs the kernel's loop without waits (its loops marked
+`chunk.present_loop`). The condition is `false` here;
+`chunk-insert-waits` replaces it with polls of the chunks' flags.
+The `then` branch runs the same iterations in the same order as the
+split, in as few loops as that order allows, so the output is the same
+bit for bit whichever branch a program takes: where the blocks come rank
+`r+1`'s first (a direct gather), two loops, `[max(lo, r * n * R), hi)`
+then `[lo, min(hi, r * n * R))`. Other orders (a ring's, zigzag
+half-blocks) get no present path, nor do splits of more than 16 chunks
+(the condition polls each chunk's flag) or chunks that also cut the
+columns. The kernel's own loop in the `then` branch would need no order,
+but it ran 27% to 29% slower than the local kernel: ptxas serialised its
+`wgmma` (passes/docs/present-path.md).
+
+Options: `present-path` (`arrival`, the default, or `none`: the split
+loop only).
 Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
 `A.shape[d]` and the block are multiples of `T`; a kernel either
 consumes gathered buffers or produces reduced ones, not both.
@@ -678,6 +705,17 @@ and rotates it to start at the rank's block, marking the result:
 // axis of the grid and starts at this rank's block (4 row tiles per rank)
 ```
   }];
+  let options = [
+    Option<"presentPath", "present-path", "::synco::chunk::PresentPath",
+           /*default=*/"::synco::chunk::PresentPath::arrival",
+           "What a program runs when every chunk its split loop reads is present",
+           [{::llvm::cl::values(
+             clEnumValN(::synco::chunk::PresentPath::arrival, "arrival",
+                        "the split's iterations in its order, in as few loops "
+                        "as that order allows (a direct gather's only)"),
+             clEnumValN(::synco::chunk::PresentPath::none, "none",
+                        "no present path: the split loop only"))}]>,
+  ];
 }
 
 def ChunkInsertWaits : ChunkPass<"chunk-insert-waits"> {
@@ -722,6 +760,17 @@ chunks around it) and only if that loop reads any of it (`lower < upper`: a
 causal bound that stops the loop early waits for no chunk it does not
 read), for the chunk's flag `base + c`, unless the chunk is the rank's
 own.
+
+A split loop with a present path (`scf.if` marked `chunk.present_path`
+by `chunk-reorder-tiles`) gets its condition: for each buffer the loop
+reads and each chunk `c` another rank holds, `chunk.poll
+%synco_flags[base + c], %synco_epoch`, all of them anded, in front of the
+`scf.if`; the present branch starts with `chunk.acquire`. A program that
+finds every peer chunk present reads them without a wait; one that does
+not runs the split loop and waits chunk by chunk. The polls are one read
+of each flag, in flight together, whatever the loop's bounds: a causal
+program also needs the chunks it would not read to take the present
+path.
 
 Where the chunks also cut the buffer's last dimension (a re-shard's
 `split(dim)`: a chunk per head of each source rank's tokens; the flag
