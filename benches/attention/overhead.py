@@ -8,11 +8,15 @@ kernel it was made from, on the same data.
 The fused kernel is `synco.ops.AllGatherAttention`'s for W = 4 ranks (K
 and V gathered along the sequence by the copy engine; direct in 1 and 4
 chunks per rank, ring in 4): its loop over the keys and values is split
-into W x chunks loops, one per chunk, taken in arrival order, each behind a wait for its
-chunk. Here the runtime marks every chunk present (`mark_chunks_present`)
-and launches the last rank's kernel alone (`launch_alone`: no copies, no
-peers), so each wait passes at once: what remains is the cost of the
-waits, the rotation and the split loops. The local kernel is the same
+into W x chunks loops, one per chunk, taken in arrival order, each behind
+a wait for its chunk; a program that finds every chunk present when it
+starts (polls of the flags) runs the present path instead, the same
+iterations without waits (direct: in two loops). Here the runtime marks
+every chunk present (`mark_chunks_present`) and launches the last rank's
+kernel alone (`launch_alone`: no copies, no peers), so the direct kernels
+take the present path, and the others' waits pass at once. `split c1` is
+direct without the present path (`present_path="none"`): what a program
+pays that reads chunk by chunk. The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
 
@@ -58,8 +62,10 @@ MODELS = [("llama3-8b", 32, 8, 128), ("64-head", 64, 8, 128)]
 SEQS = [16384, 32768, 131072]
 WORLD = 4
 #: (algorithm, chunks per rank) of the fused variants; "ring_slots" is
-#: ring attention over two slots (`slots=2`: the kernel once per ring step).
-FUSED = [("direct", 1), ("direct", 4), ("ring", 4), ("ring_slots", 1)]
+#: ring attention over two slots (`slots=2`: the kernel once per ring step);
+#: "split" is direct without the present path (`present_path="none"`): what
+#: a program pays that finds a chunk missing and reads chunk by chunk.
+FUSED = [("direct", 1), ("split", 1), ("direct", 4), ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 SAMPLES, SAMPLE_MS, WARMUP_MS = 11, 20.0, 300.0
@@ -97,9 +103,11 @@ def style_layout(style):
 
 def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
     slots = {"slots": 2} if algorithm == "ring_slots" else {}
+    present = {"present_path": "none"} if algorithm == "split" else {}
+    algorithm = {"ring_slots": "ring", "split": "direct"}.get(algorithm, algorithm)
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
-        chunks=chunks, backend="copy_engine", algorithm="ring" if slots else algorithm,
+        chunks=chunks, backend="copy_engine", algorithm=algorithm, **present,
         kernel=style_kernel(style), layout=style_layout(style), descriptors=descriptors(style),
         num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache, **slots)
 

@@ -153,6 +153,23 @@ for rank in (0, 1):
 ok, got = raises(synco.LaunchError, "in @K is 1152, past 1024",
                  lambda: attn.check_args(1, attention_launch(1), grid=(8, 4)))
 expect("a grid of more query blocks than the queries is refused", ok, got)
+# A program that finds every peer chunk present reads them without waits
+# (present_path="arrival": polls, one acquire, two loops); "none" keeps
+# the split loop alone; anything else is refused.
+ttir = next(attn.folder.glob("*.ttir")).read_text()
+split_only = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,
+                                            chunks=2, present_path="none",
+                                            cache_dir=scratch / "cache")
+split_ttir = next(split_only.folder.glob("*.ttir")).read_text()
+expect("attention's present path polls the peers' flags (4 chunks of K and of V)",
+       ttir.count("ld.relaxed.sys.global.u32") == 8 and "fence.acquire.sys" in ttir,
+       str(ttir.count("ld.relaxed.sys.global.u32")))
+expect("present_path='none' builds no present path",
+       "ld.relaxed.sys" not in split_ttir and split_only.folder != attn.folder)
+ok, got = raises(synco.LaunchError, "present_path must be 'arrival' or 'none', not 'always'",
+                 lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
+                                                        present_path="always"))
+expect("an unknown present_path is refused", ok, got)
 ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, causal=True,
                                       chunks=2, algorithm="ring", cache_dir=scratch / "cache")
 plan = (ring.folder / "plan.mlir").read_text()

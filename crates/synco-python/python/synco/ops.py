@@ -339,7 +339,10 @@ class AllGatherAttention:
     (`copy_engine`, `ldst` or `tma`), `algorithm` (`direct`, or `ring`: each rank
     forwards the blocks it received to the next, and reads them in the
     order they come, r - 1 first), `num_warps`, `num_stages`,
-    `cache_dir`.
+    `cache_dir`, `present_path` (`arrival`, the default: a program that
+    finds every peer chunk already there reads them without waits, in the
+    same order, so with the same sums; `none`: chunk by chunk, as when
+    chunks are missing).
 
     `zigzag`: the load-balanced sharding of causal attention. The sequence
     is cut in 2W parts and rank r holds parts r and 2W - 1 - r (its q,
@@ -394,8 +397,16 @@ class AllGatherAttention:
     def compile(cls, world_size, *, seq, kv_heads, head_dim, causal=False, kernel=None,
                 config=None, chunks=None, backend="copy_engine", algorithm="direct",
                 zigzag=False, layout="bshd", descriptors=False, num_warps=8, num_stages=3,
-                cache_dir=None, slots=None):
-        """The fused kernel for `world_size` ranks, compiled or cached."""
+                cache_dir=None, slots=None, present_path="arrival"):
+        """The fused kernel for `world_size` ranks, compiled or cached.
+        `present_path` is what a program that finds every K/V chunk present
+        runs (chunk-reorder-tiles): `arrival` (the split's iterations, in
+        fewer loops, the same sums) or `none` (the split loop, waits and
+        all)."""
+        if present_path not in ("arrival", "none"):
+            raise LaunchError(f"present_path must be 'arrival' or 'none', not {present_path!r}")
+        pipeline = ("synco-fuse" if present_path == "arrival"
+                    else f"synco-fuse{{present-path={present_path}}}")
         config = {**cls.CONFIG, **(config or {})}
         if kernel is None:
             kernel = kernels.attention_zigzag if zigzag else kernels.attention
@@ -410,7 +421,7 @@ class AllGatherAttention:
                                           k_arg=kernel_arg(signature, 1),
                                           v_arg=kernel_arg(signature, 2))
         constexprs = {"HEAD_DIM": head_dim, "CAUSAL": int(bool(causal)), **config}
-        return compile(kernel, signature=signature, plan=plan, pipeline="synco-fuse",
+        return compile(kernel, signature=signature, plan=plan, pipeline=pipeline,
                        constexprs=constexprs, divisible=divisible, num_warps=num_warps,
                        num_stages=num_stages, cache_dir=cache_dir)
 
