@@ -165,18 +165,15 @@ fn split_loop(
     } else {
         c(rows)
     };
-    // (Hidden from LLVM, as in an unrolled split.)
-    let own_first_row = || {
+    if present == PresentPath::Arrival {
+        // The rank's first row, its rows hidden from LLVM as in an
+        // unrolled split.
         let hidden = if unrolled {
             rows
         } else {
             b.opaque_i32(c(rows_per_chunk))
         };
-        b.muli(b.muli(rank, c(per_rank)), hidden)
-    };
-
-    if present == PresentPath::Arrival {
-        present_path(l, var, own_first_row());
+        present_path(l, var, b.muli(b.muli(rank, c(per_rank)), hidden));
     }
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
@@ -264,9 +261,8 @@ fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
         b.constant(ir::i1_type(ctx), 0),
         &types,
         |then| {
-            let own = own_first_row;
-            let from_own = present_loop(&then, then.maxsi(lower, own), upper, &inits);
-            present_loop(&then, lower, then.minsi(upper, own), &from_own)
+            let from_own = present_loop(&then, then.maxsi(lower, own_first_row), upper, &inits);
+            present_loop(&then, lower, then.minsi(upper, own_first_row), &from_own)
         },
         |_| kernel_results.clone(),
     );
