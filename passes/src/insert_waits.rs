@@ -214,11 +214,11 @@ fn wait_per_chunk(
 }
 
 /// Waits for `flags`: the first, then the second where it is another.
-/// Where the loop over chunks around `clipped` is the `else` branch of a
-/// present path (`chunk-reorder-tiles`), ands whether `range`'s peer
-/// chunks have all arrived into the branch's condition, and starts the
-/// present branch with `chunk.acquire` (once for all the buffers the loop
-/// reads).
+/// Where the loop over chunks around `clipped` is the `then` branch of a
+/// present path (`chunk-reorder-tiles`), ors whether one of `range`'s
+/// peer chunks is missing into the branch's condition, and starts the
+/// present (`else`) branch with `chunk.acquire` (once for all the buffers
+/// the loop reads).
 fn poll_for_present_path(
     plan: &crate::plan::Plan,
     abi: &crate::abi::AbiArgs,
@@ -241,15 +241,19 @@ fn poll_for_present_path(
         .entry(range.base)
         .or_insert_with(|| poll_peer_chunks(plan, abi, range, kernel, branch));
     let b = Builder::before(branch).with_loc(ir::location_of(branch));
-    // `false` from chunk-reorder-tiles, or another buffer's polls.
+    let missing = b.cmpi(Cmp::Eq, present, b.constant(ir::i1_type(b.ctx), 0));
+    // `true` from chunk-reorder-tiles, or another buffer's polls.
     let placeholder = ir::operands(branch)[0];
-    let condition = match ir::constant_int(placeholder) {
-        Some(0) => present,
-        _ => b.andi(placeholder, present),
+    let from_reorder =
+        ir::defining_op(placeholder).is_some_and(|op| ir::op_name(op) == "arith.constant");
+    let condition = if from_reorder {
+        missing
+    } else {
+        b.ori(placeholder, missing)
     };
     ir::set_operand(branch, 0, condition);
-    let then_block = ir::blocks(ir::regions(branch)[0])[0];
-    let first = ir::ops_in(then_block)[0];
+    let present_block = ir::blocks(ir::regions(branch)[1])[0];
+    let first = ir::ops_in(present_block)[0];
     if ir::op_name(first) != "chunk.acquire" {
         crate::flag_ops::acquire(&Builder::before(first));
     }

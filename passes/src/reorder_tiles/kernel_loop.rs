@@ -232,13 +232,15 @@ fn present_path_kind(asked: PresentPath, order: LoopOrder, cut: bool, chunks: i6
     }
 }
 
-/// Puts the kernel's loop `l` in the `else` branch of a new `scf.if`,
-/// marked [`PRESENT_PATH_ATTR`] with `var`, whose `then` branch runs the
+/// Puts the kernel's loop `l` in the `then` branch of a new `scf.if`,
+/// marked [`PRESENT_PATH_ATTR`] with `var`, whose `else` branch runs the
 /// loop's iterations without waits, in loops marked [`PRESENT_LOOP_ATTR`]:
 /// from `own_first_row` to the end, then from the start to it (the
-/// split's order where the blocks come rank r+1's first). The condition
-/// is `false` until `chunk-insert-waits` polls the chunks' flags; the
-/// `else` branch's loop is then split (the `scf.if` yields its results).
+/// split's order where the blocks come rank r+1's first). The condition,
+/// "a chunk is missing", is `true` until `chunk-insert-waits` polls the
+/// chunks' flags; the `then` branch's loop is then split (the `scf.if`
+/// yields its results). (The present loops come after the split in the
+/// kernel's code: before it, a causal kernel ran a point slower.)
 fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
     let ctx = ir::context_of(l);
     let b = Builder::before(l).with_loc(ir::location_of(l));
@@ -258,27 +260,33 @@ fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
         ir::results(copy)
     };
     let branch = b.if_yield(
-        b.constant(ir::i1_type(ctx), 0),
+        b.constant(ir::i1_type(ctx), 1),
         &types,
-        |then| {
-            let from_own = present_loop(&then, then.maxsi(lower, own_first_row), upper, &inits);
-            present_loop(&then, lower, then.minsi(upper, own_first_row), &from_own)
-        },
         |_| kernel_results.clone(),
+        |present| {
+            let from_own =
+                present_loop(&present, present.maxsi(lower, own_first_row), upper, &inits);
+            present_loop(
+                &present,
+                lower,
+                present.minsi(upper, own_first_row),
+                &from_own,
+            )
+        },
     );
     ir::set_attr(branch, PRESENT_PATH_ATTR, ir::string_attr(ctx, var));
     for (kernel, chosen) in kernel_results.iter().zip(ir::results(branch)) {
         ir::replace_all_uses(*kernel, chosen);
     }
-    let else_yield = ir::regions(branch)
-        .get(1)
+    let then_yield = ir::regions(branch)
+        .first()
         .and_then(|r| ir::blocks(*r).first().copied())
         .and_then(|block| ir::ops_in(block).last().copied())
-        .expect("scf.if's else branch ends in scf.yield");
+        .expect("scf.if's then branch ends in scf.yield");
     for (i, kernel) in kernel_results.into_iter().enumerate() {
-        ir::set_operand(else_yield, i, kernel);
+        ir::set_operand(then_yield, i, kernel);
     }
-    ir::move_before(l, else_yield);
+    ir::move_before(l, then_yield);
 }
 
 /// The most chunks a present path's condition polls (each one's flag).

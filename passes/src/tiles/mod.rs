@@ -35,10 +35,11 @@ pub const CHUNK_INDEX_ATTR: &str = "chunk.chunk_index";
 /// `chunk-reorder-tiles` has clipped it to one chunk; its value is the loop
 /// variable's name.
 pub const CHUNK_LOOP_ATTR: &str = "chunk.chunk_loop";
-/// Marks the `scf.if` whose `then` branch is a split tile loop's present
-/// path: the loop's iterations without waits, for a program that finds
-/// every chunk present (`chunk-reorder-tiles`; its condition comes from
-/// `chunk-insert-waits`). The value is the tile loop's variable.
+/// Marks the `scf.if` between a split tile loop (`then`, where a chunk
+/// is missing) and its present path (`else`: the loop's iterations
+/// without waits, for a program that finds every chunk present), built by
+/// `chunk-reorder-tiles`; its condition comes from `chunk-insert-waits`.
+/// The value is the tile loop's variable.
 pub const PRESENT_PATH_ATTR: &str = "chunk.present_path";
 /// Marks the loops of a present path (the value: the tile loop's
 /// variable): neither split nor waited on.

@@ -671,19 +671,20 @@ was done.
 **The present path.** Where a program starts after every chunk its
 loop reads has arrived (most programs of a launch, since the copies take
 a fraction of the kernel's time), the split costs it pipeline restarts
-and waits for nothing. So the split loop is built as the `else` branch
-of an `scf.if` marked `chunk.present_path = "start_n"`, whose `then`
+and waits for nothing. So the split loop is built as the `then` branch
+of an `scf.if` marked `chunk.present_path = "start_n"`, whose `else`
 branch runs the kernel's loop without waits (its loops marked
-`chunk.present_loop`). The condition is `false` here;
-`chunk-insert-waits` replaces it with polls of the chunks' flags.
-The `then` branch runs the same iterations in the same order as the
+`chunk.present_loop`; after the split in the kernel's code, where a
+causal kernel runs a point faster than before it). The condition, "a
+chunk is missing", is `true` here; `chunk-insert-waits` replaces it with
+polls of the chunks' flags. The `else` branch runs the same iterations in the same order as the
 split, in as few loops as that order allows, so the output is the same
 bit for bit whichever branch a program takes: where the blocks come rank
 `r+1`'s first (a direct gather), two loops, `[max(lo, r * n * R), hi)`
 then `[lo, min(hi, r * n * R))`. Other orders (a ring's, zigzag
 half-blocks) get no present path, nor do splits of more than 16 chunks
 (the condition polls each chunk's flag) or chunks that also cut the
-columns. The kernel's own loop in the `then` branch would need no order,
+columns. The kernel's own loop in the `else` branch would need no order,
 but it ran 27% to 29% slower than the local kernel: ptxas serialised its
 `wgmma` (passes/docs/present-path.md).
 
@@ -764,8 +765,9 @@ own.
 A split loop with a present path (`scf.if` marked `chunk.present_path`
 by `chunk-reorder-tiles`) gets its condition: for each buffer the loop
 reads and each chunk `c` another rank holds, `chunk.poll
-%synco_flags[base + c], %synco_epoch`, all of them anded, in front of the
-`scf.if`; the present branch starts with `chunk.acquire`. A program that
+%synco_flags[base + c], %synco_epoch` at the kernel's start; the
+condition is that one of them has not arrived. The present (`else`)
+branch starts with `chunk.acquire`. A program that
 finds every peer chunk present reads them without a wait; one that does
 not runs the split loop and waits chunk by chunk. The polls are one read
 of each flag, in flight together, whatever the loop's bounds: a causal
