@@ -213,7 +213,6 @@ fn wait_per_chunk(
     Ok(())
 }
 
-/// Waits for `flags`: the first, then the second where it is another.
 /// Where the loop over chunks around `clipped` is the `then` branch of a
 /// present path (`chunk-reorder-tiles`), ors whether one of `range`'s
 /// peer chunks is missing into the branch's condition, and starts the
@@ -282,6 +281,7 @@ fn poll_peer_chunks(
     present
 }
 
+/// Waits for `flags`: the first, then the second where it is another.
 fn wait_for(b: &Builder, abi: &crate::abi::AbiArgs, (first, second): (Value, Option<Value>)) {
     b.op("chunk.wait", &[abi.flags, first, abi.epoch], &[], &[]);
     if let Some(second) = second {
