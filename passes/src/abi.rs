@@ -224,12 +224,5 @@ pub fn abi_args(func: Op) -> Option<AbiArgs> {
 
 /// The `tt.func` enclosing `op`.
 pub fn enclosing_kernel(op: Op) -> Option<Op> {
-    let mut current = ir::parent_op(op);
-    while let Some(p) = current {
-        if ir::op_name(p) == "tt.func" {
-            return Some(p);
-        }
-        current = ir::parent_op(p);
-    }
-    None
+    ir::ancestors(op).find(|p| ir::op_name(*p) == "tt.func")
 }

@@ -225,13 +225,9 @@ fn poll_for_present_path(
     clipped: ir::Op,
     polled: &mut HashMap<i64, Value>,
 ) {
-    let mut parent = ir::parent_op(clipped);
-    let branch = loop {
-        match parent {
-            Some(p) if ir::attr(p, PRESENT_PATH_ATTR).is_some() => break p,
-            Some(p) => parent = ir::parent_op(p),
-            None => return,
-        }
+    let Some(branch) = ir::ancestors(clipped).find(|p| ir::attr(*p, PRESENT_PATH_ATTR).is_some())
+    else {
+        return;
     };
     let Some(kernel) = crate::abi::enclosing_kernel(branch) else {
         return;

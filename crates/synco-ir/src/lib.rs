@@ -229,6 +229,11 @@ pub fn parent_op(op: Op) -> Option<Op> {
     (!p.ptr.is_null()).then_some(p)
 }
 
+/// The ops enclosing `op`, innermost first (not `op` itself).
+pub fn ancestors(op: Op) -> impl Iterator<Item = Op> {
+    std::iter::successors(parent_op(op), |p| parent_op(*p))
+}
+
 pub fn block_of(op: Op) -> Option<Block> {
     let b = unsafe { mlirOperationGetBlock(op) };
     (!b.ptr.is_null()).then_some(b)

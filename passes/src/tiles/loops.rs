@@ -144,14 +144,7 @@ pub fn find_tile_loops(
 
 /// Whether `op` is inside a loop of a split loop's present path.
 fn in_present_loop(op: Op) -> bool {
-    let mut parent = ir::parent_op(op);
-    while let Some(p) = parent {
-        if ir::attr(p, PRESENT_LOOP_ATTR).is_some() {
-            return true;
-        }
-        parent = ir::parent_op(p);
-    }
-    false
+    ir::ancestors(op).any(|p| ir::attr(p, PRESENT_LOOP_ATTR).is_some())
 }
 
 /// Whether the loads of argument `arg` multiply a program-id-derived value
