@@ -37,9 +37,12 @@ The last rank's queries see the whole sequence, causal or not. Inputs are
 random (bf16); the fused kernel's output is checked against the local
 kernel's (their sums run in another order). Each variant is timed with
 CUDA events around back-to-back launches on one stream (about 20 ms per
-sample, after 300 ms of warm-up), the variants interleaved sample by
-sample; the table gives medians of 11 samples and the fused kernel's time
-over the local kernel's.
+sample, after 300 ms of warm-up), each variant interleaved sample by
+sample with its local kernel alone, the two taking turns to go first. A
+variant's cost is the median over 21 samples of its time over the local
+kernel's in the same sample; `local again`, the local kernel loaded and
+timed a second time as if it were a variant, is the control: its cost is
+the method's noise.
 """
 
 import argparse
@@ -68,7 +71,9 @@ WORLD = 4
 FUSED = [("direct", 1), ("split", 1), ("direct", 4), ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
-SAMPLES, SAMPLE_MS, WARMUP_MS = 11, 20.0, 300.0
+#: The bundled local kernel timed a second time, as if it were fused.
+CONTROL = "local again"
+SAMPLES, SAMPLE_MS, WARMUP_MS = 21, 20.0, 300.0
 TOLERANCE = 1e-2
 
 
@@ -138,6 +143,10 @@ def variant_kernels(style, seq, heads_kv, head_dim, causal, cache):
     and its fused ones (the bundled kernel's named as before)."""
     prefix = "" if style == "bundled" else f"{style} "
     found = {f"{prefix}local": local_kernel(style, head_dim, causal, cache)}
+    if style == "bundled":
+        # The control: the local kernel again, loaded and timed as a
+        # variant of its own; its cost is the method's noise.
+        found[CONTROL] = found["local"]
     for algorithm, chunks in FUSED if style == "bundled" else STYLE_FUSED:
         found[f"{prefix}{algorithm} c{chunks}"] = fused_kernel(
             style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache)
@@ -166,9 +175,27 @@ class _HeapBytes:
                                          "strides": None, "data": (address, False)}
 
 
+def time_against_local(launches, local_of):
+    """Each variant timed in turn with its local kernel alone
+    (`time_interleaved`): name -> its samples (a local kernel's, of every
+    pairing), and each variant's cost, the median over the samples of its
+    time over the local kernel's in the same sample. (Timed with many
+    variants in one round, an identical copy of the local kernel measured
+    up to 2% slower than it, varying with its place in the round.)"""
+    samples = {local: [] for local in set(local_of.values())}
+    cost = {}
+    for name, local in local_of.items():
+        pair = time_interleaved({local: launches[local], name: launches[name]})
+        samples[local] += pair[local]
+        samples[name] = pair[name]
+        cost[name] = statistics.median(t / l - 1 for t, l in zip(pair[name], pair[local]))
+    return samples, cost
+
+
 def time_interleaved(launches):
-    """Median ms per launch of each of `launches` (name -> callable), the
-    samples taken in turn."""
+    """ms per launch of each of `launches` (name -> callable), one list of
+    SAMPLES samples each, taken in turn: sample s starts at the s-th
+    variant (mod their count)."""
     stream = torch.cuda.current_stream()
     per_sample = {}
     for name, launch in launches.items():
@@ -178,14 +205,16 @@ def time_interleaved(launches):
         launch()
         end.record(stream)
         end.synchronize()
-        per_sample[name] = max(1, round(SAMPLE_MS / max(start.elapsed_time(end), 1e-3)))
-        warm = max(1, round(WARMUP_MS / SAMPLE_MS))
-        for _ in range(warm * per_sample[name]):
+        once = max(start.elapsed_time(end), 1e-3)
+        per_sample[name] = max(1, round(SAMPLE_MS / once))
+        for _ in range(max(1, round(WARMUP_MS / once))):
             launch()
     torch.cuda.synchronize()
     times = {name: [] for name in launches}
-    for _ in range(SAMPLES):
-        for name, launch in launches.items():
+    names = list(launches)
+    for s in range(SAMPLES):
+        for name in names[s % len(names):] + names[:s % len(names)]:
+            launch = launches[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record(stream)
             for _ in range(per_sample[name]):
@@ -193,7 +222,7 @@ def time_interleaved(launches):
             end.record(stream)
             end.synchronize()
             times[name].append(start.elapsed_time(end) / per_sample[name])
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
 def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, seq, causal):
@@ -290,12 +319,14 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
                  for name, local in local_of.items()}
     errors = {name: ((outs[name].float() - want.float()).norm() / want.float().norm()).item()
               for name, want in reference.items()}
-    ms = time_interleaved(launches)
+    samples, cost = time_against_local(launches, local_of)
+    ms = {name: statistics.median(t) for name, t in samples.items()}
     for kernel in loaded:
         kernel.unload()
     return {"model": model, "heads": heads, "kv_heads": heads_kv, "head_dim": head_dim,
             "seq": seq, "causal": causal, "world": WORLD,
-            "tokens_per_rank": tokens, "ms": ms, "local_of": local_of, "rel_err_vs_local": errors,
+            "tokens_per_rank": tokens, "ms": ms, "cost_vs_local": cost, "samples_ms": samples,
+            "local_of": local_of, "rel_err_vs_local": errors,
             "ok": all(e < TOLERANCE for e in errors.values())}
 
 
@@ -328,8 +359,8 @@ def main():
         rows.append(row)
         failed += not row["ok"]
         ms = row["ms"]
-        cells = [f"{name} {t:.3f} ms" + (f" ({t / ms[row['local_of'][name]] - 1:+.1%})"
-                                         if name in row["local_of"] else "")
+        cost = row["cost_vs_local"]
+        cells = [f"{name} {t:.3f} ms" + (f" ({cost[name]:+.1%})" if name in cost else "")
                  for name, t in ms.items()]
         print(f"{row['model']:10} seq {row['seq']:6} {'causal' if row['causal'] else 'full  '} "
               f"{'  '.join(cells)}  err {max(row['rel_err_vs_local'].values()):.1e}"
