@@ -7,11 +7,26 @@
 #
 #   benches/attention/build-cache.sh 2      # then, on nvidia-h200-x2:
 #   CACHE=build/x2cache benches/attention/device-run.sh attention attention-128k mlp
+#
+# `build-cache.sh overhead` builds instead build/ovhcache.tar.xz, the
+# kernels of overhead.py's README tables (every style at 16k and 32k
+# tokens, the bundled kernel at 128k), for `device-run.sh overhead` on
+# the one-GPU kind.
 set -euo pipefail
-W="${1:?usage: build-cache.sh WORLD}"
+W="${1:?usage: build-cache.sh WORLD|overhead}"
 PY=.venv/bin/python
 export SYNCO_BIN="$PWD/target/release/synco"
 [ -x "$SYNCO_BIN" ] || export SYNCO_BIN="$PWD/target/debug/synco"
+if [ "$W" = overhead ]; then
+  CACHE=build/ovhcache
+  rm -rf "$CACHE"
+  "$PY" benches/attention/overhead.py --compile-only --cache "$CACHE" --seqs 16384,32768 \
+    --styles bundled,blocks,strided,moved,descriptors,rows,tutorial
+  "$PY" benches/attention/overhead.py --compile-only --cache "$CACHE" --seqs 131072
+  tar cJf "$CACHE.tar.xz" -C build "$(basename "$CACHE")"
+  echo "$CACHE.tar.xz: $(du -h "$CACHE.tar.xz" | cut -f1), $(ls "$CACHE" | wc -l) entries"
+  exit 0
+fi
 CACHE="build/x${W}cache"
 rm -rf "$CACHE"
 "$PY" benches/attention/bench.py --compile-only --world "$W" --cache "$CACHE" \

@@ -13,6 +13,10 @@
 #   host       benches/python/host_time.py, a rank per GPU: host time per
 #              call, bit-identity with the single-process runtime, and
 #              calls back to back eagerly and replayed from CUDA graphs
+#   overhead   benches/attention/overhead.py on one GPU (its README tables:
+#              every style at 16k and 32k tokens, the bundled kernel at
+#              128k; about 8 minutes on an H100), from build/ovhcache.tar.xz
+#              (`build-cache.sh overhead`)
 #
 # Logs and JSON under $OUT, packed into $OUT/results.tar.gz; one summary
 # line per stage.
@@ -24,7 +28,7 @@ CACHE="${CACHE:-build/x${W}cache}"
 LIB="$(mktemp -d)"
 python3 -m pip install -q --no-deps --target "$LIB" target/wheels/synco-*.whl
 export PYTHONPATH="$LIB"
-tar xJf "$CACHE.tar.xz" -C build
+[ -f "$CACHE.tar.xz" ] && tar xJf "$CACHE.tar.xz" -C build
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpus.txt"
 nvidia-smi topo -m >>"$OUT/gpus.txt"
 status=0
@@ -57,7 +61,18 @@ for stage in "$@"; do
         --out "$OUT/host_time-x$W.json"
       grep '^|' "$OUT/host.log"
       ;;
-    *) echo "usage: $0 attention|attention-128k|mlp|host..." >&2; exit 2 ;;
+    overhead)
+      tar xJf build/ovhcache.tar.xz -C build
+      gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -o 'H[0-9]\+' | head -1 | tr H h)"
+      LIMIT=300 stage overhead python3 benches/attention/overhead.py --cache build/ovhcache \
+        --seqs 16384,32768 --styles bundled,blocks,strided,moved,descriptors,rows,tutorial \
+        --out "$OUT/overhead-${gpu:-gpu}.json"
+      LIMIT=330 stage overhead-128k python3 benches/attention/overhead.py --cache build/ovhcache \
+        --seqs 131072 --out "$OUT/overhead-128k-${gpu:-gpu}.json"
+      python3 benches/attention/overhead.py --table "$OUT"/overhead-*.json \
+        | tee "$OUT/overhead-tables.md"
+      ;;
+    *) echo "usage: $0 attention|attention-128k|mlp|host|overhead..." >&2; exit 2 ;;
   esac
 done
 python3 - "$OUT"/bench-*.json <<'PY' || true

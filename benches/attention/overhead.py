@@ -46,6 +46,8 @@ the method's noise.
 """
 
 import argparse
+import datetime
+import importlib.metadata
 import json
 import statistics
 import sys
@@ -330,17 +332,52 @@ def run_case(node, heap_bytes, cache, styles, model, heads, heads_kv, head_dim, 
             "ok": all(e < TOLERANCE for e in errors.values())}
 
 
+def markdown_tables(rows):
+    """The README's tables: each fused variant's cost over the local
+    kernel, by shape; then each other style's local / fused ms (cost)."""
+    mask = lambda r: "causal" if r["causal"] else "full"  # noqa: E731
+    shape = lambda r: f"| {r['model']} | {r['seq'] // 1024}k | {mask(r)} |"  # noqa: E731
+    rows = sorted(rows, key=lambda r: ([m for m, *_ in MODELS].index(r["model"]), r["seq"],
+                                       r["causal"]))
+    fused = [CONTROL] + [f"{a} c{c}" for a, c in FUSED]
+    lines = ["| model | seq | mask | local ms | " + " | ".join(fused) + " |",
+             "|---|---|---|---|" + "---|" * len(fused)]
+    lines += [f"{shape(r)} {r['ms']['local']:.3f} | "
+              + " | ".join(f"{r['cost_vs_local'][v]:+.1%}" if v in r["cost_vs_local"] else "-"
+                           for v in fused) + " |"
+              for r in rows if "local" in r["ms"]]
+    styles = [s for s in attention_styles.STYLES
+              if any(f"{s} local" in r["ms"] for r in rows)]
+    if styles:
+        lines += ["", "| model | seq | mask | " + " | ".join(styles) + " |",
+                  "|---|---|---|" + "---|" * len(styles)]
+        for r in rows:
+            cells = [f"{r['ms'][f'{s} local']:.3f} / {r['ms'][f'{s} direct c1']:.3f} "
+                     f"({r['cost_vs_local'][f'{s} direct c1']:+.1%})"
+                     if f"{s} local" in r["ms"] else "-" for s in styles]
+            if any(c != "-" for c in cells):
+                lines.append(f"{shape(r)} " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", required=True)
+    parser.add_argument("--cache")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--out")
+    parser.add_argument("--table", nargs="+", metavar="RESULTS",
+                        help="print the README's tables from these --out files, and stop")
     parser.add_argument("--styles", default="bundled",
                         help="comma-separated: bundled, "
                              f"{', '.join(attention_styles.STYLES)} (default: bundled)")
     parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
     args = parser.parse_args()
+    if args.table:
+        print(markdown_tables([row for path in args.table for row in json.load(open(path))["rows"]]))
+        return 0
+    if not args.cache:
+        parser.error("--cache is required to compile or run")
     styles = args.styles.split(",")
     seqs = [int(s) for s in args.seqs.split(",")]
     if args.compile_only:
@@ -366,7 +403,8 @@ def main():
               f"{'  '.join(cells)}  err {max(row['rel_err_vs_local'].values()):.1e}"
               f"{'' if row['ok'] else '  FAIL'}", flush=True)
     result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-              "rows": rows}
+              "triton": importlib.metadata.version("triton"),
+              "date": datetime.date.today().isoformat(), "rows": rows}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
