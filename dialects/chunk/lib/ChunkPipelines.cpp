@@ -62,6 +62,12 @@ struct FuseOptions : public PassPipelineOptions<FuseOptions> {
           clEnumValN(PresentPath::arrival, "arrival",
                      "the split's iterations in its order, in fewer loops"),
           clEnumValN(PresentPath::none, "none", "the split loop only"))};
+  Option<int64_t> maxUnrolledChunks{
+      *this, "max-unrolled-chunks",
+      llvm::cl::desc("chunk-reorder-tiles' max-unrolled-chunks: the most "
+                     "chunks of a split loop that is unrolled"),
+      llvm::cl::init(
+          synco::chunk::ChunkReorderTilesOptions().maxUnrolledChunks)};
   Option<bool> trace{
       *this, "trace",
       llvm::cl::desc("Run chunk-trace-tiles (default options) before "
@@ -79,6 +85,7 @@ std::string fusePipeline(const FuseOptions &options) {
      << "},chunk-select-chunk-size,chunk-expand-collectives,"
         "chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles{present-path="
      << synco::chunk::stringifyPresentPath(options.presentPath)
+     << " max-unrolled-chunks=" << options.maxUnrolledChunks
      << "},chunk-insert-waits,chunk-fuse-reductions{mode="
      << synco::chunk::stringifyReductionMode(options.reductionMode)
      << "},chunk-fuse-gathers,"

@@ -8,7 +8,10 @@ use crate::{
     plan::{BlockOrder, FlagKind, Owners, TileMap, block_order, fail, flag_layout, loc},
     tiles::{CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, PRESENT_LOOP_ATTR, PRESENT_PATH_ATTR, TileLoop},
 };
-use synco_chunk::{Diagnostic, PassFailed, passes::PresentPath};
+use synco_chunk::{
+    Diagnostic, PassFailed,
+    passes::{ChunkReorderTilesOptions, PresentPath},
+};
 use synco_ir::{self as ir, Builder, Value};
 
 /// Rows per chunk and chunks in all of the split a tile loop carries
@@ -36,7 +39,7 @@ pub(super) fn split_tile_loop(
     name: &str,
     tile_loop: TileLoop,
     remark_for_loops: Option<usize>,
-    present: PresentPath,
+    options: &ChunkReorderTilesOptions,
 ) -> Result<(), PassFailed> {
     let ctx = ir::context_of(consume.0);
     let (var, subject) = (tile_loop.key(), tile_loop.subject());
@@ -89,7 +92,7 @@ pub(super) fn split_tile_loop(
             ));
         }
     } else {
-        let present = present_path_kind(present, order, range.cut.is_some(), chunks);
+        let present = present_path_kind(options.present_path, order, range.cut.is_some(), chunks);
         present_built = present != PresentPath::None;
         split_loop(
             tile_loop,
@@ -97,7 +100,7 @@ pub(super) fn split_tile_loop(
             (rows, range.chunks_per_rank, chunks),
             order,
             &var,
-            present,
+            (present, chunks <= options.max_unrolled_chunks),
         );
         let i64t = ir::i64_type(ctx);
         ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
@@ -134,14 +137,15 @@ pub(super) fn split_tile_loop(
 /// into the loop over `chunks` chunks of `rows` rows around it, clipped to
 /// `[max(lo, c * R), min(hi, (c + 1) * R))` (see [`split_tile_loop`]); marks the
 /// chunk index ([`CHUNK_INDEX_ATTR`]) and the clipped loop
-/// ([`CHUNK_LOOP_ATTR`]) with `var`, the loop's [`TileLoop::key`].
+/// ([`CHUNK_LOOP_ATTR`]) with `var`, the loop's [`TileLoop::key`]; with
+/// a present path if `present` says so, unrolled if `unrolled`.
 fn split_loop(
     tile_loop: TileLoop,
     rank: Value,
     (rows, per_rank, chunks): (i64, i64, i64),
     order: LoopOrder,
     var: &str,
-    present: PresentPath,
+    (present, unrolled): (PresentPath, bool),
 ) {
     let l = tile_loop.op;
     let ctx = ir::context_of(l);
@@ -158,7 +162,6 @@ fn split_loop(
     // variable to 64 bits, and a causal mask on it then compares in 64
     // bits. (Hidden in a loop that stays rolled, they cost more than they
     // save: passes/docs/kernel-loops.md.)
-    let unrolled = chunks <= MAX_UNROLLED_CHUNKS;
     let rows_per_chunk = rows;
     let rows = if unrolled {
         b.opaque_i32(c(rows))
@@ -293,12 +296,11 @@ fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
 const MAX_POLLED_CHUNKS: i64 = 16;
 
 /// Triton's attribute that has its loop-unroll pass unroll a loop by its
-/// value (`tl.range(..., loop_unroll_factor=n)`).
+/// value (`tl.range(..., loop_unroll_factor=n)`). (A split loop of at
+/// most `max-unrolled-chunks` chunks gets it: each clipped loop then sits
+/// in the kernel's body, and LLVM keeps its iteration as short as the
+/// kernel's own, passes/docs/kernel-loops.md.)
 const UNROLL_ATTR: &str = "tt.loop_unroll_factor";
-/// The most chunks whose loop is unrolled: each clipped loop then sits in
-/// the kernel's body, and LLVM keeps its iteration as short as the
-/// kernel's own (passes/docs/kernel-loops.md); beyond this, code size.
-const MAX_UNROLLED_CHUNKS: i64 = 8;
 
 /// The order in which a split loop reads a buffer's chunks.
 #[derive(Clone, Copy)]

@@ -98,15 +98,7 @@ fn run(module: OperationRef, options: &ChunkReorderTilesOptions) -> Result<(), P
                 let loops = find_tile_loops(kernel, arg, tile, consume)?;
                 for (i, tile_loop) in loops.iter().enumerate() {
                     let remark = (i == 0).then_some(loops.len());
-                    split_tile_loop(
-                        abi.rank,
-                        &plan,
-                        consume,
-                        &name,
-                        *tile_loop,
-                        remark,
-                        options.present_path,
-                    )?;
+                    split_tile_loop(abi.rank, &plan, consume, &name, *tile_loop, remark, options)?;
                 }
                 if !loops.is_empty() {
                     continue;

@@ -688,8 +688,15 @@ columns. The kernel's own loop in the `else` branch would need no order,
 but it ran 27% to 29% slower than the local kernel: ptxas serialised its
 `wgmma` (passes/docs/present-path.md).
 
+Splits of up to `max-unrolled-chunks` chunks (8 by default) are marked
+for Triton to unroll, their chunk's rows hidden from LLVM so that a
+causal mask keeps comparing in 32 bits; larger splits stay rolled (code
+size). Beside a present path a rolled split ran the causal present path
+2 points faster on one H100, and its own programs 5 points slower
+(passes/docs/present-path.md, "Open"); the default keeps the split fast.
+
 Options: `present-path` (`arrival`, the default, or `none`: the split
-loop only).
+loop only); `max-unrolled-chunks` (0 rolls every split).
 Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
 `A.shape[d]` and the block are multiples of `T`; a kernel either
 consumes gathered buffers or produces reduced ones, not both.
@@ -716,6 +723,10 @@ and rotates it to start at the rank's block, marking the result:
                         "as that order allows (a direct gather's only)"),
              clEnumValN(::synco::chunk::PresentPath::none, "none",
                         "no present path: the split loop only"))}]>,
+    BoundedOption<"maxUnrolledChunks", "max-unrolled-chunks", /*default=*/"8",
+                  0, 64,
+           "The most chunks of a split loop that is unrolled; larger splits "
+           "stay rolled (0: every split)">,
   ];
 }
 
