@@ -69,8 +69,11 @@ WORLD = 4
 #: (algorithm, chunks per rank) of the fused variants; "ring_slots" is
 #: ring attention over two slots (`slots=2`: the kernel once per ring step);
 #: "split" is direct without the present path (`present_path="none"`): what
-#: a program pays that finds a chunk missing and reads chunk by chunk.
-FUSED = [("direct", 1), ("split", 1), ("direct", 4), ("ring", 4), ("ring_slots", 1)]
+#: a program pays that finds a chunk missing and reads chunk by chunk;
+#: "rolled" and "rolled_split" are direct and split with the split loop
+#: rolled (`max_unrolled_chunks=0`; passes/docs/present-path.md, "Open").
+FUSED = [("direct", 1), ("split", 1), ("rolled", 1), ("rolled_split", 1), ("direct", 4),
+         ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 #: The bundled local kernel timed a second time, as if it were fused.
@@ -110,11 +113,13 @@ def style_layout(style):
 
 def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
     slots = {"slots": 2} if algorithm == "ring_slots" else {}
-    present = {"present_path": "none"} if algorithm == "split" else {}
-    algorithm = {"ring_slots": "ring", "split": "direct"}.get(algorithm, algorithm)
+    present = {"present_path": "none"} if algorithm.endswith("split") else {}
+    rolled = {"max_unrolled_chunks": 0} if algorithm.startswith("rolled") else {}
+    algorithm = {"ring_slots": "ring", "split": "direct", "rolled": "direct",
+                 "rolled_split": "direct"}.get(algorithm, algorithm)
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
-        chunks=chunks, backend="copy_engine", algorithm=algorithm, **present,
+        chunks=chunks, backend="copy_engine", algorithm=algorithm, **present, **rolled,
         kernel=style_kernel(style), layout=style_layout(style), descriptors=descriptors(style),
         num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache, **slots)
 

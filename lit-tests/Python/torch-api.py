@@ -170,6 +170,21 @@ ok, got = raises(synco.LaunchError, "present_path must be 'arrival' or 'none', n
                  lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
                                                         present_path="always"))
 expect("an unknown present_path is refused", ok, got)
+# max_unrolled_chunks=0 keeps the 4-chunk split a loop: one pipelined
+# loop over the chunks instead of 4 unrolled ones (beside the present
+# path's 2); out of range is refused.
+rolled = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,
+                                        chunks=2, max_unrolled_chunks=0,
+                                        cache_dir=scratch / "cache")
+rolled_ptx = next(rolled.folder.glob("*.ptx")).read_text()
+unrolled_ptx = next(attn.folder.glob("*.ptx")).read_text()
+expect("max_unrolled_chunks=0 rolls the split (3 pipelined loops, not 6)",
+       rolled_ptx.count("wgmma.mma_async") * 2 == unrolled_ptx.count("wgmma.mma_async"),
+       f"{rolled_ptx.count('wgmma.mma_async')} against {unrolled_ptx.count('wgmma.mma_async')}")
+ok, got = raises(synco.LaunchError, "max_unrolled_chunks must be an int in 0..64, not 65",
+                 lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
+                                                        max_unrolled_chunks=65))
+expect("max_unrolled_chunks out of range is refused", ok, got)
 ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, causal=True,
                                       chunks=2, algorithm="ring", cache_dir=scratch / "cache")
 plan = (ring.folder / "plan.mlir").read_text()
