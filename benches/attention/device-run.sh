@@ -15,8 +15,9 @@
 #              calls back to back eagerly and replayed from CUDA graphs
 #   overhead   benches/attention/overhead.py on one GPU (its README tables:
 #              every style at 16k and 32k tokens, the bundled kernel at
-#              128k; about 8 minutes on an H100), from build/ovhcache.tar.xz
-#              (`build-cache.sh overhead`)
+#              128k with 11 samples; the two took 2.5 and 4.5 minutes on
+#              an H100 before the rolled variants were added), from
+#              build/ovhcache.tar.xz (`build-cache.sh overhead`)
 #
 # Logs and JSON under $OUT, packed into $OUT/results.tar.gz; one summary
 # line per stage.
@@ -68,7 +69,7 @@ for stage in "$@"; do
         --seqs 16384,32768 --styles bundled,blocks,strided,moved,descriptors,rows,tutorial \
         --out "$OUT/overhead-${gpu:-gpu}.json"
       LIMIT=330 stage overhead-128k python3 benches/attention/overhead.py --cache build/ovhcache \
-        --seqs 131072 --out "$OUT/overhead-128k-${gpu:-gpu}.json"
+        --seqs 131072 --samples 11 --out "$OUT/overhead-128k-${gpu:-gpu}.json"
       python3 benches/attention/overhead.py --table "$OUT"/overhead-*.json \
         | tee "$OUT/overhead-tables.md"
       ;;

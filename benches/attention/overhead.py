@@ -366,6 +366,7 @@ def markdown_tables(rows):
 
 
 def main():
+    global SAMPLES  # --samples sets it for time_interleaved
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache")
@@ -377,6 +378,8 @@ def main():
                         help="comma-separated: bundled, "
                              f"{', '.join(attention_styles.STYLES)} (default: bundled)")
     parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
+    parser.add_argument("--samples", type=int, default=SAMPLES,
+                        help=f"samples per variant (default {SAMPLES})")
     args = parser.parse_args()
     if args.table:
         print(markdown_tables([row for path in args.table for row in json.load(open(path))["rows"]]))
@@ -385,6 +388,7 @@ def main():
         parser.error("--cache is required to compile or run")
     styles = args.styles.split(",")
     seqs = [int(s) for s in args.seqs.split(",")]
+    SAMPLES = args.samples
     if args.compile_only:
         compile_all(args.cache, styles, seqs)
         return 0
