@@ -16,7 +16,11 @@ every chunk present (`mark_chunks_present`) and launches the last rank's
 kernel alone (`launch_alone`: no copies, no peers), so the direct kernels
 take the present path, and the others' waits pass at once. `split c1` is
 direct without the present path (`present_path="none"`): what a program
-pays that reads chunk by chunk. The local kernel is the same
+pays that reads chunk by chunk; `rolled_split c1` the same with the loop
+over the chunks rolled, as it is beside a present path: what a program
+of `direct c1` pays that starts before its chunks arrive. `unrolled c1`
+is direct with that loop unrolled (`unroll_beside_present_path=True`).
+The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
 
@@ -70,9 +74,11 @@ WORLD = 4
 #: ring attention over two slots (`slots=2`: the kernel once per ring step);
 #: "split" is direct without the present path (`present_path="none"`): what
 #: a program pays that finds a chunk missing and reads chunk by chunk;
-#: "rolled" and "rolled_split" are direct and split with the split loop
-#: rolled (`max_unrolled_chunks=0`; passes/docs/present-path.md, "Open").
-FUSED = [("direct", 1), ("split", 1), ("rolled", 1), ("rolled_split", 1), ("direct", 4),
+#: "rolled_split" is split with the loop over the chunks rolled
+#: (`max_unrolled_chunks=0`), as direct's split is beside its present
+#: path; "unrolled" is direct with that loop unrolled
+#: (`unroll_beside_present_path=True`; passes/docs/present-path.md).
+FUSED = [("direct", 1), ("unrolled", 1), ("split", 1), ("rolled_split", 1), ("direct", 4),
          ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
@@ -114,12 +120,14 @@ def style_layout(style):
 def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
     slots = {"slots": 2} if algorithm == "ring_slots" else {}
     present = {"present_path": "none"} if algorithm.endswith("split") else {}
-    rolled = {"max_unrolled_chunks": 0} if algorithm.startswith("rolled") else {}
-    algorithm = {"ring_slots": "ring", "split": "direct", "rolled": "direct",
+    rolled = {"max_unrolled_chunks": 0} if algorithm == "rolled_split" else {}
+    unrolled = {"unroll_beside_present_path": True} if algorithm == "unrolled" else {}
+    algorithm = {"ring_slots": "ring", "split": "direct", "unrolled": "direct",
                  "rolled_split": "direct"}.get(algorithm, algorithm)
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
-        chunks=chunks, backend="copy_engine", algorithm=algorithm, **present, **rolled,
+        chunks=chunks, backend="copy_engine", algorithm=algorithm,
+        **present, **rolled, **unrolled,
         kernel=style_kernel(style), layout=style_layout(style), descriptors=descriptors(style),
         num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache, **slots)
 

@@ -170,21 +170,37 @@ ok, got = raises(synco.LaunchError, "present_path must be 'arrival' or 'none', n
                  lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
                                                         present_path="always"))
 expect("an unknown present_path is refused", ok, got)
-# max_unrolled_chunks=0 keeps the 4-chunk split a loop: one pipelined
-# loop over the chunks instead of 4 unrolled ones (beside the present
-# path's 2); out of range is refused.
-rolled = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,
-                                        chunks=2, max_unrolled_chunks=0,
-                                        cache_dir=scratch / "cache")
-rolled_ptx = next(rolled.folder.glob("*.ptx")).read_text()
-unrolled_ptx = next(attn.folder.glob("*.ptx")).read_text()
-expect("max_unrolled_chunks=0 rolls the split (3 pipelined loops, not 6)",
-       rolled_ptx.count("wgmma.mma_async") * 2 == unrolled_ptx.count("wgmma.mma_async"),
-       f"{rolled_ptx.count('wgmma.mma_async')} against {unrolled_ptx.count('wgmma.mma_async')}")
+# Beside the present path the 4-chunk split stays a loop: one pipelined
+# loop over the chunks (and the present path's 2), where
+# unroll_beside_present_path=True unrolls it into 4; without a present
+# path it is unrolled (4 loops) unless max_unrolled_chunks is below 4.
+# Out of range or mistyped, either is refused.
+def wgmma_count(kernel):
+    return next(kernel.folder.glob("*.ptx")).read_text().count("wgmma.mma_async")
+
+
+def attention_variant(**options):
+    return ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,
+                                          chunks=2, cache_dir=scratch / "cache", **options)
+
+
+rolled = wgmma_count(attn)
+unrolled = wgmma_count(attention_variant(unroll_beside_present_path=True))
+split_unrolled = wgmma_count(split_only)
+split_rolled = wgmma_count(attention_variant(present_path="none", max_unrolled_chunks=3))
+expect("the split beside the present path is rolled (3 pipelined loops, not 6)",
+       rolled * 2 == unrolled, f"{rolled} against {unrolled}")
+expect("a split alone is unrolled up to max_unrolled_chunks (4 loops, or 1 at 3)",
+       split_rolled > 0 and split_unrolled == 4 * split_rolled and rolled == 3 * split_rolled,
+       f"{split_unrolled}, {split_rolled}, {rolled}")
 ok, got = raises(synco.LaunchError, "max_unrolled_chunks must be an int in 0..64, not 65",
                  lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
                                                         max_unrolled_chunks=65))
 expect("max_unrolled_chunks out of range is refused", ok, got)
+ok, got = raises(synco.LaunchError, "unroll_beside_present_path must be a bool, not 1",
+                 lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
+                                                        unroll_beside_present_path=1))
+expect("a non-bool unroll_beside_present_path is refused", ok, got)
 ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, causal=True,
                                       chunks=2, algorithm="ring", cache_dir=scratch / "cache")
 plan = (ring.folder / "plan.mlir").read_text()

@@ -68,6 +68,12 @@ struct FuseOptions : public PassPipelineOptions<FuseOptions> {
                      "chunks of a split loop that is unrolled"),
       llvm::cl::init(
           synco::chunk::ChunkReorderTilesOptions().maxUnrolledChunks)};
+  Option<bool> unrollBesidePresentPath{
+      *this, "unroll-beside-present-path",
+      llvm::cl::desc("chunk-reorder-tiles' unroll-beside-present-path: "
+                     "unroll a split that has a present path too"),
+      llvm::cl::init(
+          synco::chunk::ChunkReorderTilesOptions().unrollBesidePresentPath)};
   Option<bool> trace{
       *this, "trace",
       llvm::cl::desc("Run chunk-trace-tiles (default options) before "
@@ -86,6 +92,8 @@ std::string fusePipeline(const FuseOptions &options) {
         "chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles{present-path="
      << synco::chunk::stringifyPresentPath(options.presentPath)
      << " max-unrolled-chunks=" << options.maxUnrolledChunks
+     << " unroll-beside-present-path="
+     << (options.unrollBesidePresentPath ? "true" : "false")
      << "},chunk-insert-waits,chunk-fuse-reductions{mode="
      << synco::chunk::stringifyReductionMode(options.reductionMode)
      << "},chunk-fuse-gathers,"

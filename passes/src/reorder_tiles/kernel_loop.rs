@@ -100,7 +100,7 @@ pub(super) fn split_tile_loop(
             (rows, range.chunks_per_rank, chunks),
             order,
             &var,
-            (present, chunks <= options.max_unrolled_chunks),
+            (present, unrolls(options, present, chunks)),
         );
         let i64t = ir::i64_type(ctx);
         ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
@@ -220,6 +220,15 @@ fn split_loop(
     if unrolled {
         ir::set_attr(outer, UNROLL_ATTR, b.i32_attr(chunks));
     }
+}
+
+/// Whether a split of `chunks` chunks with the `present` path unrolls:
+/// up to `max-unrolled-chunks` chunks, and beside a present path only if
+/// `unroll-beside-present-path` (rolled, the split made the causal present
+/// path 2 points faster: passes/docs/present-path.md).
+fn unrolls(options: &ChunkReorderTilesOptions, present: PresentPath, chunks: i64) -> bool {
+    chunks <= options.max_unrolled_chunks
+        && (present == PresentPath::None || options.unroll_beside_present_path)
 }
 
 /// The present path a split of `chunks` chunks in `order` gets, of the

@@ -688,15 +688,19 @@ columns. The kernel's own loop in the `else` branch would need no order,
 but it ran 27% to 29% slower than the local kernel: ptxas serialised its
 `wgmma` (passes/docs/present-path.md).
 
-Splits of up to `max-unrolled-chunks` chunks (8 by default) are marked
-for Triton to unroll, their chunk's rows hidden from LLVM so that a
-causal mask keeps comparing in 32 bits; larger splits stay rolled (code
-size). Beside a present path a rolled split ran the causal present path
-2 points faster on one H100, and its own programs 5 points slower
-(passes/docs/present-path.md, "Open"); the default keeps the split fast.
+A split without a present path, of up to `max-unrolled-chunks` chunks
+(8 by default), is marked for Triton to unroll, its chunk's rows hidden
+from LLVM so that a causal mask keeps comparing in 32 bits; larger
+splits stay rolled (code size). A split beside a present path stays
+rolled: on one H100 that ran the causal present path 2 points faster,
+and the split's own programs (those that start before their chunks
+arrive) 5 points slower (passes/docs/present-path.md, "A rolled split").
+`unroll-beside-present-path` unrolls it too, for links slow enough that
+most programs take the split.
 
 Options: `present-path` (`arrival`, the default, or `none`: the split
-loop only); `max-unrolled-chunks` (0 rolls every split).
+loop only); `max-unrolled-chunks` (0 rolls every split);
+`unroll-beside-present-path` (false by default).
 Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
 `A.shape[d]` and the block are multiples of `T`; a kernel either
 consumes gathered buffers or produces reduced ones, not both.
@@ -727,6 +731,10 @@ and rotates it to start at the rank's block, marking the result:
                   0, 64,
            "The most chunks of a split loop that is unrolled; larger splits "
            "stay rolled (0: every split)">,
+    Option<"unrollBesidePresentPath", "unroll-beside-present-path", "bool",
+           /*default=*/"false",
+           "Unroll a split that has a present path too (up to "
+           "max-unrolled-chunks chunks); by default it stays rolled">,
   ];
 }
 
