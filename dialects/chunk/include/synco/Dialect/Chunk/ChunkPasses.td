@@ -604,13 +604,14 @@ clipped to `[max(lo, c * R), min(hi, (c + 1) * R))` (`[c * R, ...)` when
 iteration values (the online softmax's state) through; the clipped loop
 is marked `chunk.chunk_loop = "start_n"` with its split
 (`chunk.chunk_rows = R`, `chunk.chunk_count = C`). The kernel's loop
-stays innermost, so Triton still software-pipelines it. For `C <= 8` the
-loop over the chunks carries `tt.loop_unroll_factor = C`, so that
+stays innermost, so Triton still software-pipelines it. For `C <= 8`
+(`max-unrolled-chunks`), where the split gets no present path (below),
+the loop over the chunks carries `tt.loop_unroll_factor = C`, so that
 Triton's loop-unroll pass (which `synco compile` runs on the TTIR it
 hands over) puts each clipped loop in the kernel's body, compiled as the
 kernel's own loop is, and `R` reaches the bounds through a pure
 `mov.b32` of inline PTX (a constant would let LLVM widen the clipped
-loop's variable to 64 bits); for `C > 8` the loop stays rolled and `R` a
+loop's variable to 64 bits); otherwise the loop stays rolled and `R` a
 constant (passes/docs/kernel-loops.md). Buffers walked
 by one loop (keys and values) share the split and must be chunked alike,
 and the loop must start at 0 or a multiple of `T` and step by `T`, or the
