@@ -15,8 +15,8 @@
 #              calls back to back eagerly and replayed from CUDA graphs
 #   overhead   benches/attention/overhead.py on one GPU (its README tables:
 #              every style at 16k and 32k tokens, the bundled kernel at
-#              128k with 11 samples; the two took 2.5 and 4.5 minutes on
-#              an H100 before the rolled variants were added), from
+#              128k with 11 samples; 6.5 minutes in all on an H100,
+#              2026-12-06), from
 #              build/ovhcache.tar.xz (`build-cache.sh overhead`)
 #
 # Logs and JSON under $OUT, packed into $OUT/results.tar.gz; one summary
@@ -76,7 +76,9 @@ for stage in "$@"; do
     *) echo "usage: $0 attention|attention-128k|mlp|host|overhead..." >&2; exit 2 ;;
   esac
 done
-python3 - "$OUT"/bench-*.json <<'PY' || true
+shopt -s nullglob
+benches=("$OUT"/bench-*.json)
+[ ${#benches[@]} = 0 ] || python3 - "${benches[@]}" <<'PY' || true
 import json, sys
 for path in sys.argv[1:]:
     for r in json.load(open(path))["rows"]:

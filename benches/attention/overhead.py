@@ -18,8 +18,10 @@ take the present path, and the others' waits pass at once. `split c1` is
 direct without the present path (`present_path="none"`): what a program
 pays that reads chunk by chunk; `rolled_split c1` the same with the loop
 over the chunks rolled, as it is beside a present path: what a program
-of `direct c1` pays that starts before its chunks arrive. `unrolled c1`
-is direct with that loop unrolled (`unroll_beside_present_path=True`).
+of `direct c1` pays that starts before its chunks arrive, where that
+split is rolled (causal: `present_split="auto"` rolls a split whose loop
+runs to a causal band's end). `unrolled c1` and `rolled c1` are direct
+with that split unrolled or rolled whatever the mask (`present_split`).
 The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
@@ -75,10 +77,12 @@ WORLD = 4
 #: "split" is direct without the present path (`present_path="none"`): what
 #: a program pays that finds a chunk missing and reads chunk by chunk;
 #: "rolled_split" is split with the loop over the chunks rolled
-#: (`max_unrolled_chunks=0`), as direct's split is beside its present
-#: path; "unrolled" is direct with that loop unrolled
-#: (`unroll_beside_present_path=True`; passes/docs/present-path.md).
-FUSED = [("direct", 1), ("unrolled", 1), ("split", 1), ("rolled_split", 1), ("direct", 4),
+#: (`max_unrolled_chunks=0`), as direct's split is beside a causal
+#: kernel's present path; "unrolled" and "rolled" are direct with the
+#: split beside the present path unrolled or rolled (`present_split`;
+#: passes/docs/present-path.md).
+FUSED = [("direct", 1), ("unrolled", 1), ("rolled", 1), ("split", 1), ("rolled_split", 1),
+         ("direct", 4),
          ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
@@ -121,13 +125,13 @@ def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cach
     slots = {"slots": 2} if algorithm == "ring_slots" else {}
     present = {"present_path": "none"} if algorithm.endswith("split") else {}
     rolled = {"max_unrolled_chunks": 0} if algorithm == "rolled_split" else {}
-    unrolled = {"unroll_beside_present_path": True} if algorithm == "unrolled" else {}
+    layout = {"present_split": algorithm} if algorithm in ("unrolled", "rolled") else {}
     algorithm = {"ring_slots": "ring", "split": "direct", "unrolled": "direct",
-                 "rolled_split": "direct"}.get(algorithm, algorithm)
+                 "rolled": "direct", "rolled_split": "direct"}.get(algorithm, algorithm)
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
         chunks=chunks, backend="copy_engine", algorithm=algorithm,
-        **present, **rolled, **unrolled,
+        **present, **rolled, **layout,
         kernel=style_kernel(style), layout=style_layout(style), descriptors=descriptors(style),
         num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache, **slots)
 

@@ -170,11 +170,12 @@ ok, got = raises(synco.LaunchError, "present_path must be 'arrival' or 'none', n
                  lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
                                                         present_path="always"))
 expect("an unknown present_path is refused", ok, got)
-# Beside the present path the 4-chunk split stays a loop: one pipelined
-# loop over the chunks (and the present path's 2), where
-# unroll_beside_present_path=True unrolls it into 4; without a present
-# path it is unrolled (4 loops) unless max_unrolled_chunks is below 4.
-# Out of range or mistyped, either is refused.
+# Beside the present path the causal kernel's 4-chunk split stays a loop
+# (present_split="auto": its loop runs to the causal band's end): one
+# pipelined loop over the chunks (and the present path's 2), where
+# present_split="unrolled" unrolls it into 4; without a present path it
+# is unrolled (4 loops) unless max_unrolled_chunks is below 4. Out of
+# range or misspelled, either is refused.
 def wgmma_count(kernel):
     return next(kernel.folder.glob("*.ptx")).read_text().count("wgmma.mma_async")
 
@@ -185,7 +186,7 @@ def attention_variant(**options):
 
 
 rolled = wgmma_count(attn)
-unrolled = wgmma_count(attention_variant(unroll_beside_present_path=True))
+unrolled = wgmma_count(attention_variant(present_split="unrolled"))
 split_unrolled = wgmma_count(split_only)
 split_rolled = wgmma_count(attention_variant(present_path="none", max_unrolled_chunks=3))
 expect("the split beside the present path is rolled (3 pipelined loops, not 6)",
@@ -197,10 +198,11 @@ ok, got = raises(synco.LaunchError, "max_unrolled_chunks must be an int in 0..64
                  lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
                                                         max_unrolled_chunks=65))
 expect("max_unrolled_chunks out of range is refused", ok, got)
-ok, got = raises(synco.LaunchError, "unroll_beside_present_path must be a bool, not 1",
+ok, got = raises(synco.LaunchError,
+                 "present_split must be 'auto', 'rolled' or 'unrolled', not 'unroled'",
                  lambda: ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64,
-                                                        unroll_beside_present_path=1))
-expect("a non-bool unroll_beside_present_path is refused", ok, got)
+                                                        present_split="unroled"))
+expect("an unknown present_split is refused", ok, got)
 ring = ops.AllGatherAttention.compile(4, seq=1024, kv_heads=2, head_dim=64, causal=True,
                                       chunks=2, algorithm="ring", cache_dir=scratch / "cache")
 plan = (ring.folder / "plan.mlir").read_text()

@@ -27,6 +27,7 @@ namespace synco::chunk {
 namespace {
 
 using synco::chunk::PresentPath;
+using synco::chunk::PresentSplit;
 using synco::chunk::ReductionMode;
 
 struct FuseOptions : public PassPipelineOptions<FuseOptions> {
@@ -68,12 +69,16 @@ struct FuseOptions : public PassPipelineOptions<FuseOptions> {
                      "chunks of a split loop that is unrolled"),
       llvm::cl::init(
           synco::chunk::ChunkReorderTilesOptions().maxUnrolledChunks)};
-  Option<bool> unrollBesidePresentPath{
-      *this, "unroll-beside-present-path",
-      llvm::cl::desc("chunk-reorder-tiles' unroll-beside-present-path: "
-                     "unroll a split that has a present path too"),
-      llvm::cl::init(
-          synco::chunk::ChunkReorderTilesOptions().unrollBesidePresentPath)};
+  Option<PresentSplit> presentSplit{
+      *this, "present-split",
+      llvm::cl::desc("chunk-reorder-tiles' present-split: whether the split "
+                     "beside a present path unrolls"),
+      llvm::cl::init(synco::chunk::ChunkReorderTilesOptions().presentSplit),
+      llvm::cl::values(
+          clEnumValN(PresentSplit::automatic, "auto",
+                     "unrolled where its loop runs to a kernel argument"),
+          clEnumValN(PresentSplit::rolled, "rolled", "rolled"),
+          clEnumValN(PresentSplit::unrolled, "unrolled", "unrolled"))};
   Option<bool> trace{
       *this, "trace",
       llvm::cl::desc("Run chunk-trace-tiles (default options) before "
@@ -92,8 +97,8 @@ std::string fusePipeline(const FuseOptions &options) {
         "chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles{present-path="
      << synco::chunk::stringifyPresentPath(options.presentPath)
      << " max-unrolled-chunks=" << options.maxUnrolledChunks
-     << " unroll-beside-present-path="
-     << (options.unrollBesidePresentPath ? "true" : "false")
+     << " present-split="
+     << synco::chunk::stringifyPresentSplit(options.presentSplit)
      << "},chunk-insert-waits,chunk-fuse-reductions{mode="
      << synco::chunk::stringifyReductionMode(options.reductionMode)
      << "},chunk-fuse-gathers,"

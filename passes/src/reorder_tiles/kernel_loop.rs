@@ -10,7 +10,7 @@ use crate::{
 };
 use synco_chunk::{
     Diagnostic, PassFailed,
-    passes::{ChunkReorderTilesOptions, PresentPath},
+    passes::{ChunkReorderTilesOptions, PresentPath, PresentSplit},
 };
 use synco_ir::{self as ir, Builder, Value};
 
@@ -100,7 +100,7 @@ pub(super) fn split_tile_loop(
             (rows, range.chunks_per_rank, chunks),
             order,
             &var,
-            (present, unrolls(options, present, chunks)),
+            (present, unrolls(options, present, chunks, tile_loop)),
         );
         let i64t = ir::i64_type(ctx);
         ir::set_attr(tile_loop.op, CHUNK_ROWS_ATTR, ir::int_attr_of(i64t, rows));
@@ -222,13 +222,31 @@ fn split_loop(
     }
 }
 
-/// Whether a split of `chunks` chunks with the `present` path unrolls:
-/// up to `max-unrolled-chunks` chunks, and beside a present path only if
-/// `unroll-beside-present-path` (rolled, the split made the causal present
-/// path 2 points faster: passes/docs/present-path.md).
-fn unrolls(options: &ChunkReorderTilesOptions, present: PresentPath, chunks: i64) -> bool {
-    chunks <= options.max_unrolled_chunks
-        && (present == PresentPath::None || options.unroll_beside_present_path)
+/// Whether the split of `tile_loop` into `chunks` chunks, with the
+/// `present` path, unrolls: up to `max-unrolled-chunks` chunks, and beside
+/// a present path as `present-split` says (`auto`: where the loop runs to
+/// a kernel argument; passes/docs/present-path.md).
+fn unrolls(
+    options: &ChunkReorderTilesOptions,
+    present: PresentPath,
+    chunks: i64,
+    tile_loop: TileLoop,
+) -> bool {
+    let beside_present = match options.present_split {
+        PresentSplit::Automatic => runs_to_argument(tile_loop),
+        PresentSplit::Rolled => false,
+        PresentSplit::Unrolled => true,
+    };
+    chunks <= options.max_unrolled_chunks && (present == PresentPath::None || beside_present)
+}
+
+/// Whether `tile_loop` runs to a bound the kernel takes as an argument
+/// (the sequence's length: every program walks all of it, as without a
+/// causal mask) rather than to one it computes (a causal band's end).
+fn runs_to_argument(tile_loop: TileLoop) -> bool {
+    ir::block_arg_owner(ir::operands(tile_loop.op)[1])
+        .and_then(ir::block_parent_op)
+        .is_some_and(|op| ir::op_name(op) == "tt.func")
 }
 
 /// The present path a split of `chunks` chunks in `order` gets, of the

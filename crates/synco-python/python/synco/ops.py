@@ -398,14 +398,16 @@ class AllGatherAttention:
                 config=None, chunks=None, backend="copy_engine", algorithm="direct",
                 zigzag=False, layout="bshd", descriptors=False, num_warps=8, num_stages=3,
                 cache_dir=None, slots=None, present_path="arrival", max_unrolled_chunks=None,
-                unroll_beside_present_path=False):
+                present_split="auto"):
         """The fused kernel for `world_size` ranks, compiled or cached.
         `present_path` is what a program that finds every K/V chunk present
         runs (chunk-reorder-tiles): `arrival` (the split's iterations, in
         fewer loops, the same sums) or `none` (the split loop, waits and
         all). `max_unrolled_chunks` (0 to 64; the pass's default, 8, if
-        None) is the largest split loop that is unrolled; a split beside a
-        present path stays rolled unless `unroll_beside_present_path`."""
+        None) is the largest split loop that is unrolled; `present_split`
+        whether the split beside a present path is: `auto` (where its loop
+        runs to the sequence's length, not a causal band's end),
+        `rolled` or `unrolled`."""
         if present_path not in ("arrival", "none"):
             raise LaunchError(f"present_path must be 'arrival' or 'none', not {present_path!r}")
         options = [] if present_path == "arrival" else [f"present-path={present_path}"]
@@ -415,11 +417,11 @@ class AllGatherAttention:
                 raise LaunchError("max_unrolled_chunks must be an int in 0..64, not "
                                   f"{max_unrolled_chunks!r}")
             options.append(f"max-unrolled-chunks={max_unrolled_chunks}")
-        if not isinstance(unroll_beside_present_path, bool):
-            raise LaunchError("unroll_beside_present_path must be a bool, not "
-                              f"{unroll_beside_present_path!r}")
-        if unroll_beside_present_path:
-            options.append("unroll-beside-present-path=true")
+        if present_split not in ("auto", "rolled", "unrolled"):
+            raise LaunchError("present_split must be 'auto', 'rolled' or 'unrolled', not "
+                              f"{present_split!r}")
+        if present_split != "auto":
+            options.append(f"present-split={present_split}")
         pipeline = f"synco-fuse{{{' '.join(options)}}}" if options else "synco-fuse"
         config = {**cls.CONFIG, **(config or {})}
         if kernel is None:

@@ -37,6 +37,14 @@ def Chunk_PresentPath : I32EnumAttr<"PresentPath",
   let cppNamespace = "::synco::chunk";
 }
 
+def Chunk_PresentSplit : I32EnumAttr<"PresentSplit",
+    "how the split beside a present path is laid out", [
+      I32EnumAttrCase<"automatic", 0, "auto">,
+      I32EnumAttrCase<"rolled", 1>,
+      I32EnumAttrCase<"unrolled", 2>]> {
+  let cppNamespace = "::synco::chunk";
+}
+
 /// An integer option that must lie in [minValue, maxValue]: a value outside
 /// is refused when the pipeline is parsed.
 class BoundedOption<string varName, string arg, string default,
@@ -689,19 +697,21 @@ columns. The kernel's own loop in the `else` branch would need no order,
 but it ran 27% to 29% slower than the local kernel: ptxas serialised its
 `wgmma` (passes/docs/present-path.md).
 
-A split without a present path, of up to `max-unrolled-chunks` chunks
-(8 by default), is marked for Triton to unroll, its chunk's rows hidden
-from LLVM so that a causal mask keeps comparing in 32 bits; larger
-splits stay rolled (code size). A split beside a present path stays
-rolled: on one H100 that ran the causal present path 2 points faster,
-and the split's own programs (those that start before their chunks
-arrive) 5 points slower (passes/docs/present-path.md, "A rolled split").
-`unroll-beside-present-path` unrolls it too, for links slow enough that
-most programs take the split.
+A split of up to `max-unrolled-chunks` chunks (8 by default) is marked
+for Triton to unroll, its chunk's rows hidden from LLVM so that a causal
+mask keeps comparing in 32 bits; larger splits stay rolled (code size).
+Beside a present path, `present-split` says which: `auto` (the default)
+unrolls a split whose loop runs to a bound the kernel takes as an
+argument (the sequence's length, as without a causal mask) and rolls
+one whose bound it computes (a causal band's); `rolled` and `unrolled`
+do so for every split. On one H100 the rolled split ran the causal
+present paths up to 2 points faster, and the unrolled one the present
+paths without a mask up to 2 points faster (passes/docs/present-path.md,
+"Which split goes beside it").
 
 Options: `present-path` (`arrival`, the default, or `none`: the split
 loop only); `max-unrolled-chunks` (0 rolls every split);
-`unroll-beside-present-path` (false by default).
+`present-split` (`auto`, `rolled`, `unrolled`).
 Preconditions: `chunk-bind-kernel` ran (the rank is an ABI argument);
 `A.shape[d]` and the block are multiples of `T`; a kernel either
 consumes gathered buffers or produces reduced ones, not both.
@@ -732,10 +742,18 @@ and rotates it to start at the rank's block, marking the result:
                   0, 64,
            "The most chunks of a split loop that is unrolled; larger splits "
            "stay rolled (0: every split)">,
-    Option<"unrollBesidePresentPath", "unroll-beside-present-path", "bool",
-           /*default=*/"false",
-           "Unroll a split that has a present path too (up to "
-           "max-unrolled-chunks chunks); by default it stays rolled">,
+    Option<"presentSplit", "present-split", "::synco::chunk::PresentSplit",
+           /*default=*/"::synco::chunk::PresentSplit::automatic",
+           "Whether the split beside a present path unrolls (up to "
+           "max-unrolled-chunks chunks)",
+           [{::llvm::cl::values(
+             clEnumValN(::synco::chunk::PresentSplit::automatic, "auto",
+                        "unrolled where the loop runs to a kernel argument, "
+                        "rolled where it runs to a bound it computes"),
+             clEnumValN(::synco::chunk::PresentSplit::rolled, "rolled",
+                        "rolled"),
+             clEnumValN(::synco::chunk::PresentSplit::unrolled, "unrolled",
+                        "unrolled"))}]>,
   ];
 }
 
