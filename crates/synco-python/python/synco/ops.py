@@ -404,10 +404,10 @@ class AllGatherAttention:
         runs (chunk-reorder-tiles): `arrival` (the split's iterations, in
         fewer loops, the same sums) or `none` (the split loop, waits and
         all). `max_unrolled_chunks` (0 to 64; the pass's default, 8, if
-        None) is the largest split loop that is unrolled; `present_split`
-        whether the split beside a present path is: `auto` (where its loop
-        runs to the sequence's length, not a causal band's end),
-        `rolled` or `unrolled`."""
+        None) is the largest split loop that is unrolled. `present_split`
+        says which split goes beside a present path: `auto` (unrolled where
+        its loop runs to the sequence's length, rolled where it runs to a
+        causal band's end), `rolled` or `unrolled`."""
         if present_path not in ("arrival", "none"):
             raise LaunchError(f"present_path must be 'arrival' or 'none', not {present_path!r}")
         options = [] if present_path == "arrival" else [f"present-path={present_path}"]
