@@ -16,12 +16,11 @@ every chunk present (`mark_chunks_present`) and launches the last rank's
 kernel alone (`launch_alone`: no copies, no peers), so the direct kernels
 take the present path, and the others' waits pass at once. `split c1` is
 direct without the present path (`present_path="none"`): what a program
-pays that reads chunk by chunk; `rolled_split c1` the same with the loop
-over the chunks rolled, as it is beside a present path: what a program
-of `direct c1` pays that starts before its chunks arrive, where that
-split is rolled (causal: `present_split="auto"` rolls a split whose loop
-runs to a causal band's end). `unrolled c1` and `rolled c1` are direct
-with that split unrolled or rolled whatever the mask (`present_split`).
+pays that reads chunk by chunk; `rolled_split c1` is that split rolled,
+as it is beside a causal kernel's present path (`present_split="auto"`):
+what a causal program of `direct c1` pays that starts before its chunks
+arrive. `unrolled c1` and `rolled c1` are direct with the split beside
+the present path unrolled or rolled whatever the mask (`present_split`).
 The local kernel is the same
 `synco.kernels.attention`, compiled without a plan, launched the same way
 over the same rank's queries and the same gathered K and V.
@@ -82,8 +81,7 @@ WORLD = 4
 #: split beside the present path unrolled or rolled (`present_split`;
 #: passes/docs/present-path.md).
 FUSED = [("direct", 1), ("unrolled", 1), ("rolled", 1), ("split", 1), ("rolled_split", 1),
-         ("direct", 4),
-         ("ring", 4), ("ring_slots", 1)]
+         ("direct", 4), ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 #: The bundled local kernel timed a second time, as if it were fused.
