@@ -119,19 +119,24 @@ def style_layout(style):
     return "bshd" if style == "bundled" else attention_styles.layout(style)
 
 
+#: The compile options of each fused variant that is not a plain
+#: algorithm (see FUSED).
+VARIANT_OPTIONS = {
+    "split": {"algorithm": "direct", "present_path": "none"},
+    "rolled_split": {"algorithm": "direct", "present_path": "none", "max_unrolled_chunks": 0},
+    "unrolled": {"algorithm": "direct", "present_split": "unrolled"},
+    "rolled": {"algorithm": "direct", "present_split": "rolled"},
+    "ring_slots": {"algorithm": "ring", "slots": 2},
+}
+
+
 def fused_kernel(style, seq, heads_kv, head_dim, causal, algorithm, chunks, cache):
-    slots = {"slots": 2} if algorithm == "ring_slots" else {}
-    present = {"present_path": "none"} if algorithm.endswith("split") else {}
-    rolled = {"max_unrolled_chunks": 0} if algorithm == "rolled_split" else {}
-    layout = {"present_split": algorithm} if algorithm in ("unrolled", "rolled") else {}
-    algorithm = {"ring_slots": "ring", "split": "direct", "unrolled": "direct",
-                 "rolled": "direct", "rolled_split": "direct"}.get(algorithm, algorithm)
+    options = VARIANT_OPTIONS.get(algorithm, {"algorithm": algorithm})
     return ops.AllGatherAttention.compile(
         WORLD, seq=seq, kv_heads=heads_kv, head_dim=head_dim, causal=causal, config=CONFIG,
-        chunks=chunks, backend="copy_engine", algorithm=algorithm,
-        **present, **rolled, **layout,
+        chunks=chunks, backend="copy_engine", **options,
         kernel=style_kernel(style), layout=style_layout(style), descriptors=descriptors(style),
-        num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache, **slots)
+        num_warps=NUM_WARPS, num_stages=NUM_STAGES, cache_dir=cache)
 
 
 def slot_blocks(rank):
