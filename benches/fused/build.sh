@@ -385,7 +385,7 @@ PLAN
       [ "$OP" = arg ] && vdir="${vdir}_o$o"
       mkdir -p "$vdir"
       if ! log=$("$BIN/synco" compile "$kernel" --plan "$plan" \
-        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-fuse-gathers,${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-to-triton)" \
+        --pass-pipeline="builtin.module(chunk-select-backend,chunk-select-chunk-size,chunk-expand-collectives,chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles,chunk-insert-waits,chunk-fuse-reductions{mode=$FUSE_MODE},chunk-fuse-gathers,${TRACE}chunk-lower-transfers{copy-programs=$COPY_PROGRAMS},chunk-carry-pointers,chunk-to-triton)" \
         --emit=cubin --out-dir "$vdir" \
         --num-warps $WARPS --num-stages "$(stages_for "$style")" 2>&1); then
         echo "$log" >&2

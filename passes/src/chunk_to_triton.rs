@@ -7,6 +7,7 @@
 
 use crate::{
     abi::{BUFFERS_ATTR, FIRST_ARG_ATTR, abi_args, enclosing_kernel},
+    kernel_loops::MOVED_POINTER_ATTR,
     plan::fail,
     tiles::{FLATTEN_ATTR, TILE_INDEX_ATTR},
 };
@@ -55,6 +56,7 @@ fn run(module: OperationRef, _options: &ChunkToTritonOptions) -> Result<(), Pass
             }
             _ => {
                 ir::remove_attr(op, TILE_INDEX_ATTR);
+                ir::remove_attr(op, MOVED_POINTER_ATTR);
             }
         }
     }

@@ -45,13 +45,18 @@ pub fn carried_offsets_to_variable(kernel: Op) {
     }
 }
 
+/// Marks the `p0 + v * x` that [`carried_pointers_to_variable`] wrote for
+/// a pointer the kernel moved (`chunk-carry-pointers` carries it again
+/// once the loops are split).
+pub const MOVED_POINTER_ATTR: &str = "chunk.moved_pointer";
+
 /// Rewrites, in each `scf.for` from 0 that carries a pointer into kernel
 /// argument `arg` (`k_ptrs += BLOCK_N * stride_kn` at the end of the loop,
 /// the style of Triton's early tutorials), each pointer tensor the loop
 /// carries that starts at `p0` and moves by `step * x` each iteration (`x`
 /// defined outside the loop, the final value unread) into `p0 + v * x`
-/// for the loop's variable `v`: exact, since after `v / step` iterations
-/// the pointer has moved by `v * x`. Only such loops are touched (a GEMM's
+/// for the loop's variable `v`, marked [`MOVED_POINTER_ATTR`]: exact,
+/// since after `v / step` iterations the pointer has moved by `v * x`. Only such loops are touched (a GEMM's
 /// loop over K that walks no consumed argument keeps its pointers).
 pub fn carried_pointers_to_variable(kernel: Op, arg: Value) {
     for op in ir::find_all(kernel, "scf.for") {
@@ -99,7 +104,11 @@ pub fn carried_pointers_to_variable(kernel: Op, arg: Value) {
                 continue;
             };
             let offsets = b.splat(b.muli(v, x), &shape);
-            ir::replace_all_uses(carried, b.addptr(init, offsets));
+            let at_variable = b.addptr(init, offsets);
+            if let Some(add) = ir::defining_op(at_variable) {
+                ir::set_attr(add, MOVED_POINTER_ATTR, ir::unit_attr(ir::context_of(add)));
+            }
+            ir::replace_all_uses(carried, at_variable);
         }
     }
 }

@@ -9,7 +9,8 @@
 //! `chunk-select-backend`, `chunk-select-chunk-size`, `chunk-expand-collectives`,
 //! `chunk-verify-plan`, `chunk-bind-kernel`, `chunk-reorder-tiles`,
 //! `chunk-insert-waits`, `chunk-fuse-reductions`, `chunk-fuse-gathers`,
-//! `chunk-lower-transfers`, `chunk-to-triton`, then `canonicalize` and
+//! `chunk-lower-transfers`, `chunk-carry-pointers`, `chunk-to-triton`, then
+//! `canonicalize` and
 //! `cse`. The GEMM + reduce-scatter and all-reduce pipelines
 //! (`synco-gemm-rs`, `synco-gemm-ar`, ...) run the same passes: each one
 //! acts on what the plan holds (consumed chunks, reduced partials, gathered
@@ -22,6 +23,7 @@
 pub mod abi;
 pub mod bind_kernel;
 pub mod calibration;
+pub mod carry_pointers;
 pub mod checked;
 pub mod chunk_to_triton;
 pub mod expand_collectives;

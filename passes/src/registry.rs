@@ -3,9 +3,9 @@
 use synco_chunk::passes::{self, RustPass};
 
 use crate::{
-    bind_kernel, chunk_to_triton, expand_collectives, fuse_gathers, fuse_reductions,
-    import_stablehlo, insert_waits, kernel_summary, lower_transfers, reorder_tiles, select_backend,
-    select_chunk_size, trace_tiles, verify_plan,
+    bind_kernel, carry_pointers, chunk_to_triton, expand_collectives, fuse_gathers,
+    fuse_reductions, import_stablehlo, insert_waits, kernel_summary, lower_transfers,
+    reorder_tiles, select_backend, select_chunk_size, trace_tiles, verify_plan,
 };
 
 /// The argument of every pass with a body here, in pipeline order.
@@ -35,6 +35,7 @@ fn for_each_body(visit: &mut dyn FnMut(&'static str, fn())) {
     entry::<fuse_gathers::Pass>(visit);
     entry::<trace_tiles::Pass>(visit);
     entry::<lower_transfers::Pass>(visit);
+    entry::<carry_pointers::Pass>(visit);
     entry::<chunk_to_triton::Pass>(visit);
     entry::<kernel_summary::Pass>(visit);
 }

@@ -263,6 +263,10 @@ pub fn ancestor_in_block(op: Op, block: Block) -> Option<Op> {
     None
 }
 
+pub fn same_type(a: Type, b: Type) -> bool {
+    unsafe { mlirTypeEqual(a, b) }
+}
+
 pub fn same_op(a: Op, b: Op) -> bool {
     unsafe { mlirOperationEqual(a, b) }
 }

@@ -453,7 +453,8 @@ enum class AttrValue { Unit, String, Integer, Names, List, Dictionary };
 /// (the table in the dialect's description).
 std::optional<AttrValue> discardableAttrValue(StringRef name) {
   return llvm::StringSwitch<std::optional<AttrValue>>(name)
-      .Cases({"staging", "trace", "fused", "ring_step"}, AttrValue::Unit)
+      .Cases({"staging", "trace", "fused", "ring_step", "moved_pointer"},
+             AttrValue::Unit)
       .Cases({"flag_implied_by", "tile_index", "source_index", "chunk_index",
               "chunk_loop", "present_path", "present_loop"},
              AttrValue::String)

@@ -104,7 +104,7 @@ std::string fusePipeline(const FuseOptions &options) {
      << "},chunk-fuse-gathers,"
      << (options.trace ? "chunk-trace-tiles," : "")
      << "chunk-lower-transfers{copy-programs=" << options.copyPrograms
-     << "},chunk-to-triton,canonicalize,cse";
+     << "},chunk-carry-pointers,chunk-to-triton,canonicalize,cse";
   return text;
 }
 

@@ -71,6 +71,7 @@ def Chunk_Dialect : Dialect {
     | `chunk.chunk_rows`, `chunk.chunk_count` | `scf.for` | integer: rows per chunk and chunks of the split tile loop | `chunk-reorder-tiles` |
     | `chunk.present_path` | `scf.if` | string: the tile loop (its variable's name) whose chunks the branch's condition finds missing: then the loop runs split by chunk, else without waits | `chunk-reorder-tiles` (condition: `chunk-insert-waits`) |
     | `chunk.present_loop` | `scf.for` | string: the tile loop's variable, in a loop of the present path (not split, not waited on) | `chunk-reorder-tiles` |
+    | `chunk.moved_pointer` | `tt.addptr` | unit: a pointer the kernel's loop moved by its step times a stride, now `p0 + v * x` of the loop's variable | `chunk-bind-kernel` (read by `chunk-carry-pointers`) |
     | `chunk.ring_step` | a kernel op | unit: its result is the ring step a launch runs, `(epoch - 1) mod W` | `chunk-reorder-tiles` |
     | `chunk.step_state_bytes` | `tt.func` | integer: the state each program keeps between ring steps' launches | `chunk-reorder-tiles` |
     | `chunk.abi_first_arg` | `tt.func` | integer: index of the first ABI argument | `chunk-bind-kernel` |

@@ -1286,6 +1286,40 @@ buffers (no transfers, consumers or producers).
   ];
 }
 
+def ChunkCarryPointers : ChunkPass<"chunk-carry-pointers"> {
+  let summary = "Carry again, in each loop, the pointers the kernel moved by the loop's step (chunk-bind-kernel made them functions of the loop variable)";
+  let description = [{
+A kernel written in the style of Triton's early tutorials moves its
+pointers at the end of each iteration (`k_ptrs += BLOCK_N * stride_kn`).
+`chunk-bind-kernel` rewrites such a pointer, in a loop that walks a
+consumed buffer, to `p0 + v * x` of the loop's variable `v`, so that the
+loop can be split by chunk and walked out of order, and marks the
+`tt.addptr` it writes `chunk.moved_pointer`. Once the loops are split,
+this pass gives each loop that holds a marked pointer the kernel's own
+addressing back: the iteration value the kernel moved starts at
+`p0 + lower * x` for that loop's lower bound (its chunk's first row, or
+the present path's) and moves by `step * x`, as in the local kernel.
+A chunk's loop then reads the same addresses as before, through the
+pointer the kernel carried rather than one computed from the variable
+(the local moved kernel ran 2.4% to 3.5% faster than the same kernel
+written with `start_n * stride`, on 1 x H100).
+
+A marked pointer whose loop no longer carries the moved value (the
+iteration value was removed, say by `canonicalize` before this pass)
+stays at the variable: the same addresses. The marker is removed either
+way (`chunk-to-triton` also drops any left).
+
+Options: none.
+Preconditions: none (a module without marked pointers is unchanged).
+Postconditions: no `chunk.moved_pointer` remains.
+
+Example: in a loop clipped to a chunk, `scf.for %v = %first to %end`,
+the marked `%p = tt.addptr %k0, splat(%v * %stride)` becomes the loop's
+iteration value, started at `tt.addptr %k0, splat(%first * %stride)`;
+the value it yields, `%p + splat(64 * %stride)`, stays.
+  }];
+}
+
 def ChunkToTriton : ChunkPass<"chunk-to-triton"> {
   let summary = "Lower chunk.rank/world_size/peer_ptr/wait/poll/acquire/signal/arrive to tt/arith/scf ops and drop plans";
   let description = [{
