@@ -4,7 +4,8 @@
 //!    definitions, the pass classes and the Markdown references) into
 //!    `$OUT_DIR`;
 //! 2. generates, from `ChunkPasses.td`'s records, the pass classes' final
-//!    halves and the Rust option structs (`build/pass_glue.rs`);
+//!    halves, the Rust option structs and the options `synco-fuse` forwards
+//!    to its passes (`build/pass_glue.rs`);
 //! 3. compiles the dialect, its passes, its C API and the driver shim into a
 //!    static library linked into every Rust crate that uses MLIR (the
 //!    binaries, and `tools/synco-plugin`, the plugin for upstream
@@ -204,7 +205,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Reads `ChunkPasses.td`'s records and writes the C++ pass classes and
-/// the Rust option structs that connect each declared pass to its body.
+/// the Rust option structs that connect each declared pass to its body, and
+/// the options of `synco-fuse` that go to its passes.
 fn generate_pass_glue(
     llvm: &Path,
     src_include: &Path,
@@ -238,6 +240,11 @@ fn generate_pass_glue(
         pass_glue::cpp_parsers(&decls),
     )?;
     fs::write(out_dir.join("pass_options.rs"), pass_glue::rust(&decls)?)?;
+    let fuse_forwards = pass_glue::read_forwards(&records, "SyncoFuseForwards", &decls)?;
+    fs::write(
+        gen_dir.join("SyncoFuseOptions.h.inc"),
+        pass_glue::cpp_forwarded_options(&decls, "synco-fuse", &fuse_forwards),
+    )?;
     Ok(())
 }
 

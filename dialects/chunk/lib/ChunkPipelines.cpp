@@ -3,11 +3,12 @@
 // `synco-fuse` fuses a plan into its kernel, down to plain TTIR: every
 // chunk pass in order, then canonicalize and cse. Its options select how
 // reductions move partials, what a split loop's present path runs, how
-// many SM copy programs the kernel gets,
-// whether tiles are traced, and the copy-engine threshold of
-// `chunk-select-backend`; each is forwarded to the pass that declares it
-// (and that pass's declaration in ChunkPasses.td gives its default and
-// range). The older names, one per operator, are the same pipeline.
+// many SM copy programs the kernel gets, whether tiles are traced, and the
+// copy-engine threshold of `chunk-select-backend`. All but `trace` are
+// forwarded to the pass that declares them: ChunkPasses.td lists them
+// (SyncoFuseForwards), and `build.rs` generates them from the passes'
+// declarations, with their types, defaults, values and descriptions. The
+// older names, one per operator, are the same pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -26,59 +29,11 @@ namespace synco::chunk {
 
 namespace {
 
-using synco::chunk::PresentPath;
-using synco::chunk::PresentSplit;
-using synco::chunk::ReductionMode;
-
 struct FuseOptions : public PassPipelineOptions<FuseOptions> {
-  Option<ReductionMode> reductionMode{
-      *this, "reduction-mode",
-      llvm::cl::desc("chunk-fuse-reductions' mode: how the partials of a "
-                     "reduction on ldst reach their owner"),
-      llvm::cl::init(synco::chunk::ChunkFuseReductionsOptions().mode),
-      llvm::cl::values(
-          clEnumValN(ReductionMode::push, "push",
-                     "tiles store partials into their owner's memory"),
-          clEnumValN(ReductionMode::pull, "pull",
-                     "owners load partials from the producers"),
-          clEnumValN(ReductionMode::stage, "stage",
-                     "the kernel's SM copy programs move finished chunks"))};
-  Option<std::string> copyPrograms{
-      *this, "copy-programs",
-      llvm::cl::desc("chunk-lower-transfers' copy-programs: SM programs of "
-                     "the fused kernel that copy ldst and tma chunks (a "
-                     "count, or auto)"),
-      llvm::cl::init(synco::chunk::ChunkLowerTransfersOptions().copyPrograms)};
-  Option<int64_t> copyEngineMinBytes{
-      *this, "copy-engine-min-bytes",
-      llvm::cl::desc("chunk-select-backend's threshold for backend(auto)"),
-      llvm::cl::init(
-          synco::chunk::ChunkSelectBackendOptions().copyEngineMinBytes)};
-  Option<PresentPath> presentPath{
-      *this, "present-path",
-      llvm::cl::desc("chunk-reorder-tiles' present-path: what a program runs "
-                     "when every chunk its split loop reads is present"),
-      llvm::cl::init(synco::chunk::ChunkReorderTilesOptions().presentPath),
-      llvm::cl::values(
-          clEnumValN(PresentPath::arrival, "arrival",
-                     "the split's iterations in its order, in fewer loops"),
-          clEnumValN(PresentPath::none, "none", "the split loop only"))};
-  Option<int64_t> maxUnrolledChunks{
-      *this, "max-unrolled-chunks",
-      llvm::cl::desc("chunk-reorder-tiles' max-unrolled-chunks: the most "
-                     "chunks of a split loop that is unrolled"),
-      llvm::cl::init(
-          synco::chunk::ChunkReorderTilesOptions().maxUnrolledChunks)};
-  Option<PresentSplit> presentSplit{
-      *this, "present-split",
-      llvm::cl::desc("chunk-reorder-tiles' present-split: whether the split "
-                     "beside a present path unrolls"),
-      llvm::cl::init(synco::chunk::ChunkReorderTilesOptions().presentSplit),
-      llvm::cl::values(
-          clEnumValN(PresentSplit::automatic, "auto",
-                     "unrolled where its loop runs to a kernel argument"),
-          clEnumValN(PresentSplit::rolled, "rolled", "rolled"),
-          clEnumValN(PresentSplit::unrolled, "unrolled", "unrolled"))};
+  // The options that go to the passes (SyncoFuseForwards in ChunkPasses.td),
+  // and `printPass`, which writes a pass with them.
+#include "synco/Dialect/Chunk/SyncoFuseOptions.h.inc"
+
   Option<bool> trace{
       *this, "trace",
       llvm::cl::desc("Run chunk-trace-tiles (default options) before "
@@ -89,22 +44,19 @@ struct FuseOptions : public PassPipelineOptions<FuseOptions> {
 /// The pass list of `synco-fuse` with these options, as text, so that each
 /// option is parsed and range-checked by the pass that declares it.
 std::string fusePipeline(const FuseOptions &options) {
+  SmallVector<StringRef> passes = {
+      "chunk-select-backend", "chunk-select-chunk-size",
+      "chunk-expand-collectives", "chunk-verify-plan", "chunk-bind-kernel",
+      "chunk-reorder-tiles", "chunk-insert-waits", "chunk-fuse-reductions",
+      "chunk-fuse-gathers"};
+  if (options.trace)
+    passes.push_back("chunk-trace-tiles");
+  passes.append({"chunk-lower-transfers", "chunk-carry-pointers",
+                 "chunk-to-triton", "canonicalize", "cse"});
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "chunk-select-backend{copy-engine-min-bytes="
-     << options.copyEngineMinBytes
-     << "},chunk-select-chunk-size,chunk-expand-collectives,"
-        "chunk-verify-plan,chunk-bind-kernel,chunk-reorder-tiles{present-path="
-     << synco::chunk::stringifyPresentPath(options.presentPath)
-     << " max-unrolled-chunks=" << options.maxUnrolledChunks
-     << " present-split="
-     << synco::chunk::stringifyPresentSplit(options.presentSplit)
-     << "},chunk-insert-waits,chunk-fuse-reductions{mode="
-     << synco::chunk::stringifyReductionMode(options.reductionMode)
-     << "},chunk-fuse-gathers,"
-     << (options.trace ? "chunk-trace-tiles," : "")
-     << "chunk-lower-transfers{copy-programs=" << options.copyPrograms
-     << "},chunk-carry-pointers,chunk-to-triton,canonicalize,cse";
+  llvm::interleave(
+      passes, os, [&](StringRef pass) { options.printPass(os, pass); }, ",");
   return text;
 }
 

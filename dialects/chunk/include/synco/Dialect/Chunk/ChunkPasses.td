@@ -8,7 +8,8 @@
 // option structs that each pass's body (written in Rust, `passes/src/`)
 // receives. A pass body reads its options only through those structs, so an
 // option exists, with one type and one default, exactly where it is
-// declared here.
+// declared here. A pipeline that takes a pass's option (`synco-fuse`, see
+// SyncoFuseForwards at the end) gets it from here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1406,6 +1407,37 @@ Preconditions: the module holds `tt.func` ops in generic form (Triton's
 dialect is not registered in synco-opt).
 Postconditions: the IR is unchanged.
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+/// A pass option that a pipeline takes under a name of its own (by default
+/// the pass's) and hands to the pass that declares it. The pipeline's option
+/// has the pass option's type, default, values and description.
+class ForwardedOption<PassBase target, string targetArg,
+                      string arg = targetArg> {
+  // The pass that declares the option.
+  PassBase pass = target;
+  // The option's argument in that pass.
+  string passArgument = targetArg;
+  // The option's argument in the pipeline.
+  string argument = arg;
+}
+
+/// The options of `synco-fuse` (ChunkPipelines.cpp) that go to its passes.
+/// `build.rs` turns them into the pipeline's options (besides `trace`, its
+/// own) and into the pass options of its pass list.
+def SyncoFuseForwards {
+  list<ForwardedOption> options = [
+    ForwardedOption<ChunkFuseReductions, "mode", "reduction-mode">,
+    ForwardedOption<ChunkLowerTransfers, "copy-programs">,
+    ForwardedOption<ChunkSelectBackend, "copy-engine-min-bytes">,
+    ForwardedOption<ChunkReorderTiles, "present-path">,
+    ForwardedOption<ChunkReorderTiles, "max-unrolled-chunks">,
+    ForwardedOption<ChunkReorderTiles, "present-split">,
+  ];
 }
 
 #endif // SYNCO_CHUNK_PASSES
