@@ -189,16 +189,7 @@ fn split_loop(
         };
         ir::set_attr(chunk, CHUNK_INDEX_ATTR, ir::string_attr(ctx, var));
         let first = body.muli(ir::result(chunk, 0), rows);
-        // In a rolled split only the chunk's end is hidden, once per
-        // chunk: from a known trip count LLVM would widen the clipped
-        // loop's variable to 64 bits (and a causal mask with it), while
-        // hiding its first row costs more than it saves
-        // (passes/docs/present-path.md).
-        let end = if unrolled {
-            body.addi(first, rows)
-        } else {
-            body.opaque_i32(body.addi(first, rows))
-        };
+        let end = body.addi(first, rows);
         let start = if from_zero {
             first
         } else {
