@@ -56,8 +56,9 @@ pub const MOVED_POINTER_ATTR: &str = "chunk.moved_pointer";
 /// carries that starts at `p0` and moves by `step * x` each iteration (`x`
 /// defined outside the loop, the final value unread) into `p0 + v * x`
 /// for the loop's variable `v`, marked [`MOVED_POINTER_ATTR`]: exact,
-/// since after `v / step` iterations the pointer has moved by `v * x`. Only such loops are touched (a GEMM's
-/// loop over K that walks no consumed argument keeps its pointers).
+/// since after `v / step` iterations the pointer has moved by `v * x`.
+/// Only such loops are touched (a GEMM's loop over K that walks no
+/// consumed argument keeps its pointers).
 pub fn carried_pointers_to_variable(kernel: Op, arg: Value) {
     for op in ir::find_all(kernel, "scf.for") {
         let operands = ir::operands(op);

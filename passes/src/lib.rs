@@ -10,8 +10,7 @@
 //! `chunk-verify-plan`, `chunk-bind-kernel`, `chunk-reorder-tiles`,
 //! `chunk-insert-waits`, `chunk-fuse-reductions`, `chunk-fuse-gathers`,
 //! `chunk-lower-transfers`, `chunk-carry-pointers`, `chunk-to-triton`, then
-//! `canonicalize` and
-//! `cse`. The GEMM + reduce-scatter and all-reduce pipelines
+//! `canonicalize` and `cse`. The GEMM + reduce-scatter and all-reduce pipelines
 //! (`synco-gemm-rs`, `synco-gemm-ar`, ...) run the same passes: each one
 //! acts on what the plan holds (consumed chunks, reduced partials, gathered
 //! outputs).
