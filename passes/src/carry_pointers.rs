@@ -5,7 +5,7 @@
 //! in `dialects/chunk/include/synco/Dialect/Chunk/ChunkPasses.td`
 //! (reference: `dialects/chunk/docs/ChunkPasses.md`).
 
-use crate::kernel_loops::MOVED_POINTER_ATTR;
+use crate::kernel_loops::{LoopBody, MOVED_POINTER_ATTR, loop_body, moved_by};
 use melior::ir::operation::OperationRef;
 use synco_chunk::PassFailed;
 use synco_chunk::passes::{ChunkCarryPointersOptions, RustPass};
@@ -114,44 +114,22 @@ fn defined_in(v: Value, op: Op) -> bool {
 }
 
 /// The iteration value of `for_op` that the kernel moved: the slot whose
-/// yielded value is `at_variable + splat(step * stride)` and whose block
-/// argument nothing reads (`chunk-bind-kernel` moved its uses to
-/// `at_variable`).
+/// yielded value is `at_variable + splat(stride * step)` (as
+/// [`moved_by`] reads it) and whose block argument nothing reads
+/// (`chunk-bind-kernel` moved its uses to `at_variable`).
 fn dead_slot_moved_from(for_op: Op, at_variable: Op, stride: Value) -> Option<usize> {
     let step = ir::constant_int(ir::operands(for_op)[2])?;
-    let body = ir::blocks(ir::regions(for_op)[0])[0];
-    let yielded = ir::operands(*ir::ops_in(body).last()?);
-    let args = ir::block_args(body);
+    let LoopBody { args, yielded, .. } = loop_body(for_op)?;
     let at = ir::result(at_variable, 0);
     yielded
         .iter()
         .position(|next| {
-            ir::defining_op(*next).is_some_and(|add| {
-                ir::op_name(add) == "tt.addptr"
-                    && ir::same_value(ir::operands(add)[0], at)
-                    && is_splat_of_step_times(ir::operands(add)[1], step, stride)
-            })
+            moved_by(*next, at, step, for_op).is_some_and(|x| ir::same_value(x, stride))
         })
         .filter(|slot| {
             let arg = args[1 + slot];
             ir::uses(arg).is_empty() && ir::same_type(ir::type_of(arg), ir::type_of(at))
         })
-}
-
-/// Whether `offsets` is `splat(stride * step)` (either operand order).
-fn is_splat_of_step_times(offsets: Value, step: i64, stride: Value) -> bool {
-    let Some(splat) = ir::defining_op(offsets).filter(|op| ir::op_name(*op) == "tt.splat") else {
-        return false;
-    };
-    let Some(product) =
-        ir::defining_op(ir::operands(splat)[0]).filter(|op| ir::op_name(*op) == "arith.muli")
-    else {
-        return false;
-    };
-    match ir::operands(product)[..] {
-        [a, c] | [c, a] if ir::same_value(a, stride) => ir::constant_int(c) == Some(step),
-        _ => false,
-    }
 }
 
 /// Erases `op` once nothing reads it, then the operands' definitions that

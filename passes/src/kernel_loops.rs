@@ -131,13 +131,13 @@ fn variable_as_wide_as(b: &Builder, iv: Value, other: Value) -> Option<Value> {
 
 /// An `scf.for`'s body: its arguments (the variable, then the iteration
 /// values), its first op and the values its `scf.yield` passes on.
-struct LoopBody {
-    args: Vec<Value>,
-    first: Op,
-    yielded: Vec<Value>,
+pub(crate) struct LoopBody {
+    pub args: Vec<Value>,
+    pub first: Op,
+    pub yielded: Vec<Value>,
 }
 
-fn loop_body(op: Op) -> Option<LoopBody> {
+pub(crate) fn loop_body(op: Op) -> Option<LoopBody> {
     let body = *ir::blocks(*ir::regions(op).first()?).first()?;
     let ops = ir::ops_in(body);
     Some(LoopBody {
@@ -150,7 +150,7 @@ fn loop_body(op: Op) -> Option<LoopBody> {
 /// For a pointer tensor `carried` the loop `for_op` moves to `next`: the
 /// `x` of `next = carried + splat(x * step)` (either operand order), if
 /// `x` is a scalar integer defined outside the loop.
-fn moved_by(next: Value, carried: Value, step: i64, for_op: Op) -> Option<Value> {
+pub(crate) fn moved_by(next: Value, carried: Value, step: i64, for_op: Op) -> Option<Value> {
     let add = ir::defining_op(next).filter(|op| ir::op_name(*op) == "tt.addptr")?;
     let [ptr, offset] = ir::operands(add)[..] else {
         return None;
