@@ -1,6 +1,6 @@
 // chunk-expand-collectives on `all_gather ... algorithm(ring) slots(2)`: the
 // ring's transfers are those of `algorithm(ring)` (each block from the
-// neighbour r - 1, after it arrived there), and the buffer records that a
+// neighbour r + 1, after it arrived there), and the buffer records that a
 // rank keeps its gathered blocks in two slots (`chunk.slots = 2`), which
 // the later passes read. Every other use of slots(n) is refused with its
 // reason: a count other than 2, a direct gather, more than one chunk per
@@ -14,7 +14,7 @@
 // CHECK-NEXT:  chunk.buffer @K : !chunk.buffer<1024x256xbf16> bind(1) {chunk.slots = 2 : i64}
 // CHECK-NOT:   chunk.all_gather
 // CHECK:       chunk.transfer @K_s0_c0 local copy_engine
-// CHECK-NEXT:  chunk.transfer @K_s1_c0 push copy_engine from <@K[(d0) -> (((d0 + 3) mod 4) * 256, 0)] [256, 256]> on (d0) -> ((d0 + 3) mod 4) {{.*}} order(1)
+// CHECK-NEXT:  chunk.transfer @K_s1_c0 push copy_engine from <@K[(d0) -> (((d0 + 1) mod 4) * 256, 0)] [256, 256]> on (d0) -> ((d0 + 1) mod 4) {{.*}} order(1)
 // CHECK-NEXT:  chunk.transfer @K_s2_c0 push copy_engine {{.*}} after [@K_s1_c0]
 // CHECK-NEXT:  chunk.transfer @K_s3_c0 push copy_engine {{.*}} after [@K_s2_c0]
 chunk.plan @slots4 world_size(4) {

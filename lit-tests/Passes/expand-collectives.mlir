@@ -123,16 +123,17 @@ chunk.plan @backend_auto world_size(2) {
 // -----
 
 // A ring all-gather of 3 ranks in 2 chunks: in step k, rank r receives
-// block r - k from its neighbour r - 1 (pushed by it on the copy engine),
+// block r + k from its neighbour r + 1 (pushed by it on the copy engine),
 // and from step 2 on each chunk waits for the step that brought it to the
-// neighbour. Blocks arrive in the order r, r - 1, r - 2.
+// neighbour. Blocks arrive in the order r, r + 1, r + 2, as a direct
+// gather's do.
 // CHECK-LABEL: chunk.plan @ring world_size(3)
 // CHECK-NEXT:  chunk.buffer @A
 // CHECK-NEXT:  chunk.transfer @A_s0_c0 local copy_engine from <@A[(d0) -> (d0 * 128, 0)] [64, 64]> on (d0) -> (d0) {{.*}} order(0) collective(all_gather) {group = "all_gather_A"}
 // CHECK-NEXT:  chunk.transfer @A_s0_c1 local copy_engine from <@A[(d0) -> (d0 * 128 + 64, 0)] [64, 64]> {{.*}} order(1)
-// CHECK-NEXT:  chunk.transfer @A_s1_c0 push copy_engine from <@A[(d0) -> (((d0 + 2) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 2) mod 3) to <@A[(d0) -> (((d0 + 2) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(2) collective(all_gather)
-// CHECK-NEXT:  chunk.transfer @A_s1_c1 push copy_engine from <@A[(d0) -> (((d0 + 2) mod 3) * 128 + 64, 0)] [64, 64]> on (d0) -> ((d0 + 2) mod 3) {{.*}} order(3) collective(all_gather)
-// CHECK-NEXT:  chunk.transfer @A_s2_c0 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 2) mod 3) to <@A[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(4) after [@A_s1_c0] collective(all_gather)
+// CHECK-NEXT:  chunk.transfer @A_s1_c0 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 3) to <@A[(d0) -> (((d0 + 1) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(2) collective(all_gather)
+// CHECK-NEXT:  chunk.transfer @A_s1_c1 push copy_engine from <@A[(d0) -> (((d0 + 1) mod 3) * 128 + 64, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 3) {{.*}} order(3) collective(all_gather)
+// CHECK-NEXT:  chunk.transfer @A_s2_c0 push copy_engine from <@A[(d0) -> (((d0 + 2) mod 3) * 128, 0)] [64, 64]> on (d0) -> ((d0 + 1) mod 3) to <@A[(d0) -> (((d0 + 2) mod 3) * 128, 0)] [64, 64]> on (d0) -> (d0) order(4) after [@A_s1_c0] collective(all_gather)
 // CHECK-NEXT:  chunk.transfer @A_s2_c1 push copy_engine {{.*}} order(5) after [@A_s1_c1] collective(all_gather)
 // CHECK-NEXT:  chunk.consume @A dim(0) tile(64)
 chunk.plan @ring world_size(3) {

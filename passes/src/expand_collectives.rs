@@ -504,23 +504,25 @@ impl<'p> Expansion<'p> {
     }
 
     /// A ring all-gather: in step `k` (1 to `W - 1`) rank `r` receives chunk
-    /// `c` of block `r - k` from its neighbour `r - 1`, which received it
+    /// `c` of block `r + k` from its neighbour `r + 1`, which received it
     /// in step `k - 1` (its own block in step 0): `@<dst>_s<k>_c<c>`, after
     /// `@<dst>_s<k-1>_c<c>` for `k >= 2` (on the rank it reads from, the
-    /// neighbour). Blocks arrive in the order `r, r - 1, r - 2, ...`.
+    /// neighbour). Blocks arrive in the order `r, r + 1, r + 2, ...`, the
+    /// direct gather's: a kernel loop reads them in two runs of rows (its
+    /// present path, passes/docs/present-path.md).
     fn emit_ring(&self) -> Result<(), PassFailed> {
         let w = self.plan.world_size;
         let n = self.chunks;
         let neighbour = if w == 1 {
             "r".to_string()
         } else {
-            format!("(r + {}) mod {w}", w - 1)
+            format!("(r + 1) mod {w}")
         };
         for k in 0..w {
             let owner = if k == 0 {
                 "r".to_string()
             } else {
-                format!("(r + {}) mod {w}", w - k)
+                format!("(r + {k}) mod {w}")
             };
             for c in 0..n {
                 let at = self.gathered_at(&owner, c);

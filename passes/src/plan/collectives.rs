@@ -248,17 +248,19 @@ pub fn reduced_buffers(plan: &Plan) -> Vec<String> {
 /// rank (what consumers walk them in, after the rank's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockOrder {
-    /// Rank `r + 1`'s block first, then `r + 2`'s, ... (direct).
+    /// Rank `r + 1`'s block first, then `r + 2`'s, ... (direct, and the
+    /// `algorithm(ring)` template, whose ranks receive from `r + 1`).
     Forward,
-    /// Rank `r - 1`'s block first, then `r - 2`'s, ... (a ring `r -> r + 1`
-    /// forwards each block one hop per step).
+    /// Rank `r - 1`'s block first, then `r - 2`'s, ... (a ring written out
+    /// the other way, `r -> r + 1`, forwarding each block one hop per step).
     Backward,
 }
 
 /// The order of the peers' blocks (of `block_rows` rows along `dim`) of
 /// buffer `name` in the transfers into it: the first peer block rank 0
-/// receives (lowest `order`) is rank `W - 1`'s for a ring, rank 1's for
-/// direct transfers. (With 2 ranks both orders are the same.)
+/// receives (lowest `order`) is rank `W - 1`'s for a ring `r -> r + 1`,
+/// rank 1's for direct transfers and the template's ring. (With 2 ranks
+/// both orders are the same.)
 pub fn block_order(plan: &Plan, name: &str, dim: usize, block_rows: i64) -> BlockOrder {
     let w = plan.world_size;
     if w <= 2 || block_rows <= 0 {

@@ -7,8 +7,8 @@
 //! whole gathered buffer (`W` blocks along dimension 0, the *logical*
 //! buffer). What a rank holds is three blocks (the *physical* buffer): its
 //! own block, then slot 0 and slot 1. At ring step `s` rank `r` reads block
-//! `(r - s) mod W`: its own at step 0, then the block a backward ring
-//! delivered in the step before, in slot `s mod 2`. The fused kernel runs
+//! `(r + s) mod W`: its own at step 0, then the block the ring (each rank
+//! receiving from `r + 1`) delivered in the step before, in slot `s mod 2`. The fused kernel runs
 //! once per step; its launch `s` copies the block of step `s + 1` into the
 //! neighbour's other slot, which the neighbour's launch `s - 1` was the
 //! last to read.
@@ -59,7 +59,7 @@ impl SlotRing {
 
     /// The step at which rank `rank` reads logical block `block`.
     pub fn step_of(self, rank: i64, block: i64) -> i64 {
-        (rank - block).rem_euclid(self.world)
+        (block - rank).rem_euclid(self.world)
     }
 
     /// The physical block holding what a rank reads at `step`: its own
@@ -98,7 +98,7 @@ impl SlotRing {
     /// copy's first element's offsets in the logical buffer): the step
     /// before its destination reads it. Else why the slots cannot hold it:
     /// not a whole block moved into its own place, or not from the rank
-    /// that read the block the step before (a backward ring's neighbour,
+    /// that read the block the step before (the ring's neighbour `r + 1`,
     /// whose slot of that step no launch overwrites before this copy).
     pub fn copy_step(
         self,
@@ -124,8 +124,8 @@ impl SlotRing {
         let read_at = self.step_of(dst_rank, block);
         if read_at == 0 || self.step_of(src_rank, block) != read_at - 1 {
             return Err(format!(
-                "rank {dst_rank} reads block {block} at ring step {read_at}, so it must come from rank {}, which read it the step before (a backward ring); this transfer brings it from rank {src_rank}",
-                (dst_rank - 1).rem_euclid(self.world)
+                "rank {dst_rank} reads block {block} at ring step {read_at}, so it must come from rank {}, which read it the step before (the ring's neighbour r + 1); this transfer brings it from rank {src_rank}",
+                (dst_rank + 1).rem_euclid(self.world)
             ));
         }
         Ok(read_at - 1)
@@ -137,30 +137,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_step_reads_the_block_the_backward_ring_brought() {
+    fn each_step_reads_the_block_the_ring_brought() {
         let ring = SlotRing::new(&[16, 4], 4).unwrap();
         assert_eq!(ring.block_rows, 4);
-        // Rank 1: own block 1 at step 0, then 0, 3, 2.
+        // Rank 1: own block 1 at step 0, then 2, 3, 0.
         let steps: Vec<i64> = (0..4).map(|b| ring.step_of(1, b)).collect();
-        assert_eq!(steps, [1, 0, 3, 2]);
+        assert_eq!(steps, [3, 0, 1, 2]);
         // Physical blocks of steps 0..4: own, slot 1, slot 0, slot 1.
         let places: Vec<i64> = (0..4).map(SlotRing::physical_block).collect();
         assert_eq!(places, [0, 2, 1, 2]);
         // Row 13 (block 3, read at step 2 by rank 1: slot 0).
         assert_eq!(ring.physical_row(1, 13), 4 + 1);
         assert_eq!(ring.physical_rows(), 12);
-        // Rank 1 gets block 3 (read at step 2) from rank 0 at step 1; not
-        // from its owner, nor in part.
+        // Rank 1 gets block 3 (read at step 2) from rank 2 at step 1; not
+        // from its owner, nor from the other neighbour, nor in part.
         assert_eq!(
-            ring.copy_step((0, &[12, 0]), (1, &[12, 0]), (Some(16), 4)),
+            ring.copy_step((2, &[12, 0]), (1, &[12, 0]), (Some(16), 4)),
             Ok(1)
         );
+        for wrong_source in [3, 0] {
+            assert!(
+                ring.copy_step((wrong_source, &[12, 0]), (1, &[12, 0]), (Some(16), 4))
+                    .is_err()
+            );
+        }
         assert!(
-            ring.copy_step((3, &[12, 0]), (1, &[12, 0]), (Some(16), 4))
-                .is_err()
-        );
-        assert!(
-            ring.copy_step((0, &[12, 0]), (1, &[12, 0]), (Some(8), 4))
+            ring.copy_step((2, &[12, 0]), (1, &[12, 0]), (Some(8), 4))
                 .is_err()
         );
         assert_eq!(SlotRing::new(&[15, 4], 4), None);

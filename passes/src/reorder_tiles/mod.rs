@@ -342,7 +342,7 @@ enum Order {
     /// Blocks in rank order from block `rank + first_block`.
     Rotate { first_block: i64 },
     /// This rank's block first, then rank `r - 1`'s, `r - 2`'s, ... (the
-    /// order a ring's blocks arrive in).
+    /// order a ring written out as `r -> r + 1` delivers its blocks in).
     RotateBack,
     /// The kernel's own order (only marked).
     Identity,
@@ -369,7 +369,7 @@ impl Order {
                 format!("{start} at the next rank's block (this rank's block last)")
             }
             Order::RotateBack => format!(
-                "{start} at this rank's block, then walks back (rank r-1's, r-2's, ...: a ring's arrival order)"
+                "{start} at this rank's block, then walks back (rank r-1's, r-2's, ...: the arrival order of a ring r -> r+1)"
             ),
             Order::Identity => "keeps the kernel's order (the same on every rank)".into(),
             Order::Interleave {

@@ -11,7 +11,7 @@
 //! steps after the first, and goes back to it at steps before the last;
 //! only the last step runs what follows the loop (the output's store).
 
-use super::rotation::rotate_back;
+use super::rotation::rotate;
 use crate::{
     abi::{AbiArgs, STEP_STATE_ARG, append_args, bound_pointer, named_arg},
     plan::{
@@ -71,7 +71,7 @@ pub(super) fn step_tile_loop(
     remark(
         consume,
         format!(
-            "{subject} reads @{name} one ring step per launch ({} launches per call): block (r - s) mod {} at step s, this rank's own at step 0, then slot s mod 2; what it carries waits between the launches in {} bytes per program",
+            "{subject} reads @{name} one ring step per launch ({} launches per call): block (r + s) mod {} at step s, this rank's own at step 0, then slot s mod 2; what it carries waits between the launches in {} bytes per program",
             ring.world, ring.world, state.bytes
         ),
     );
@@ -174,12 +174,12 @@ fn build_step(kernel: Op, abi: AbiArgs, ring: SlotRing) -> Result<Value, PassFai
     Ok(step)
 }
 
-/// The block read at `step`: `(rank - step) mod W`, right after the step.
+/// The block read at `step`: `(rank + step) mod W`, right after the step.
 fn build_block(kernel: Op, abi: AbiArgs, step: Value, world: i64) -> Result<Value, PassFailed> {
     let after = ir::next_op(defined_by(step, kernel)?)
         .ok_or_else(|| internal(kernel, "no op after the step"))?;
     let b = Builder::before(after).with_loc(ir::location_of(kernel));
-    Ok(ir::result(rotate_back(&b, step, abi.rank, 1, world), 0))
+    Ok(ir::result(rotate(&b, step, abi.rank, 0, 1, world), 0))
 }
 
 /// Moves the kernel's `pointer` (of `buffer`) so that block `block`'s rows

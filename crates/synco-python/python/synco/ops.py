@@ -337,8 +337,8 @@ class AllGatherAttention:
     chunk is its own pipelined loop, see `benches/attention/README.md`),
     `backend`
     (`copy_engine`, `ldst` or `tma`), `algorithm` (`direct`, or `ring`: each rank
-    forwards the blocks it received to the next, and reads them in the
-    order they come, r - 1 first), `num_warps`, `num_stages`,
+    forwards the blocks it received to rank r - 1, and reads them in the
+    order they come, r + 1 first, as with `direct`), `num_warps`, `num_stages`,
     `cache_dir`, `present_path` (`arrival`, the default: a program that
     finds every peer chunk already there reads them without waits, in the
     same order, so with the same sums; `none`: chunk by chunk, as when

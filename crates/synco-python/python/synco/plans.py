@@ -79,7 +79,7 @@ def all_gather_attention(*, world_size, seq, kv_heads, head_dim, dtype="bf16", b
     in K's and V's addresses), each chunk waited for before the blocks
     that read it, the rank's own chunks first, then the peers' in the
     order they arrive (`algorithm`: `direct`, or `ring`, whose blocks come
-    from rank r - 1, r - 2, ...). K and V are arguments `k_arg` and
+    through rank r + 1, from ranks r + 1, r + 2, ...: the direct order). K and V are arguments `k_arg` and
     `v_arg`. `loop`: the name of the kernel's loop variable, written into
     the plan (`loop("start_n")` for `synco.kernels.attention`), if the
     kernel's addresses should not be trusted to show it; `chunks="auto"`

@@ -275,7 +275,7 @@ fn in_ring_step(b: &Builder, abi: AbiArgs, ring: SlotRing, row: Value) -> (Build
     let world = c(ring.world);
     let step = ring.step_value(b, abi.epoch);
     let block = b.divsi(row, c(ring.block_rows));
-    let read_at = b.remsi(b.subi(b.addi(abi.rank, world), block), world);
+    let read_at = b.remsi(b.subi(b.addi(block, world), abi.rank), world);
     let next = b.addi(step, c(1));
     let (_, then_block, _) = b.if_else(b.cmpi(Cmp::Eq, next, read_at));
     let inner = Builder::before(ir::ops_in(then_block)[0]).with_loc(b.loc);

@@ -117,8 +117,9 @@ def Chunk_Algorithm : I32EnumAttr<"Algorithm",
   let description = [{
     * `direct`: every rank exchanges with every peer, in rank-rotated order
       (rank `r` first talks to `r + 1`, then `r + 2`, ...);
-    * `ring`: chunks travel around the ring `r -> r + 1`, each forwarded
-      after it arrived;
+    * `ring`: chunks travel around the ring `r + 1 -> r`, each forwarded
+      after it arrived (rank `r` receives `r + 1`'s block first, then
+      `r + 2`'s, ..., the direct order);
     * `one_shot`: (all-reduce) every rank reads every peer's partial and
       reduces locally;
     * `two_shot`: (all-reduce) reduce-scatter followed by all-gather.

@@ -249,12 +249,13 @@ all-reduce add `_rs` / `_ag`).
   `split(s)` the chunks of a block are ranges along dimension `s` (all of
   the block along `d`), named the same way.
 * `all_gather @A algorithm(ring)`: in step `k` (1 to `W - 1`) rank `r`
-  receives block `r-k` from its neighbour `r-1`, which received it in
+  receives block `r+k` from its neighbour `r+1`, which received it in
   step `k-1`: `@<A>_s<k>_c<c>` (`k = 0`: the rank's own, `local`), each
   from step 2 on `after [@<A>_s<k-1>_c<c>]` (on the neighbour, see
-  `chunk.transfer`). Blocks arrive in the order `r, r-1, r-2, ...`;
-  consumers walk them so (`chunk-reorder-tiles`). Refused for a buffer
-  kernel tiles produce. With `slots(2)` the transfers are the same, and
+  `chunk.transfer`). Blocks arrive in the order `r, r+1, r+2, ...`, as
+  a direct gather's do, so consumers walk them in the same order
+  (`chunk-reorder-tiles`), a kernel loop's present path included.
+  Refused for a buffer kernel tiles produce. With `slots(2)` the transfers are the same, and
   the buffer records `chunk.slots = 2`: each rank keeps the blocks in
   two slots (`chunk-reorder-tiles`, `chunk-lower-transfers`). Refused
   with the reason: another slot count, another algorithm, more than one
@@ -571,8 +572,9 @@ tile index `t` along `d` (the value its loads of `@A` multiply by `T`, or
 the value named by `index("...")`) and remaps it so that, in dispatch
 order, tiles consume chunks in arrival order: the rank's own block first,
 then the block of rank `r+1`, `r+2`, ... (see `chunk-expand-collectives`),
-or, where the peers' blocks come in the order `r-1, r-2, ...` (a ring: the
-first peer block rank 0 receives is rank `W-1`'s), backwards:
+or, where the peers' blocks come in the order `r-1, r-2, ...` (a ring
+written out as `r -> r+1`: the first peer block rank 0 receives is rank
+`W-1`'s), backwards:
 `t' = ((rank - t / T_r) mod W) * T_r + t mod T_r`.
 
 * 2D grid, `t = tt.get_program_id 0` and the other tile index is
@@ -603,7 +605,7 @@ programs' order. Its loop is split by chunk:
 a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
 `c = (j + rank * n) mod C` in iteration `j` (marked
 `chunk.chunk_index = "start_n"`: the rank's own chunks first, then rank
-`r+1`'s, ..., the order they arrive in; for a ring's blocks
+`r+1`'s, ..., the order they arrive in; for blocks that come backwards
 `c = ((rank - j / n) mod W) * n + j mod n`, rank `r-1`'s after the
 rank's own; for zigzag half-blocks, with `o = (rank + j / n) mod W` and
 `i = j mod n`, half-block `o` for `i < n/2`, else `2W - 1 - o`: the
@@ -690,9 +692,9 @@ chunk is missing", is `true` here; `chunk-insert-waits` replaces it with
 polls of the chunks' flags. The `else` branch runs the same iterations in the same order as the
 split, in as few loops as that order allows, so the output is the same
 bit for bit whichever branch a program takes: where the blocks come rank
-`r+1`'s first (a direct gather), two loops, `[max(lo, r * n * R), hi)`
-then `[lo, min(hi, r * n * R))`. Other orders (a ring's, zigzag
-half-blocks) get no present path, nor do splits of more than 16 chunks
+`r+1`'s first (a direct gather, the template's ring), two loops,
+`[max(lo, r * n * R), hi)` then `[lo, min(hi, r * n * R))`. Other orders
+(a ring written out as `r -> r+1`, zigzag half-blocks) get no present path, nor do splits of more than 16 chunks
 (the condition polls each chunk's flag) or chunks that also cut the
 columns. The kernel's own loop in the `else` branch would need no order,
 but it ran 27% to 29% slower than the local kernel: ptxas serialised its
@@ -1179,7 +1181,8 @@ the launch that makes it: the one before its destination reads the
 block, which sets the flag to the next launch's epoch. Refused with the
 ranks named: a transfer into a slotted buffer of part of a block or into
 another place than its own, one from another rank than the neighbour
-that read the block the step before (any gather but a backward ring),
+that read the block the step before (any gather but the template's ring,
+whose ranks receive from `r + 1`),
 a transfer into a buffer without slots beside a slotted one (no launch
 would make it), and a slotted buffer whose kernel `chunk-reorder-tiles`
 did not make run one step per launch. On `ldst` the same copies are the copy programs':
