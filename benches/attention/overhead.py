@@ -6,14 +6,15 @@ kernel it was made from, on the same data.
     python benches/attention/overhead.py --cache DIR --out FILE.json  # the GPU machine
 
 The fused kernel is `synco.ops.AllGatherAttention`'s for W = 4 ranks (K
-and V gathered along the sequence by the copy engine; direct in 1 and 4
-chunks per rank, ring in 4): its loop over the keys and values is split
+and V gathered along the sequence by the copy engine; direct and ring in
+1 and 4 chunks per rank): its loop over the keys and values is split
 into W x chunks loops, one per chunk, taken in arrival order, each behind
 a wait for its chunk; a program that finds every chunk present when it
 starts (polls of the flags) runs the present path instead, the same
-iterations without waits (direct: in two loops). Here the runtime marks
-every chunk present (`mark_chunks_present`) and launches the last rank's
-kernel alone (`launch_alone`: no copies, no peers), so the direct kernels
+iterations without waits (in two loops: the ring brings the blocks in the
+direct order). Here the runtime marks every chunk present
+(`mark_chunks_present`) and launches the last rank's kernel alone
+(`launch_alone`: no copies, no peers), so the direct and ring kernels
 take the present path, and the others' waits pass at once. `split c1` is
 direct without the present path (`present_path="none"`): what a program
 pays that reads chunk by chunk; `rolled_split c1` is that split rolled,
@@ -81,7 +82,7 @@ WORLD = 4
 #: split beside the present path unrolled or rolled (`present_split`;
 #: passes/docs/present-path.md).
 FUSED = [("direct", 1), ("unrolled", 1), ("rolled", 1), ("split", 1), ("rolled_split", 1),
-         ("direct", 4), ("ring", 4), ("ring_slots", 1)]
+         ("direct", 4), ("ring", 1), ("ring", 4), ("ring_slots", 1)]
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64}
 NUM_WARPS, NUM_STAGES = 8, 3
 #: The bundled local kernel timed a second time, as if it were fused.
@@ -143,19 +144,24 @@ def slot_blocks(rank):
     """The blocks a rank holds (own, slot 0, slot 1) when its ring-slots
     kernel runs alone, every flag set and no copy made: the blocks of
     steps 0, 2 and 1. Step s >= 3 reads slot s mod 2 again, so the kernel
-    sees block (rank - s) mod W's keys replaced by those of the step that
+    sees block (rank + s) mod W's keys replaced by those of the step that
     last filled that slot."""
-    step_block = lambda s: (rank - s) % WORLD  # noqa: E731
-    return [step_block(0), step_block(2), step_block(1)]
+    return [ring_step_block(rank, 0), ring_step_block(rank, 2), ring_step_block(rank, 1)]
+
+
+def ring_step_block(rank, step):
+    """The block a ring-slots kernel reads at `step`: the ring brings each
+    rank its neighbour r + 1's blocks (plan/slots.rs)."""
+    return (rank + step) % WORLD
 
 
 def slot_sequence(rank):
     """Which block's keys the ring-slots kernel reads at each position of
     the sequence when it runs alone (see `slot_blocks`)."""
-    filled = {1: (rank - 1) % WORLD, 0: (rank - 2) % WORLD}
+    filled = {1: ring_step_block(rank, 1), 0: ring_step_block(rank, 2)}
     seen = [None] * WORLD
     for s in range(WORLD):
-        block = (rank - s) % WORLD
+        block = ring_step_block(rank, s)
         seen[block] = block if s < 3 else filled[s % 2]
     return seen
 

@@ -361,7 +361,7 @@ class AllGatherAttention:
     `algorithm="ring"`, the copy engine or `ldst`, one chunk per rank,
     "bshd"). Each rank holds its own K and V block and two slots, 3 blocks
     instead of W, and a call runs the kernel once per ring step: step s on
-    the block of rank r - s while the copy engine (or the kernel's copy
+    the block of rank r + s while the copy engine (or the kernel's copy
     programs) brings the next into the other slot; the softmax state waits
     in memory between the steps. A CUDA graph captures the call's W
     launches.
