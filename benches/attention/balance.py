@@ -15,7 +15,16 @@ engine, one chunk per part) for LLaMA-3-8B (32 query heads, 8 key/value
 heads, head dim 128), batch 1. Inputs are random (bf16), every rank's
 output is checked against PyTorch's SDPA over the whole sequence, and the
 timing is overhead.py's (CUDA events around back-to-back launches, 300 ms
-of warm-up, the variants interleaved sample by sample, medians of 11).
+of warm-up, the variants interleaved sample by sample, medians of its
+SAMPLES).
+
+With every chunk present a zigzag kernel's programs take its present path
+(four loops, passes/docs/zigzag-order.md). Its cost, as overhead.py's, is
+the median ratio over samples taken in pairs with the local kernel it was
+made from (`synco.kernels.attention_zigzag` compiled without a plan, over
+the whole gathered K and V), per rank; `zigzag split` is the same kernel
+without the present path (`present_path="none"`), what a program pays
+that reads chunk by chunk.
 """
 
 import argparse
@@ -29,19 +38,33 @@ import synco
 from synco import ops
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import CONFIG, NUM_STAGES, NUM_WARPS, TOLERANCE, _HeapBytes, time_interleaved  # noqa: E402
+from overhead import (CONFIG, NUM_STAGES, NUM_WARPS, TOLERANCE, _HeapBytes,  # noqa: E402
+                      time_against_local, time_interleaved)
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
 WORLDS = [2, 4]
 SEQS = [16384, 32768, 131072]
 SHARDINGS = {"contiguous": False, "zigzag": True}
+#: The zigzag kernels timed against the local one: name -> present_path.
+ZIGZAG_COSTS = {"zigzag": "arrival", "zigzag split": "none"}
 
 
-def fused_kernel(world, seq, zigzag, cache):
+def fused_kernel(world, seq, zigzag, cache, present_path="arrival"):
     return ops.AllGatherAttention.compile(
         world, seq=seq, kv_heads=KV_HEADS, head_dim=HEAD_DIM, causal=True, config=CONFIG,
-        zigzag=zigzag, backend="copy_engine", num_warps=NUM_WARPS, num_stages=NUM_STAGES,
-        cache_dir=cache)
+        zigzag=zigzag, backend="copy_engine", present_path=present_path, num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES, cache_dir=cache)
+
+
+def local_zigzag_kernel(cache):
+    """`synco.kernels.attention_zigzag` without a plan: what the zigzag
+    kernels were made from."""
+    signature, divisible = ops.AllGatherAttention.signature(
+        head_dim=HEAD_DIM, config=CONFIG, zigzag=True)
+    return synco.compile(synco.kernels.attention_zigzag, signature=signature,
+                         constexprs={"HEAD_DIM": HEAD_DIM, "CAUSAL": 1, **CONFIG},
+                         divisible=divisible, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+                         cache_dir=cache)
 
 
 def own_positions(world, rank, tokens, zigzag):
@@ -73,8 +96,12 @@ def run_case(node, heap_bytes, world, seq, cache):
     stream = torch.cuda.current_stream().cuda_stream
     grid = (tokens // CONFIG["BLOCK_M"], HEADS, 1)
     launches, outs, loaded = {}, {}, []
-    for sharding, zigzag in SHARDINGS.items():
-        compiled = fused_kernel(world, seq, zigzag, cache)
+    variants = {sharding: (zigzag, fused_kernel(world, seq, zigzag, cache))
+                for sharding, zigzag in SHARDINGS.items()}
+    variants["zigzag split"] = (True, fused_kernel(world, seq, True, cache,
+                                                   ZIGZAG_COSTS["zigzag split"]))
+    variants["zigzag local"] = (True, local_zigzag_kernel(cache))
+    for sharding, (zigzag, compiled) in variants.items():
         kernel = node.load(str(compiled.manifest.path))
         loaded.append(kernel)
         for rank in range(world):
@@ -102,7 +129,16 @@ def run_case(node, heap_bytes, world, seq, cache):
     torch.cuda.synchronize()
     errors = {name: ((out.float() - want[own]).norm() / want[own].norm()).item()
               for name, (out, own) in outs.items()}
-    ms = time_interleaved(launches)
+    ms = time_interleaved({name: launch for name, launch in launches.items()
+                           if name.rsplit(" ", 1)[0] in SHARDINGS})
+    costs = {name: [] for name in ZIGZAG_COSTS}
+    for r in range(world):
+        local = f"zigzag local r{r}"
+        _, cost = time_against_local(
+            {name: launches[name] for name in [local, *(f"{z} r{r}" for z in ZIGZAG_COSTS)]},
+            {f"{z} r{r}": local for z in ZIGZAG_COSTS})
+        for name in ZIGZAG_COSTS:
+            costs[name].append(cost[f"{name} r{r}"])
     for kernel in loaded:
         kernel.unload()
     summary = {}
@@ -113,6 +149,7 @@ def run_case(node, heap_bytes, world, seq, cache):
                              "slowest_over_mean": max(per_rank) / mean}
     return {"model": "llama3-8b", "heads": HEADS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM,
             "seq": seq, "world": world, "causal": True, "shardings": summary,
+            "zigzag_cost_vs_local": costs,
             "rel_err_vs_sdpa": errors, "ok": all(e < TOLERANCE for e in errors.values())}
 
 
@@ -130,7 +167,9 @@ def main():
             for seq in seqs:
                 for zigzag in SHARDINGS.values():
                     fused_kernel(world, seq, zigzag, args.cache)
+                fused_kernel(world, seq, True, args.cache, ZIGZAG_COSTS["zigzag split"])
                 print(f"compiled W={world} seq {seq}", flush=True)
+        local_zigzag_kernel(args.cache)
         return 0
     rows = []
     for world in WORLDS:
@@ -144,7 +183,9 @@ def main():
                 f"{name} slowest {s[name]['slowest_ms']:.3f} ms ({s[name]['slowest_over_mean']:.2f}"
                 f" x mean)" for name in SHARDINGS)
             gain = s["contiguous"]["slowest_ms"] / s["zigzag"]["slowest_ms"]
-            print(f"W={world} seq {seq:6}  {cells}  zigzag {gain:.2f}x faster  "
+            costs = "  ".join(f"{name} " + " / ".join(f"{100 * c:+.1f}%" for c in per_rank)
+                              for name, per_rank in row["zigzag_cost_vs_local"].items())
+            print(f"W={world} seq {seq:6}  {cells}  zigzag {gain:.2f}x faster  {costs}  "
                   f"err {max(row['rel_err_vs_sdpa'].values()):.1e}{'' if row['ok'] else '  FAIL'}",
                   flush=True)
     result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}

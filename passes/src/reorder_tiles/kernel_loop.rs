@@ -120,7 +120,7 @@ pub(super) fn split_tile_loop(
                 LoopOrder::Blocks(BlockOrder::Backward) =>
                     "this rank's first, then rank r-1's, ...",
                 LoopOrder::Zigzag =>
-                    "this rank's two zigzag half-blocks first, then rank r+1's two, ...",
+                    "the low zigzag half-blocks from this rank's (r, r+1, ...), then the high ones from rank r-1's (2W-r, ..., 2W-1, W, ...)",
             },
             if present_built {
                 "; a program that finds every chunk present reads them without waits"
@@ -169,14 +169,18 @@ fn split_loop(
         c(rows)
     };
     if present == PresentPath::Arrival {
-        // The rank's first row, its rows hidden from LLVM as in an
+        // The runs' bounds, the chunk's rows hidden from LLVM as in an
         // unrolled split.
         let hidden = if unrolled {
             rows
         } else {
             b.opaque_i32(c(rows_per_chunk))
         };
-        present_path(l, var, b.muli(b.muli(rank, c(per_rank)), hidden));
+        present_path(
+            l,
+            var,
+            &present_runs(&b, order, rank, (hidden, per_rank, chunks)),
+        );
     }
     let mut clipped = (upper, upper);
     let outer = b.for_loop_with(c(0), c(chunks), c(1), &inits, |body, j, args| {
@@ -252,26 +256,71 @@ fn runs_to_argument(tile_loop: TileLoop) -> bool {
 /// The present path a split of `chunks` chunks in `order` gets, of the
 /// one `asked` for: none where the chunks also cut the columns (their
 /// flags are not polled), beyond [`MAX_POLLED_CHUNKS`], or where the
-/// split's order is not one rotation of the rows.
+/// split's order is not a few runs of rows ([`present_runs`]: a ring
+/// written out `r -> r + 1` walks its blocks backwards).
 fn present_path_kind(asked: PresentPath, order: LoopOrder, cut: bool, chunks: i64) -> PresentPath {
-    let forward = matches!(order, LoopOrder::Blocks(BlockOrder::Forward));
-    if cut || chunks > MAX_POLLED_CHUNKS || !forward {
+    let in_runs = matches!(
+        order,
+        LoopOrder::Blocks(BlockOrder::Forward) | LoopOrder::Zigzag
+    );
+    if cut || chunks > MAX_POLLED_CHUNKS || !in_runs {
         PresentPath::None
     } else {
         asked
     }
 }
 
+/// A run of rows a present loop walks, `[from, to)` clipped to the
+/// kernel loop's bounds (`None`: the loop's own bound).
+type RowRun = (Option<Value>, Option<Value>);
+
+/// The runs of rows that walk a split in `order` (chunks of `rows` rows,
+/// `per_rank` per rank, `chunks` in all) in the split's order:
+/// - blocks that come rank r+1's first: from the rank's first row to the
+///   end, then from the start to it;
+/// - zigzag half-blocks (`H` rows each, `W` ranks): the low half-blocks
+///   from the rank's, `[r H, W H)` then `[0, r H)`, then the high ones
+///   from rank r-1's, `[(2W - r) H, end)` then `[W H, (2W - r) H)`
+///   ([`super::rotation::zigzag_rotate`]).
+fn present_runs(
+    b: &Builder,
+    order: LoopOrder,
+    rank: Value,
+    (rows, per_rank, chunks): (Value, i64, i64),
+) -> Vec<RowRun> {
+    let ty = ir::type_of(rows);
+    let c = |v: i64| b.constant(ty, v);
+    match order {
+        LoopOrder::Blocks(_) => {
+            let own = b.muli(b.muli(rank, c(per_rank)), rows);
+            vec![(Some(own), None), (None, Some(own))]
+        }
+        LoopOrder::Zigzag => {
+            let world = chunks / per_rank.max(1);
+            let half = b.muli(c((per_rank / 2).max(1)), rows);
+            let own_low = b.muli(rank, half);
+            let highs = b.muli(c(world), half);
+            let own_high_next = b.muli(b.subi(c(2 * world), rank), half);
+            vec![
+                (Some(own_low), Some(highs)),
+                (None, Some(own_low)),
+                (Some(own_high_next), None),
+                (Some(highs), Some(own_high_next)),
+            ]
+        }
+    }
+}
+
 /// Puts the kernel's loop `l` in the `then` branch of a new `scf.if`,
 /// marked [`PRESENT_PATH_ATTR`] with `var`, whose `else` branch runs the
-/// loop's iterations without waits, in loops marked [`PRESENT_LOOP_ATTR`]:
-/// from `own_first_row` to the end, then from the start to it (the
-/// split's order where the blocks come rank r+1's first). The condition,
-/// "a chunk is missing", is `true` until `chunk-insert-waits` polls the
-/// chunks' flags; the `then` branch's loop is then split (the `scf.if`
-/// yields its results). (The present loops come after the split in the
-/// kernel's code: before it, a causal kernel ran a point slower.)
-fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
+/// loop's iterations without waits, in loops marked [`PRESENT_LOOP_ATTR`]
+/// over `runs` in turn (the split's order, [`present_runs`]), each one's
+/// values carried into the next. The condition, "a chunk is missing", is
+/// `true` until `chunk-insert-waits` polls the chunks' flags; the `then`
+/// branch's loop is then split (the `scf.if` yields its results). (The
+/// present loops come after the split in the kernel's code: before it, a
+/// causal kernel ran a point slower.)
+fn present_path(l: ir::Op, var: &str, runs: &[RowRun]) {
     let ctx = ir::context_of(l);
     let b = Builder::before(l).with_loc(ir::location_of(l));
     let operands = ir::operands(l);
@@ -294,14 +343,11 @@ fn present_path(l: ir::Op, var: &str, own_first_row: Value) {
         &types,
         |_| kernel_results.clone(),
         |present| {
-            let from_own =
-                present_loop(&present, present.maxsi(lower, own_first_row), upper, &inits);
-            present_loop(
-                &present,
-                lower,
-                present.minsi(upper, own_first_row),
-                &from_own,
-            )
+            runs.iter().fold(inits.clone(), |carried, (from, to)| {
+                let from = from.map_or(lower, |row| present.maxsi(lower, row));
+                let to = to.map_or(upper, |row| present.minsi(upper, row));
+                present_loop(&present, from, to, &carried)
+            })
         },
     );
     ir::set_attr(branch, PRESENT_PATH_ATTR, ir::string_attr(ctx, var));
@@ -334,6 +380,7 @@ const UNROLL_ATTR: &str = "tt.loop_unroll_factor";
 enum LoopOrder {
     /// Block by block, in the order the peers' blocks arrive.
     Blocks(BlockOrder),
-    /// Each rank's two zigzag half-blocks in turn, from this rank's on.
+    /// Zigzag half-blocks: the low ones from this rank's, then the high
+    /// ones from rank r-1's ([`super::rotation::zigzag_rotate`]).
     Zigzag,
 }

@@ -7,19 +7,25 @@ use synco_ir::{self as ir, Builder, Op, Value, builder::Cmp};
 
 /// Index `t` of `all` chunks held in zigzag half-blocks (`per_rank / 2`
 /// chunks each; rank `o` holds half-blocks `o` and `2W - 1 - o`), walked
-/// rank by rank from this one: step `s = t / per_rank` reads rank
-/// `o = (rank + s) mod W`'s chunks, its half-block `o` then `2W - 1 - o`.
-/// Returns the op of the new index.
+/// in two passes, each one rotation of the rows (so that a present path
+/// walks them in four runs of rows, passes/docs/zigzag-order.md): first
+/// the low half-blocks from this rank's, `h = (rank + s) mod W` at step
+/// `s = t / (per_rank / 2)`; then the high ones from rank `rank - 1`'s,
+/// `h = W + (s - rank) mod W` at step `s` of the second pass. Returns the
+/// op of the new index.
 pub(super) fn zigzag_rotate(b: &Builder, t: Value, rank: Value, per_rank: i64, all: i64) -> Op {
     let c = |v: i64| b.const_i32(v);
     let world = all / per_rank.max(1);
     let per_half = (per_rank / 2).max(1);
-    let step = b.divsi(t, c(per_rank));
-    let within = b.remsi(t, c(per_rank));
-    let owner = b.remsi(b.addi(rank, step), c(world));
-    let second = b.cmpi(Cmp::Sge, within, c(per_half));
-    let half = b.select(second, b.subi(c(2 * world - 1), owner), owner);
-    let index = b.addi(b.muli(half, c(per_half)), b.remsi(within, c(per_half)));
+    let low_chunks = world * per_half;
+    let high = b.cmpi(Cmp::Sge, t, c(low_chunks));
+    let in_pass = b.select(high, b.subi(t, c(low_chunks)), t);
+    let step = b.divsi(in_pass, c(per_half));
+    let within = b.remsi(in_pass, c(per_half));
+    let shift = b.select(high, b.subi(c(world), rank), rank);
+    let first_half_block = b.select(high, c(world), c(0));
+    let half = b.addi(first_half_block, b.remsi(b.addi(step, shift), c(world)));
+    let index = b.addi(b.muli(half, c(per_half)), within);
     ir::defining_op(index).expect("an op result")
 }
 
