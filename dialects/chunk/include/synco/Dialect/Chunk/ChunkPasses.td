@@ -607,9 +607,13 @@ a new loop over the buffer's `C = W * n` chunks of `R` rows takes chunk
 `chunk.chunk_index = "start_n"`: the rank's own chunks first, then rank
 `r+1`'s, ..., the order they arrive in; for blocks that come backwards
 `c = ((rank - j / n) mod W) * n + j mod n`, rank `r-1`'s after the
-rank's own; for zigzag half-blocks, with `o = (rank + j / n) mod W` and
-`i = j mod n`, half-block `o` for `i < n/2`, else `2W - 1 - o`: the
-rank's own two first, then rank `r+1`'s two, ...) and runs the kernel's loop,
+rank's own; for zigzag half-blocks of `n/2` chunks, in two passes of
+`W * n/2` iterations, with `s = j' / (n/2)` and `i = j' mod (n/2)` for `j'`
+the iteration within its pass: the low half-block `h = (rank + s) mod W`
+in the first, the high one `h = W + (s - rank) mod W` in the second,
+chunk `h * n/2 + i`: the low half-blocks from the rank's own, then the
+high ones from rank `r-1`'s, each pass one rotation of the rows) and
+runs the kernel's loop,
 clipped to `[max(lo, c * R), min(hi, (c + 1) * R))` (`[c * R, ...)` when
 `lo` is 0), inside it, carrying its
 iteration values (the online softmax's state) through; the clipped loop
@@ -693,8 +697,11 @@ polls of the chunks' flags. The `else` branch runs the same iterations in the sa
 split, in as few loops as that order allows, so the output is the same
 bit for bit whichever branch a program takes: where the blocks come rank
 `r+1`'s first (a direct gather, the template's ring), two loops,
-`[max(lo, r * n * R), hi)` then `[lo, min(hi, r * n * R))`. Other orders
-(a ring written out as `r -> r+1`, zigzag half-blocks) get no present path, nor do splits of more than 16 chunks
+`[max(lo, r * n * R), hi)` then `[lo, min(hi, r * n * R))`; zigzag
+half-blocks of `H` rows, four: `[r H, W H)`, `[0, r H)`, `[(2W - r) H,
+hi)`, `[W H, (2W - r) H)`, each clipped to `[lo, hi)`. A ring written out
+as `r -> r+1` (its blocks backwards) gets no present path, nor do splits
+of more than 16 chunks
 (the condition polls each chunk's flag) or chunks that also cut the
 columns. The kernel's own loop in the `else` branch would need no order,
 but it ran 27% to 29% slower than the local kernel: ptxas serialised its
