@@ -8,10 +8,10 @@
 //! buffer). What a rank holds is three blocks (the *physical* buffer): its
 //! own block, then slot 0 and slot 1. At ring step `s` rank `r` reads block
 //! `(r + s) mod W`: its own at step 0, then the block the ring (each rank
-//! receiving from `r + 1`) delivered in the step before, in slot `s mod 2`. The fused kernel runs
-//! once per step; its launch `s` copies the block of step `s + 1` into the
-//! neighbour's other slot, which the neighbour's launch `s - 1` was the
-//! last to read.
+//! receiving from `r + 1`) delivered in the step before, in slot `s mod 2`.
+//! The fused kernel runs once per step; its launch `s` copies the block of
+//! step `s + 1` into the neighbour's other slot, which the neighbour's
+//! launch `s - 1` was the last to read.
 
 /// Discardable attribute on a `chunk.buffer`: the slots its gathered
 /// blocks rotate through (2), set by `chunk-expand-collectives` from
