@@ -30,9 +30,11 @@ that reads chunk by chunk.
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import torch
+import triton
 
 import synco
 from synco import ops
@@ -153,14 +155,42 @@ def run_case(node, heap_bytes, world, seq, cache):
             "rel_err_vs_sdpa": errors, "ok": all(e < TOLERANCE for e in errors.values())}
 
 
+def markdown_table(rows):
+    """The README's table of `rows` (a run's JSON rows)."""
+    pct = lambda costs: " / ".join(f"{100 * c:+.1f}%" for c in costs)  # noqa: E731
+    per_rank = lambda ms: " / ".join(f"{t:.2f}" for t in ms)  # noqa: E731
+    lines = ["| W | seq | contiguous, per rank | slowest | zigzag, per rank | slowest "
+             "| slowest rank, contiguous / zigzag | zigzag over its local kernel, per rank "
+             "| zigzag split alone, per rank | max rel err |",
+             "|---" * 10 + "|"]
+    for row in rows:
+        s, costs = row["shardings"], row.get("zigzag_cost_vs_local", {})
+        contiguous, zigzag = s["contiguous"], s["zigzag"]
+        lines.append(
+            f"| {row['world']} | {row['seq'] // 1024}k | {per_rank(contiguous['per_rank_ms'])} "
+            f"| {contiguous['slowest_ms']:.3f} ({contiguous['slowest_over_mean']:.2f}) "
+            f"| {per_rank(zigzag['per_rank_ms'])} "
+            f"| {zigzag['slowest_ms']:.3f} ({zigzag['slowest_over_mean']:.2f}) "
+            f"| {contiguous['slowest_ms'] / zigzag['slowest_ms']:.2f}x "
+            f"| {pct(costs.get('zigzag', []))} | {pct(costs.get('zigzag split', []))} "
+            f"| {max(row['rel_err_vs_sdpa'].values()):.1e} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", required=True)
+    parser.add_argument("--table", metavar="FILE", help="print the README's table of a run")
+    parser.add_argument("--cache")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--seqs", default=",".join(map(str, SEQS)))
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.table:
+        print(markdown_table(json.loads(Path(args.table).read_text())["rows"]))
+        return 0
+    if not args.cache:
+        parser.error("--cache is required to compile or run")
     seqs = [int(s) for s in args.seqs.split(",")]
     if args.compile_only:
         for world in WORLDS:
@@ -188,7 +218,8 @@ def main():
             print(f"W={world} seq {seq:6}  {cells}  zigzag {gain:.2f}x faster  {costs}  "
                   f"err {max(row['rel_err_vs_sdpa'].values()):.1e}{'' if row['ok'] else '  FAIL'}",
                   flush=True)
-    result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}
+    result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "triton": triton.__version__, "date": time.strftime("%Y-%m-%d"), "rows": rows}
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
     return 0 if all(r["ok"] for r in rows) else 1
