@@ -62,6 +62,23 @@ impl SlotRing {
         (block - rank).rem_euclid(self.world)
     }
 
+    /// The logical block rank `rank` reads at `step` (the inverse of
+    /// [`SlotRing::step_of`]).
+    pub fn block_at(self, rank: i64, step: i64) -> i64 {
+        (rank + step).rem_euclid(self.world)
+    }
+
+    /// [`SlotRing::step_of`] built with `b`, from values in `[0, W)`.
+    pub fn step_of_value(self, b: &Builder, rank: Value, block: Value) -> Value {
+        let world = b.const_i32(self.world);
+        b.remsi(b.subi(b.addi(block, world), rank), world)
+    }
+
+    /// [`SlotRing::block_at`] built with `b`, from values in `[0, W)`.
+    pub fn block_at_value(self, b: &Builder, rank: Value, step: Value) -> Value {
+        b.remsi(b.addi(step, rank), b.const_i32(self.world))
+    }
+
     /// The physical block holding what a rank reads at `step`: its own
     /// (0) at step 0, then slot `step mod 2` (1 + that).
     pub fn physical_block(step: i64) -> i64 {
@@ -143,6 +160,8 @@ mod tests {
         // Rank 1: own block 1 at step 0, then 2, 3, 0.
         let steps: Vec<i64> = (0..4).map(|b| ring.step_of(1, b)).collect();
         assert_eq!(steps, [3, 0, 1, 2]);
+        let blocks: Vec<i64> = (0..4).map(|s| ring.block_at(1, s)).collect();
+        assert_eq!(blocks, [1, 2, 3, 0]);
         // Physical blocks of steps 0..4: own, slot 1, slot 0, slot 1.
         let places: Vec<i64> = (0..4).map(SlotRing::physical_block).collect();
         assert_eq!(places, [0, 2, 1, 2]);

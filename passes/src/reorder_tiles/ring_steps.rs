@@ -11,7 +11,6 @@
 //! steps after the first, and goes back to it at steps before the last;
 //! only the last step runs what follows the loop (the output's store).
 
-use super::rotation::rotate;
 use crate::{
     abi::{AbiArgs, STEP_STATE_ARG, append_args, bound_pointer, named_arg},
     plan::{
@@ -51,7 +50,7 @@ pub(super) fn step_tile_loop(
         Some(built) => built,
         None => {
             let step = build_step(kernel, abi, ring)?;
-            (step, build_block(kernel, abi, step, plan.world_size)?)
+            (step, build_block(kernel, abi, step, ring)?)
         }
     };
     move_to_slots(kernel, pointer, step, block, ring, buffer)?;
@@ -174,12 +173,12 @@ fn build_step(kernel: Op, abi: AbiArgs, ring: SlotRing) -> Result<Value, PassFai
     Ok(step)
 }
 
-/// The block read at `step`: `(rank + step) mod W`, right after the step.
-fn build_block(kernel: Op, abi: AbiArgs, step: Value, world: i64) -> Result<Value, PassFailed> {
+/// The block read at `step` ([`SlotRing::block_at`]), right after the step.
+fn build_block(kernel: Op, abi: AbiArgs, step: Value, ring: SlotRing) -> Result<Value, PassFailed> {
     let after = ir::next_op(defined_by(step, kernel)?)
         .ok_or_else(|| internal(kernel, "no op after the step"))?;
     let b = Builder::before(after).with_loc(ir::location_of(kernel));
-    Ok(ir::result(rotate(&b, step, abi.rank, 0, 1, world), 0))
+    Ok(ring.block_at_value(&b, abi.rank, step))
 }
 
 /// Moves the kernel's `pointer` (of `buffer`) so that block `block`'s rows

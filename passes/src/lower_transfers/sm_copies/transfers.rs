@@ -272,10 +272,9 @@ fn slotted_ring(
 /// hold the block then (the place of this step and of the next).
 fn in_ring_step(b: &Builder, abi: AbiArgs, ring: SlotRing, row: Value) -> (Builder, Value, Value) {
     let c = |v: i64| b.const_i32(v);
-    let world = c(ring.world);
     let step = ring.step_value(b, abi.epoch);
     let block = b.divsi(row, c(ring.block_rows));
-    let read_at = b.remsi(b.subi(b.addi(block, world), abi.rank), world);
+    let read_at = ring.step_of_value(b, abi.rank, block);
     let next = b.addi(step, c(1));
     let (_, then_block, _) = b.if_else(b.cmpi(Cmp::Eq, next, read_at));
     let inner = Builder::before(ir::ops_in(then_block)[0]).with_loc(b.loc);
