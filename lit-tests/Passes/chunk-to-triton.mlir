@@ -226,8 +226,10 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
 
 // chunk.poll: one read of the flag, relaxed at the op's scope, in a
 // side-effecting asm (never hoisted or merged), compared with
-// epoch * count; it never blocks. chunk.acquire: an acquire fence at its
-// scope (no proxy fence: this kernel reads through pointers).
+// epoch * count; it never blocks. chunk.agree: bar.red.and.pred on
+// barrier 0, every thread's predicate in, the AND of all out (the same on
+// every thread). chunk.acquire: an acquire fence at its scope (no proxy
+// fence: this kernel reads through pointers).
 // CHECK-LABEL: sym_name = "polled"
 // CHECK:      ^bb0(%[[A:.*]]: !tt.ptr<f32>, %[[RANK:.*]]: i32, %[[W:.*]]: i32, %[[HEAP:.*]]: !tt.ptr<i64>, %[[FLAGS:.*]]: !tt.ptr<i32>, %[[EPOCH:.*]]: i32, %[[ERR:.*]]: !tt.ptr<i32>):
 // CHECK:      %[[FLAG:.*]] = "tt.addptr"(%[[FLAGS]], %{{.*}})
@@ -238,7 +240,13 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
 // CHECK:      %[[SEEN4:.*]] = "tt.elementwise_inline_asm"(%{{.*}}) {asm_string = "ld.relaxed.gpu.global.u32 $0, [$1];"
 // CHECK-NEXT: %[[ARRIVED4:.*]] = arith.cmpi sge, %[[SEEN4]], %[[TARGET]]
 // CHECK:      %[[BOTH:.*]] = arith.andi %[[ARRIVED]], %[[ARRIVED4]]
-// CHECK-NEXT: scf.if %[[BOTH]] {
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[MINE:.*]] = arith.select %[[BOTH]], %[[ONE]], %[[ZERO]] : i32
+// CHECK-NEXT: %[[AGREED:.*]] = "tt.elementwise_inline_asm"(%[[MINE]]) {asm_string = "{ .reg .pred %p<2>; setp.ne.b32 %p0, $1, 0; bar.red.and.pred %p1, 0, %p0; selp.b32 $0, 1, 0, %p1; }", constraints = "=r,r", packed_element = 1 : i32, pure = false} : (i32) -> i32
+// CHECK-NEXT: %[[ZERO2:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[ALL:.*]] = arith.cmpi ne, %[[AGREED]], %[[ZERO2]] : i32
+// CHECK-NEXT: scf.if %[[ALL]] {
 // CHECK-NEXT: "tt.elementwise_inline_asm"() {asm_string = "fence.acquire.sys; mov.u32 $0, 0;", constraints = "=r", packed_element = 1 : i32, pure = false} : () -> i32
 // CHECK:      "tt.elementwise_inline_asm"() {asm_string = "fence.acquire.gpu; mov.u32 $0, 0;"
 "tt.func"() <{function_type = (!tt.ptr<f32>, i32, i32, !tt.ptr<i64>, !tt.ptr<i32>, i32, !tt.ptr<i32>) -> (), sym_name = "polled", sym_visibility = "public"}> ({
@@ -248,7 +256,8 @@ func.func @outside(%flags: !tt.ptr<i32>, %e: i32) {
   %k = chunk.poll %flags[%c1], %epoch : !tt.ptr<i32>
   %v = chunk.poll %flags[%c2], %epoch count(4) scope(gpu) : !tt.ptr<i32>
   %both = arith.andi %k, %v : i1
-  scf.if %both {
+  %all = chunk.agree %both
+  scf.if %all {
     chunk.acquire
     %x = "tt.load"(%a) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32, isVolatile = false, operandSegmentSizes = array<i32: 1, 0, 0>}> : (!tt.ptr<f32>) -> f32
     "tt.store"(%a, %x) <{boundaryCheck = array<i32>, cache = 1 : i32, evict = 1 : i32}> : (!tt.ptr<f32>, f32) -> ()

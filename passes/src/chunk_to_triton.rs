@@ -51,7 +51,7 @@ fn run(module: OperationRef, _options: &ChunkToTritonOptions) -> Result<(), Pass
                 }
             }
             "chunk.rank" | "chunk.world_size" | "chunk.peer_ptr" | "chunk.wait" | "chunk.poll"
-            | "chunk.acquire" | "chunk.signal" | "chunk.arrive" | "chunk.trace" => {
+            | "chunk.agree" | "chunk.acquire" | "chunk.signal" | "chunk.arrive" | "chunk.trace" => {
                 lower_kernel_op(op, &name)?;
             }
             _ => {
@@ -143,6 +143,10 @@ fn lower_kernel_op(op: Op, name: &str) -> Result<(), PassFailed> {
         "chunk.poll" => {
             let arrived = lower_poll(op, &b, operands[0], operands[1], operands[2])?;
             ir::replace_all_uses(ir::result(op, 0), arrived);
+        }
+        "chunk.agree" => {
+            let all = lower_agree(&b, operands[0]);
+            ir::replace_all_uses(ir::result(op, 0), all);
         }
         "chunk.acquire" => {
             let proxy_fence = enclosing_kernel(op).is_some_and(reads_through_descriptors);
@@ -384,6 +388,19 @@ fn lower_poll(
         ir::i32_type(b.ctx),
     );
     Ok(b.cmpi(Cmp::Sge, seen, target))
+}
+
+/// `chunk.agree`: `bar.red.and.pred` on barrier 0 (as `__syncthreads_and`),
+/// every thread of the CTA contributing its predicate and getting the AND.
+fn lower_agree(b: &Builder, holds: ir::Value) -> ir::Value {
+    let i32t = ir::i32_type(b.ctx);
+    let all = b.inline_asm(
+        "{ .reg .pred %p<2>; setp.ne.b32 %p0, $1, 0; bar.red.and.pred %p1, 0, %p0; selp.b32 $0, 1, 0, %p1; }",
+        "=r,r",
+        &[b.select(holds, b.const_i32(1), b.const_i32(0))],
+        i32t,
+    );
+    b.cmpi(Cmp::Ne, all, b.const_i32(0))
 }
 
 /// The PTX of `chunk.acquire`: an acquire fence at `scope` (PTX 8.6; on

@@ -45,6 +45,12 @@ pub fn poll(b: &Builder, abi: AbiArgs, flag: Value, epoch: Value) -> Value {
     )
 }
 
+/// `chunk.agree %holds`: whether `holds` is true on every thread of the
+/// program, the same answer on all of them (a barrier).
+pub fn agree(b: &Builder, holds: Value) -> Value {
+    ir::result(b.op("chunk.agree", &[holds], &[ir::i1_type(b.ctx)], &[]), 0)
+}
+
 /// `chunk.acquire`: what the polled flags published becomes visible to
 /// the reads after it.
 pub fn acquire(b: &Builder) {

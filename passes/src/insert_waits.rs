@@ -130,8 +130,31 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
             .emit();
             unflatten_enclosing_loops(first, consume);
         }
+        agree_on_present_paths(kernel);
     }
     Ok(())
+}
+
+/// Makes each present path's condition the program's: every thread polled
+/// the flags for itself, and a flag set between two threads' reads would
+/// send them down different paths, whose barriers and shared buffers would
+/// not match. So the program takes the present path only where all its
+/// threads found every chunk (one `chunk.agree`, before the branch, by
+/// which time the polls have landed).
+fn agree_on_present_paths(kernel: ir::Op) {
+    for branch in ir::walk(kernel) {
+        if ir::attr(branch, PRESENT_PATH_ATTR).is_none() {
+            continue;
+        }
+        let missing = ir::operands(branch)[0];
+        if ir::constant_int(missing).is_some() {
+            continue;
+        }
+        let b = Builder::before(branch).with_loc(ir::location_of(branch));
+        let no = b.constant(ir::i1_type(b.ctx), 0);
+        let all_present = crate::flag_ops::agree(&b, b.cmpi(Cmp::Eq, missing, no));
+        ir::set_operand(branch, 0, b.cmpi(Cmp::Eq, all_present, no));
+    }
 }
 
 /// The waits of a consumer whose blocks a kernel loop walks, once

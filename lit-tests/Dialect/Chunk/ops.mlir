@@ -113,7 +113,8 @@ chunk.plan @explicit world_size(2) {
 // CHECK-NEXT:    chunk.arrive %arg0[%[[R]]] : !tt.ptr<i32>
 // CHECK-NEXT:    chunk.arrive %arg0[%[[W]]] sem(acq_rel) scope(gpu) : !tt.ptr<i32>
 // CHECK-NEXT:    %{{.*}} = chunk.poll %arg0[%[[R]]], %arg1 : !tt.ptr<i32>
-// CHECK-NEXT:    %{{.*}} = chunk.poll %arg0[%[[W]]], %arg1 count(16) scope(gpu) : !tt.ptr<i32>
+// CHECK-NEXT:    %[[V:.*]] = chunk.poll %arg0[%[[W]]], %arg1 count(16) scope(gpu) : !tt.ptr<i32>
+// CHECK-NEXT:    %{{.*}} = chunk.agree %[[V]]{{$}}
 // CHECK-NEXT:    chunk.acquire{{$}}
 // CHECK-NEXT:    chunk.acquire scope(gpu){{$}}
 // GENERIC:       "chunk.wait"(%arg0, %0, %arg1) <{count = 1 : i64, scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32, i32) -> ()
@@ -121,6 +122,7 @@ chunk.plan @explicit world_size(2) {
 // GENERIC:       "chunk.wait"(%arg0, %0, %arg1) <{count = 16 : i64, scope = 3 : i32, sem = 2 : i32, timeout_ns = 10000000000 : i64}> : (!tt.ptr<i32>, i32, i32) -> ()
 // GENERIC:       "chunk.arrive"(%arg0, %0) <{scope = 3 : i32, sem = 3 : i32}> : (!tt.ptr<i32>, i32) -> ()
 // GENERIC:       "chunk.poll"(%arg0, %0, %arg1) <{count = 1 : i64, scope = 3 : i32}> : (!tt.ptr<i32>, i32, i32) -> i1
+// GENERIC:       "chunk.agree"(%{{.*}}) : (i1) -> i1
 // GENERIC:       "chunk.acquire"() <{scope = 3 : i32}> : () -> ()
 func.func @sync(%flags: !tt.ptr<i32>, %epoch: i32, %a: !tt.ptr<bf16>, %as: tensor<128x!tt.ptr<bf16>>) {
   %r = chunk.rank : i32
@@ -136,6 +138,7 @@ func.func @sync(%flags: !tt.ptr<i32>, %epoch: i32, %a: !tt.ptr<bf16>, %as: tenso
   chunk.arrive %flags[%w] sem(acq_rel) scope(gpu) : !tt.ptr<i32>
   %k = chunk.poll %flags[%r], %epoch scope(sys) : !tt.ptr<i32>
   %v = chunk.poll %flags[%w], %epoch count(16) scope(gpu) : !tt.ptr<i32>
+  %all = chunk.agree %v
   chunk.acquire scope(sys)
   chunk.acquire scope(gpu)
   return

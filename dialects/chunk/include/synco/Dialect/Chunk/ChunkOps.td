@@ -590,6 +590,26 @@ def Chunk_PollOp : Chunk_Op<"poll"> {
   }];
 }
 
+def Chunk_AgreeOp : Chunk_Op<"agree"> {
+  let summary = "Whether a condition holds on every thread of the program";
+  let description = [{
+    Yields, on every thread of the program (the CTA), whether `holds` is
+    true on all of them: a barrier that ANDs a predicate across the
+    program. Each thread's `chunk.poll` is its own read, and a flag set
+    between two threads' reads gives them different answers; a branch on
+    them would send the program's threads down different paths, whose
+    barriers and shared buffers would not match. Every thread of the
+    program must reach it, as a barrier.
+
+    ```mlir
+    %all = chunk.agree %present
+    ```
+  }];
+  let arguments = (ins I1:$holds);
+  let results = (outs I1:$all);
+  let assemblyFormat = "$holds attr-dict";
+}
+
 def Chunk_AcquireOp : Chunk_Op<"acquire"> {
   let summary = "Order the program's later reads after the flags it polled";
   let description = [{
