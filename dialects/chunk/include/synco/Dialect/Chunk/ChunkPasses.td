@@ -814,8 +814,12 @@ A split loop with a present path (`scf.if` marked `chunk.present_path`
 by `chunk-reorder-tiles`) gets its condition: for each buffer the loop
 reads and each chunk `c` another rank holds, `chunk.poll
 %synco_flags[base + c], %synco_epoch` at the kernel's start; the
-condition is that one of them has not arrived. The present (`else`)
-branch starts with `chunk.acquire`. A program that
+condition is that one of them has not arrived on some thread of the
+program: each thread polls for itself, and one `chunk.agree` before the
+branch ANDs "all arrived" over the program, so that its threads all take
+one path (a flag set between two threads' reads would otherwise split
+them, with barriers that do not match). The present (`else`) branch
+starts with `chunk.acquire`. A program that
 finds every peer chunk present reads them without a wait; one that does
 not runs the split loop and waits chunk by chunk. The polls are one read
 of each flag, in flight together, whatever the loop's bounds: a causal
@@ -1367,6 +1371,9 @@ Kernel-level ops are rewritten against the kernel's ABI arguments (see
   `ld.relaxed.<scope>.global.u32` of the flag in a
   `tt.elementwise_inline_asm` (not pure: never hoisted or merged), and
   `>= epoch * n`;
+* `chunk.agree %p` -> `bar.red.and.pred` on barrier 0 in inline PTX
+  (as `__syncthreads_and`): every thread's predicate in, their AND out,
+  the same on every thread;
 * `chunk.acquire` -> `fence.acquire.<scope>` in inline PTX (PTX 8.6:
   on sm_90 an L1 invalidation, as after an acquire load; an acq_rel fence
   would also wait for every access in flight), followed, in
