@@ -140,7 +140,13 @@ fn run(module: OperationRef, _options: &ChunkInsertWaitsOptions) -> Result<(), P
 /// send them down different paths, whose barriers and shared buffers would
 /// not match. So the program takes the present path only where all its
 /// threads found every chunk (one `chunk.agree`, before the branch, by
-/// which time the polls have landed).
+/// which time the polls have landed). The branch still tests the thread's
+/// own answer too, `missing || !agreed`, which is the same value (a thread
+/// that found a chunk missing makes the agreement fail): LLVM, which sees
+/// through the thread's answer but not through the agreement, then knows
+/// on the present path what it knew without it, and keeps that path's
+/// loops as lean (a causal kernel's present loops otherwise grow by some
+/// 66 SASS instructions per iteration).
 fn agree_on_present_paths(kernel: ir::Op) {
     for branch in ir::walk(kernel) {
         if ir::attr(branch, PRESENT_PATH_ATTR).is_none() {
@@ -153,7 +159,8 @@ fn agree_on_present_paths(kernel: ir::Op) {
         let b = Builder::before(branch).with_loc(ir::location_of(branch));
         let no = b.constant(ir::i1_type(b.ctx), 0);
         let all_present = crate::flag_ops::agree(&b, b.cmpi(Cmp::Eq, missing, no));
-        ir::set_operand(branch, 0, b.cmpi(Cmp::Eq, all_present, no));
+        let disagreed = b.cmpi(Cmp::Eq, all_present, no);
+        ir::set_operand(branch, 0, b.ori(missing, disagreed));
     }
 }
 

@@ -818,7 +818,9 @@ condition is that one of them has not arrived on some thread of the
 program: each thread polls for itself, and one `chunk.agree` before the
 branch ANDs "all arrived" over the program, so that its threads all take
 one path (a flag set between two threads' reads would otherwise split
-them, with barriers that do not match). The present (`else`) branch
+them, with barriers that do not match; the branch ORs in the thread's own
+answer, which the agreement implies, so that LLVM still knows it on the
+present path and keeps that path's loops as lean). The present (`else`) branch
 starts with `chunk.acquire`. A program that
 finds every peer chunk present reads them without a wait; one that does
 not runs the split loop and waits chunk by chunk. The polls are one read
