@@ -687,11 +687,9 @@ fn watchdog_test(cli: &Cli) -> Result<()> {
     );
     match (&refused_pointer, &refused_size) {
         (
-            Err(synco_runtime::RuntimeError::ArgNotBuffer {
-                rank: 1, index: 0, ..
-            }),
+            Err(synco_runtime::RuntimeError::ArgNotBuffer(refused)),
             Err(synco_runtime::RuntimeError::BufferTooSmall { .. }),
-        ) => {
+        ) if refused.rank == 1 && refused.index == 0 => {
             for e in [refused_pointer, refused_size]
                 .into_iter()
                 .filter_map(Result::err)

@@ -26,8 +26,8 @@ fn runtime_error(e: RuntimeError) -> PyErr {
         | RuntimeError::Failed { .. } => WatchdogError::new_err(e.to_string()),
         RuntimeError::ArgCount { .. }
         | RuntimeError::ArgType { .. }
-        | RuntimeError::ArgNotBuffer { .. }
-        | RuntimeError::ScalarArg { .. }
+        | RuntimeError::ArgNotBuffer(_)
+        | RuntimeError::ScalarArg(_)
         | RuntimeError::UnboundBuffer(_)
         | RuntimeError::BufferTooSmall { .. }
         | RuntimeError::WorldSize { .. }
@@ -37,7 +37,7 @@ fn runtime_error(e: RuntimeError) -> PyErr {
         | RuntimeError::NotAlone { .. }
         | RuntimeError::NotDivisible { .. }
         | RuntimeError::Descriptor { .. }
-        | RuntimeError::IndexOutOfBuffer { .. }
+        | RuntimeError::IndexOutOfBuffer(_)
         | RuntimeError::NotLaunchable { .. }
         | RuntimeError::Capture { .. } => LaunchError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),

@@ -12,7 +12,7 @@
 
 use crate::{
     args::Arg,
-    error::{Result, RuntimeError},
+    error::{ArgNotBuffer, IndexOutOfBuffer, Result, RuntimeError, ScalarArgMismatch},
     heap::Buffer,
 };
 use synco_manifest::{FusedPlan, LaunchManifest, Param, ParamRole};
@@ -114,7 +114,7 @@ pub(crate) fn check(
             if let Some(pointer) = pointer
                 && *pointer != expected
             {
-                return Err(RuntimeError::ArgNotBuffer {
+                return Err(RuntimeError::ArgNotBuffer(Box::new(ArgNotBuffer {
                     kernel: m.kernel.clone(),
                     rank,
                     index,
@@ -122,7 +122,7 @@ pub(crate) fn check(
                     buffer: name.to_string(),
                     given: *pointer,
                     expected,
-                });
+                })));
             }
         }
     }
@@ -167,7 +167,7 @@ pub fn check_index_bounds(
     let grid = [grid.0, grid.1, grid.2].map(i64::from);
     for bound in &fused.index_bounds {
         if let Some((program, value)) = bound.violation(grid, &value) {
-            return Err(RuntimeError::IndexOutOfBuffer {
+            return Err(RuntimeError::IndexOutOfBuffer(Box::new(IndexOutOfBuffer {
                 kernel: m.kernel.clone(),
                 rank,
                 buffer: bound.buffer.clone(),
@@ -176,7 +176,7 @@ pub fn check_index_bounds(
                 value,
                 lowest: bound.lowest,
                 highest: bound.highest,
-            });
+            })));
         }
     }
     Ok(())
@@ -206,7 +206,7 @@ fn check_scalar_args(
             continue;
         };
         if !fixed.role.allows(value, fixed.value) {
-            return Err(RuntimeError::ScalarArg {
+            return Err(RuntimeError::ScalarArg(Box::new(ScalarArgMismatch {
                 kernel: m.kernel.clone(),
                 rank,
                 index: fixed.arg,
@@ -220,7 +220,7 @@ fn check_scalar_args(
                 role: fixed.role,
                 given: value,
                 expected: fixed.value,
-            });
+            })));
         }
     }
     Ok(())

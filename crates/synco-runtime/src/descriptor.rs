@@ -185,7 +185,7 @@ fn tensor_map_geometry(
         ));
     }
     let bytes = u64::from(descriptor.element_bytes);
-    if view.base % 16 != 0 {
+    if !view.base.is_multiple_of(16) {
         return Err(format!(
             "its address {:#x} is not 16-byte aligned",
             view.base

@@ -93,20 +93,8 @@ pub enum RuntimeError {
         name: String,
         what: String,
     },
-    #[error(
-        "kernel '{kernel}' on rank {rank}: on program {program:?}, {what} in @{buffer} is {}: the grid or the arguments (head counts, lengths, strides) do not match the plan's buffer",
-        out_of_bounds(*value, *lowest, *highest)
-    )]
-    IndexOutOfBuffer {
-        kernel: String,
-        rank: usize,
-        buffer: String,
-        what: String,
-        program: [i64; 3],
-        value: Option<i64>,
-        lowest: i64,
-        highest: i64,
-    },
+    #[error(transparent)]
+    IndexOutOfBuffer(Box<IndexOutOfBuffer>),
     #[error("the manifest's plan is for {plan} ranks, the node has {node}")]
     WorldSize { plan: i64, node: usize },
     #[error("rank {rank} does not exist: the node has {world_size} ranks")]
@@ -143,33 +131,10 @@ pub enum RuntimeError {
         needed: usize,
         bound: usize,
     },
-    #[error(
-        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given:#x}, but the plan binds it to @{buffer}, which lies at {expected:#x} on that rank: pass the bound buffer's address"
-    )]
-    ArgNotBuffer {
-        kernel: String,
-        rank: usize,
-        index: usize,
-        param: String,
-        buffer: String,
-        given: u64,
-        expected: u64,
-    },
-    #[error(
-        "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel takes the {role} of plan buffer @{buffer} along dimension {dim} from it, which the plan makes {}{expected}: compile for the shape you launch",
-        role.qualifier()
-    )]
-    ScalarArg {
-        kernel: String,
-        rank: usize,
-        index: usize,
-        param: String,
-        buffer: String,
-        dim: usize,
-        role: synco_manifest::ScalarRole,
-        given: i64,
-        expected: i64,
-    },
+    #[error(transparent)]
+    ArgNotBuffer(Box<ArgNotBuffer>),
+    #[error(transparent)]
+    ScalarArg(Box<ScalarArgMismatch>),
     #[error(
         "rank {rank} timed out waiting for chunk {chunk} of epoch {epoch}: its flag never reached the epoch's value \
          (the transfer or the tiles that set it did not happen or did not finish)"
@@ -204,6 +169,58 @@ pub enum RuntimeError {
         epoch: u32,
         seconds: f64,
     },
+}
+
+// The three largest errors are boxed, so that `Result<_, RuntimeError>`
+// stays small.
+/// A value the plan bounds lies outside its buffer on some program of a launch.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "kernel '{kernel}' on rank {rank}: on program {program:?}, {what} in @{buffer} is {}: the grid or the arguments (head counts, lengths, strides) do not match the plan's buffer",
+    out_of_bounds(*value, *lowest, *highest)
+)]
+pub struct IndexOutOfBuffer {
+    pub kernel: String,
+    pub rank: usize,
+    pub buffer: String,
+    pub what: String,
+    pub program: [i64; 3],
+    pub value: Option<i64>,
+    pub lowest: i64,
+    pub highest: i64,
+}
+
+/// A pointer argument is not the address of the buffer the plan binds to it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given:#x}, but the plan binds it to @{buffer}, which lies at {expected:#x} on that rank: pass the bound buffer's address"
+)]
+pub struct ArgNotBuffer {
+    pub kernel: String,
+    pub rank: usize,
+    pub index: usize,
+    pub param: String,
+    pub buffer: String,
+    pub given: u64,
+    pub expected: u64,
+}
+
+/// A scalar argument the plan fixes (a bound buffer's stride or extent) has another value.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "argument {index} ('{param}') of '{kernel}' on rank {rank} is {given}, but the kernel takes the {role} of plan buffer @{buffer} along dimension {dim} from it, which the plan makes {}{expected}: compile for the shape you launch",
+    role.qualifier()
+)]
+pub struct ScalarArgMismatch {
+    pub kernel: String,
+    pub rank: usize,
+    pub index: usize,
+    pub param: String,
+    pub buffer: String,
+    pub dim: usize,
+    pub role: synco_manifest::ScalarRole,
+    pub given: i64,
+    pub expected: i64,
 }
 
 pub type Result<T> = std::result::Result<T, RuntimeError>;

@@ -149,7 +149,7 @@ pub mod trace;
 pub use args::Arg;
 pub use bindings::{check_index_bounds, check_user_args};
 pub use descriptor::TensorView;
-pub use error::RuntimeError;
+pub use error::{ArgNotBuffer, IndexOutOfBuffer, RuntimeError, ScalarArgMismatch};
 pub use heap::Buffer;
 pub use kernel::FusedKernel;
 pub use node::{DEFAULT_PEER_TIMEOUT, Exchange, Fault, Node};
