@@ -1,4 +1,4 @@
-"""Assembles PTX files with the `ptxas` Triton bundles, for sm_90a, and
+"""Assembles PTX files with the `ptxas` Triton compiles with, for sm_90a, and
 prints its warnings and numbered notes, one per line, or that there were
 none: what Triton hides (a serialised `wgmma` is the note "(C7515)
 Potential Performance Loss").
@@ -11,9 +11,11 @@ import subprocess
 import sys
 import tempfile
 
-import triton
+from triton.backends.nvidia.compiler import get_ptxas
 
-PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+# The one Triton runs (its bundled one, or TRITON_PTXAS_PATH's), as the
+# bridge finds it.
+PTXAS = get_ptxas(90).path
 
 
 def warnings(ptx):

@@ -225,7 +225,7 @@ pub struct ScalarArgMismatch {
 
 pub type Result<T> = std::result::Result<T, RuntimeError>;
 
-/// What an [`RuntimeError::IndexOutOfBuffer`] value is against its bounds.
+/// What an [`IndexOutOfBuffer`] value is against its bounds.
 fn out_of_bounds(value: Option<i64>, lowest: i64, highest: i64) -> String {
     match value {
         None => "not computable (an overflow or a division by zero)".into(),
