@@ -11,8 +11,8 @@ and V gathered along the sequence by the copy engine; direct and ring in
 into W x chunks loops, one per chunk, taken in arrival order, each behind
 a wait for its chunk; a program that finds every chunk present when it
 starts (polls of the flags) runs the present path instead, the same
-iterations without waits (in two loops: the ring brings the blocks in the
-direct order). Here the runtime marks every chunk present
+iterations without waits, in the split's order (one loop without a mask,
+two causal; the ring brings the blocks in the direct order). Here the runtime marks every chunk present
 (`mark_chunks_present`) and launches the last rank's kernel alone
 (`launch_alone`: no copies, no peers), so the direct and ring kernels
 take the present path, and the others' waits pass at once. `split c1` is

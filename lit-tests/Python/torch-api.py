@@ -154,7 +154,7 @@ ok, got = raises(synco.LaunchError, "in @K is 1152, past 1024",
                  lambda: attn.check_args(1, attention_launch(1), grid=(8, 4)))
 expect("a grid of more query blocks than the queries is refused", ok, got)
 # A program that finds every peer chunk present reads them without waits
-# (present_path="arrival": polls, one acquire, two loops); "none" keeps
+# (present_path="arrival": polls, one acquire, two loops causal); "none" keeps
 # the split loop alone; anything else is refused.
 ttir = next(attn.folder.glob("*.ttir")).read_text()
 split_only = ops.AllGatherAttention.compile(2, seq=1024, kv_heads=2, head_dim=64, causal=True,

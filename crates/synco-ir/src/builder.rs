@@ -440,10 +440,17 @@ impl Builder {
     /// should not act on (a loop bound that makes it widen the loop's
     /// induction variable to 64 bits).
     pub fn opaque_i32(&self, value: Value) -> Value {
+        self.opaque(value)
+    }
+
+    /// `value` (of 32-bit elements: `i32`, `f32` or a tensor of them)
+    /// through a `mov.b32` of pure inline PTX per element, which LLVM
+    /// cannot see through, nor sink below the branch it sits in.
+    pub fn opaque(&self, value: Value) -> Value {
         let op = self.op(
             "tt.elementwise_inline_asm",
             &[value],
-            &[self.i32()],
+            &[type_of(value)],
             &[
                 ("asm_string", string_attr(self.ctx, "mov.b32 $0, $1;")),
                 ("constraints", string_attr(self.ctx, "=r,r")),

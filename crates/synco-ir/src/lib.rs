@@ -482,6 +482,10 @@ pub fn is_integer_type(ty: Type, width: u32) -> bool {
     unsafe { mlirTypeIsAInteger(ty) && mlirIntegerTypeGetWidth(ty) == width }
 }
 
+pub fn is_f32_type(ty: Type) -> bool {
+    unsafe { mlirTypeIsAF32(ty) }
+}
+
 pub fn is_ranked_tensor(ty: Type) -> bool {
     unsafe { mlirTypeIsARankedTensor(ty) }
 }

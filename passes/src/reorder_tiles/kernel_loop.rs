@@ -5,6 +5,7 @@
 
 use super::rotation::{rotate, rotate_back, zigzag_rotate};
 use crate::{
+    kernel_loops::MOVED_POINTER_ATTR,
     plan::{BlockOrder, FlagKind, Owners, TileMap, block_order, fail, flag_layout, loc},
     tiles::{CHUNK_INDEX_ATTR, CHUNK_LOOP_ATTR, PRESENT_LOOP_ATTR, PRESENT_PATH_ATTR, TileLoop},
 };
@@ -12,7 +13,7 @@ use synco_chunk::{
     Diagnostic, PassFailed,
     passes::{ChunkReorderTilesOptions, PresentPath, PresentSplit},
 };
-use synco_ir::{self as ir, Builder, Value};
+use synco_ir::{self as ir, Builder, Value, builder::Cmp};
 
 /// Rows per chunk and chunks in all of the split a tile loop carries
 /// (`chunk.chunk_rows`, `chunk.chunk_count`), so that the buffers it walks
@@ -179,7 +180,7 @@ fn split_loop(
         present_path(
             l,
             var,
-            &present_runs(&b, order, rank, (hidden, per_rank, chunks)),
+            present_order(&b, (tile_loop, order), rank, (hidden, per_rank, chunks)),
         );
     }
     let mut clipped = (upper, upper);
@@ -256,7 +257,7 @@ fn runs_to_argument(tile_loop: TileLoop) -> bool {
 /// The present path a split of `chunks` chunks in `order` gets, of the
 /// one `asked` for: none where the chunks also cut the columns (their
 /// flags are not polled), beyond [`MAX_POLLED_CHUNKS`], or where the
-/// split's order is not a few runs of rows ([`present_runs`]: a ring
+/// split's order is not a few runs of rows ([`present_order`]: a ring
 /// written out `r -> r + 1` walks its blocks backwards).
 fn present_path_kind(asked: PresentPath, order: LoopOrder, cut: bool, chunks: i64) -> PresentPath {
     let in_runs = matches!(
@@ -274,26 +275,46 @@ fn present_path_kind(asked: PresentPath, order: LoopOrder, cut: bool, chunks: i6
 /// kernel loop's bounds (`None`: the loop's own bound).
 type RowRun = (Option<Value>, Option<Value>);
 
-/// The runs of rows that walk a split in `order` (chunks of `rows` rows,
-/// `per_rank` per rank, `chunks` in all) in the split's order:
+/// How a present path walks a split's iterations in the split's order.
+enum PresentOrder {
+    /// Blocks that come rank r+1's first: one loop over the kernel loop's
+    /// range `[lo, hi)` that reads `[s, hi)` then `[lo, s)` from the
+    /// rank's first row `s` ([`rotated_loop`]).
+    Rotated(Value),
+    /// One loop per run of rows, in turn.
+    Runs(Vec<RowRun>),
+}
+
+/// The present path of the split of `l` in `order` (chunks of `rows`
+/// rows, `per_rank` per rank, `chunks` in all), in the split's order:
 /// - blocks that come rank r+1's first: from the rank's first row to the
-///   end, then from the start to it;
+///   end, then from the start to it, in one loop where the kernel's loop
+///   runs to a bound it takes as an argument (no causal band); in two
+///   where it runs to a bound it computes (a causal band's end: one loop
+///   ran up to 7 points slower there, passes/docs/present-path.md), or
+///   where the kernel moved pointers by the loop's step (so that
+///   `chunk-carry-pointers` carries them again in each: a rotated loop's
+///   rows jump);
 /// - zigzag half-blocks (`H` rows each, `W` ranks): the low half-blocks
 ///   from the rank's, `[r H, W H)` then `[0, r H)`, then the high ones
 ///   from rank r-1's, `[(2W - r) H, end)` then `[W H, (2W - r) H)`
-///   ([`super::rotation::zigzag_rotate`]).
-fn present_runs(
+///   ([`super::rotation::zigzag_rotate`]), in four loops.
+fn present_order(
     b: &Builder,
-    order: LoopOrder,
+    (tile_loop, order): (TileLoop, LoopOrder),
     rank: Value,
     (rows, per_rank, chunks): (Value, i64, i64),
-) -> Vec<RowRun> {
+) -> PresentOrder {
     let ty = ir::type_of(rows);
     let c = |v: i64| b.constant(ty, v);
     match order {
         LoopOrder::Blocks(_) => {
             let own = b.muli(b.muli(rank, c(per_rank)), rows);
-            vec![(Some(own), None), (None, Some(own))]
+            if runs_to_argument(tile_loop) && !moves_pointers(tile_loop.op) {
+                PresentOrder::Rotated(own)
+            } else {
+                PresentOrder::Runs(vec![(Some(own), None), (None, Some(own))])
+            }
         }
         LoopOrder::Zigzag => {
             let world = chunks / per_rank.max(1);
@@ -301,53 +322,64 @@ fn present_runs(
             let own_low = b.muli(rank, half);
             let highs = b.muli(c(world), half);
             let own_high_next = b.muli(b.subi(c(2 * world), rank), half);
-            vec![
+            PresentOrder::Runs(vec![
                 (Some(own_low), Some(highs)),
                 (None, Some(own_low)),
                 (Some(own_high_next), None),
                 (Some(highs), Some(own_high_next)),
-            ]
+            ])
         }
     }
 }
 
 /// Puts the kernel's loop `l` in the `then` branch of a new `scf.if`,
 /// marked [`PRESENT_PATH_ATTR`] with `var`, whose `else` branch runs the
-/// loop's iterations without waits, in loops marked [`PRESENT_LOOP_ATTR`]
-/// over `runs` in turn (the split's order, [`present_runs`]), each one's
+/// loop's iterations without waits in `order` (the split's,
+/// [`present_order`]), in loops marked [`PRESENT_LOOP_ATTR`], each one's
 /// values carried into the next. The condition, "a chunk is missing", is
 /// `true` until `chunk-insert-waits` polls the chunks' flags; the `then`
 /// branch's loop is then split (the `scf.if` yields its results). (The
 /// present loops come after the split in the kernel's code: before it, a
 /// causal kernel ran a point slower.)
-fn present_path(l: ir::Op, var: &str, runs: &[RowRun]) {
+fn present_path(l: ir::Op, var: &str, order: PresentOrder) {
     let ctx = ir::context_of(l);
     let b = Builder::before(l).with_loc(ir::location_of(l));
     let operands = ir::operands(l);
     let (lower, upper, inits) = (operands[0], operands[1], operands[3..].to_vec());
     let kernel_results = ir::results(l);
     let types: Vec<ir::Type> = kernel_results.iter().map(|v| ir::type_of(*v)).collect();
-    let present_loop = |at: &Builder, from: Value, to: Value, carried: &[Value]| {
-        let copy = ir::clone_op(l);
-        at.insert(copy);
-        ir::set_operand(copy, 0, from);
-        ir::set_operand(copy, 1, to);
-        for (i, v) in carried.iter().enumerate() {
-            ir::set_operand(copy, 3 + i, *v);
-        }
-        ir::set_attr(copy, PRESENT_LOOP_ATTR, ir::string_attr(ctx, var));
-        ir::results(copy)
-    };
     let branch = b.if_yield(
         b.constant(ir::i1_type(ctx), 1),
         &types,
         |_| kernel_results.clone(),
-        |present| {
-            runs.iter().fold(inits.clone(), |carried, (from, to)| {
+        |present| match order {
+            PresentOrder::Rotated(from) => {
+                let start = present.maxsi(lower, present.minsi(upper, from));
+                let copy = rotated_loop(&present, l, var, start);
+                // An opaque read of the accumulators in the branch keeps
+                // the loop's last `wgmma` wait there: sunk to where the
+                // branches join, `ptxas` serialises every `wgmma` of the
+                // kernel (C7515; passes/docs/present-path.md).
+                ir::results(copy)
+                    .into_iter()
+                    .map(|v| {
+                        if is_accumulator(v) {
+                            present.opaque(v)
+                        } else {
+                            v
+                        }
+                    })
+                    .collect()
+            }
+            PresentOrder::Runs(runs) => runs.iter().fold(inits.clone(), |carried, (from, to)| {
                 let from = from.map_or(lower, |row| present.maxsi(lower, row));
                 let to = to.map_or(upper, |row| present.minsi(upper, row));
-                present_loop(&present, from, to, &carried)
-            })
+                let copy = present_copy(&present, l, var, (from, to));
+                for (i, v) in carried.iter().enumerate() {
+                    ir::set_operand(copy, 3 + i, *v);
+                }
+                ir::results(copy)
+            }),
         },
     );
     ir::set_attr(branch, PRESENT_PATH_ATTR, ir::string_attr(ctx, var));
@@ -363,6 +395,75 @@ fn present_path(l: ir::Op, var: &str, runs: &[RowRun]) {
         ir::set_operand(then_yield, i, kernel);
     }
     ir::move_before(l, then_yield);
+}
+
+/// A copy of the kernel's loop `l` at `at` over `[from, to)`, marked
+/// [`PRESENT_LOOP_ATTR`] with `var`, from the kernel's initial values.
+fn present_copy(at: &Builder, l: ir::Op, var: &str, (from, to): (Value, Value)) -> ir::Op {
+    let copy = ir::clone_op(l);
+    at.insert(copy);
+    ir::set_operand(copy, 0, from);
+    ir::set_operand(copy, 1, to);
+    ir::set_attr(
+        copy,
+        PRESENT_LOOP_ATTR,
+        ir::string_attr(ir::context_of(l), var),
+    );
+    copy
+}
+
+/// A copy of the kernel's loop `l` (`[lo, hi)` by `step`) that reads
+/// `[start, hi)` then `[lo, start)` (`start` in `[lo, hi]`, `start - lo` a
+/// multiple of `step`) in one pipelined loop: over `[lo, hi)`, its
+/// variable `v` read as `v + (start - lo)` until the first run's `n`
+/// iterations are done (`v < lo + n * step`), as `v - n * step` after.
+/// The same iterations in the same order as the two runs' loops, without
+/// a second pipeline start.
+fn rotated_loop(at: &Builder, l: ir::Op, var: &str, start: Value) -> ir::Op {
+    let operands = ir::operands(l);
+    let (lower, upper, step) = (operands[0], operands[1], operands[2]);
+    let shift = at.subi(start, lower);
+    // The first run's rows, rounded up to whole steps (`hi - start` need
+    // not be a multiple of the step).
+    let first = at.muli(
+        at.divsi(
+            at.subi(
+                at.addi(at.subi(upper, start), step),
+                at.constant(ir::type_of(step), 1),
+            ),
+            step,
+        ),
+        step,
+    );
+    let wrap_at = at.addi(lower, first);
+    let back = at.subi(at.constant(ir::type_of(first), 0), first);
+    let copy = present_copy(at, l, var, (lower, upper));
+    let body = ir::blocks(ir::regions(copy)[0])[0];
+    let variable = ir::block_args(body)[0];
+    let first_op = ir::ops_in(body)[0];
+    let inside = Builder::before(first_op).with_loc(ir::location_of(first_op));
+    let wrapped = inside.cmpi(Cmp::Sge, variable, wrap_at);
+    let read = inside.addi(variable, inside.select(wrapped, back, shift));
+    let rotation = [wrapped, read].map(|v| ir::defining_op(v).expect("an op's result"));
+    ir::replace_uses_except(variable, read, &rotation);
+    copy
+}
+
+/// Whether the kernel moved a pointer by the step of its loop `l`
+/// ([`MOVED_POINTER_ATTR`]: `chunk-bind-kernel` reads it at the loop's
+/// variable until `chunk-carry-pointers` carries it again).
+fn moves_pointers(l: ir::Op) -> bool {
+    ir::walk(l)
+        .into_iter()
+        .any(|op| ir::attr(op, MOVED_POINTER_ATTR).is_some())
+}
+
+/// Whether `v`, a result of a kernel loop, is an accumulator: a 2-D
+/// tensor of `f32` (what a `tt.dot` accumulates into).
+fn is_accumulator(v: Value) -> bool {
+    let ty = ir::type_of(v);
+    ir::tensor_shape(ty).is_some_and(|shape| shape.len() == 2)
+        && ir::tensor_element(ty).is_some_and(ir::is_f32_type)
 }
 
 /// The most chunks a present path's condition polls (each one's flag).

@@ -694,18 +694,25 @@ branch runs the kernel's loop without waits (its loops marked
 causal kernel runs a point faster than before it). The condition, "a
 chunk is missing", is `true` here; `chunk-insert-waits` replaces it with
 polls of the chunks' flags. The `else` branch runs the same iterations in the same order as the
-split, in as few loops as that order allows, so the output is the same
-bit for bit whichever branch a program takes: where the blocks come rank
-`r+1`'s first (a direct gather, the template's ring), two loops,
-`[max(lo, r * n * R), hi)` then `[lo, min(hi, r * n * R))`; zigzag
-half-blocks of `H` rows, four: `[r H, W H)`, `[0, r H)`, `[(2W - r) H,
-hi)`, `[W H, (2W - r) H)`, each clipped to `[lo, hi)`. A ring written out
-as `r -> r+1` (its blocks backwards) gets no present path, nor do splits
-of more than 16 chunks
+split, so the output is the same bit for bit whichever branch a program
+takes. Where the blocks come rank `r+1`'s first (a direct gather, the
+template's ring) and the loop runs to a bound the kernel takes as an
+argument (no causal band), that is one loop over `[lo, hi)` whose
+variable `v` is read as `v + (s - lo)` for the first `n = ceil((hi - s) /
+step)` iterations and as `v - n * step` after, from `s = clamp(r * n * R,
+lo, hi)`: `[s, hi)` then `[lo, s)` in one pipeline. Its accumulators (the
+2-D `f32` values it yields) then go through an opaque `mov.b32`: without
+it, LLVM sinks the loop's last `wgmma` wait to where the branches join
+and ptxas serialises every `wgmma` of the kernel (C7515). A loop that runs
+to a bound the kernel computes (a causal band's end), or whose pointers
+the kernel moves by its step (`chunk.moved_pointer`), gets two loops
+instead, `[s, hi)` then `[lo, s)`: one loop ran slower for causal
+kernels, and `chunk-carry-pointers` carries moved pointers in each. Zigzag half-blocks of `H` rows get four loops:
+`[r H, W H)`, `[0, r H)`, `[(2W - r) H, hi)`, `[W H, (2W - r) H)`, each
+clipped to `[lo, hi)`. A ring written out as `r -> r+1` (its blocks
+backwards) gets no present path, nor do splits of more than 16 chunks
 (the condition polls each chunk's flag) or chunks that also cut the
-columns. The kernel's own loop in the `else` branch would need no order,
-but it ran 27% to 29% slower than the local kernel: ptxas serialised its
-`wgmma` (passes/docs/present-path.md).
+columns (passes/docs/present-path.md).
 
 A split of up to `max-unrolled-chunks` chunks (8 by default) is marked
 for Triton to unroll, its chunk's rows hidden from LLVM so that a causal
@@ -744,8 +751,9 @@ and rotates it to start at the rank's block, marking the result:
            "What a program runs when every chunk its split loop reads is present",
            [{::llvm::cl::values(
              clEnumValN(::synco::chunk::PresentPath::arrival, "arrival",
-                        "the split's iterations in its order, in as few loops "
-                        "as that order allows (a direct gather's only)"),
+                        "the split's iterations in its order, in one "
+                        "rotated loop (causal bands and moved pointers: "
+                        "two; zigzag: four)"),
              clEnumValN(::synco::chunk::PresentPath::none, "none",
                         "no present path: the split loop only"))}]>,
     BoundedOption<"maxUnrolledChunks", "max-unrolled-chunks", /*default=*/"8",
