@@ -435,17 +435,12 @@ impl Builder {
         )
     }
 
-    /// `value` (an `i32`) through a `mov.b32` of pure inline PTX, which LLVM
-    /// cannot see through: where a constant would let it prove what it
-    /// should not act on (a loop bound that makes it widen the loop's
-    /// induction variable to 64 bits).
-    pub fn opaque_i32(&self, value: Value) -> Value {
-        self.opaque(value)
-    }
-
     /// `value` (of 32-bit elements: `i32`, `f32` or a tensor of them)
     /// through a `mov.b32` of pure inline PTX per element, which LLVM
-    /// cannot see through, nor sink below the branch it sits in.
+    /// cannot see through, nor sink below the branch it sits in: where a
+    /// constant would let it prove what it should not act on (a loop bound
+    /// that makes it widen the loop's induction variable to 64 bits), or
+    /// where it would move a read of an accumulator out of its branch.
     pub fn opaque(&self, value: Value) -> Value {
         let op = self.op(
             "tt.elementwise_inline_asm",

@@ -164,18 +164,14 @@ fn split_loop(
     // bits. (Hidden in a loop that stays rolled, they cost more than they
     // save: passes/docs/kernel-loops.md.)
     let rows_per_chunk = rows;
-    let rows = if unrolled {
-        b.opaque_i32(c(rows))
-    } else {
-        c(rows)
-    };
+    let rows = if unrolled { b.opaque(c(rows)) } else { c(rows) };
     if present == PresentPath::Arrival {
         // The runs' bounds, the chunk's rows hidden from LLVM as in an
         // unrolled split.
         let hidden = if unrolled {
             rows
         } else {
-            b.opaque_i32(c(rows_per_chunk))
+            b.opaque(c(rows_per_chunk))
         };
         present_path(
             l,

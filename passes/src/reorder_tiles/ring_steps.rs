@@ -272,7 +272,7 @@ fn clip_to_block(tile_loop: TileLoop, block: Value, ring: SlotRing) {
     let operands = ir::operands(l);
     let (lower, upper) = (operands[0], operands[1]);
     let b = Builder::before(l).with_loc(ir::location_of(l));
-    let rows = b.opaque_i32(b.constant(ir::type_of(lower), ring.block_rows));
+    let rows = b.opaque(b.constant(ir::type_of(lower), ring.block_rows));
     let first = b.muli(block, rows);
     let end = b.addi(first, rows);
     let start = if ir::constant_int(lower) == Some(0) {
