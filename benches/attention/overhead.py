@@ -12,19 +12,19 @@ into W x chunks loops, one per chunk, taken in arrival order, each behind
 a wait for its chunk; a program that finds every chunk present when it
 starts (polls of the flags) runs the present path instead, the same
 iterations without waits, in the split's order (one loop without a mask,
-two causal; the ring brings the blocks in the direct order). Here the runtime marks every chunk present
-(`mark_chunks_present`) and launches the last rank's kernel alone
-(`launch_alone`: no copies, no peers), so the direct and ring kernels
-take the present path, and the others' waits pass at once. `split c1` is
-direct without the present path (`present_path="none"`): what a program
-pays that reads chunk by chunk; `rolled_split c1` is that split rolled,
-as it is beside a causal kernel's present path (`present_split="auto"`):
-what a causal program of `direct c1` pays that starts before its chunks
-arrive. `unrolled c1` and `rolled c1` are direct with the split beside
-the present path unrolled or rolled whatever the mask (`present_split`).
-The local kernel is the same
-`synco.kernels.attention`, compiled without a plan, launched the same way
-over the same rank's queries and the same gathered K and V.
+two causal; the ring brings the blocks in the direct order). Here the
+runtime marks every chunk present (`mark_chunks_present`) and launches
+the last rank's kernel alone (`launch_alone`: no copies, no peers), so
+the direct and ring kernels take the present path, and the others'
+waits pass at once. `split c1` is direct without the present path
+(`present_path="none"`): what a program pays that reads chunk by
+chunk; `rolled_split c1` is that split rolled, as it is beside a causal
+kernel's present path (`present_split="auto"`): what a causal program
+of `direct c1` pays that starts before its chunks arrive. `unrolled c1`
+and `rolled c1` are direct with the split beside the present path
+unrolled or rolled whatever the mask (`present_split`). The local kernel
+is the same `synco.kernels.attention`, compiled without a plan, launched
+the same way over the same rank's queries and the same gathered K and V.
 
 `ring_slots c1` is ring attention over two slots (`slots=2`): alone,
 with no copies, its steps read what its three blocks hold (steps 3 and
